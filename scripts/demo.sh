@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds memd and runs its main job on a copy of example-memory-dir/ with
+# the built-in offline defaults: no network, no LLM, no service.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+cargo build --locked
+target="${CARGO_TARGET_DIR:-target}"
+memd="$target/debug/memd"
+work="$(mktemp -d)"
+cp -r example-memory-dir "$work/memory"
+export MEMD_DIR="$work/memory"
+echo "== memory directory: $MEMD_DIR"
+"$memd" add "User now drinks oat flat whites" --category preference --session demo
+"$memd" add "User now drinks oat flat whites" --category preference --session demo --key demo-1
+"$memd" add "User now drinks oat flat whites" --category preference --session demo --key demo-1
+echo "== status"
+"$memd" status

@@ -1,0 +1,622 @@
+//! Tier 1: the append-only daily logs `archive/YYYY-MM-DD.md`.
+//!
+//! ```text
+//! # 2026-11-22
+//!
+//! ## 14:05:12 · session 7f3a
+//! - [preference] User prefers compact dashboards
+//! - User now works at Microsoft <!-- key:turn-41 -->
+//! ```
+//!
+//! A fact is one list item; a leading `[tag]` is its category; a trailing
+//! `<!-- key:K -->` is the idempotency key of the append that wrote it
+//! (it renders invisibly). Level-2 headings carry the time and session of
+//! the facts below them.
+//!
+//! A fact's id is `DAY#HASH` where HASH hashes the normalised text, and the
+//! n-th occurrence of the same normalised text that day gets `.n`
+//! (`2026-11-22#a1b2c3d4.2`). Because the file is only ever appended to, the
+//! ids are stable however often the file is parsed.
+//!
+//! Parsing goes through pulldown-cmark so that hand edits are read the way a
+//! markdown viewer shows them (any bullet style, nested lists, code blocks
+//! that merely look like lists); the fact text itself is taken from the raw
+//! source of the item, so what is hashed is exactly what is written.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::ops::Range;
+
+use anyhow::{Context, Result};
+use fs4::fs_std::FileExt;
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
+use serde::Serialize;
+
+use crate::Layout;
+use crate::text::norm_hash;
+
+/// One fact of a daily log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fact {
+    /// `DAY#HASH` or `DAY#HASH.N`.
+    pub id: String,
+    pub day: String,
+    pub text: String,
+    pub category: Option<String>,
+    pub session: Option<String>,
+    /// `HH:MM:SS` from the heading above the fact, when it has one.
+    pub time: Option<String>,
+    pub key: Option<String>,
+    /// 1-based line of the fact in its file.
+    pub line: usize,
+}
+
+/// A parsed day file.
+#[derive(Debug, Default)]
+pub struct Day {
+    pub facts: Vec<Fact>,
+    /// Problems that did not stop the parse (invalid UTF-8, empty items).
+    pub warnings: Vec<String>,
+}
+
+/// Parse the text of the day file for `day`.
+pub fn parse(day: &str, src: &str) -> Day {
+    let mut out = Day::default();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset);
+
+    let mut session: Option<String> = None;
+    let mut time: Option<String> = None;
+    // Open list items: (item range, end of the item's own text, session and
+    // time of the heading above the item).
+    type Open = (Range<usize>, usize, Option<String>, Option<String>);
+    let mut items: Vec<Open> = Vec::new();
+    let mut found: Vec<(usize, ItemText, Option<String>, Option<String>)> = Vec::new();
+    let mut heading: Option<(HeadingLevel, Range<usize>)> = None;
+
+    for (event, range) in Parser::new_ext(src, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Item) => {
+                items.push((range.clone(), range.end, session.clone(), time.clone()))
+            }
+            Event::Start(Tag::List(_)) => {
+                // A nested list ends the enclosing item's own text.
+                if let Some((item, own_end, ..)) = items.last_mut()
+                    && *own_end == item.end
+                {
+                    *own_end = range.start;
+                }
+            }
+            Event::End(pulldown_cmark::TagEnd::Item) => {
+                let Some((item, own_end, s, t)) = items.pop() else {
+                    continue;
+                };
+                let raw = &src[item.start..own_end.max(item.start)];
+                match parse_item(raw) {
+                    Some(parsed) => found.push((item.start, parsed, s, t)),
+                    None => out.warnings.push(format!(
+                        "line {}: empty list item skipped",
+                        line_of(item.start)
+                    )),
+                }
+            }
+            Event::Start(Tag::Heading { level, .. }) if items.is_empty() => {
+                heading = Some((level, range));
+            }
+            Event::End(pulldown_cmark::TagEnd::Heading(_)) => {
+                if let Some((HeadingLevel::H2, range)) = heading.take() {
+                    let raw = src[range].trim().trim_start_matches('#').trim();
+                    let (t, s) = parse_session_heading(raw);
+                    time = t;
+                    session = s;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Nested items close before their parents: put facts back in reading
+    // order before numbering occurrences.
+    found.sort_by_key(|(start, ..)| *start);
+    let mut occurrences: HashMap<String, usize> = HashMap::new();
+    for (start, parsed, session, time) in found {
+        let hash = norm_hash(&parsed.text);
+        let n = occurrences.entry(hash.clone()).or_insert(0);
+        *n += 1;
+        out.facts.push(Fact {
+            id: fact_id(day, &hash, *n),
+            day: day.to_string(),
+            text: parsed.text,
+            category: parsed.category,
+            session,
+            time,
+            key: parsed.key,
+            line: line_of(start),
+        });
+    }
+    out
+}
+
+/// The hash part of a fact id (`DAY#HASH.N` → `HASH`).
+fn id_hash(id: &str) -> &str {
+    let h = id.split_once('#').map(|(_, h)| h).unwrap_or(id);
+    h.split_once('.').map(|(h, _)| h).unwrap_or(h)
+}
+
+fn fact_id(day: &str, hash: &str, occurrence: usize) -> String {
+    if occurrence <= 1 {
+        format!("{day}#{hash}")
+    } else {
+        format!("{day}#{hash}.{occurrence}")
+    }
+}
+
+/// `14:05:12 · session 7f3a` → (time, session). Hand-written headings that
+/// do not follow the form carry neither.
+fn parse_session_heading(raw: &str) -> (Option<String>, Option<String>) {
+    let (head, rest) = match raw.split_once('·') {
+        Some((h, r)) => (h.trim(), Some(r.trim())),
+        None => (raw.trim(), None),
+    };
+    let time = chrono::NaiveTime::parse_from_str(head, "%H:%M:%S")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(head, "%H:%M"))
+        .ok()
+        .map(|_| head.to_string());
+    let session = rest
+        .and_then(|r| r.strip_prefix("session"))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    (time, session)
+}
+
+struct ItemText {
+    text: String,
+    category: Option<String>,
+    key: Option<String>,
+}
+
+/// Read the raw source of one list item: marker, `[category]`, text,
+/// `<!-- key:K -->`.
+fn parse_item(raw: &str) -> Option<ItemText> {
+    let raw = raw.trim_start();
+    let rest = if let Some(r) = raw.strip_prefix(['-', '*', '+']) {
+        r
+    } else {
+        let digits = raw.len() - raw.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        raw[digits..].strip_prefix(['.', ')'])?
+    };
+    let mut text = rest
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+
+    let mut key = None;
+    if text.ends_with("-->")
+        && let Some(at) = text.rfind(KEY_OPEN)
+    {
+        let k = text[at + KEY_OPEN.len()..text.len() - 3].trim().to_string();
+        if !k.is_empty() {
+            key = Some(k);
+        }
+        text.truncate(at);
+        text.truncate(text.trim_end().len());
+    }
+
+    let mut category = None;
+    if let Some(inner) = text.strip_prefix('[')
+        && let Some(close) = inner.find(']')
+        && valid_category(&inner[..close])
+        && inner[close + 1..].starts_with(' ')
+    {
+        category = Some(inner[..close].to_string());
+        text = inner[close + 1..].trim_start().to_string();
+    }
+
+    let text = unescape_leading(&text);
+    if text.is_empty() {
+        return None;
+    }
+    Some(ItemText {
+        text,
+        category,
+        key,
+    })
+}
+
+const KEY_OPEN: &str = "<!-- key:";
+
+fn valid_category(c: &str) -> bool {
+    !c.is_empty()
+        && c.len() <= 40
+        && c.chars()
+            .all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '_')
+}
+
+/// Text that would otherwise open a markdown block inside the list item
+/// (a heading, a quote, a nested list, a code fence, HTML) gets its first
+/// marker backslash-escaped when written, so that it stays one plain item.
+fn escape_leading(text: &str) -> String {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits > 0 && text[digits..].starts_with(['.', ')']) {
+        return format!("{}\\{}", &text[..digits], &text[digits..]);
+    }
+    if text.starts_with(['#', '>', '-', '+', '*', '=', '`', '~', '<', '|', '\\', '_']) {
+        return format!("\\{text}");
+    }
+    text.to_string()
+}
+
+/// The inverse of [`escape_leading`].
+fn unescape_leading(text: &str) -> String {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits > 0 && (text[digits..].starts_with("\\.") || text[digits..].starts_with("\\)")) {
+        return format!("{}{}", &text[..digits], &text[digits + 1..]);
+    }
+    if let Some(rest) = text.strip_prefix('\\')
+        && rest.starts_with(|c: char| c.is_ascii_punctuation())
+    {
+        return rest.to_string();
+    }
+    text.to_string()
+}
+
+/// Read and parse the day file for `day`; a missing file is an empty day.
+/// Invalid UTF-8 is replaced (U+FFFD) and reported in `warnings`, so one
+/// damaged line never hides the other facts.
+pub fn read_day(layout: &Layout, day: &str) -> Result<Day> {
+    let path = layout.archive_file(day);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Day::default()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let (text, utf8_warning) = decode(&bytes);
+    let mut parsed = parse(day, &text);
+    if let Some(w) = utf8_warning {
+        tracing::warn!(file = %path.display(), "{w}");
+        parsed.warnings.insert(0, w);
+    }
+    Ok(parsed)
+}
+
+fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (std::borrow::Cow::Borrowed(s), None),
+        Err(e) => {
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            (
+                String::from_utf8_lossy(bytes),
+                Some(format!(
+                    "invalid UTF-8 at byte {} (line {line}); replaced with U+FFFD",
+                    e.valid_up_to()
+                )),
+            )
+        }
+    }
+}
+
+/// Every fact of every day, oldest first, with the warnings of each file.
+pub fn read_all(layout: &Layout) -> Result<(Vec<Fact>, Vec<String>)> {
+    let mut facts = Vec::new();
+    let mut warnings = Vec::new();
+    for day in layout.archive_days()? {
+        let parsed = read_day(layout, &day)?;
+        warnings.extend(
+            parsed
+                .warnings
+                .into_iter()
+                .map(|w| format!("archive/{day}.md: {w}")),
+        );
+        facts.extend(parsed.facts);
+    }
+    Ok((facts, warnings))
+}
+
+/// A fact to append.
+#[derive(Debug, Clone, Default)]
+pub struct NewFact {
+    pub text: String,
+    pub category: Option<String>,
+    pub session: Option<String>,
+    /// Idempotency key: an append whose key is already in the archive (this
+    /// day or the day before, for retries across midnight) writes nothing.
+    pub key: Option<String>,
+}
+
+/// What an append did with one fact.
+#[derive(Debug, Clone, Serialize)]
+pub struct Appended {
+    pub id: String,
+    pub day: String,
+    pub text: String,
+    pub category: Option<String>,
+    pub session: Option<String>,
+    /// False when the idempotency key was already written: nothing new.
+    pub written: bool,
+}
+
+/// Input that an append refuses before writing anything.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InvalidFact {
+    #[error("fact {0}: text is empty")]
+    Empty(usize),
+    #[error("fact {0}: a fact is one line; split multi-line text into several facts")]
+    MultiLine(usize),
+    #[error("fact {0}: text may not contain `<!-- key:` (reserved for idempotency keys)")]
+    ReservedMarker(usize),
+    #[error("fact {0}: category {1:?} must be letters, digits, '-' or '_' (at most 40)")]
+    Category(usize, String),
+    #[error("fact {0}: session {1:?} must be one line without '·'")]
+    Session(usize, String),
+    #[error("fact {0}: key {1:?} must be 1-200 characters without spaces or `-->`")]
+    Key(usize, String),
+}
+
+fn validate(i: usize, f: &NewFact) -> Result<(), InvalidFact> {
+    let n = i + 1;
+    let text = f.text.trim();
+    if text.is_empty() {
+        return Err(InvalidFact::Empty(n));
+    }
+    if text.contains(['\n', '\r']) {
+        return Err(InvalidFact::MultiLine(n));
+    }
+    if text.contains(KEY_OPEN) {
+        return Err(InvalidFact::ReservedMarker(n));
+    }
+    if let Some(c) = &f.category
+        && !valid_category(c)
+    {
+        return Err(InvalidFact::Category(n, c.clone()));
+    }
+    if let Some(s) = &f.session
+        && (s.trim().is_empty() || s.contains(['\n', '\r', '·']))
+    {
+        return Err(InvalidFact::Session(n, s.clone()));
+    }
+    if let Some(k) = &f.key
+        && (k.is_empty() || k.len() > 200 || k.contains(char::is_whitespace) || k.contains("-->"))
+    {
+        return Err(InvalidFact::Key(n, k.clone()));
+    }
+    Ok(())
+}
+
+/// The list-item line for a fact, without its newline.
+fn format_line(f: &NewFact) -> String {
+    let mut line = String::from("- ");
+    if let Some(c) = &f.category {
+        line.push_str(&format!("[{c}] "));
+    }
+    line.push_str(&escape_leading(f.text.trim()));
+    if let Some(k) = &f.key {
+        line.push_str(&format!(" {KEY_OPEN}{k} -->"));
+    }
+    line
+}
+
+/// Append `facts` to the day file for `day`, stamped `time` (`HH:MM:SS`).
+///
+/// All facts are validated first; one invalid fact writes nothing. The file
+/// is locked exclusively (`fs4`) for the whole read-decide-write, written in
+/// one `write` of whole lines and `fsync`ed before the lock is released, so
+/// concurrent appenders from any number of processes never interleave and a
+/// returned id is durable.
+pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Result<Vec<Appended>> {
+    for (i, f) in facts.iter().enumerate() {
+        validate(i, f)?;
+    }
+    if facts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = layout.archive_file(day);
+    let existed = path.exists();
+    if !existed && facts.iter().all(|f| f.key.is_some()) {
+        // A retry just after midnight: if every fact is already in
+        // yesterday's file, do not even create today's.
+        let yesterday = previous_day(day)
+            .map(|d| DayText::read(layout, &d))
+            .transpose()?;
+        let ids: Vec<Option<String>> = facts
+            .iter()
+            .map(|f| yesterday.as_ref().and_then(|y| y.key_id(f.key.as_deref()?)))
+            .collect();
+        if ids.iter().all(Option::is_some) {
+            return Ok(facts
+                .iter()
+                .zip(ids)
+                .map(|(f, id)| appended(f, id.unwrap(), day, false))
+                .collect());
+        }
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    file.lock_exclusive()
+        .with_context(|| format!("locking {}", path.display()))?;
+
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let today = DayText::new(day, decode(&bytes).0.into_owned());
+    let yesterday = match facts.iter().any(|f| f.key.is_some()) {
+        true => previous_day(day)
+            .map(|d| DayText::read(layout, &d))
+            .transpose()?,
+        false => None,
+    };
+    let mut keys: HashMap<String, String> = HashMap::new();
+    let mut occurrences: HashMap<String, usize> = HashMap::new();
+
+    let mut buf = String::new();
+    if bytes.is_empty() {
+        buf.push_str(&format!("# {day}\n"));
+    } else if !bytes.ends_with(b"\n") {
+        buf.push('\n');
+    }
+    let mut tail_session = today.tail_session();
+    let mut out = Vec::with_capacity(facts.len());
+    for f in facts {
+        if let Some(k) = &f.key {
+            let known = keys
+                .get(k)
+                .cloned()
+                .or_else(|| today.key_id(k))
+                .or_else(|| yesterday.as_ref().and_then(|y| y.key_id(k)));
+            if let Some(id) = known {
+                out.push(appended(f, id, day, false));
+                continue;
+            }
+        }
+        let session = f.session.as_ref().map(|s| s.trim().to_string());
+        if tail_session.as_ref() != Some(&session) {
+            buf.push('\n');
+            match &session {
+                Some(s) => buf.push_str(&format!("## {time} · session {s}\n")),
+                None => buf.push_str(&format!("## {time}\n")),
+            }
+            tail_session = Some(session.clone());
+        }
+        let line = format_line(f);
+        buf.push_str(&line);
+        buf.push('\n');
+        // The id comes from re-reading the written line, so it is the id
+        // every later parse will give it.
+        let item = parse_item(&line).expect("a validated fact parses");
+        let hash = norm_hash(&item.text);
+        let n = occurrences
+            .entry(hash.clone())
+            .or_insert_with(|| today.occurrences(&item.text, &hash));
+        *n += 1;
+        let id = fact_id(day, &hash, *n);
+        if let Some(k) = &f.key {
+            keys.insert(k.clone(), id.clone());
+        }
+        out.push(Appended {
+            id,
+            day: day.to_string(),
+            text: item.text,
+            category: item.category,
+            session: session.clone(),
+            written: true,
+        });
+    }
+
+    if out.iter().any(|a| a.written) {
+        file.write_all(buf.as_bytes())
+            .with_context(|| format!("appending to {}", path.display()))?;
+        file.sync_data()
+            .with_context(|| format!("syncing {}", path.display()))?;
+        if !existed {
+            crate::atomic::sync_dir(&layout.archive_dir())?;
+        }
+    }
+    Ok(out)
+}
+
+fn previous_day(day: &str) -> Option<String> {
+    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.pred_opt())
+        .map(|d| d.format("%Y-%m-%d").to_string())
+}
+
+/// The text of a day file as the append path sees it. Appends must cost
+/// what they add, not the size of the day, so the file is parsed only when
+/// a cheap exact prefilter finds a candidate: an earlier restatement of the
+/// new fact (whose occurrence number the id needs) or a retried key.
+struct DayText {
+    day: String,
+    src: String,
+    /// Lowercased with whitespace folded: a superset test for normalised
+    /// texts, since normalising never splits or joins words.
+    folded: std::cell::OnceCell<String>,
+    parsed: std::cell::OnceCell<Day>,
+}
+
+impl DayText {
+    fn new(day: &str, src: String) -> DayText {
+        DayText {
+            day: day.to_string(),
+            src,
+            folded: Default::default(),
+            parsed: Default::default(),
+        }
+    }
+
+    fn read(layout: &Layout, day: &str) -> Result<DayText> {
+        let path = layout.archive_file(day);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        Ok(DayText::new(day, decode(&bytes).0.into_owned()))
+    }
+
+    fn parsed(&self) -> &Day {
+        self.parsed.get_or_init(|| parse(&self.day, &self.src))
+    }
+
+    /// The id of the fact written with idempotency key `key`, if any.
+    fn key_id(&self, key: &str) -> Option<String> {
+        if !self.src.contains(&format!("{KEY_OPEN}{key} -->")) {
+            return None;
+        }
+        self.parsed()
+            .facts
+            .iter()
+            .find(|f| f.key.as_deref() == Some(key))
+            .map(|f| f.id.clone())
+    }
+
+    /// How many facts of the day already have the normalised hash `hash`.
+    fn occurrences(&self, text: &str, hash: &str) -> usize {
+        let folded = self.folded.get_or_init(|| {
+            self.src
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        });
+        if !folded.contains(&crate::text::normalize(text)) {
+            return 0;
+        }
+        self.parsed()
+            .facts
+            .iter()
+            .filter(|f| id_hash(&f.id) == hash)
+            .count()
+    }
+
+    /// The session of the last `## time · session` heading, by a backward
+    /// line scan (`None`: no heading yet).
+    fn tail_session(&self) -> Option<Option<String>> {
+        self.src
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("## "))
+            .map(|h| parse_session_heading(h.trim()).1)
+    }
+}
+
+fn appended(f: &NewFact, id: String, day: &str, written: bool) -> Appended {
+    Appended {
+        id,
+        day: day.to_string(),
+        text: f.text.trim().to_string(),
+        category: f.category.clone(),
+        session: f.session.clone(),
+        written,
+    }
+}

@@ -1,0 +1,51 @@
+//! Whole-file replacement that a reader never sees half done.
+//!
+//! Write a temp file in the same directory (so the rename stays on one file
+//! system), fsync it, rename it over the target, then fsync the directory so
+//! the rename itself survives a crash. Any failure before the rename leaves
+//! the old file untouched and removes the temp file.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Atomically replace `path` with `bytes`.
+pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with_hook(path, bytes, || Ok(()))
+}
+
+/// [`write`] with a hook that runs after the temp file is written and synced
+/// and before the rename. Tests use it to inject a failure at the last moment;
+/// an error from it aborts the write exactly like a failed `fsync` would.
+pub fn write_with_hook(
+    path: &Path,
+    bytes: &[u8],
+    before_rename: impl FnOnce() -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    // Keep the permissions a user gave the file.
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    before_rename()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// fsync a directory so a rename or a file creation in it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,378 @@
+//! `memd.toml`: every knob, its default, and `MEMD_*` environment overrides.
+//!
+//! Every key has a default, so the file is optional. An unknown key or a
+//! value of the wrong type is an error that names the key: a typo must not
+//! silently fall back to a default. Each key `K` of section `S` can be
+//! overridden by the environment variable `MEMD_S_K` (upper case), for
+//! example `MEMD_CONSOLIDATION_MIN_HOURS=0`; `MEMD_MODEL_DIR` is a short
+//! alias for `MEMD_EMBEDDER_MODEL_DIR`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub consolidation: Consolidation,
+    pub promotion: Promotion,
+    pub search: Search,
+    pub llm: Llm,
+    pub embedder: Embedder,
+    pub server: Server,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Consolidation {
+    pub min_hours: f64,
+    pub min_facts: u32,
+    pub interval_seconds: u64,
+    pub neighbor_k: u32,
+    pub cluster_max: u32,
+    pub max_retries: u32,
+    pub remove_budget: u32,
+    pub concurrency: u32,
+}
+
+impl Default for Consolidation {
+    fn default() -> Self {
+        Consolidation {
+            min_hours: 6.0,
+            min_facts: 10,
+            interval_seconds: 300,
+            neighbor_k: 8,
+            cluster_max: 12,
+            max_retries: 2,
+            remove_budget: 20,
+            concurrency: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Promotion {
+    pub max_lines: u32,
+}
+
+impl Default for Promotion {
+    fn default() -> Self {
+        Promotion { max_lines: 30 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Search {
+    pub default_k: u32,
+    pub recency_half_life_days: f64,
+}
+
+impl Default for Search {
+    fn default() -> Self {
+        Search {
+            default_k: 8,
+            recency_half_life_days: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Llm {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub timeout_seconds: u64,
+    pub max_attempts: u32,
+    pub json_mode: bool,
+}
+
+impl Default for Llm {
+    fn default() -> Self {
+        Llm {
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            timeout_seconds: 120,
+            max_attempts: 3,
+            json_mode: true,
+        }
+    }
+}
+
+impl Llm {
+    /// An LLM is configured when it has an endpoint; otherwise the built-in
+    /// judge decides.
+    pub fn configured(&self) -> bool {
+        !self.base_url.trim().is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    Minilm,
+    Openai,
+    Lexical,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Embedder {
+    pub kind: EmbedderKind,
+    pub model_dir: String,
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub batch_size: u32,
+    pub timeout_seconds: u64,
+    pub max_attempts: u32,
+}
+
+impl Default for Embedder {
+    fn default() -> Self {
+        Embedder {
+            kind: EmbedderKind::Minilm,
+            model_dir: String::new(),
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            batch_size: 64,
+            timeout_seconds: 30,
+            max_attempts: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    pub listen: String,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server {
+            listen: "127.0.0.1:7437".into(),
+        }
+    }
+}
+
+/// One line of documentation per key, shown in the generated `memd.toml`.
+const DOCS: &[(&str, &str, &str)] = &[
+    (
+        "consolidation",
+        "min_hours",
+        "hours since the last run before the loop runs again",
+    ),
+    (
+        "consolidation",
+        "min_facts",
+        "pending facts needed before the loop runs (`--force` skips both)",
+    ),
+    (
+        "consolidation",
+        "interval_seconds",
+        "how often the daemon checks the gate",
+    ),
+    (
+        "consolidation",
+        "neighbor_k",
+        "neighbours gathered per pending fact (entries and facts)",
+    ),
+    (
+        "consolidation",
+        "cluster_max",
+        "most facts and entries shown to the LLM at once",
+    ),
+    (
+        "consolidation",
+        "max_retries",
+        "retries of an invalid LLM reply before facts are added verbatim",
+    ),
+    (
+        "consolidation",
+        "remove_budget",
+        "most REMOVE (merge) ops applied in one run",
+    ),
+    (
+        "consolidation",
+        "concurrency",
+        "LLM calls in flight at once",
+    ),
+    (
+        "promotion",
+        "max_lines",
+        "cap on the generated part of MEMORY.md",
+    ),
+    ("search", "default_k", "hits returned when -k is not given"),
+    (
+        "search",
+        "recency_half_life_days",
+        "recency weighting of search scores; 0 turns it off",
+    ),
+    (
+        "llm",
+        "base_url",
+        "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1; empty = built-in judge",
+    ),
+    ("llm", "model", "model name sent to the endpoint"),
+    (
+        "llm",
+        "api_key_env",
+        "environment variable holding the API key (unset = no key)",
+    ),
+    ("llm", "timeout_seconds", "timeout of one LLM request"),
+    (
+        "llm",
+        "max_attempts",
+        "attempts per request on network errors and 5xx",
+    ),
+    ("llm", "json_mode", "ask for response_format json_object"),
+    (
+        "embedder",
+        "kind",
+        "minilm (in process, offline), openai (HTTP) or lexical (no model, weaker)",
+    ),
+    (
+        "embedder",
+        "model_dir",
+        "all-MiniLM-L6-v2 files; empty = ~/.cache/memd/all-MiniLM-L6-v2 (MEMD_MODEL_DIR)",
+    ),
+    (
+        "embedder",
+        "base_url",
+        "OpenAI-compatible endpoint for kind = openai",
+    ),
+    (
+        "embedder",
+        "model",
+        "embedding model name for kind = openai",
+    ),
+    (
+        "embedder",
+        "api_key_env",
+        "environment variable holding the API key",
+    ),
+    ("embedder", "batch_size", "texts per embedding request"),
+    (
+        "embedder",
+        "timeout_seconds",
+        "timeout of one embedding request",
+    ),
+    (
+        "embedder",
+        "max_attempts",
+        "attempts per request on network errors and 5xx",
+    ),
+    (
+        "server",
+        "listen",
+        "address of the HTTP API (non-loopback needs MEMD_TOKEN)",
+    ),
+];
+
+/// The text `memd init` writes: every key with its default, commented out.
+pub fn default_file_text() -> String {
+    let table = default_table();
+    let mut out = String::from(
+        "# memd configuration. Every key is optional; the values shown are the\n\
+         # defaults. Uncomment a line to change it. Any key can also be set with\n\
+         # an environment variable MEMD_<SECTION>_<KEY>, e.g. MEMD_LLM_MODEL.\n",
+    );
+    for (section, keys) in &table {
+        out.push_str(&format!("\n[{section}]\n"));
+        let keys = keys.as_table().expect("sections are tables");
+        for (key, value) in keys {
+            let doc = DOCS
+                .iter()
+                .find(|(s, k, _)| s == section && k == key)
+                .map(|(_, _, d)| *d)
+                .unwrap_or("");
+            out.push_str(&format!("# {doc}\n# {key} = {value}\n"));
+        }
+    }
+    out
+}
+
+fn default_table() -> toml::Table {
+    toml::Table::try_from(Config::default()).expect("default config serialises")
+}
+
+impl Config {
+    /// Load `memd.toml` from `dir` (absent = defaults), then apply `MEMD_*`
+    /// environment overrides.
+    pub fn load(dir: &Path) -> Result<Config> {
+        let path = dir.join("memd.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        Config::parse(&text, |k| std::env::var(k).ok())
+            .with_context(|| format!("invalid configuration in {}", path.display()))
+    }
+
+    /// Parse config text and apply overrides looked up through `env`.
+    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        // Parse straight into the typed struct first: toml's errors then point
+        // at the offending key and line.
+        let from_file: Config = toml::from_str(text).map_err(|e| anyhow!("{e}"))?;
+        let mut table = toml::Table::try_from(from_file)?;
+        let defaults = default_table();
+        for (section, keys) in &defaults {
+            for (key, default) in keys.as_table().expect("sections are tables") {
+                let var = format!("MEMD_{}_{}", section.to_uppercase(), key.to_uppercase());
+                let mut raw = env(&var);
+                if raw.is_none() && section == "embedder" && key == "model_dir" {
+                    raw = env("MEMD_MODEL_DIR");
+                }
+                let Some(raw) = raw else { continue };
+                let value = typed_like(default, &raw)
+                    .with_context(|| format!("environment variable {var}={raw:?}"))?;
+                table
+                    .get_mut(section)
+                    .and_then(|s| s.as_table_mut())
+                    .expect("section present")
+                    .insert(key.clone(), value);
+            }
+        }
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| anyhow!("after environment overrides: {e}"))
+    }
+
+    /// The configuration in force, as TOML (for `memd status`).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("config serialises")
+    }
+}
+
+/// Parse an environment string as a value of the same TOML type as `default`.
+fn typed_like(default: &toml::Value, raw: &str) -> Result<toml::Value> {
+    Ok(match default {
+        toml::Value::String(_) => toml::Value::String(raw.to_string()),
+        toml::Value::Integer(_) => toml::Value::Integer(
+            raw.trim()
+                .parse()
+                .map_err(|_| anyhow!("expected a whole number"))?,
+        ),
+        toml::Value::Float(_) => toml::Value::Float(
+            raw.trim()
+                .parse()
+                .map_err(|_| anyhow!("expected a number"))?,
+        ),
+        toml::Value::Boolean(_) => toml::Value::Boolean(
+            raw.trim()
+                .parse()
+                .map_err(|_| anyhow!("expected true or false"))?,
+        ),
+        other => bail!(
+            "cannot override a {} from the environment",
+            other.type_str()
+        ),
+    })
+}

@@ -1,0 +1,395 @@
+//! Tier 2: `consolidated/memory.md`, the deduplicated truth.
+//!
+//! ```text
+//! <!--m {"id":"e-3f9a2c1d","first_seen":"2026-05-27","updated":"2026-05-30","sources":["2026-05-27#a1b2c3d4"],"hash":"…"}-->
+//! Currently works at Microsoft (since 2026-05). Previously worked at Google.
+//! ```
+//!
+//! An entry is a metadata comment line followed by its text, up to the next
+//! blank line or metadata line. Code owns the comment; the text is the LLM's
+//! or the user's. A block of text written by hand without a comment is an
+//! entry too: it gets metadata on the next save and is never dropped.
+//! Headings and other comments standing alone are structure, kept verbatim.
+//!
+//! The parsed document keeps every block's source, so saving a document in
+//! which nothing changed writes the same bytes, and a change to one entry
+//! rewrites only that entry. Saves are atomic ([`crate::atomic`]).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::text::short_hash;
+
+/// What `memd init` writes.
+pub const EMPTY_FILE: &str = "# Memory\n";
+
+const META_OPEN: &str = "<!--m ";
+const META_CLOSE: &str = "-->";
+
+/// The metadata comment of an entry. Unknown fields are kept as they are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub id: String,
+    #[serde(default)]
+    pub first_seen: String,
+    #[serde(default)]
+    pub updated: String,
+    /// Every archive fact folded into this entry: its repetition count.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Hash of the text as memd last wrote it: a mismatch means a hand edit.
+    #[serde(default)]
+    pub hash: String,
+    /// Protected from REPLACE and REMOVE (set by hand or `memd pin`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+    /// Added verbatim after the LLM failed to give a valid reply; revisited
+    /// by the next run.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unreviewed: bool,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// One entry of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// `None` for a block written by hand that memd has not saved yet.
+    pub meta: Option<Meta>,
+    pub text: String,
+}
+
+impl Entry {
+    pub fn id(&self) -> Option<&str> {
+        self.meta.as_ref().map(|m| m.id.as_str())
+    }
+
+    /// True when the text is not what memd last wrote (or memd never wrote
+    /// it): the user's edit wins over any planned change.
+    pub fn edited_by_hand(&self) -> bool {
+        match &self.meta {
+            Some(m) => m.hash != text_hash(&self.text),
+            None => true,
+        }
+    }
+
+    pub fn pinned(&self) -> bool {
+        self.meta.as_ref().is_some_and(|m| m.pinned)
+    }
+
+    fn render(&self) -> String {
+        match &self.meta {
+            Some(m) => format!(
+                "{META_OPEN}{}{META_CLOSE}\n{}\n",
+                serde_json::to_string(m).expect("metadata serialises"),
+                self.text
+            ),
+            None => format!("{}\n", self.text),
+        }
+    }
+}
+
+/// The hash recorded in an entry's metadata.
+pub fn text_hash(text: &str) -> String {
+    short_hash(text.trim(), 16)
+}
+
+/// Make text safe to store as an entry: one block (no blank lines, which
+/// would split it into two entries) and no line that reads as metadata.
+pub fn sanitize_text(text: &str) -> String {
+    text.replace('\r', "")
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            if l.starts_with(META_OPEN.trim_end()) {
+                format!(" {l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+#[derive(Debug, Clone)]
+enum Block {
+    /// Blank lines, headings, stray comments: kept byte for byte.
+    Raw(String),
+    Entry {
+        entry: Entry,
+        /// The source of the block; `None` once it has been changed.
+        raw: Option<String>,
+    },
+}
+
+/// A parsed `consolidated/memory.md`.
+#[derive(Debug, Clone, Default)]
+pub struct Document {
+    blocks: Vec<Block>,
+    /// Problems found while parsing (bad metadata, invalid UTF-8).
+    pub warnings: Vec<String>,
+}
+
+impl Document {
+    pub fn parse(src: &str) -> Document {
+        let mut doc = Document::default();
+        // The block being collected: (metadata line, text lines, raw source).
+        let mut current: Option<(Option<(usize, String)>, Vec<String>, String)> = None;
+        for (i, line) in src.split_inclusive('\n').enumerate() {
+            let content = line.trim_end_matches(['\n', '\r']);
+            if content.starts_with(META_OPEN) {
+                doc.flush(current.take());
+                current = Some((Some((i + 1, content.to_string())), Vec::new(), line.into()));
+            } else if content.trim().is_empty() {
+                doc.flush(current.take());
+                doc.push_raw(line);
+            } else if let Some((_, lines, raw)) = current.as_mut() {
+                lines.push(content.to_string());
+                raw.push_str(line);
+            } else if content.starts_with('#') || content.trim_start().starts_with("<!--") {
+                doc.push_raw(line);
+            } else {
+                current = Some((None, vec![content.to_string()], line.into()));
+            }
+        }
+        doc.flush(current);
+        doc
+    }
+
+    fn push_raw(&mut self, line: &str) {
+        if let Some(Block::Raw(r)) = self.blocks.last_mut() {
+            r.push_str(line);
+        } else {
+            self.blocks.push(Block::Raw(line.to_string()));
+        }
+    }
+
+    fn flush(&mut self, block: Option<(Option<(usize, String)>, Vec<String>, String)>) {
+        let Some((meta_line, lines, raw)) = block else {
+            return;
+        };
+        let mut text = lines.join("\n");
+        let meta = match meta_line {
+            None => None,
+            Some((line_no, line)) => {
+                let json = line[META_OPEN.len()..]
+                    .trim_end()
+                    .strip_suffix(META_CLOSE)
+                    .unwrap_or(&line[META_OPEN.len()..]);
+                match serde_json::from_str::<Meta>(json) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        // Keep the unreadable comment inside the text: it
+                        // may hold provenance a person wants to recover.
+                        self.warnings.push(format!(
+                            "line {line_no}: unreadable entry metadata ({e}); the block is treated as written by hand"
+                        ));
+                        text = if text.is_empty() {
+                            line
+                        } else {
+                            format!("{line}\n{text}")
+                        };
+                        None
+                    }
+                }
+            }
+        };
+        self.blocks.push(Block::Entry {
+            entry: Entry { meta, text },
+            raw: Some(raw),
+        });
+    }
+
+    /// Read the file at `path`; a missing file is an empty document.
+    pub fn read(path: &Path) -> Result<Document> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Document::default()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut doc = Document::parse(&text);
+        if std::str::from_utf8(&bytes).is_err() {
+            doc.warnings
+                .insert(0, "invalid UTF-8 replaced with U+FFFD".to_string());
+        }
+        for w in &doc.warnings {
+            tracing::warn!(file = %path.display(), "{w}");
+        }
+        Ok(doc)
+    }
+
+    /// The file's text: unchanged blocks byte for byte.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for block in &self.blocks {
+            match block {
+                Block::Raw(r) => out.push_str(r),
+                // Only the last block can lack a final newline; a block pushed
+                // after it adds one itself.
+                Block::Entry { raw: Some(r), .. } => out.push_str(r),
+                Block::Entry { entry, raw: None } => {
+                    // A changed entry must stay its own block.
+                    if !out.is_empty() {
+                        if !out.ends_with('\n') {
+                            out.push('\n');
+                        }
+                        if !out.ends_with("\n\n") {
+                            out.push('\n');
+                        }
+                    }
+                    out.push_str(&entry.render());
+                }
+            }
+        }
+        out
+    }
+
+    /// Give every hand-written entry metadata (a new id, `today` as first
+    /// seen, no sources) and write the file atomically. Returns the ids given
+    /// to hand-written entries, so the caller can journal them.
+    pub fn save(&mut self, path: &Path, today: &str) -> Result<Vec<String>> {
+        let adopted = self.adopt_hand_written(today);
+        crate::atomic::write(path, self.render().as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(adopted)
+    }
+
+    fn adopt_hand_written(&mut self, today: &str) -> Vec<String> {
+        let mut adopted = Vec::new();
+        let mut ids: Vec<String> = self
+            .entries()
+            .filter_map(|e| e.id().map(String::from))
+            .collect();
+        for block in &mut self.blocks {
+            if let Block::Entry { entry, raw } = block
+                && entry.meta.is_none()
+            {
+                let id = new_id(&entry.text, &ids);
+                ids.push(id.clone());
+                entry.meta = Some(Meta {
+                    id: id.clone(),
+                    first_seen: today.to_string(),
+                    updated: today.to_string(),
+                    sources: Vec::new(),
+                    hash: text_hash(&entry.text),
+                    pinned: false,
+                    unreviewed: false,
+                    extra: Default::default(),
+                });
+                *raw = None;
+                adopted.push(id);
+            }
+        }
+        adopted
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::Entry { entry, .. } => Some(entry),
+            Block::Raw(_) => None,
+        })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.entries().find(|e| e.id() == Some(id))
+    }
+
+    /// Mutable access to an entry; the entry is re-rendered on save.
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
+        self.blocks.iter_mut().find_map(|b| match b {
+            Block::Entry { entry, raw } if entry.id() == Some(id) => {
+                *raw = None;
+                Some(entry)
+            }
+            _ => None,
+        })
+    }
+
+    /// Append a new entry at the end of the file. `meta.hash` is set here.
+    pub fn push(&mut self, text: &str, mut meta: Meta) -> &Entry {
+        let text = sanitize_text(text);
+        meta.hash = text_hash(&text);
+        self.blocks.push(Block::Entry {
+            entry: Entry {
+                meta: Some(meta),
+                text,
+            },
+            raw: None,
+        });
+        match self.blocks.last() {
+            Some(Block::Entry { entry, .. }) => entry,
+            _ => unreachable!(),
+        }
+    }
+
+    /// A fresh metadata record with a new unique id.
+    pub fn new_meta(&self, text: &str, today: &str, sources: Vec<String>) -> Meta {
+        let ids: Vec<String> = self
+            .entries()
+            .filter_map(|e| e.id().map(String::from))
+            .collect();
+        Meta {
+            id: new_id(text, &ids),
+            first_seen: today.to_string(),
+            updated: today.to_string(),
+            sources,
+            hash: String::new(),
+            pinned: false,
+            unreviewed: false,
+            extra: Default::default(),
+        }
+    }
+
+    /// Remove the entry `id` with the blank lines that separated it.
+    pub fn remove(&mut self, id: &str) -> Option<Entry> {
+        let at = self
+            .blocks
+            .iter()
+            .position(|b| matches!(b, Block::Entry { entry, .. } if entry.id() == Some(id)))?;
+        let Block::Entry { entry, .. } = self.blocks.remove(at) else {
+            unreachable!()
+        };
+        // Drop one separator so removals do not pile up blank lines.
+        if let Some(Block::Raw(r)) = self.blocks.get(at)
+            && r.trim().is_empty()
+            && at > 0
+        {
+            self.blocks.remove(at);
+        }
+        Some(entry)
+    }
+}
+
+/// A new entry id, unique within `taken` and, in practice, across time:
+/// the text, the clock and a process-wide counter all feed the hash.
+fn new_id(text: &str, taken: &[String]) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let id = format!(
+            "e-{}",
+            short_hash(
+                &format!("{text}\u{0}{nanos}\u{0}{n}\u{0}{}", std::process::id()),
+                8
+            )
+        );
+        if !taken.contains(&id) {
+            return id;
+        }
+    }
+}

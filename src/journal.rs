@@ -1,0 +1,84 @@
+//! `consolidated/journal.jsonl`: every change memd made to the entries,
+//! with the text before and after, so any entry's lineage can be replayed
+//! and an entry that vanished by hand can be told from one memd never wrote.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::jsonl;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Op {
+    Add,
+    Replace,
+    Remove,
+    Keep,
+    /// `memd forget`.
+    Forget,
+    /// An entry memd wrote that a person deleted from the file.
+    HandRemove,
+    /// A hand-written block that memd gave metadata.
+    Adopt,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub ts: String,
+    pub run: String,
+    pub op: Op,
+    /// The entry the op acted on (for ADD, the entry it created).
+    pub entry: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Archive facts behind the op.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// For REMOVE: the entry it was merged into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<String>,
+}
+
+impl Record {
+    /// A record stamped now, with no optional fields set.
+    pub fn new(run: &str, op: Op, entry: &str) -> Record {
+        Record {
+            ts: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            run: run.to_string(),
+            op,
+            entry: entry.to_string(),
+            before: None,
+            after: None,
+            sources: Vec::new(),
+            into: None,
+            model: None,
+            prompt_hash: None,
+        }
+    }
+}
+
+pub fn append(path: &Path, records: &[Record]) -> Result<()> {
+    jsonl::append(path, records).with_context(|| format!("appending to {}", path.display()))
+}
+
+pub fn read(path: &Path) -> Result<Vec<Record>> {
+    let (records, _) = jsonl::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(records)
+}
+
+/// The records that touched `entry`, directly or as a merge target, oldest
+/// first.
+pub fn history(path: &Path, entry: &str) -> Result<Vec<Record>> {
+    Ok(read(path)?
+        .into_iter()
+        .filter(|r| r.entry == entry || r.into.as_deref() == Some(entry))
+        .collect())
+}

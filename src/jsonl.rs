@@ -1,0 +1,88 @@
+//! JSON-lines files: tolerant reading and locked, durable appends.
+//!
+//! The tombstones, the recall log and the journal are all JSON lines that
+//! people may edit by hand. A line that does not parse is skipped with a
+//! warning naming the file and line, and is never rewritten away: these
+//! files are only ever appended to.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use fs4::fs_std::FileExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A line that could not be read, for reporting.
+#[derive(Debug, Clone)]
+pub struct BadLine {
+    pub line: usize,
+    pub error: String,
+}
+
+/// Read every well-formed record of `path`; a missing file is empty.
+/// Malformed lines are logged (file and line) and returned in the second
+/// element so callers such as `memd status` can show them.
+pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine>)> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut records = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<T>(line) {
+            Ok(r) => records.push(r),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping malformed JSON line");
+                bad.push(BadLine {
+                    line: i + 1,
+                    error: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok((records, bad))
+}
+
+/// Append `records` as whole lines under an exclusive lock, then fsync.
+/// A file that a hand edit left without a final newline gets one first, so
+/// the new record never joins the previous line.
+pub fn append<T: Serialize>(path: &Path, records: &[T]) -> io::Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut buf = Vec::new();
+    for r in records {
+        serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
+        buf.push(b'\n');
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    file.lock_exclusive()?;
+    let len = file.metadata()?.len();
+    if len > 0 && !ends_with_newline(path, len)? {
+        buf.insert(0, b'\n');
+    }
+    file.write_all(&buf)?;
+    file.sync_data()?;
+    Ok(())
+}
+
+/// Whether the last byte of the file at `path` (of length `len`) is a newline.
+pub(crate) fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}

@@ -1,0 +1,58 @@
+//! memd: long-term memory for AI agents, kept as plain markdown.
+//!
+//! # Map
+//!
+//! Markdown files in a memory directory are the source of truth; everything
+//! under `.memd/` is derived and can be rebuilt (see `../shared/DESIGN.md`).
+//!
+//! ```text
+//!   agent / CLI / API
+//!        │ add
+//!        ▼
+//!   archive ──(parse: facts with stable ids)──► consolidate ──► entries
+//!   archive/YYYY-MM-DD.md                        (gate, LLM)    consolidated/memory.md
+//!        │                                          │   │             │
+//!        │                                          │   └► journal    └► memory_md
+//!        │                                          │      (every op)     MEMORY.md
+//!        ▼                                          ▼
+//!   tombstones (never resurrect)              state (watermark, last run)
+//!   recall (one line per search hit: the usage signal for promotion)
+//! ```
+//!
+//! Each file format has exactly one owning module, and nothing else writes
+//! that file:
+//!
+//! | file                           | module        |
+//! |--------------------------------|---------------|
+//! | `memd.toml`                    | [`config`]    |
+//! | `archive/YYYY-MM-DD.md`        | [`archive`]   |
+//! | `consolidated/memory.md`       | [`entries`]   |
+//! | `consolidated/journal.jsonl`   | [`journal`]   |
+//! | `MEMORY.md`                    | [`memory_md`] |
+//! | `.tombstones.jsonl`            | [`tombstones`]|
+//! | `.recall_log.jsonl`            | [`recall`]    |
+//! | `.consolidation_state.json`    | [`state`]     |
+//!
+//! Shared mechanics live in small helpers: [`layout`] knows where every file
+//! is and creates a directory, [`atomic`] replaces a file so that no reader
+//! ever sees half of it, [`jsonl`] reads and appends JSON-lines files
+//! tolerantly, [`text`] holds the normalisation and hashing every module must
+//! agree on. [`status`] gathers the read-only report behind `memd status`,
+//! and [`bench`] holds the benchmarks behind `memd bench`.
+
+pub mod archive;
+pub mod atomic;
+pub mod bench;
+pub mod config;
+pub mod entries;
+pub mod journal;
+pub mod jsonl;
+pub mod layout;
+pub mod memory_md;
+pub mod recall;
+pub mod state;
+pub mod status;
+pub mod text;
+pub mod tombstones;
+
+pub use layout::Layout;

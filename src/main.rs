@@ -1,0 +1,201 @@
+//! The `memd` command line: parses arguments and calls the library.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+use memd::archive::{self, NewFact};
+use memd::config::Config;
+use memd::{Layout, bench, layout, status};
+
+#[derive(Parser)]
+#[command(
+    name = "memd",
+    version,
+    about = "Long-term memory for AI agents, kept as plain markdown"
+)]
+struct Cli {
+    /// The memory directory (default: $MEMD_DIR, else the current directory).
+    #[arg(long, global = true, env = "MEMD_DIR")]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a memory directory (default: --dir, else the current directory).
+    Init { path: Option<PathBuf> },
+    /// Append a fact to today's archive and print its id.
+    Add {
+        /// The fact (one line). Omit with --stdin.
+        text: Option<String>,
+        /// Read facts from standard input, one per line (blank lines skipped).
+        #[arg(long, conflicts_with = "text")]
+        stdin: bool,
+        #[arg(long, short)]
+        category: Option<String>,
+        #[arg(long, short)]
+        session: Option<String>,
+        /// Idempotency key: a retried append with the same key writes nothing.
+        /// With --stdin, line N gets the key `KEY#N`.
+        #[arg(long)]
+        key: Option<String>,
+        /// Print one JSON object per fact.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the state of the memory directory and the configuration in force.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure memd's own speed.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Append latency (fsync'd single facts) and batch throughput.
+    Append {
+        #[arg(long, default_value_t = 1000)]
+        singles: usize,
+        #[arg(long, default_value_t = 10000)]
+        batch_size: usize,
+        #[arg(long, default_value_t = 5)]
+        batches: usize,
+        /// Where to create the scratch directory (its file system is what
+        /// fsync measures).
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MEMD_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
+    match cli.command {
+        Command::Init { path } => {
+            let root = path.unwrap_or(dir);
+            let layout = layout::init(&root)?;
+            println!("initialised memory directory {}", layout.root.display());
+            Ok(())
+        }
+        Command::Add {
+            text,
+            stdin,
+            category,
+            session,
+            key,
+            json,
+        } => {
+            let layout = Layout::open(&dir)?;
+            let texts: Vec<String> = if stdin {
+                let mut input = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut input)
+                    .context("reading standard input")?;
+                input
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(String::from)
+                    .collect()
+            } else {
+                match text {
+                    Some(t) => vec![t],
+                    None => bail!("give the fact as an argument, or use --stdin"),
+                }
+            };
+            let facts: Vec<NewFact> = texts
+                .into_iter()
+                .enumerate()
+                .map(|(i, text)| NewFact {
+                    text,
+                    category: category.clone(),
+                    session: session.clone(),
+                    key: key.as_ref().map(|k| {
+                        if stdin {
+                            format!("{k}#{}", i + 1)
+                        } else {
+                            k.clone()
+                        }
+                    }),
+                })
+                .collect();
+            let now = chrono::Local::now();
+            let day = now.format("%Y-%m-%d").to_string();
+            let time = now.format("%H:%M:%S").to_string();
+            for a in archive::append(&layout, &day, &time, &facts)? {
+                if json {
+                    println!("{}", serde_json::to_string(&a)?);
+                } else if a.written {
+                    println!("{}", a.id);
+                } else {
+                    println!("{} (already written under this key)", a.id);
+                }
+            }
+            Ok(())
+        }
+        Command::Status { json } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            let report = status::gather(&layout, &config)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            Ok(())
+        }
+        Command::Bench { what } => match what {
+            BenchCommand::Append {
+                singles,
+                batch_size,
+                batches,
+                r#in,
+                json,
+            } => {
+                let r = bench::append(&r#in, singles, batch_size, batches)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r)?);
+                } else {
+                    println!("append benchmark in {}", r.dir);
+                    println!(
+                        "single fact (lock, write, fsync): n={} p50={:.3} ms p99={:.3} ms max={:.3} ms",
+                        r.single_appends, r.single_p50_ms, r.single_p99_ms, r.single_max_ms
+                    );
+                    println!(
+                        "batch ({} x {} facts, one fsync each): {:.0} facts/s",
+                        r.batches, r.batch_size, r.batch_facts_per_second
+                    );
+                }
+                Ok(())
+            }
+        },
+    }
+}

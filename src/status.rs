@@ -1,0 +1,134 @@
+//! The read-only report behind `memd status`.
+
+use serde::Serialize;
+
+use anyhow::Result;
+
+use crate::config::Config;
+use crate::entries::Document;
+use crate::state::State;
+use crate::tombstones::Tombstones;
+use crate::{Layout, archive};
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dir: String,
+    pub days: Vec<DayCount>,
+    pub facts: usize,
+    pub entries: usize,
+    pub entries_unsaved_hand_written: usize,
+    pub entries_edited_by_hand: usize,
+    pub entries_unreviewed: usize,
+    pub entries_pinned: usize,
+    pub tombstones: usize,
+    pub pending_facts: usize,
+    pub last_consolidation: Option<String>,
+    /// Which judge consolidation uses: the built-in one or an LLM.
+    pub judge: String,
+    /// Problems found while reading the files (none of them fatal).
+    pub warnings: Vec<String>,
+    pub config: Config,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DayCount {
+    pub day: String,
+    pub facts: usize,
+}
+
+pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
+    let (facts, mut warnings) = archive::read_all(layout)?;
+    let mut days: Vec<DayCount> = Vec::new();
+    for f in &facts {
+        match days.last_mut() {
+            Some(d) if d.day == f.day => d.facts += 1,
+            _ => days.push(DayCount {
+                day: f.day.clone(),
+                facts: 1,
+            }),
+        }
+    }
+    let doc = Document::read(&layout.entries_file())?;
+    warnings.extend(
+        doc.warnings
+            .iter()
+            .map(|w| format!("consolidated/memory.md: {w}")),
+    );
+    let entries: Vec<_> = doc.entries().collect();
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let state = State::load(&layout.state_file())?;
+    let pending = facts
+        .iter()
+        .filter(|f| !state.is_done(f) && !tombstones.covers(&f.id, &f.text))
+        .count();
+    let judge = if config.llm.configured() {
+        format!("llm: {} at {}", config.llm.model, config.llm.base_url)
+    } else {
+        "built-in (no LLM configured: exact restatements merge, everything else is added)".into()
+    };
+    Ok(Report {
+        dir: layout.root.display().to_string(),
+        facts: facts.len(),
+        days,
+        entries: entries.len(),
+        entries_unsaved_hand_written: entries.iter().filter(|e| e.meta.is_none()).count(),
+        entries_edited_by_hand: entries
+            .iter()
+            .filter(|e| e.meta.is_some() && e.edited_by_hand())
+            .count(),
+        entries_unreviewed: entries
+            .iter()
+            .filter(|e| e.meta.as_ref().is_some_and(|m| m.unreviewed))
+            .count(),
+        entries_pinned: entries.iter().filter(|e| e.pinned()).count(),
+        tombstones: tombstones.len(),
+        pending_facts: pending,
+        last_consolidation: state.last_run,
+        judge,
+        warnings,
+        config: config.clone(),
+    })
+}
+
+impl Report {
+    pub fn render(&self) -> String {
+        let mut out = format!("memory directory  {}\n", self.dir);
+        out.push_str(&format!(
+            "archive           {} facts over {} days\n",
+            self.facts,
+            self.days.len()
+        ));
+        for d in self.days.iter().rev().take(7) {
+            out.push_str(&format!("  {}      {}\n", d.day, d.facts));
+        }
+        if self.days.len() > 7 {
+            out.push_str(&format!("  … {} earlier days\n", self.days.len() - 7));
+        }
+        out.push_str(&format!(
+            "entries           {} ({} pinned, {} unreviewed, {} edited by hand, {} hand-written awaiting metadata)\n",
+            self.entries,
+            self.entries_pinned,
+            self.entries_unreviewed,
+            self.entries_edited_by_hand,
+            self.entries_unsaved_hand_written
+        ));
+        out.push_str(&format!("tombstones        {}\n", self.tombstones));
+        out.push_str(&format!("pending facts     {}\n", self.pending_facts));
+        out.push_str(&format!(
+            "last consolidated {}\n",
+            self.last_consolidation.as_deref().unwrap_or("never")
+        ));
+        out.push_str(&format!("judge             {}\n", self.judge));
+        if !self.warnings.is_empty() {
+            out.push_str("warnings\n");
+            for w in &self.warnings {
+                out.push_str(&format!("  {w}\n"));
+            }
+        }
+        out.push_str("\nconfiguration in force\n");
+        for line in self.config.to_toml().lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out
+    }
+}

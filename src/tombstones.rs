@@ -1,0 +1,84 @@
+//! `.tombstones.jsonl`: what was forgotten, so it never comes back.
+//!
+//! A tombstone holds the normalised text of a forgotten entry and the ids of
+//! its source facts. Indexing and consolidation skip any fact whose id is
+//! listed or whose normalised text matches, so neither `reindex --clear` nor
+//! an archive line that restates the fact later resurrects it.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::jsonl;
+use crate::text::normalize;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tombstone {
+    /// RFC 3339 time of forgetting.
+    pub ts: String,
+    /// The forgotten entry, when an entry was forgotten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Normalised text ([`crate::text::normalize`]).
+    pub text: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// `forget`, `hand-removed`, …
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl Tombstone {
+    /// A tombstone for `text` (normalised here) and its sources, stamped now.
+    pub fn new(entry: Option<String>, text: &str, sources: Vec<String>, reason: &str) -> Tombstone {
+        Tombstone {
+            ts: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            entry,
+            text: normalize(text),
+            sources,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// All tombstones, indexed for the two questions asked of them.
+#[derive(Debug, Default, Clone)]
+pub struct Tombstones {
+    pub all: Vec<Tombstone>,
+    texts: HashSet<String>,
+    facts: HashSet<String>,
+}
+
+impl Tombstones {
+    pub fn load(path: &Path) -> Result<Tombstones> {
+        let (all, _) = jsonl::read::<Tombstone>(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ok(Tombstones::from_vec(all))
+    }
+
+    pub fn from_vec(all: Vec<Tombstone>) -> Tombstones {
+        let texts = all.iter().map(|t| t.text.clone()).collect();
+        let facts = all.iter().flat_map(|t| t.sources.iter().cloned()).collect();
+        Tombstones { all, texts, facts }
+    }
+
+    /// Whether a fact (by id and text) has been forgotten.
+    pub fn covers(&self, fact_id: &str, text: &str) -> bool {
+        self.facts.contains(fact_id) || self.texts.contains(&normalize(text))
+    }
+
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+}
+
+/// Append tombstones durably.
+pub fn append(path: &Path, tombstones: &[Tombstone]) -> Result<()> {
+    jsonl::append(path, tombstones).with_context(|| format!("appending to {}", path.display()))
+}

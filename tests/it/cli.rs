@@ -1,0 +1,212 @@
+//! The real binary: init, add, status, and the example memory directory.
+
+use std::path::Path;
+
+use crate::support::{memd, memd_with_stdin, stderr, stdout};
+
+#[test]
+fn init_creates_the_layout_and_is_idempotent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mem");
+    let out = memd(&dir, &["init"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for p in [
+        "archive",
+        "consolidated",
+        ".memd",
+        "memd.toml",
+        "MEMORY.md",
+        "consolidated/memory.md",
+    ] {
+        assert!(dir.join(p).exists(), "{p} missing");
+    }
+    std::fs::write(dir.join("MEMORY.md"), "mine\n").unwrap();
+    assert!(memd(&dir, &["init"]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("MEMORY.md")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn add_prints_ids_and_retries_are_no_ops() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(memd(tmp.path(), &["init"]).status.success());
+    let out = memd(
+        tmp.path(),
+        &[
+            "add",
+            "User prefers compact dashboards",
+            "-c",
+            "preference",
+            "-s",
+            "7f3a",
+            "--key",
+            "t1",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["category"], "preference");
+    assert_eq!(v["written"], true);
+    let id = v["id"].as_str().unwrap().to_string();
+    let out = memd(
+        tmp.path(),
+        &[
+            "add",
+            "User prefers compact dashboards",
+            "-c",
+            "preference",
+            "-s",
+            "7f3a",
+            "--key",
+            "t1",
+        ],
+    );
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with(&id), "{}", stdout(&out));
+    let day = std::fs::read_dir(tmp.path().join("archive"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(day).unwrap();
+    assert_eq!(text.matches("compact dashboards").count(), 1, "{text}");
+    assert!(text.contains("- [preference] User prefers compact dashboards <!-- key:t1 -->"));
+}
+
+#[test]
+fn add_stdin_appends_one_fact_per_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(memd(tmp.path(), &["init"]).status.success());
+    let input = "first fact\n\n[project] second fact\nthird fact\n";
+    let out = memd_with_stdin(
+        tmp.path(),
+        &["add", "--stdin", "--key", "batch1"],
+        Some(input),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 3);
+    // The same batch again: every line is already there.
+    let out = memd_with_stdin(
+        tmp.path(),
+        &["add", "--stdin", "--key", "batch1"],
+        Some(input),
+    );
+    assert!(
+        stdout(&out).lines().all(|l| l.contains("already written")),
+        "{}",
+        stdout(&out)
+    );
+    let status = memd(tmp.path(), &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["facts"], 3);
+    assert_eq!(v["pending_facts"], 3);
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Not a memory directory.
+    let out = memd(tmp.path(), &["add", "hello"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not a memory directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+
+    assert!(memd(tmp.path(), &["init"]).status.success());
+    for (args, msg) in [
+        (vec!["add", "  "], "empty"),
+        (vec!["add", "two\nlines"], "one line"),
+    ] {
+        let out = memd(tmp.path(), &args);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains(msg), "{}", stderr(&out));
+    }
+    let out = memd_with_stdin(
+        tmp.path(),
+        &["add", "--stdin"],
+        Some("ok line\n<!-- key:x --> bad\n"),
+    );
+    assert!(!out.status.success());
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("archive"))
+            .unwrap()
+            .count(),
+        0
+    );
+
+    std::fs::write(tmp.path().join("memd.toml"), "[llm]\nmodle = \"x\"\n").unwrap();
+    let out = memd(tmp.path(), &["status"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("modle"), "{}", stderr(&out));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_example_memory_dir_parses_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("example");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("example-memory-dir"),
+        &dir,
+    );
+    let out = memd(&dir, &["status", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 0, "{v}");
+    assert!(v["days"].as_array().unwrap().len() >= 3);
+    assert!(v["entries"].as_u64().unwrap() >= 4);
+    assert_eq!(v["entries_unsaved_hand_written"], 1);
+    assert_eq!(v["entries_edited_by_hand"], 0);
+    assert!(v["tombstones"].as_u64().unwrap() >= 1);
+    let layout = memd::Layout::open(&dir).unwrap();
+    let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+    assert!(
+        doc.entries()
+            .any(|e| e.text.to_lowercase().contains("previously"))
+    );
+    assert_eq!(
+        doc.render(),
+        std::fs::read_to_string(layout.entries_file()).unwrap()
+    );
+    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    assert!(!md.lines().is_empty());
+    for l in md.lines() {
+        assert!(
+            doc.get(&l.entry_id).is_some(),
+            "MEMORY.md names unknown entry {}",
+            l.entry_id
+        );
+    }
+    // Every entry's sources are facts that exist in the archive.
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    for e in doc.entries() {
+        for s in e.meta.iter().flat_map(|m| &m.sources) {
+            assert!(facts.iter().any(|f| &f.id == s), "unknown source {s}");
+        }
+    }
+    let human = memd(&dir, &["status"]);
+    assert!(
+        stdout(&human).contains("judge             built-in"),
+        "{}",
+        stdout(&human)
+    );
+}

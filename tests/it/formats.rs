@@ -1,0 +1,226 @@
+//! MEMORY.md markers, JSON-lines files, state, tombstones, atomic writes.
+
+use memd::archive::Fact;
+use memd::memory_md::{self, Line, MemoryMd};
+use memd::state::State;
+use memd::tombstones::{self, Tombstone, Tombstones};
+use memd::{atomic, journal, jsonl, recall};
+
+#[test]
+fn memory_md_keeps_user_text_outside_the_markers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("MEMORY.md");
+    let user_top = "# About me\n\nMy own notes.\n\n";
+    let user_bottom = "\n## More of my notes\nkept verbatim\n";
+    std::fs::write(
+        &path,
+        format!(
+            "{user_top}{}\n- old line <!-- e-1 -->\n{}\n{user_bottom}",
+            memory_md::BEGIN,
+            memory_md::END
+        ),
+    )
+    .unwrap();
+    let lines = vec![
+        Line {
+            entry_id: "e-2".into(),
+            text: "Works at Microsoft".into(),
+        },
+        Line {
+            entry_id: "e-3".into(),
+            text: "Prefers tea".into(),
+        },
+    ];
+    assert!(memory_md::write_lines(&path, &lines).unwrap());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(user_top));
+    assert!(text.ends_with(user_bottom));
+    assert!(!text.contains("old line"));
+    assert_eq!(MemoryMd::read(&path).unwrap().lines(), lines);
+    // Writing the same lines again does not touch the file.
+    assert!(!memory_md::write_lines(&path, &lines).unwrap());
+}
+
+#[test]
+fn memory_md_without_markers_gets_them_appended() {
+    let md = MemoryMd::parse("just my notes").unwrap();
+    let out = md.with_lines(&[Line {
+        entry_id: "e-1".into(),
+        text: "x".into(),
+    }]);
+    assert_eq!(
+        out,
+        format!(
+            "just my notes\n\n{}\n- x <!-- e-1 -->\n{}\n",
+            memory_md::BEGIN,
+            memory_md::END
+        )
+    );
+}
+
+#[test]
+fn broken_markers_are_an_error_not_a_guess() {
+    for src in [
+        format!("{}\nno end", memory_md::BEGIN),
+        format!("{}\n{}", memory_md::END, memory_md::BEGIN),
+        format!("{0}\n{0}\n{1}", memory_md::BEGIN, memory_md::END),
+    ] {
+        let err = MemoryMd::parse(&src).unwrap_err().to_string();
+        assert!(err.contains("broken memd markers"), "{err}");
+    }
+}
+
+#[test]
+fn malformed_jsonl_lines_are_skipped_and_never_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(".tombstones.jsonl");
+    let good = Tombstone::new(
+        Some("e-1".into()),
+        "User likes Jazz!",
+        vec!["2026-01-01#aaaa0000".into()],
+        "forget",
+    );
+    jsonl::append(&path, &[good.clone()]).unwrap();
+    // A hand edit leaves a broken line without a final newline.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{this is not json");
+    std::fs::write(&path, &bytes).unwrap();
+    let second = Tombstone::new(None, "Other thing", vec![], "forget");
+    tombstones::append(&path, &[second.clone()]).unwrap();
+
+    let (records, bad) = jsonl::read::<Tombstone>(&path).unwrap();
+    assert_eq!(records, vec![good, second]);
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 2);
+    // The broken line is still in the file.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().any(|l| l == "{this is not json"));
+
+    let t = Tombstones::load(&path).unwrap();
+    assert!(t.covers("2026-01-01#aaaa0000", "anything"));
+    assert!(t.covers("2026-09-09#ffff0000", "user likes jazz"));
+    assert!(!t.covers("2026-09-09#ffff0000", "user likes blues"));
+}
+
+#[test]
+fn recall_summary_counts_hits_and_distinct_queries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(".recall_log.jsonl");
+    let hit = |ts: &str, q: &str, id: &str| recall::Hit {
+        ts: ts.into(),
+        query: q.into(),
+        id: id.into(),
+        kind: "entry".into(),
+        rank: 1,
+    };
+    recall::append(
+        &path,
+        &[
+            hit("2026-01-01T00:00:00Z", "coffee", "e-1"),
+            hit("2026-01-03T00:00:00Z", "Coffee?", "e-1"),
+            hit("2026-01-02T00:00:00Z", "tea", "e-1"),
+            hit("2026-01-02T00:00:00Z", "tea", "e-2"),
+        ],
+    )
+    .unwrap();
+    let s = recall::summary(&path).unwrap();
+    assert_eq!(s["e-1"].count, 3);
+    assert_eq!(s["e-1"].distinct_queries, 2);
+    assert_eq!(s["e-1"].last, "2026-01-03T00:00:00Z");
+    assert_eq!(s["e-2"].count, 1);
+}
+
+#[test]
+fn journal_history_follows_an_entry_and_its_merges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("journal.jsonl");
+    let mut add = journal::Record::new("r1", journal::Op::Add, "e-1");
+    add.after = Some("works at Google".into());
+    let mut rep = journal::Record::new("r2", journal::Op::Replace, "e-1");
+    rep.before = Some("works at Google".into());
+    rep.after = Some("works at Microsoft; previously Google".into());
+    let mut merge = journal::Record::new("r3", journal::Op::Remove, "e-9");
+    merge.into = Some("e-1".into());
+    let other = journal::Record::new("r3", journal::Op::Add, "e-2");
+    journal::append(&path, &[add.clone(), rep.clone(), merge.clone(), other]).unwrap();
+    assert_eq!(
+        journal::history(&path, "e-1").unwrap(),
+        vec![add, rep, merge]
+    );
+    let line = std::fs::read_to_string(&path).unwrap();
+    assert!(line.contains(r#""op":"REPLACE""#), "{line}");
+}
+
+fn fact(id: &str) -> Fact {
+    Fact {
+        id: id.into(),
+        day: id[..10].into(),
+        text: id.into(),
+        category: None,
+        session: None,
+        time: None,
+        key: None,
+        line: 1,
+    }
+}
+
+#[test]
+fn the_watermark_has_holes_and_folds_whole_days() {
+    let all: Vec<Fact> = [
+        "2026-01-01#a",
+        "2026-01-01#b",
+        "2026-01-02#c",
+        "2026-01-03#d",
+    ]
+    .into_iter()
+    .map(fact)
+    .collect();
+    let mut s = State::default();
+    s.retries.insert("2026-01-01#b".into(), 2);
+    s.mark_done(["2026-01-01#b", "2026-01-02#c"], &all, "2026-01-03");
+    // 01-01#a is still pending: nothing folds, the later fact is a hole.
+    assert_eq!(s.watermark.through_day, None);
+    assert!(!s.is_done(&all[0]) && s.is_done(&all[1]) && s.is_done(&all[2]));
+    assert!(s.retries.is_empty());
+    s.mark_done(["2026-01-01#a", "2026-01-03#d"], &all, "2026-01-03");
+    // Whole past days fold; today stays open because more facts may come.
+    assert_eq!(s.watermark.through_day.as_deref(), Some("2026-01-02"));
+    assert_eq!(
+        s.watermark.done.iter().cloned().collect::<Vec<_>>(),
+        vec!["2026-01-03#d".to_string()]
+    );
+    assert!(all.iter().all(|f| s.is_done(f)));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("state.json");
+    s.save(&path).unwrap();
+    assert_eq!(State::load(&path).unwrap(), s);
+    std::fs::write(&path, "{ broken").unwrap();
+    let err = format!("{:#}", State::load(&path).unwrap_err());
+    assert!(err.contains("not valid JSON"), "{err}");
+}
+
+#[test]
+fn a_failed_atomic_write_leaves_the_old_file_intact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("memory.md");
+    std::fs::write(&path, "old contents\n").unwrap();
+    let err = atomic::write_with_hook(&path, b"new contents\n", || {
+        Err(std::io::Error::other("injected failure before rename"))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("injected"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old contents\n");
+    // No temp file is left behind.
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, vec!["memory.md".to_string()]);
+
+    // A directory we cannot create files in: the write fails, nothing changes.
+    let missing = tmp.path().join("no-such-dir").join("memory.md");
+    assert!(atomic::write(&missing, b"x").is_err());
+    atomic::write(&path, b"new contents\n").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new contents\n");
+}

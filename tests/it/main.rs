@@ -1,0 +1,10 @@
+//! memd's integration tests: real files in temp dirs, the real binary.
+//!
+//! One test binary on purpose: each extra one links the whole LanceDB tree.
+
+mod archive;
+mod cli;
+mod config;
+mod entries;
+mod formats;
+mod support;
