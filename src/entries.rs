@@ -126,10 +126,18 @@ enum Block {
     /// Blank lines, headings, stray comments: kept byte for byte.
     Raw(String),
     Entry {
-        entry: Entry,
+        entry: Box<Entry>,
         /// The source of the block; `None` once it has been changed.
         raw: Option<String>,
     },
+}
+
+/// A block being collected while parsing.
+struct Collecting {
+    /// Line number and text of the metadata line, if the block has one.
+    meta_line: Option<(usize, String)>,
+    lines: Vec<String>,
+    raw: String,
 }
 
 /// A parsed `consolidated/memory.md`.
@@ -144,22 +152,30 @@ impl Document {
     pub fn parse(src: &str) -> Document {
         let mut doc = Document::default();
         // The block being collected: (metadata line, text lines, raw source).
-        let mut current: Option<(Option<(usize, String)>, Vec<String>, String)> = None;
+        let mut current: Option<Collecting> = None;
         for (i, line) in src.split_inclusive('\n').enumerate() {
             let content = line.trim_end_matches(['\n', '\r']);
             if content.starts_with(META_OPEN) {
                 doc.flush(current.take());
-                current = Some((Some((i + 1, content.to_string())), Vec::new(), line.into()));
+                current = Some(Collecting {
+                    meta_line: Some((i + 1, content.to_string())),
+                    lines: Vec::new(),
+                    raw: line.into(),
+                });
             } else if content.trim().is_empty() {
                 doc.flush(current.take());
                 doc.push_raw(line);
-            } else if let Some((_, lines, raw)) = current.as_mut() {
-                lines.push(content.to_string());
-                raw.push_str(line);
+            } else if let Some(c) = current.as_mut() {
+                c.lines.push(content.to_string());
+                c.raw.push_str(line);
             } else if content.starts_with('#') || content.trim_start().starts_with("<!--") {
                 doc.push_raw(line);
             } else {
-                current = Some((None, vec![content.to_string()], line.into()));
+                current = Some(Collecting {
+                    meta_line: None,
+                    lines: vec![content.to_string()],
+                    raw: line.into(),
+                });
             }
         }
         doc.flush(current);
@@ -174,8 +190,13 @@ impl Document {
         }
     }
 
-    fn flush(&mut self, block: Option<(Option<(usize, String)>, Vec<String>, String)>) {
-        let Some((meta_line, lines, raw)) = block else {
+    fn flush(&mut self, block: Option<Collecting>) {
+        let Some(Collecting {
+            meta_line,
+            lines,
+            raw,
+        }) = block
+        else {
             return;
         };
         let mut text = lines.join("\n");
@@ -205,7 +226,7 @@ impl Document {
             }
         };
         self.blocks.push(Block::Entry {
-            entry: Entry { meta, text },
+            entry: Box::new(Entry { meta, text }),
             raw: Some(raw),
         });
     }
@@ -296,7 +317,7 @@ impl Document {
 
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.blocks.iter().filter_map(|b| match b {
-            Block::Entry { entry, .. } => Some(entry),
+            Block::Entry { entry, .. } => Some(&**entry),
             Block::Raw(_) => None,
         })
     }
@@ -310,7 +331,7 @@ impl Document {
         self.blocks.iter_mut().find_map(|b| match b {
             Block::Entry { entry, raw } if entry.id() == Some(id) => {
                 *raw = None;
-                Some(entry)
+                Some(&mut **entry)
             }
             _ => None,
         })
@@ -321,10 +342,10 @@ impl Document {
         let text = sanitize_text(text);
         meta.hash = text_hash(&text);
         self.blocks.push(Block::Entry {
-            entry: Entry {
+            entry: Box::new(Entry {
                 meta: Some(meta),
                 text,
-            },
+            }),
             raw: None,
         });
         match self.blocks.last() {
@@ -367,7 +388,7 @@ impl Document {
         {
             self.blocks.remove(at);
         }
-        Some(entry)
+        Some(*entry)
     }
 }
 

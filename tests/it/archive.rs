@@ -145,9 +145,21 @@ fn a_retried_append_with_the_same_key_writes_one_line() {
         key: Some("turn-7".into()),
         ..Default::default()
     };
-    let a = archive::append(&layout, "2026-03-04", "12:00:00", &[keyed.clone()]).unwrap();
+    let a = archive::append(
+        &layout,
+        "2026-03-04",
+        "12:00:00",
+        std::slice::from_ref(&keyed),
+    )
+    .unwrap();
     let before = std::fs::read(layout.archive_file("2026-03-04")).unwrap();
-    let b = archive::append(&layout, "2026-03-04", "12:00:05", &[keyed.clone()]).unwrap();
+    let b = archive::append(
+        &layout,
+        "2026-03-04",
+        "12:00:05",
+        std::slice::from_ref(&keyed),
+    )
+    .unwrap();
     assert!(a[0].written && !b[0].written);
     assert_eq!(a[0].id, b[0].id);
     assert_eq!(

@@ -80,13 +80,13 @@ fn malformed_jsonl_lines_are_skipped_and_never_rewritten() {
         vec!["2026-01-01#aaaa0000".into()],
         "forget",
     );
-    jsonl::append(&path, &[good.clone()]).unwrap();
+    jsonl::append(&path, std::slice::from_ref(&good)).unwrap();
     // A hand edit leaves a broken line without a final newline.
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"{this is not json");
     std::fs::write(&path, &bytes).unwrap();
     let second = Tombstone::new(None, "Other thing", vec![], "forget");
-    tombstones::append(&path, &[second.clone()]).unwrap();
+    tombstones::append(&path, std::slice::from_ref(&second)).unwrap();
 
     let (records, bad) = jsonl::read::<Tombstone>(&path).unwrap();
     assert_eq!(records, vec![good, second]);
