@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
+./scripts/fetch-model.sh
 cargo test --locked "$@"

@@ -9,7 +9,14 @@ use clap::{Parser, Subcommand};
 
 use memd::archive::{self, NewFact};
 use memd::config::Config;
+use memd::index::Index;
 use memd::{Layout, bench, layout, status};
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
 
 #[derive(Parser)]
 #[command(
@@ -47,6 +54,20 @@ enum Command {
         /// Print one JSON object per fact.
         #[arg(long)]
         json: bool,
+    },
+    /// Hybrid search (vector + full text) over facts, entries and MEMORY.md.
+    /// Syncs files that changed first.
+    Search {
+        query: String,
+        #[arg(short, long)]
+        k: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring the index in step with the files; --clear rebuilds it from scratch.
+    Reindex {
+        #[arg(long)]
+        clear: bool,
     },
     /// Show the state of the memory directory and the configuration in force.
     Status {
@@ -159,6 +180,54 @@ fn run(cli: Cli) -> Result<()> {
                     println!("{} (already written under this key)", a.id);
                 }
             }
+            Ok(())
+        }
+        Command::Search { query, k, json } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            let k = k.unwrap_or(config.search.default_k as usize);
+            let hits = runtime()?.block_on(async {
+                let index = Index::open(&layout, &config).await?;
+                index.sync().await?;
+                index.search(&query, k).await
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hits)?);
+            } else if hits.is_empty() {
+                println!("no results");
+            } else {
+                for h in hits {
+                    println!(
+                        "{:.4}  {:<5}  {}  {}",
+                        h.score,
+                        h.kind,
+                        h.id,
+                        h.text.replace('\n', " ")
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Reindex { clear } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            let report = runtime()?.block_on(async {
+                if clear {
+                    Index::clear(&layout)?;
+                }
+                let index = Index::open(&layout, &config).await?;
+                let report = index.sync().await?;
+                let rows = index.ids().await?.len();
+                anyhow::Ok((report, rows))
+            })?;
+            println!(
+                "{} files checked, {} synced, {} rows added, {} deleted; {} rows in the index",
+                report.0.files_checked,
+                report.0.files_synced,
+                report.0.rows_added,
+                report.0.rows_deleted,
+                report.1
+            );
             Ok(())
         }
         Command::Status { json } => {

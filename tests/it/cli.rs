@@ -1,8 +1,6 @@
 //! The real binary: init, add, status, and the example memory directory.
 
-use std::path::Path;
-
-use crate::support::{memd, memd_with_stdin, stderr, stdout};
+use crate::support::{example_dir, memd, memd_with_stdin, stderr, stdout};
 
 #[test]
 fn init_creates_the_layout_and_is_idempotent() {
@@ -147,27 +145,10 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     assert!(stderr(&out).contains("modle"), "{}", stderr(&out));
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_example_memory_dir_parses_cleanly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("example");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("example-memory-dir"),
-        &dir,
-    );
+    let (_tmp, layout) = example_dir();
+    let dir = layout.root.clone();
     let out = memd(&dir, &["status", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -177,7 +158,6 @@ fn the_example_memory_dir_parses_cleanly() {
     assert_eq!(v["entries_unsaved_hand_written"], 1);
     assert_eq!(v["entries_edited_by_hand"], 0);
     assert!(v["tombstones"].as_u64().unwrap() >= 1);
-    let layout = memd::Layout::open(&dir).unwrap();
     let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
     assert!(
         doc.entries()

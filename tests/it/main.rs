@@ -7,4 +7,5 @@ mod cli;
 mod config;
 mod entries;
 mod formats;
+mod index;
 mod support;

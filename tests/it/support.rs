@@ -40,3 +40,109 @@ pub fn memory_dir() -> (tempfile::TempDir, memd::Layout) {
     let layout = memd::layout::init(tmp.path()).unwrap();
     (tmp, layout)
 }
+
+/// What the scripted HTTP server does with its N-th request (from 0).
+#[derive(Clone)]
+pub enum Reply {
+    Json(serde_json::Value),
+    Status(u16),
+    /// Answer after a delay (to trigger client timeouts).
+    Slow(std::time::Duration, serde_json::Value),
+}
+
+/// A small scripted OpenAI-compatible server on 127.0.0.1: every POST gets
+/// the reply `script` chooses for (request number, body). It records the
+/// request bodies.
+pub struct Scripted {
+    pub url: String,
+    pub requests: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+pub async fn scripted<F>(script: F) -> Scripted
+where
+    F: Fn(usize, &serde_json::Value) -> Reply + Send + Sync + 'static,
+{
+    use axum::response::IntoResponse;
+    let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let script = std::sync::Arc::new(script);
+    let reqs = requests.clone();
+    let app = axum::Router::new().fallback(axum::routing::post(
+        move |axum::Json(body): axum::Json<serde_json::Value>| {
+            let reqs = reqs.clone();
+            let script = script.clone();
+            async move {
+                let n = {
+                    let mut r = reqs.lock().unwrap();
+                    r.push(body.clone());
+                    r.len() - 1
+                };
+                match script(n, &body) {
+                    Reply::Json(v) => axum::Json(v).into_response(),
+                    Reply::Status(s) => (
+                        axum::http::StatusCode::from_u16(s).unwrap(),
+                        "scripted failure",
+                    )
+                        .into_response(),
+                    Reply::Slow(d, v) => {
+                        tokio::time::sleep(d).await;
+                        axum::Json(v).into_response()
+                    }
+                }
+            }
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Scripted {
+        url: format!("http://{addr}/v1"),
+        requests,
+    }
+}
+
+/// A deterministic fake embedding of `dim` dimensions for `text`.
+pub fn fake_vector(text: &str, dim: usize) -> Vec<f32> {
+    let h = memd::text::short_hash(text, 16);
+    (0..dim)
+        .map(|i| {
+            (u8::from_str_radix(&h[(i * 2) % 16..(i * 2) % 16 + 2], 16).unwrap() as f32) - 127.5
+        })
+        .collect()
+}
+
+/// An OpenAI embeddings reply for the request `body`.
+pub fn embeddings_reply(body: &serde_json::Value, dim: usize) -> serde_json::Value {
+    let inputs = body["input"].as_array().cloned().unwrap_or_default();
+    let data: Vec<serde_json::Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"index": i, "embedding": fake_vector(t.as_str().unwrap_or(""), dim)}))
+        .collect();
+    serde_json::json!({"object": "list", "data": data})
+}
+
+/// Copy a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// A copy of `example-memory-dir/` in a temp dir.
+pub fn example_dir() -> (tempfile::TempDir, memd::Layout) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("example");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("example-memory-dir"),
+        &dir,
+    );
+    let layout = memd::Layout::open(&dir).unwrap();
+    (tmp, layout)
+}

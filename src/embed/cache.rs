@@ -1,0 +1,127 @@
+//! `.memd/cache/embeddings-<embedder>.bin`: embeddings by text hash, so a
+//! rebuild never re-embeds a text it embedded before.
+//!
+//! Append-only records: 16 bytes of SHA-256 of the text, a u32 dimension,
+//! then the f32 values (little endian). A torn last record (a crash during
+//! an append) is ignored on load. The cache is derived data: deleting it
+//! costs only time.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use sha2::{Digest, Sha256};
+
+use super::Embedder;
+
+type Key = [u8; 16];
+
+pub struct Cached {
+    inner: Arc<dyn Embedder>,
+    path: PathBuf,
+    map: tokio::sync::Mutex<HashMap<Key, Vec<f32>>>,
+}
+
+fn key(text: &str) -> Key {
+    let d = Sha256::digest(text.as_bytes());
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d[..16]);
+    k
+}
+
+impl Cached {
+    pub fn open(inner: Arc<dyn Embedder>, dir: &Path) -> Result<Cached> {
+        std::fs::create_dir_all(dir)?;
+        let safe: String = inner
+            .id()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("embeddings-{safe}.bin"));
+        let map = load(&path);
+        Ok(Cached {
+            inner,
+            path,
+            map: tokio::sync::Mutex::new(map),
+        })
+    }
+
+    pub fn inner(&self) -> &Arc<dyn Embedder> {
+        &self.inner
+    }
+
+    /// Embed `texts`, computing only those not cached.
+    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let keys: Vec<Key> = texts.iter().map(|t| key(t)).collect();
+        let mut missing: Vec<usize> = Vec::new();
+        {
+            let map = self.map.lock().await;
+            for (i, k) in keys.iter().enumerate() {
+                if !map.contains_key(k) && !missing.iter().any(|&j| keys[j] == *k) {
+                    missing.push(i);
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let todo: Vec<String> = missing.iter().map(|&i| texts[i].clone()).collect();
+            let vecs = self.inner.embed(&todo).await?;
+            let mut buf = Vec::new();
+            let mut map = self.map.lock().await;
+            for (&i, v) in missing.iter().zip(vecs) {
+                buf.extend_from_slice(&keys[i]);
+                buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                for x in &v {
+                    buf.extend_from_slice(&x.to_le_bytes());
+                }
+                map.insert(keys[i], v);
+            }
+            // A failed cache write only costs a re-embedding later.
+            if let Err(e) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .and_then(|mut f| {
+                    // Whole records only, also with several processes.
+                    fs4::fs_std::FileExt::lock_exclusive(&f)?;
+                    f.write_all(&buf)
+                })
+            {
+                tracing::warn!(file = %self.path.display(), error = %e, "cannot write the embedding cache");
+            }
+        }
+        let map = self.map.lock().await;
+        Ok(keys.iter().map(|k| map[k].clone()).collect())
+    }
+}
+
+fn load(path: &Path) -> HashMap<Key, Vec<f32>> {
+    let mut map = HashMap::new();
+    let Ok(bytes) = std::fs::read(path) else {
+        return map;
+    };
+    let mut at = 0;
+    while at + 20 <= bytes.len() {
+        let mut k = [0u8; 16];
+        k.copy_from_slice(&bytes[at..at + 16]);
+        let dim = u32::from_le_bytes(bytes[at + 16..at + 20].try_into().unwrap()) as usize;
+        let end = at + 20 + dim * 4;
+        if dim > 65536 || end > bytes.len() {
+            break;
+        }
+        let v = bytes[at + 20..end]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        map.insert(k, v);
+        at = end;
+    }
+    map
+}

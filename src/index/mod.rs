@@ -1,0 +1,478 @@
+//! The derived LanceDB index under `.memd/index/`: one table of facts,
+//! entries and core lines, with vectors and a full-text index on `text`.
+//!
+//! Everything here can be rebuilt from the markdown files. Sync is per
+//! source file and by content hash: rows whose (id, hash) is new are embedded
+//! first (so an embedding failure leaves the old rows in place), then the
+//! stale rows are deleted in one batch, then the new rows are added. Running
+//! a sync twice changes nothing the second time. A file whose fingerprint
+//! has not changed since the last sync is not read at all.
+//!
+//! `meta.json` records the embedder and dimension that built the table; a
+//! different embedder rebuilds it rather than mixing vectors.
+//! `files.json` records each source file's fingerprint at its last sync.
+
+pub mod search;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancedb::index::Index as LanceIndex;
+use lancedb::index::scalar::FtsIndexBuilder;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use serde::{Deserialize, Serialize};
+
+use crate::embed::{self, cache::Cached};
+use crate::entries::{Document, text_hash};
+use crate::memory_md::MemoryMd;
+use crate::state::State;
+use crate::text::short_hash;
+use crate::tombstones::Tombstones;
+use crate::{Layout, archive, config::Config};
+
+const TABLE: &str = "memory";
+
+/// One row of the index.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub id: String,
+    /// `fact`, `entry` or `core`.
+    pub kind: String,
+    /// Path of the source file, relative to the memory directory.
+    pub source: String,
+    pub day: Option<String>,
+    pub text: String,
+    pub session: Option<String>,
+    pub category: Option<String>,
+}
+
+impl Row {
+    /// What decides whether a row must be re-embedded and rewritten.
+    fn hash(&self) -> String {
+        short_hash(
+            &format!(
+                "{}\u{0}{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+                self.id, self.kind, self.text, self.day, self.session, self.category
+            ),
+            16,
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Meta {
+    embedder: String,
+    dim: usize,
+}
+
+/// What one sync did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct SyncReport {
+    pub files_checked: usize,
+    pub files_synced: usize,
+    pub rows_added: usize,
+    pub rows_deleted: usize,
+}
+
+pub struct Index {
+    layout: Layout,
+    table: lancedb::Table,
+    embedder: Cached,
+    dim: usize,
+    config: Config,
+}
+
+fn schema(dim: usize) -> SchemaRef {
+    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
+    Arc::new(Schema::new(vec![
+        s("id", false),
+        s("kind", false),
+        s("source", false),
+        s("day", true),
+        s("text", false),
+        s("hash", false),
+        s("session", true),
+        s("category", true),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                dim as i32,
+            ),
+            false,
+        ),
+    ]))
+}
+
+impl Index {
+    /// Open (or create) the index for `layout` with the configured embedder.
+    pub async fn open(layout: &Layout, config: &Config) -> Result<Index> {
+        let embedder = embed::from_config(&config.embedder)?;
+        Index::open_with(layout, config, embedder).await
+    }
+
+    /// Open with a given embedder (tests and benchmarks choose their own).
+    pub async fn open_with(
+        layout: &Layout,
+        config: &Config,
+        embedder: Arc<dyn embed::Embedder>,
+    ) -> Result<Index> {
+        let dir = layout.index_dir();
+        std::fs::create_dir_all(&dir)?;
+        let dim = embedder
+            .dim()
+            .await
+            .context("asking the embedder for its dimension")?;
+        let want = Meta {
+            embedder: embedder.id(),
+            dim,
+        };
+        let meta_path = dir.join("meta.json");
+        let have: Option<Meta> = std::fs::read(&meta_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if have.as_ref() != Some(&want) {
+            if let Some(h) = &have {
+                tracing::info!(
+                    from = %h.embedder, from_dim = h.dim, to = %want.embedder, to_dim = want.dim,
+                    "embedder changed: rebuilding the index"
+                );
+            }
+            std::fs::remove_dir_all(&dir)?;
+            std::fs::create_dir_all(&dir)?;
+        }
+        let db = lancedb::connect(
+            dir.join("lance")
+                .to_str()
+                .context("index path is not UTF-8")?,
+        )
+        .execute()
+        .await?;
+        let table = match db.open_table(TABLE).execute().await {
+            Ok(t) => t,
+            Err(_) => db.create_empty_table(TABLE, schema(dim)).execute().await?,
+        };
+        if have.as_ref() != Some(&want) {
+            crate::atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
+        }
+        let embedder = Cached::open(embedder, &layout.runtime_dir().join("cache"))?;
+        Ok(Index {
+            layout: layout.clone(),
+            table,
+            embedder,
+            dim,
+            config: config.clone(),
+        })
+    }
+
+    /// Delete `.memd/index` entirely (the embedding cache is kept).
+    pub fn clear(layout: &Layout) -> Result<()> {
+        match std::fs::remove_dir_all(layout.index_dir()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn embedder(&self) -> &Cached {
+        &self.embedder
+    }
+
+    fn files_path(&self) -> std::path::PathBuf {
+        self.layout.index_dir().join("files.json")
+    }
+
+    /// Bring the index in step with every file that changed since the last
+    /// sync.
+    pub async fn sync(&self) -> Result<SyncReport> {
+        let mut report = SyncReport::default();
+        let mut fingerprints: BTreeMap<String, String> = std::fs::read(self.files_path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let current = source_fingerprints(&self.layout)?;
+        report.files_checked = current.len();
+        let changed: Vec<&String> = current
+            .iter()
+            .filter(|(s, f)| fingerprints.get(*s) != Some(f))
+            .map(|(s, _)| s)
+            .collect();
+        let gone: Vec<String> = fingerprints
+            .keys()
+            .filter(|s| !current.contains_key(*s))
+            .cloned()
+            .collect();
+        if changed.is_empty() && gone.is_empty() {
+            return Ok(report);
+        }
+        let desired = desired_rows(&self.layout)?;
+        for source in changed {
+            let rows = desired.get(source).cloned().unwrap_or_default();
+            let (added, deleted) = self.sync_source(source, rows).await?;
+            report.files_synced += 1;
+            report.rows_added += added;
+            report.rows_deleted += deleted;
+            fingerprints.insert(source.clone(), current[source].clone());
+        }
+        for source in gone {
+            let (_, deleted) = self.sync_source(&source, Vec::new()).await?;
+            report.rows_deleted += deleted;
+            fingerprints.remove(&source);
+        }
+        if report.rows_added > 0 {
+            self.ensure_fts().await?;
+        }
+        crate::atomic::write(
+            &self.files_path(),
+            &serde_json::to_vec_pretty(&fingerprints)?,
+        )?;
+        Ok(report)
+    }
+
+    async fn sync_source(&self, source: &str, rows: Vec<Row>) -> Result<(usize, usize)> {
+        let existing = self.rows_of(source).await?;
+        let want: HashMap<String, String> = rows.iter().map(|r| (r.id.clone(), r.hash())).collect();
+        let new: Vec<Row> = rows
+            .into_iter()
+            .filter(|r| existing.get(&r.id) != Some(&r.hash()))
+            .collect();
+        let stale: Vec<String> = existing
+            .iter()
+            .filter(|(id, h)| want.get(*id) != Some(*h))
+            .map(|(id, _)| id.clone())
+            .collect();
+        // Embed first: if it fails, nothing has been deleted yet.
+        let batch = if new.is_empty() {
+            None
+        } else {
+            let texts: Vec<String> = new.iter().map(|r| r.text.clone()).collect();
+            let vectors = self.embedder.embed(&texts).await?;
+            Some(self.batch(&new, vectors)?)
+        };
+        if !stale.is_empty() {
+            let list = stale
+                .iter()
+                .map(|id| sql_str(id))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.table
+                .delete(format!("source = {} AND id IN ({list})", sql_str(source)).as_str())
+                .await?;
+        }
+        if let Some(batch) = batch {
+            self.table.add(batch).execute().await?;
+        }
+        Ok((new.len(), stale.len()))
+    }
+
+    /// (id → hash) of the rows of one source file.
+    async fn rows_of(&self, source: &str) -> Result<HashMap<String, String>> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .only_if(format!("source = {}", sql_str(source)))
+            .select(Select::columns(&["id", "hash"]))
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = HashMap::new();
+        for b in batches {
+            let ids = string_col(&b, "id")?;
+            let hashes = string_col(&b, "hash")?;
+            for i in 0..b.num_rows() {
+                out.insert(ids.value(i).to_string(), hashes.value(i).to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    fn batch(&self, rows: &[Row], vectors: Vec<Vec<f32>>) -> Result<RecordBatch> {
+        let col = |f: &dyn Fn(&Row) -> Option<String>| -> Arc<dyn Array> {
+            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
+        };
+        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            vectors.into_iter().map(|v| Some(v.into_iter().map(Some))),
+            self.dim as i32,
+        );
+        Ok(RecordBatch::try_new(
+            schema(self.dim),
+            vec![
+                col(&|r| Some(r.id.clone())),
+                col(&|r| Some(r.kind.clone())),
+                col(&|r| Some(r.source.clone())),
+                col(&|r| r.day.clone()),
+                col(&|r| Some(r.text.clone())),
+                col(&|r| Some(r.hash())),
+                col(&|r| r.session.clone()),
+                col(&|r| r.category.clone()),
+                Arc::new(vectors),
+            ],
+        )?)
+    }
+
+    async fn ensure_fts(&self) -> Result<()> {
+        let has_fts = self
+            .table
+            .list_indices()
+            .await?
+            .iter()
+            .any(|i| i.columns.iter().any(|c| c == "text"));
+        if !has_fts {
+            self.table
+                .create_index(&["text"], LanceIndex::FTS(FtsIndexBuilder::default()))
+                .execute()
+                .await?;
+        } else {
+            // Fold new rows into the existing indices.
+            self.table
+                .optimize(lancedb::table::OptimizeAction::Index(Default::default()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Every (id, kind) in the table, sorted (for tests and `reindex`).
+    pub async fn ids(&self) -> Result<Vec<(String, String)>> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .select(Select::columns(&["id", "kind"]))
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = Vec::new();
+        for b in batches {
+            let ids = string_col(&b, "id")?;
+            let kinds = string_col(&b, "kind")?;
+            for i in 0..b.num_rows() {
+                out.push((ids.value(i).to_string(), kinds.value(i).to_string()));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+pub(crate) fn string_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .with_context(|| format!("index column {name} missing"))
+}
+
+/// A SQL string literal.
+fn sql_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Fingerprint of every source file. Archive rows also depend on the
+/// watermark and the tombstones, so those are part of each archive file's
+/// fingerprint (and of the entries', which tombstones filter too).
+fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    let shared = short_hash(
+        &format!(
+            "{}\u{0}{}",
+            String::from_utf8_lossy(&read(&layout.state_file())),
+            String::from_utf8_lossy(&read(&layout.tombstones_file()))
+        ),
+        16,
+    );
+    let mut out = BTreeMap::new();
+    let mut add = |source: String, path: std::path::PathBuf| {
+        if path.exists() {
+            let bytes = read(&path);
+            out.insert(
+                source,
+                format!(
+                    "{}-{shared}",
+                    short_hash(&String::from_utf8_lossy(&bytes), 16)
+                ),
+            );
+        }
+    };
+    for day in layout.archive_days()? {
+        add(format!("archive/{day}.md"), layout.archive_file(&day));
+    }
+    add("consolidated/memory.md".into(), layout.entries_file());
+    add("MEMORY.md".into(), layout.memory_md());
+    Ok(out)
+}
+
+/// The rows every source file should have: pending facts (behind the
+/// watermark they are represented by their entries), entries, core lines;
+/// never anything tombstoned.
+pub fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
+    let state = State::load(&layout.state_file())?;
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let mut out: HashMap<String, Vec<Row>> = HashMap::new();
+    let (facts, _) = archive::read_all(layout)?;
+    for f in facts {
+        if state.is_done(&f) || tombstones.covers(&f.id, &f.text) {
+            continue;
+        }
+        let source = format!("archive/{}.md", f.day);
+        out.entry(source.clone()).or_default().push(Row {
+            id: f.id,
+            kind: "fact".into(),
+            source,
+            day: Some(f.day),
+            text: f.text,
+            session: f.session,
+            category: f.category,
+        });
+    }
+    let doc = Document::read(&layout.entries_file())?;
+    let mut seen = HashSet::new();
+    for e in doc.entries() {
+        if e.text.trim().is_empty() || tombstones.covers("", &e.text) {
+            continue;
+        }
+        // A hand-written block has no id until memd saves the file; it is
+        // searchable meanwhile under a provisional id.
+        let id = e
+            .id()
+            .map(String::from)
+            .unwrap_or_else(|| format!("hand-{}", text_hash(&e.text)));
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        out.entry("consolidated/memory.md".into())
+            .or_default()
+            .push(Row {
+                id,
+                kind: "entry".into(),
+                source: "consolidated/memory.md".into(),
+                day: e
+                    .meta
+                    .as_ref()
+                    .map(|m| m.updated.clone())
+                    .filter(|d| !d.is_empty()),
+                text: e.text.clone(),
+                session: None,
+                category: None,
+            });
+    }
+    if let Ok(md) = MemoryMd::read(&layout.memory_md()) {
+        for l in md.lines() {
+            if tombstones.covers("", &l.text) {
+                continue;
+            }
+            out.entry("MEMORY.md".into()).or_default().push(Row {
+                id: format!("core:{}", l.entry_id),
+                kind: "core".into(),
+                source: "MEMORY.md".into(),
+                day: None,
+                text: l.text,
+                session: None,
+                category: None,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,183 @@
+//! Hybrid search: vector top-n and full-text top-n fused by reciprocal
+//! rank, optional recency weighting, near-identical hits collapsed,
+//! tombstoned rows excluded, every hit logged to `.recall_log.jsonl`.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use anyhow::Result;
+use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch};
+use futures::TryStreamExt;
+use lancedb::DistanceType;
+use lancedb::index::scalar::FullTextSearchQuery;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use serde::Serialize;
+
+use super::{Index, string_col};
+use crate::embed::cosine;
+use crate::recall;
+use crate::text::normalize;
+use crate::tombstones::Tombstones;
+
+/// The usual constant of reciprocal rank fusion: damps the head of each list
+/// so that agreement between the two lists outweighs a single first place.
+const RRF_K: f32 = 60.0;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub id: String,
+    pub kind: String,
+    pub text: String,
+    pub score: f32,
+    pub source: String,
+    pub day: Option<String>,
+}
+
+const COLUMNS: [&str; 6] = ["id", "kind", "text", "source", "day", "vector"];
+
+/// Hits whose vectors are at least this similar are one result.
+const NEAR_DUPLICATE: f32 = 0.95;
+
+fn columns(score: &str) -> Select {
+    let mut c: Vec<&str> = COLUMNS.to_vec();
+    c.push(score);
+    Select::columns(&c)
+}
+
+impl Index {
+    /// The `k` best rows for `query`; logs them to the recall log.
+    pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let hits = self.search_unlogged(query, k).await?;
+        let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let log: Vec<recall::Hit> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| recall::Hit {
+                ts: ts.clone(),
+                query: query.to_string(),
+                id: h.id.clone(),
+                kind: h.kind.clone(),
+                rank: i as u32 + 1,
+            })
+            .collect();
+        recall::append(&self.layout.recall_log(), &log)?;
+        Ok(hits)
+    }
+
+    /// [`Index::search`] without the recall log (for consolidation's
+    /// neighbour gathering and evaluations, which are not recalls).
+    pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let n = (k * 4).max(20);
+        let qv = self.embedder.embed(&[query.to_string()]).await?.remove(0);
+        let vector: Vec<RecordBatch> = self
+            .table
+            .query()
+            .nearest_to(qv)?
+            .distance_type(DistanceType::Cosine)
+            .select(columns("_distance"))
+            .limit(n)
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let text: Vec<RecordBatch> = match self.full_text(query, n).await {
+            Ok(b) => b,
+            Err(e) => {
+                // An empty index or a query of only stop words: vectors alone.
+                tracing::debug!(error = %e, "full-text search skipped");
+                Vec::new()
+            }
+        };
+        let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
+        let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
+        for batches in [vector, text] {
+            let mut rank = 0usize;
+            for b in &batches {
+                let (ids, kinds, texts, sources) = (
+                    string_col(b, "id")?,
+                    string_col(b, "kind")?,
+                    string_col(b, "text")?,
+                    string_col(b, "source")?,
+                );
+                let days = string_col(b, "day")?;
+                let vectors = b
+                    .column_by_name("vector")
+                    .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+                    .context("index column vector missing")?;
+                for i in 0..b.num_rows() {
+                    rank += 1;
+                    let add = 1.0 / (RRF_K + rank as f32);
+                    fused
+                        .entry(ids.value(i).to_string())
+                        .and_modify(|(h, _)| h.score += add)
+                        .or_insert_with(|| {
+                            let v = vectors.value(i);
+                            let v = v
+                                .as_any()
+                                .downcast_ref::<Float32Array>()
+                                .map(|a| a.values().to_vec());
+                            (
+                                Hit {
+                                    id: ids.value(i).to_string(),
+                                    kind: kinds.value(i).to_string(),
+                                    text: texts.value(i).to_string(),
+                                    score: add,
+                                    source: sources.value(i).to_string(),
+                                    day: (!days.is_null(i)).then(|| days.value(i).to_string()),
+                                },
+                                v.unwrap_or_default(),
+                            )
+                        });
+                }
+            }
+        }
+        let half_life = self.config.search.recency_half_life_days;
+        let today = chrono::Local::now().date_naive();
+        let mut hits: Vec<(Hit, Vec<f32>)> = fused
+            .into_values()
+            .filter(|(h, _)| !tombstones.covers(&h.id, &h.text))
+            .map(|(mut h, v)| {
+                if half_life > 0.0
+                    && let Some(d) = h
+                        .day
+                        .as_deref()
+                        .and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
+                {
+                    let age = (today - d).num_days().max(0) as f64;
+                    h.score *= (0.5 + 0.5 * 0.5f64.powf(age / half_life)) as f32;
+                }
+                (h, v)
+            })
+            .collect();
+        hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        // Collapse near-identical hits (a fact and the entry or core line that
+        // restates it), keeping the best-ranked one.
+        let mut kept: Vec<(Hit, Vec<f32>)> = Vec::new();
+        for (h, v) in hits {
+            let dup = kept.iter().any(|(k, kv)| {
+                normalize(&k.text) == normalize(&h.text)
+                    || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE)
+            });
+            if !dup {
+                kept.push((h, v));
+            }
+            if kept.len() == k {
+                break;
+            }
+        }
+        Ok(kept.into_iter().map(|(h, _)| h).collect())
+    }
+
+    async fn full_text(&self, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
+        Ok(self
+            .table
+            .query()
+            .full_text_search(FullTextSearchQuery::new(query.to_string()))
+            .select(columns("_score"))
+            .limit(n)
+            .execute()
+            .await?
+            .try_collect()
+            .await?)
+    }
+}

@@ -1,0 +1,299 @@
+//! The derived index: embedders, sync by content hash, hybrid search,
+//! tombstones, rebuilds. Real LanceDB in temp dirs; HTTP embedders against a
+//! scripted server on 127.0.0.1.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memd::archive::{self, NewFact};
+use memd::config::{Config, EmbedderKind};
+use memd::embed::{self, Embedder, lexical::Lexical, openai::OpenAi};
+use memd::index::Index;
+use memd::tombstones::{self, Tombstone};
+
+use crate::support::{Reply, embeddings_reply, example_dir, scripted, stderr};
+
+fn openai_config(url: &str, timeout: u64, attempts: u32) -> Config {
+    let mut c = Config::default();
+    c.embedder.kind = EmbedderKind::Openai;
+    c.embedder.base_url = url.to_string();
+    c.embedder.model = "fake-embed".into();
+    c.embedder.timeout_seconds = timeout;
+    c.embedder.max_attempts = attempts;
+    c.embedder.api_key_env = "MEMD_TEST_NO_SUCH_KEY".into();
+    c
+}
+
+fn lexical() -> Arc<dyn Embedder> {
+    Arc::new(Lexical)
+}
+
+fn fact(text: &str) -> NewFact {
+    NewFact {
+        text: text.into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_embedder_batches_and_retries_a_server_error() {
+    let server = scripted(|n, body| {
+        if n == 0 {
+            Reply::Status(500)
+        } else {
+            Reply::Json(embeddings_reply(body, 8))
+        }
+    })
+    .await;
+    let mut cfg = openai_config(&server.url, 5, 3).embedder;
+    cfg.batch_size = 2;
+    let e = OpenAi::new(&cfg).unwrap();
+    let texts: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let v = e.embed(&texts).await.unwrap();
+    assert_eq!(v.len(), 3);
+    for x in &v {
+        assert_eq!(x.len(), 8);
+        assert!((embed::cosine(x, x) - 1.0).abs() < 1e-4, "unit length");
+    }
+    let reqs = server.requests.lock().unwrap().clone();
+    // One failed request, then two batches (2 + 1 texts).
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[1]["input"].as_array().unwrap().len(), 2);
+    assert_eq!(reqs[2]["input"].as_array().unwrap().len(), 1);
+    assert_eq!(reqs[1]["model"], "fake-embed");
+    assert_eq!(e.dim().await.unwrap(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_embedding_timeout_is_a_clear_error_and_leaves_the_index_unchanged() {
+    let slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = slow.clone();
+    let server = scripted(move |_, body| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::Slow(Duration::from_secs(3), embeddings_reply(body, 8))
+        } else {
+            Reply::Json(embeddings_reply(body, 8))
+        }
+    })
+    .await;
+    let (_tmp, layout) = example_dir();
+    let config = openai_config(&server.url, 1, 2);
+    let index = Index::open(&layout, &config).await.unwrap();
+    index.sync().await.unwrap();
+    let before = index.ids().await.unwrap();
+    assert!(!before.is_empty());
+
+    slow.store(true, std::sync::atomic::Ordering::SeqCst);
+    archive::append(
+        &layout,
+        "2026-11-21",
+        "09:00:00",
+        &[fact("User adopted a greyhound called Biscuit")],
+    )
+    .unwrap();
+    let err = format!("{:#}", index.sync().await.unwrap_err());
+    assert!(
+        err.contains("timed out") && err.contains("2 attempts"),
+        "{err}"
+    );
+    assert_eq!(index.ids().await.unwrap(), before);
+
+    // Once the server answers again, the same sync goes through.
+    slow.store(false, std::sync::atomic::Ordering::SeqCst);
+    let report = index.sync().await.unwrap();
+    assert_eq!(report.rows_added, 1);
+    assert_eq!(index.ids().await.unwrap().len(), before.len() + 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
+    let (_tmp, layout) = example_dir();
+    let config = Config::default();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    let first = index.sync().await.unwrap();
+    assert!(first.rows_added > 0);
+    let again = index.sync().await.unwrap();
+    assert_eq!(
+        (again.rows_added, again.rows_deleted, again.files_synced),
+        (0, 0, 0)
+    );
+
+    // Pending facts, entries and core lines are indexed; facts behind the
+    // watermark are represented by their entries.
+    let ids = index.ids().await.unwrap();
+    let kinds = |k: &str| ids.iter().filter(|(_, kind)| kind == k).count();
+    assert_eq!(kinds("fact"), 3, "{ids:?}");
+    assert_eq!(kinds("entry"), 8, "{ids:?}");
+    assert_eq!(kinds("core"), 4, "{ids:?}");
+    assert!(!ids.iter().any(|(id, _)| id.starts_with("2026-11-18")));
+
+    // Change files: an append, an edited entry, a removed day file.
+    archive::append(
+        &layout,
+        "2026-11-21",
+        "09:00:00",
+        &[fact("User adopted a greyhound")],
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(layout.entries_file()).unwrap();
+    std::fs::write(
+        layout.entries_file(),
+        text.replace("flat white.", "flat white, no sugar."),
+    )
+    .unwrap();
+    index.sync().await.unwrap();
+    let incremental = index.ids().await.unwrap();
+    drop(index);
+
+    Index::clear(&layout).unwrap();
+    let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    rebuilt.sync().await.unwrap();
+    assert_eq!(rebuilt.ids().await.unwrap(), incremental);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
+    let (_tmp, layout) = example_dir();
+    let config = Config::default();
+    let secret = "User's locker code is 4417";
+    let a = archive::append(&layout, "2026-11-21", "09:00:00", &[fact(secret)]).unwrap();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    index.sync().await.unwrap();
+    let hits = index.search_unlogged("locker code", 3).await.unwrap();
+    assert_eq!(hits[0].id, a[0].id);
+
+    tombstones::append(
+        &layout.tombstones_file(),
+        &[Tombstone::new(
+            None,
+            secret,
+            vec![a[0].id.clone()],
+            "forget",
+        )],
+    )
+    .unwrap();
+    // A later restatement must not come back either.
+    archive::append(
+        &layout,
+        "2026-11-22",
+        "09:00:00",
+        &[fact("user's locker code is 4417.")],
+    )
+    .unwrap();
+    index.sync().await.unwrap();
+    let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
+    assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
+    drop(index);
+    Index::clear(&layout).unwrap();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    index.sync().await.unwrap();
+    let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
+    assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
+    assert!(
+        !index
+            .ids()
+            .await
+            .unwrap()
+            .iter()
+            .any(|(id, _)| id == &a[0].id)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_different_embedder_dimension_rebuilds_the_index() {
+    let (_tmp, layout) = example_dir();
+    let config = Config::default();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    index.sync().await.unwrap();
+    let ids = index.ids().await.unwrap();
+    drop(index);
+
+    let server = scripted(|_, body| Reply::Json(embeddings_reply(body, 8))).await;
+    let config = openai_config(&server.url, 5, 2);
+    let index = Index::open(&layout, &config).await.unwrap();
+    // The old 512-d table is gone: the new one starts empty and fills with
+    // 8-d vectors, never a mix.
+    assert!(index.ids().await.unwrap().is_empty());
+    index.sync().await.unwrap();
+    assert_eq!(index.ids().await.unwrap(), ids);
+    assert!(!index.search_unlogged("coffee", 3).await.unwrap().is_empty());
+    let meta = std::fs::read_to_string(layout.index_dir().join("meta.json")).unwrap();
+    assert!(meta.contains("\"dim\": 8"), "{meta}");
+}
+
+#[test]
+fn search_logs_hits_and_a_hand_edit_becomes_searchable() {
+    let (_tmp, layout) = example_dir();
+    let dir = layout.root.clone();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memd"));
+        cmd.arg("--dir")
+            .arg(&dir)
+            .args(args)
+            .env("MEMD_EMBEDDER_KIND", "lexical");
+        cmd.output().unwrap()
+    };
+    let out = run(&["reindex"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(layout.entries_file()).unwrap();
+    std::fs::write(
+        layout.entries_file(),
+        format!("{text}\nThe user keeps a sourdough starter called Gerald.\n"),
+    )
+    .unwrap();
+    // Poll with a generous timeout; never a timing assertion.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let found = loop {
+        let out = run(&["search", "sourdough starter Gerald", "-k", "3", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if hits[0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Gerald"))
+        {
+            break hits;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hand edit never became searchable"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(found[0]["kind"], "entry");
+    assert_eq!(found[0]["source"], "consolidated/memory.md");
+    let log = std::fs::read_to_string(layout.recall_log()).unwrap();
+    assert!(log.contains("sourdough starter Gerald"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn minilm_ranks_by_meaning() {
+    let cfg = Config::default().embedder;
+    let dir = embed::minilm::model_dir(&cfg);
+    let e = embed::minilm::MiniLm::load(&dir)
+        .expect("the test suite fetches the model: ./scripts/fetch-model.sh");
+    let texts: Vec<String> = [
+        "what coffee does the user like",
+        "User loves coffee, especially flat white",
+        "User broke the pour-over set",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let v = e.embed(&texts).await.unwrap();
+    assert_eq!(v[0].len(), 384);
+    let (good, bad) = (embed::cosine(&v[0], &v[1]), embed::cosine(&v[0], &v[2]));
+    assert!(good > bad, "flat white {good} should beat pour-over {bad}");
+}
+
+#[test]
+fn a_missing_model_says_how_to_get_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = embed::minilm::MiniLm::load(tmp.path())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("fetch-model.sh") && err.contains("lexical"),
+        "{err}"
+    );
+}
