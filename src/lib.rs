@@ -46,6 +46,7 @@ pub mod bench;
 pub mod config;
 pub mod embed;
 pub mod entries;
+pub mod eval;
 pub mod index;
 pub mod journal;
 pub mod jsonl;

@@ -74,10 +74,30 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure memory quality on the public evaluation data.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
     /// Measure memd's own speed.
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// Candidate recall: is a fact's true partner among its top-k neighbours?
+    Neighbours {
+        /// Directory of the evaluation data.
+        #[arg(long, default_value = "../shared/evaldata")]
+        data: PathBuf,
+        /// Embedder to measure (default: the configured one).
+        #[arg(long)]
+        embedder: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -241,6 +261,46 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Eval { what } => match what {
+            EvalCommand::Neighbours {
+                data,
+                embedder,
+                json,
+            } => {
+                // A memory directory is optional here: its config if there is one.
+                let mut config = Config::load(&dir)?;
+                if let Some(kind) = embedder {
+                    config.embedder.kind = serde_json::from_value(serde_json::Value::String(kind))
+                        .context("--embedder takes minilm, openai or lexical")?;
+                }
+                let embedder = memd::embed::from_config(&config.embedder)?;
+                let name = embedder.id();
+                let cache = std::env::temp_dir().join("memd-eval-cache");
+                let reports =
+                    runtime()?.block_on(memd::eval::neighbours(&data, embedder, &cache))?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&reports)?);
+                } else {
+                    println!("neighbour recall, embedder {name}");
+                    println!(
+                        "{:<30} {:>6} {:>7}  {}",
+                        "source", "pool", "queries", "recall@1/5/8/20"
+                    );
+                    for r in reports {
+                        let rec: Vec<String> =
+                            r.recall.iter().map(|(_, v)| format!("{v:.3}")).collect();
+                        println!(
+                            "{:<30} {:>6} {:>7}  {}",
+                            r.source,
+                            r.pool,
+                            r.queries,
+                            rec.join(" / ")
+                        );
+                    }
+                }
+                Ok(())
+            }
+        },
         Command::Bench { what } => match what {
             BenchCommand::Append {
                 singles,

@@ -297,3 +297,47 @@ fn a_missing_model_says_how_to_get_it() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_neighbours_measures_recall_on_labelled_pairs() {
+    // Tiny data files in the same formats as ../shared/evaldata.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("sick_dev.tsv"),
+        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_AB\tentailment_BA\tSemEval_set\n\
+         1\tA man is playing a guitar\tA man is playing the guitar\t5\tA_entails_B\tB_entails_A\tTRAIN\n\
+         2\tA dog runs in the park\tA cat sleeps on a sofa\t1\tA_neutral_B\tB_neutral_A\tTRAIN\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("letta_updates_dev.jsonl"),
+        r#"{"set":0,"facts":["Ann works as a nurse in Oslo","Bob plays chess on Sundays"],"new_fact":"Ann now works as a doctor in Oslo","supersedes":[0],"question":"q","answer_after":"doctor","answer_before":"nurse"}"#,
+    )
+    .unwrap();
+    let mrpc = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n\
+                1\t1\t2\tStocks rallied sharply in March\tStocks rallied sharply during March\n\
+                0\t3\t4\tThe senate passed the bill\tRain is expected tomorrow\n";
+    std::fs::write(d.join("msr-para-train.tsv"), format!("\u{feff}{mrpc}")).unwrap();
+    std::fs::write(
+        d.join("msr-para-val.tsv"),
+        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n",
+    )
+    .unwrap();
+
+    let reports = memd::eval::neighbours(d, lexical(), &d.join("cache"))
+        .await
+        .unwrap();
+    let by: std::collections::HashMap<_, _> =
+        reports.iter().map(|r| (r.source.as_str(), r)).collect();
+    let sick = by["sick-mutual-entailment"];
+    assert_eq!((sick.pool, sick.queries), (4, 2));
+    assert_eq!(sick.recall[0], (1, 1.0));
+    let letta = by["letta-new-fact-to-superseded"];
+    // The new fact is a query, not part of the pool it searches.
+    assert_eq!((letta.pool, letta.queries), (2, 1));
+    assert_eq!(letta.recall[0], (1, 1.0));
+    let mrpc = by["mrpc-paraphrase"];
+    assert_eq!((mrpc.pool, mrpc.queries), (4, 2));
+    assert_eq!(mrpc.recall[0], (1, 1.0));
+}

@@ -1,0 +1,195 @@
+//! Evaluations on the public development data in `../shared/evaldata/`
+//! (read in place, never copied: it is non-commercial data).
+//!
+//! `neighbours` measures candidate recall, the only job similarity has in
+//! memd: for labelled pairs, is the partner among the top-k neighbours of a
+//! sentence in a pool of all sentences? Three sources:
+//! - SICK pairs that entail each other both ways (the same fact), both
+//!   directions, pool = every SICK sentence;
+//! - Letta: a `new_fact` → the fact it supersedes, pool = every fact;
+//! - MRPC paraphrase pairs (Quality 1), both directions, pool = every
+//!   MRPC sentence (train and validation).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::embed::{self, Embedder, cache::Cached};
+
+pub const KS: [usize; 4] = [1, 5, 8, 20];
+
+#[derive(Debug, Serialize)]
+pub struct NeighbourReport {
+    pub source: String,
+    pub pool: usize,
+    pub queries: usize,
+    /// recall@k for k in [`KS`].
+    pub recall: Vec<(usize, f64)>,
+}
+
+/// A labelled task: a pool of sentences and (query, partner) index pairs.
+struct Task {
+    name: &'static str,
+    /// Sentences to embed: the first `searchable` are the pool, any after
+    /// that are queries only.
+    pool: Vec<String>,
+    searchable: usize,
+    pairs: Vec<(usize, usize)>,
+}
+
+#[derive(Default)]
+struct Pool {
+    sentences: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Pool {
+    fn id(&mut self, s: &str) -> usize {
+        let s = s.trim();
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        self.sentences.push(s.to_string());
+        self.index.insert(s.to_string(), self.sentences.len() - 1);
+        self.sentences.len() - 1
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text.trim_start_matches('\u{feff}').to_string())
+}
+
+fn sick(dir: &Path) -> Result<Task> {
+    let mut pool = Pool::default();
+    let mut pairs = Vec::new();
+    for line in read(&dir.join("sick_dev.tsv"))?.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 6 {
+            continue;
+        }
+        let (a, b) = (pool.id(f[1]), pool.id(f[2]));
+        if f[4] == "A_entails_B" && f[5] == "B_entails_A" && a != b {
+            pairs.push((a, b));
+            pairs.push((b, a));
+        }
+    }
+    Ok(Task {
+        name: "sick-mutual-entailment",
+        searchable: pool.sentences.len(),
+        pool: pool.sentences,
+        pairs,
+    })
+}
+
+fn letta(dir: &Path) -> Result<Task> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        facts: Vec<String>,
+        new_fact: String,
+        supersedes: Vec<usize>,
+    }
+    let mut pool = Pool::default();
+    let mut queries = Vec::new();
+    for line in read(&dir.join("letta_updates_dev.jsonl"))?.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: Row = serde_json::from_str(line)?;
+        let ids: Vec<usize> = row.facts.iter().map(|f| pool.id(f)).collect();
+        for s in row.supersedes {
+            if let Some(&target) = ids.get(s) {
+                queries.push((row.new_fact.clone(), target));
+            }
+        }
+    }
+    // New facts are queries only: the pool is the facts they are looked up in.
+    let searchable = pool.sentences.len();
+    let mut all = pool.sentences;
+    let mut pairs = Vec::new();
+    for (q, target) in queries {
+        all.push(q);
+        pairs.push((all.len() - 1, target));
+    }
+    Ok(Task {
+        name: "letta-new-fact-to-superseded",
+        pool: all,
+        searchable,
+        pairs,
+    })
+}
+
+fn mrpc(dir: &Path) -> Result<Task> {
+    let mut pool = Pool::default();
+    let mut pairs = Vec::new();
+    for file in ["msr-para-train.tsv", "msr-para-val.tsv"] {
+        for line in read(&dir.join(file))?.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() < 5 {
+                continue;
+            }
+            let (a, b) = (pool.id(f[3]), pool.id(f[4]));
+            if f[0] == "1" && a != b {
+                pairs.push((a, b));
+                pairs.push((b, a));
+            }
+        }
+    }
+    Ok(Task {
+        name: "mrpc-paraphrase",
+        searchable: pool.sentences.len(),
+        pool: pool.sentences,
+        pairs,
+    })
+}
+
+/// Run the neighbour-recall evaluation with `embedder` on the data in `dir`;
+/// embeddings are cached in `cache_dir`.
+pub async fn neighbours(
+    dir: &Path,
+    embedder: std::sync::Arc<dyn Embedder>,
+    cache_dir: &Path,
+) -> Result<Vec<NeighbourReport>> {
+    let cached = Cached::open(embedder, cache_dir)?;
+    let mut reports = Vec::new();
+    for task in [sick(dir)?, letta(dir)?, mrpc(dir)?] {
+        let vectors = cached.embed(&task.pool).await?;
+        let queries: std::collections::BTreeSet<usize> = task.pairs.iter().map(|p| p.0).collect();
+        let mut ranked: HashMap<usize, Vec<usize>> = HashMap::new();
+        let max_k = *KS.last().unwrap();
+        for &q in &queries {
+            let mut scored: Vec<(f32, usize)> = (0..task.searchable)
+                .filter(|&j| j != q)
+                .map(|j| (embed::cosine(&vectors[q], &vectors[j]), j))
+                .collect();
+            let cut = max_k.min(scored.len());
+            if cut > 0 {
+                scored.select_nth_unstable_by(cut - 1, |a, b| b.0.total_cmp(&a.0));
+                scored.truncate(cut);
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            }
+            ranked.insert(q, scored.into_iter().map(|(_, j)| j).collect());
+        }
+        let recall = KS
+            .iter()
+            .map(|&k| {
+                let hits = task
+                    .pairs
+                    .iter()
+                    .filter(|(q, t)| ranked[q].iter().take(k).any(|j| j == t))
+                    .count();
+                (k, hits as f64 / task.pairs.len().max(1) as f64)
+            })
+            .collect();
+        reports.push(NeighbourReport {
+            source: task.name.to_string(),
+            pool: task.searchable,
+            queries: task.pairs.len(),
+            recall,
+        });
+    }
+    Ok(reports)
+}
