@@ -12,6 +12,20 @@ use memd::config::Config;
 use memd::index::Index;
 use memd::{Layout, bench, layout, status};
 
+/// For each appended fact, the existing entries most like it.
+fn similar_entries(layout: &Layout, appended: &[archive::Appended]) -> Result<Vec<Vec<memd::index::search::Hit>>> {
+    let config = Config::load(&layout.root)?;
+    runtime()?.block_on(async {
+        let index = Index::open(layout, &config).await?;
+        index.sync().await?;
+        let mut out = Vec::new();
+        for a in appended {
+            out.push(index.similar_entries(&a.text, 3).await?);
+        }
+        anyhow::Ok(out)
+    })
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -54,6 +68,9 @@ enum Command {
         /// Print one JSON object per fact.
         #[arg(long)]
         json: bool,
+        /// Do not look up similar existing entries after the write.
+        #[arg(long)]
+        no_similar: bool,
     },
     /// Hybrid search (vector + full text) over facts, entries and MEMORY.md.
     /// Syncs files that changed first.
@@ -154,6 +171,7 @@ fn run(cli: Cli) -> Result<()> {
             session,
             key,
             json,
+            no_similar,
         } => {
             let layout = Layout::open(&dir)?;
             let texts: Vec<String> = if stdin {
@@ -191,13 +209,35 @@ fn run(cli: Cli) -> Result<()> {
             let now = chrono::Local::now();
             let day = now.format("%Y-%m-%d").to_string();
             let time = now.format("%H:%M:%S").to_string();
-            for a in archive::append(&layout, &day, &time, &facts)? {
+            let appended = archive::append(&layout, &day, &time, &facts)?;
+            // The facts are durable now; similar entries are information only,
+            // so a failure here is a warning, never an error.
+            let similar = if no_similar || facts.len() > 20 {
+                Vec::new()
+            } else {
+                match similar_entries(&layout, &appended) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!("similar entries not shown: {e:#}");
+                        Vec::new()
+                    }
+                }
+            };
+            for (i, a) in appended.iter().enumerate() {
+                let sim = similar.get(i).cloned().unwrap_or_default();
                 if json {
-                    println!("{}", serde_json::to_string(&a)?);
-                } else if a.written {
+                    let mut v = serde_json::to_value(a)?;
+                    v["similar"] = serde_json::to_value(&sim)?;
+                    println!("{v}");
+                    continue;
+                }
+                if a.written {
                     println!("{}", a.id);
                 } else {
                     println!("{} (already written under this key)", a.id);
+                }
+                for h in sim {
+                    println!("  similar entry {}: {}", h.id, h.text.replace('\n', " "));
                 }
             }
             Ok(())

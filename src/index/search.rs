@@ -181,3 +181,14 @@ impl Index {
             .await?)
     }
 }
+
+impl Index {
+    /// The `k` existing entries most similar to `text` (for `memd add`,
+    /// which shows them as information: it never blocks the write).
+    pub async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<Hit>> {
+        let mut hits = self.search_unlogged(text, k * 4).await?;
+        hits.retain(|h| h.kind == "entry");
+        hits.truncate(k);
+        Ok(hits)
+    }
+}

@@ -341,3 +341,27 @@ async fn eval_neighbours_measures_recall_on_labelled_pairs() {
     assert_eq!((mrpc.pool, mrpc.queries), (4, 2));
     assert_eq!(mrpc.recall[0], (1, 1.0));
 }
+
+#[test]
+fn add_shows_similar_entries_without_blocking_the_write() {
+    let (_tmp, layout) = example_dir();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memd"));
+        cmd.arg("--dir").arg(&layout.root).args(args).envs(env.iter().copied());
+        cmd.output().unwrap()
+    };
+    let out = run(&[("MEMD_EMBEDDER_KIND", "lexical")], &["add", "User's manager John moved teams", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["written"], true);
+    assert_eq!(v["similar"][0]["id"], "e-5a3390cf", "{v}");
+    // A broken embedder setup is a warning: the fact is still written.
+    let out = run(
+        &[("MEMD_EMBEDDER_KIND", "minilm"), ("MEMD_MODEL_DIR", "/nonexistent")],
+        &["add", "User bought a bicycle"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("similar entries not shown"), "{}", stderr(&out));
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert!(facts.iter().any(|f| f.text == "User bought a bicycle"));
+}
