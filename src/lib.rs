@@ -57,5 +57,6 @@ pub mod state;
 pub mod status;
 pub mod text;
 pub mod tombstones;
+pub mod watch;
 
 pub use layout::Layout;

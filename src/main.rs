@@ -13,7 +13,10 @@ use memd::index::Index;
 use memd::{Layout, bench, layout, status};
 
 /// For each appended fact, the existing entries most like it.
-fn similar_entries(layout: &Layout, appended: &[archive::Appended]) -> Result<Vec<Vec<memd::index::search::Hit>>> {
+fn similar_entries(
+    layout: &Layout,
+    appended: &[archive::Appended],
+) -> Result<Vec<Vec<memd::index::search::Hit>>> {
     let config = Config::load(&layout.root)?;
     runtime()?.block_on(async {
         let index = Index::open(layout, &config).await?;
@@ -85,6 +88,12 @@ enum Command {
     Reindex {
         #[arg(long)]
         clear: bool,
+    },
+    /// Keep the index in step with the files until interrupted (file events
+    /// plus a periodic reconcile).
+    Watch {
+        #[arg(long, default_value_t = 30)]
+        reconcile_seconds: u64,
     },
     /// Show the state of the memory directory and the configuration in force.
     Status {
@@ -289,6 +298,23 @@ fn run(cli: Cli) -> Result<()> {
                 report.1
             );
             Ok(())
+        }
+        Command::Watch { reconcile_seconds } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            runtime()?.block_on(async {
+                let index = Index::open(&layout, &config).await?;
+                eprintln!("memd: watching {} (Ctrl-C to stop)", layout.root.display());
+                memd::watch::run(
+                    &layout,
+                    &index,
+                    std::time::Duration::from_secs(reconcile_seconds.max(1)),
+                    async {
+                        let _ = tokio::signal::ctrl_c().await;
+                    },
+                )
+                .await
+            })
         }
         Command::Status { json } => {
             let layout = Layout::open(&dir)?;

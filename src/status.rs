@@ -25,9 +25,20 @@ pub struct Report {
     pub last_consolidation: Option<String>,
     /// Which judge consolidation uses: the built-in one or an LLM.
     pub judge: String,
+    /// Per source file: `fresh`, `stale` or `not indexed`.
+    pub index: std::collections::BTreeMap<String, &'static str>,
+    /// The watcher's last health record and whether it is alive.
+    pub watcher: Option<WatcherStatus>,
     /// Problems found while reading the files (none of them fatal).
     pub warnings: Vec<String>,
     pub config: Config,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WatcherStatus {
+    pub alive: bool,
+    #[serde(flatten)]
+    pub health: crate::watch::Health,
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +96,9 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
         pending_facts: pending,
         last_consolidation: state.last_run,
         judge,
+        index: crate::index::freshness(layout)?,
+        watcher: crate::watch::health(layout)
+            .map(|(health, alive)| WatcherStatus { alive, health }),
         warnings,
         config: config.clone(),
     })
@@ -119,6 +133,33 @@ impl Report {
             self.last_consolidation.as_deref().unwrap_or("never")
         ));
         out.push_str(&format!("judge             {}\n", self.judge));
+        let stale: Vec<_> = self.index.iter().filter(|(_, s)| **s != "fresh").collect();
+        out.push_str(&format!(
+            "index             {} of {} files fresh\n",
+            self.index.len() - stale.len(),
+            self.index.len()
+        ));
+        for (source, state) in stale {
+            out.push_str(&format!("  {source}: {state}\n"));
+        }
+        match &self.watcher {
+            Some(w) => out.push_str(&format!(
+                "watcher           {} (pid {}, {} events, {} syncs, last sync {}{})\n",
+                if w.alive { "running" } else { "not running" },
+                w.health.pid,
+                w.health.events,
+                w.health.syncs,
+                w.health.last_sync.as_deref().unwrap_or("never"),
+                w.health
+                    .last_error
+                    .as_deref()
+                    .map(|e| format!(", last error: {e}"))
+                    .unwrap_or_default()
+            )),
+            None => {
+                out.push_str("watcher           never run (memd watch; search syncs on its own)\n")
+            }
+        }
         if !self.warnings.is_empty() {
             out.push_str("warnings\n");
             for w in &self.warnings {

@@ -359,6 +359,26 @@ impl Index {
     }
 }
 
+/// Whether each source file is indexed as it is now: `fresh`, `stale` or
+/// `not indexed` (for `memd status`; reads no table).
+pub fn freshness(layout: &Layout) -> Result<BTreeMap<String, &'static str>> {
+    let synced: BTreeMap<String, String> = std::fs::read(layout.index_dir().join("files.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    Ok(source_fingerprints(layout)?
+        .into_iter()
+        .map(|(source, fp)| {
+            let state = match synced.get(&source) {
+                Some(s) if *s == fp => "fresh",
+                Some(_) => "stale",
+                None => "not indexed",
+            };
+            (source, state)
+        })
+        .collect())
+}
+
 pub(crate) fn string_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
     b.column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<StringArray>())

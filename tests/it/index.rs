@@ -347,21 +347,86 @@ fn add_shows_similar_entries_without_blocking_the_write() {
     let (_tmp, layout) = example_dir();
     let run = |env: &[(&str, &str)], args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memd"));
-        cmd.arg("--dir").arg(&layout.root).args(args).envs(env.iter().copied());
+        cmd.arg("--dir")
+            .arg(&layout.root)
+            .args(args)
+            .envs(env.iter().copied());
         cmd.output().unwrap()
     };
-    let out = run(&[("MEMD_EMBEDDER_KIND", "lexical")], &["add", "User's manager John moved teams", "--json"]);
+    let out = run(
+        &[("MEMD_EMBEDDER_KIND", "lexical")],
+        &["add", "User's manager John moved teams", "--json"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["written"], true);
     assert_eq!(v["similar"][0]["id"], "e-5a3390cf", "{v}");
     // A broken embedder setup is a warning: the fact is still written.
     let out = run(
-        &[("MEMD_EMBEDDER_KIND", "minilm"), ("MEMD_MODEL_DIR", "/nonexistent")],
+        &[
+            ("MEMD_EMBEDDER_KIND", "minilm"),
+            ("MEMD_MODEL_DIR", "/nonexistent"),
+        ],
         &["add", "User bought a bicycle"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("similar entries not shown"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("similar entries not shown"),
+        "{}",
+        stderr(&out)
+    );
     let (facts, _) = memd::archive::read_all(&layout).unwrap();
     assert!(facts.iter().any(|f| f.text == "User bought a bicycle"));
+}
+
+#[test]
+fn the_watcher_syncs_a_hand_edit_and_reports_health() {
+    let (_tmp, layout) = example_dir();
+    let status = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memd"))
+            .arg("--dir")
+            .arg(&layout.root)
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(status()["index"]["consolidated/memory.md"], "not indexed");
+    // A long reconcile interval: only a file event can explain a sync.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(&layout.root)
+        .args(["watch", "--reconcile-seconds", "300"])
+        .env("MEMD_EMBEDDER_KIND", "lexical")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let poll = |what: &str, ok: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let s = status();
+            if ok(&s) {
+                return s;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {s}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    poll("initial sync", &|s| {
+        s["index"]["consolidated/memory.md"] == "fresh" && s["watcher"]["alive"] == true
+    });
+    let text = std::fs::read_to_string(layout.entries_file()).unwrap();
+    std::fs::write(
+        layout.entries_file(),
+        format!("{text}\nThe user keeps bees on the roof.\n"),
+    )
+    .unwrap();
+    let s = poll("hand edit synced", &|s| {
+        s["index"]["consolidated/memory.md"] == "fresh"
+            && s["watcher"]["events"].as_u64().unwrap_or(0) >= 1
+    });
+    assert!(s["watcher"]["last_error"].is_null(), "{s}");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
