@@ -90,3 +90,211 @@ pub fn append(
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// Index figures for one table size.
+#[derive(Debug, Serialize)]
+pub struct IndexReport {
+    pub rows: usize,
+    pub embedder: String,
+    /// `reindex` from scratch: embed (uncached) + write + build indices.
+    pub build_seconds: f64,
+    pub build_rows_per_second: f64,
+    /// Hybrid search, query embedding excluded.
+    pub search_p50_ms: f64,
+    pub search_p99_ms: f64,
+    /// Embedding one query.
+    pub query_embed_p50_ms: f64,
+    /// Append one fact, sync, search finds it.
+    pub add_to_searchable_p50_ms: f64,
+    pub add_to_searchable_p99_ms: f64,
+}
+
+/// Words for synthetic facts that differ in content, not only in a number.
+const WORDS: [&str; 24] = [
+    "coffee",
+    "hiking",
+    "Lisbon",
+    "dashboard",
+    "daughter",
+    "piano",
+    "Rust",
+    "garden",
+    "budget",
+    "meeting",
+    "marathon",
+    "recipe",
+    "allergy",
+    "podcast",
+    "violin",
+    "kayak",
+    "sourdough",
+    "chess",
+    "novel",
+    "tram",
+    "invoice",
+    "museum",
+    "yoga",
+    "camera",
+];
+
+fn synthetic_fact(i: usize) -> String {
+    let w = |k: usize| WORDS[(i / WORDS.len().pow(k as u32)) % WORDS.len()];
+    format!(
+        "User mentioned {} and {} while planning {} (note {i})",
+        w(0),
+        w(1),
+        w(2)
+    )
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    ms(sorted[((sorted.len() as f64 - 1.0) * p).round() as usize])
+}
+
+/// Build an index of `rows` facts and measure it.
+pub async fn index(
+    parent: &Path,
+    rows: usize,
+    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+) -> Result<IndexReport> {
+    use crate::index::Index;
+    let tmp = tempfile::tempdir_in(parent)?;
+    let layout = layout::init(tmp.path())?;
+    let config = crate::config::Config::default();
+    for (d, start) in (0..rows).step_by(1000).enumerate() {
+        let facts: Vec<NewFact> = (start..(start + 1000).min(rows))
+            .map(|i| NewFact {
+                text: synthetic_fact(i),
+                ..Default::default()
+            })
+            .collect();
+        let day = (chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap()
+            + chrono::Days::new(d as u64))
+        .format("%Y-%m-%d")
+        .to_string();
+        archive::append(&layout, &day, "00:00:00", &facts)?;
+    }
+    let name = embedder.id();
+    let t = Instant::now();
+    let index = Index::open_with(&layout, &config, embedder.clone()).await?;
+    index.sync().await?;
+    let build = t.elapsed().as_secs_f64();
+
+    let mut search = Vec::new();
+    let mut embed = Vec::new();
+    for q in 0..100 {
+        let query = format!(
+            "what did the user say about {} and {}",
+            WORDS[q % 24],
+            WORDS[(q * 7) % 24]
+        );
+        let t = Instant::now();
+        let qv = index
+            .embedder()
+            .embed(std::slice::from_ref(&query))
+            .await?
+            .remove(0);
+        embed.push(t.elapsed());
+        let t = Instant::now();
+        index.search_with_vector(&query, qv, 8).await?;
+        search.push(t.elapsed());
+    }
+    search.sort();
+    embed.sort();
+
+    let mut visible = Vec::new();
+    for i in 0..20 {
+        let text = format!("User adopted a tortoise named Sheldon number {i}");
+        let t = Instant::now();
+        let a = archive::append(
+            &layout,
+            "2030-01-01",
+            "00:00:00",
+            &[NewFact {
+                text: text.clone(),
+                ..Default::default()
+            }],
+        )?;
+        index.sync().await?;
+        let hits = index.search_unlogged(&text, 8).await?;
+        visible.push(t.elapsed());
+        anyhow::ensure!(
+            hits.iter().any(|h| h.id == a[0].id),
+            "appended fact not searchable"
+        );
+    }
+    visible.sort();
+    Ok(IndexReport {
+        rows,
+        embedder: name,
+        build_seconds: build,
+        build_rows_per_second: rows as f64 / build,
+        search_p50_ms: percentile(&search, 0.5),
+        search_p99_ms: percentile(&search, 0.99),
+        query_embed_p50_ms: percentile(&embed, 0.5),
+        add_to_searchable_p50_ms: percentile(&visible, 0.5),
+        add_to_searchable_p99_ms: percentile(&visible, 0.99),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReembedReport {
+    pub appends: usize,
+    pub embedder: String,
+    pub whole_file_seconds: f64,
+    pub whole_file_texts_embedded: usize,
+    pub incremental_seconds: f64,
+    pub speedup: f64,
+}
+
+/// The same `n` appends handled two ways, side by side: re-embedding and
+/// rewriting the whole day file after each append (how the nearest existing
+/// system does it) versus memd's incremental sync.
+pub async fn reembed(
+    parent: &Path,
+    n: usize,
+    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+) -> Result<ReembedReport> {
+    use crate::index::Index;
+    let config = crate::config::Config::default();
+    let name = embedder.id();
+    let run = |whole: bool| {
+        let embedder = embedder.clone();
+        let config = config.clone();
+        async move {
+            let tmp = tempfile::tempdir_in(parent)?;
+            let layout = layout::init(tmp.path())?;
+            let index = Index::open_with(&layout, &config, embedder.clone()).await?;
+            let mut embedded = 0;
+            let t = Instant::now();
+            for i in 0..n {
+                let fact = NewFact {
+                    text: synthetic_fact(i * 31 + 7),
+                    ..Default::default()
+                };
+                archive::append(&layout, "2026-01-01", "00:00:00", &[fact])?;
+                if whole {
+                    embedded += index
+                        .rewrite_source_uncached(&layout, "archive/2026-01-01.md")
+                        .await?;
+                } else {
+                    index.sync().await?;
+                }
+            }
+            anyhow::Ok((t.elapsed().as_secs_f64(), embedded))
+        }
+    };
+    let (whole, embedded) = run(true).await?;
+    let (incremental, _) = run(false).await?;
+    Ok(ReembedReport {
+        appends: n,
+        embedder: name,
+        whole_file_seconds: whole,
+        whole_file_texts_embedded: embedded,
+        incremental_seconds: incremental,
+        speedup: whole / incremental,
+    })
+}

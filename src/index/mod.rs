@@ -37,6 +37,13 @@ use crate::{Layout, archive, config::Config};
 
 const TABLE: &str = "memory";
 
+/// Below this many rows a flat vector scan is fast enough (about 10 ms at
+/// 10k rows of 384 dimensions) and an index would only add build time.
+pub const VECTOR_INDEX_MIN_ROWS: usize = 20_000;
+
+/// How many rows may wait outside the indices before they are folded in.
+const FOLD_UNINDEXED_ROWS: usize = 1_000;
+
 /// One row of the index.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -209,7 +216,8 @@ impl Index {
         if changed.is_empty() && gone.is_empty() {
             return Ok(report);
         }
-        let desired = desired_rows(&self.layout)?;
+        let wanted: HashSet<&str> = changed.iter().map(|s| s.as_str()).collect();
+        let desired = desired_rows_for(&self.layout, Some(&wanted))?;
         for source in changed {
             let rows = desired.get(source).cloned().unwrap_or_default();
             let (added, deleted) = self.sync_source(source, rows).await?;
@@ -224,7 +232,7 @@ impl Index {
             fingerprints.remove(&source);
         }
         if report.rows_added > 0 {
-            self.ensure_fts().await?;
+            self.maintain_indices().await?;
         }
         crate::atomic::write(
             &self.files_path(),
@@ -315,25 +323,76 @@ impl Index {
         )?)
     }
 
-    async fn ensure_fts(&self) -> Result<()> {
-        let has_fts = self
-            .table
-            .list_indices()
-            .await?
-            .iter()
-            .any(|i| i.columns.iter().any(|c| c == "text"));
-        if !has_fts {
+    /// Keep the table fast as it grows: a full-text index once there are
+    /// rows, a vector index (IVF_HNSW_SQ, cosine) once a flat scan gets slow,
+    /// and new rows folded into both.
+    async fn maintain_indices(&self) -> Result<()> {
+        let indices = self.table.list_indices().await?;
+        let has = |col: &str| indices.iter().any(|i| i.columns.iter().any(|c| c == col));
+        let mut created = false;
+        if !has("text") {
             self.table
                 .create_index(&["text"], LanceIndex::FTS(FtsIndexBuilder::default()))
                 .execute()
                 .await?;
-        } else {
-            // Fold new rows into the existing indices.
+            created = true;
+        }
+        if !has("vector") && self.table.count_rows(None).await? >= VECTOR_INDEX_MIN_ROWS {
+            tracing::info!("creating the vector index (IVF_HNSW_SQ)");
+            self.table
+                .create_index(
+                    &["vector"],
+                    LanceIndex::IvfHnswSq(
+                        lancedb::index::vector::IvfHnswSqIndexBuilder::default()
+                            .distance_type(lancedb::DistanceType::Cosine),
+                    ),
+                )
+                .execute()
+                .await?;
+            created = true;
+        }
+        if created {
+            return Ok(());
+        }
+        // Unindexed rows are still found (by a flat scan), so new rows are
+        // folded into the indices only once enough have piled up: doing it
+        // after every small write would cost more than the write itself.
+        let mut unindexed = 0;
+        for i in &indices {
+            if let Some(stats) = self.table.index_stats(&i.name).await? {
+                unindexed = unindexed.max(stats.num_unindexed_rows);
+            }
+        }
+        if unindexed >= FOLD_UNINDEXED_ROWS {
             self.table
                 .optimize(lancedb::table::OptimizeAction::Index(Default::default()))
                 .await?;
         }
         Ok(())
+    }
+
+    /// Compact fragments left by many small writes and prune old versions
+    /// (the daemon runs this in the background after bursts of writes).
+    pub async fn optimize(&self) -> Result<()> {
+        self.table
+            .optimize(lancedb::table::OptimizeAction::All)
+            .await?;
+        Ok(())
+    }
+
+    /// The baseline memd is benchmarked against: re-embed every row of a
+    /// source file without the cache, delete all its rows, add them all
+    /// back. Returns how many texts were embedded. Not used by memd itself.
+    pub async fn rewrite_source_uncached(&self, layout: &Layout, source: &str) -> Result<usize> {
+        let rows = desired_rows(layout)?.remove(source).unwrap_or_default();
+        let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
+        let vectors = self.embedder.inner().embed(&texts).await?;
+        let batch = self.batch(&rows, vectors)?;
+        self.table
+            .delete(format!("source = {}", sql_str(source)).as_str())
+            .await?;
+        self.table.add(batch).execute().await?;
+        Ok(texts.len())
     }
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).
@@ -428,10 +487,25 @@ fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
 /// watermark they are represented by their entries), entries, core lines;
 /// never anything tombstoned.
 pub fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
+    desired_rows_for(layout, None)
+}
+
+/// [`desired_rows`] for only the sources in `only` (all when `None`): a
+/// sync after one append reads one day file, not the whole archive.
+fn desired_rows_for(
+    layout: &Layout,
+    only: Option<&HashSet<&str>>,
+) -> Result<HashMap<String, Vec<Row>>> {
+    let wanted = |source: &str| only.is_none_or(|o| o.contains(source));
     let state = State::load(&layout.state_file())?;
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let mut out: HashMap<String, Vec<Row>> = HashMap::new();
-    let (facts, _) = archive::read_all(layout)?;
+    let mut facts = Vec::new();
+    for day in layout.archive_days()? {
+        if wanted(&format!("archive/{day}.md")) {
+            facts.extend(archive::read_day(layout, &day)?.facts);
+        }
+    }
     for f in facts {
         if state.is_done(&f) || tombstones.covers(&f.id, &f.text) {
             continue;
@@ -447,7 +521,10 @@ pub fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
             category: f.category,
         });
     }
-    let doc = Document::read(&layout.entries_file())?;
+    let doc = match wanted("consolidated/memory.md") {
+        true => Document::read(&layout.entries_file())?,
+        false => Document::default(),
+    };
     let mut seen = HashSet::new();
     for e in doc.entries() {
         if e.text.trim().is_empty() || tombstones.covers("", &e.text) {
@@ -478,7 +555,9 @@ pub fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
                 category: None,
             });
     }
-    if let Ok(md) = MemoryMd::read(&layout.memory_md()) {
+    if wanted("MEMORY.md")
+        && let Ok(md) = MemoryMd::read(&layout.memory_md())
+    {
         for l in md.lines() {
             if tombstones.covers("", &l.text) {
                 continue;

@@ -67,8 +67,19 @@ impl Index {
     /// [`Index::search`] without the recall log (for consolidation's
     /// neighbour gathering and evaluations, which are not recalls).
     pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let n = (k * 4).max(20);
         let qv = self.embedder.embed(&[query.to_string()]).await?.remove(0);
+        self.search_with_vector(query, qv, k).await
+    }
+
+    /// The search itself, given the query's embedding (benchmarks time the
+    /// two parts apart).
+    pub async fn search_with_vector(
+        &self,
+        query: &str,
+        qv: Vec<f32>,
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        let n = (k * 4).max(20);
         let vector: Vec<RecordBatch> = self
             .table
             .query()
