@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
+./scripts/fetch-model.sh
 cargo build --locked
 target="${CARGO_TARGET_DIR:-target}"
 memd="$target/debug/memd"
@@ -14,5 +15,8 @@ echo "== memory directory: $MEMD_DIR"
 "$memd" add "User now drinks oat flat whites" --category preference --session demo
 "$memd" add "User now drinks oat flat whites" --category preference --session demo --key demo-1
 "$memd" add "User now drinks oat flat whites" --category preference --session demo --key demo-1
+echo "== search"
+"$memd" search "what coffee does the user like" -k 3
+"$memd" search "who is the user's manager" -k 3
 echo "== status"
 "$memd" status

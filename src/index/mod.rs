@@ -371,15 +371,6 @@ impl Index {
         Ok(())
     }
 
-    /// Compact fragments left by many small writes and prune old versions
-    /// (the daemon runs this in the background after bursts of writes).
-    pub async fn optimize(&self) -> Result<()> {
-        self.table
-            .optimize(lancedb::table::OptimizeAction::All)
-            .await?;
-        Ok(())
-    }
-
     /// The baseline memd is benchmarked against: re-embed every row of a
     /// source file without the cache, delete all its rows, add them all
     /// back. Returns how many texts were embedded. Not used by memd itself.
