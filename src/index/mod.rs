@@ -279,21 +279,26 @@ impl Index {
 
     /// (id → hash) of the rows of one source file.
     async fn rows_of(&self, source: &str) -> Result<HashMap<String, String>> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .only_if(format!("source = {}", sql_str(source)))
-            .select(Select::columns(&["id", "hash"]))
-            .execute()
+        let filter = format!("source = {}", sql_str(source));
+        Ok(self
+            .pairs("hash", Some(&filter))
             .await?
-            .try_collect()
-            .await?;
-        let mut out = HashMap::new();
+            .into_iter()
+            .collect())
+    }
+
+    /// (id, `column`) of every row matching `filter`.
+    async fn pairs(&self, column: &str, filter: Option<&str>) -> Result<Vec<(String, String)>> {
+        let mut query = self.table.query().select(Select::columns(&["id", column]));
+        if let Some(f) = filter {
+            query = query.only_if(f);
+        }
+        let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+        let mut out = Vec::new();
         for b in batches {
-            let ids = string_col(&b, "id")?;
-            let hashes = string_col(&b, "hash")?;
+            let (ids, values) = (string_col(&b, "id")?, string_col(&b, column)?);
             for i in 0..b.num_rows() {
-                out.insert(ids.value(i).to_string(), hashes.value(i).to_string());
+                out.push((ids.value(i).to_string(), values.value(i).to_string()));
             }
         }
         Ok(out)
@@ -388,22 +393,7 @@ impl Index {
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).
     pub async fn ids(&self) -> Result<Vec<(String, String)>> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .select(Select::columns(&["id", "kind"]))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
-        let mut out = Vec::new();
-        for b in batches {
-            let ids = string_col(&b, "id")?;
-            let kinds = string_col(&b, "kind")?;
-            for i in 0..b.num_rows() {
-                out.push((ids.value(i).to_string(), kinds.value(i).to_string()));
-            }
-        }
+        let mut out = self.pairs("kind", None).await?;
         out.sort();
         Ok(out)
     }
