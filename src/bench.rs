@@ -45,13 +45,6 @@ pub fn append(
         lat.push(t.elapsed());
     }
     lat.sort();
-    let pct = |p: f64| -> f64 {
-        if lat.is_empty() {
-            return 0.0;
-        }
-        let i = ((lat.len() as f64 - 1.0) * p).round() as usize;
-        ms(lat[i])
-    };
 
     let mut total = Duration::ZERO;
     for b in 0..batches {
@@ -74,8 +67,8 @@ pub fn append(
     Ok(AppendReport {
         dir: parent.display().to_string(),
         single_appends: singles,
-        single_p50_ms: pct(0.50),
-        single_p99_ms: pct(0.99),
+        single_p50_ms: percentile(&lat, 0.50),
+        single_p99_ms: percentile(&lat, 0.99),
         single_max_ms: lat.last().map(|d| ms(*d)).unwrap_or(0.0),
         batch_size,
         batches,

@@ -63,20 +63,43 @@ fn read(path: &Path) -> Result<String> {
     Ok(text.trim_start_matches('\u{feff}').to_string())
 }
 
+/// Add the labelled pairs of a TSV file (header skipped) to `pool` and
+/// `pairs`, both directions: lines with fewer than `fields` fields are
+/// skipped, columns `a` and `b` hold the sentences, and `same` says from the
+/// fields whether they are a pair.
+fn tsv_pairs(
+    text: &str,
+    fields: usize,
+    (a, b): (usize, usize),
+    same: impl Fn(&[&str]) -> bool,
+    pool: &mut Pool,
+    pairs: &mut Vec<(usize, usize)>,
+) {
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < fields {
+            continue;
+        }
+        let (x, y) = (pool.id(f[a]), pool.id(f[b]));
+        if same(&f) && x != y {
+            pairs.push((x, y));
+            pairs.push((y, x));
+        }
+    }
+}
+
 fn sick(dir: &Path) -> Result<Task> {
     let mut pool = Pool::default();
     let mut pairs = Vec::new();
-    for line in read(&dir.join("sick_dev.tsv"))?.lines().skip(1) {
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < 6 {
-            continue;
-        }
-        let (a, b) = (pool.id(f[1]), pool.id(f[2]));
-        if f[4] == "A_entails_B" && f[5] == "B_entails_A" && a != b {
-            pairs.push((a, b));
-            pairs.push((b, a));
-        }
-    }
+    let mutual = |f: &[&str]| f[4] == "A_entails_B" && f[5] == "B_entails_A";
+    tsv_pairs(
+        &read(&dir.join("sick_dev.tsv"))?,
+        6,
+        (1, 2),
+        mutual,
+        &mut pool,
+        &mut pairs,
+    );
     Ok(Task {
         name: "sick-mutual-entailment",
         searchable: pool.sentences.len(),
@@ -126,17 +149,15 @@ fn mrpc(dir: &Path) -> Result<Task> {
     let mut pool = Pool::default();
     let mut pairs = Vec::new();
     for file in ["msr-para-train.tsv", "msr-para-val.tsv"] {
-        for line in read(&dir.join(file))?.lines().skip(1) {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() < 5 {
-                continue;
-            }
-            let (a, b) = (pool.id(f[3]), pool.id(f[4]));
-            if f[0] == "1" && a != b {
-                pairs.push((a, b));
-                pairs.push((b, a));
-            }
-        }
+        let paraphrase = |f: &[&str]| f[0] == "1";
+        tsv_pairs(
+            &read(&dir.join(file))?,
+            5,
+            (3, 4),
+            paraphrase,
+            &mut pool,
+            &mut pairs,
+        );
     }
     Ok(Task {
         name: "mrpc-paraphrase",

@@ -29,6 +29,12 @@ fn similar_entries(
     })
 }
 
+/// `--embedder NAME`, read the way `[embedder] kind` is read.
+fn embedder_kind(name: &str) -> Result<memd::config::EmbedderKind> {
+    serde_json::from_value(serde_json::Value::String(name.to_string()))
+        .context("--embedder takes minilm, openai or lexical")
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -351,8 +357,7 @@ fn run(cli: Cli) -> Result<()> {
                 // A memory directory is optional here: its config if there is one.
                 let mut config = Config::load(&dir)?;
                 if let Some(kind) = embedder {
-                    config.embedder.kind = serde_json::from_value(serde_json::Value::String(kind))
-                        .context("--embedder takes minilm, openai or lexical")?;
+                    config.embedder.kind = embedder_kind(&kind)?;
                 }
                 let embedder = memd::embed::from_config(&config.embedder)?;
                 let name = embedder.id();
@@ -390,8 +395,7 @@ fn run(cli: Cli) -> Result<()> {
                 r#in,
             } => {
                 let mut config = Config::load(&dir)?;
-                config.embedder.kind = serde_json::from_value(serde_json::Value::String(embedder))
-                    .context("--embedder takes minilm, openai or lexical")?;
+                config.embedder.kind = embedder_kind(&embedder)?;
                 let embedder = memd::embed::from_config(&config.embedder)?;
                 runtime()?.block_on(async {
                     for n in rows {

@@ -64,8 +64,9 @@ impl Cached {
         let mut missing: Vec<usize> = Vec::new();
         {
             let map = self.map.lock().await;
+            let mut queued = std::collections::HashSet::new();
             for (i, k) in keys.iter().enumerate() {
-                if !map.contains_key(k) && !missing.iter().any(|&j| keys[j] == *k) {
+                if !map.contains_key(k) && queued.insert(*k) {
                     missing.push(i);
                 }
             }

@@ -189,18 +189,11 @@ impl Index {
         &self.embedder
     }
 
-    fn files_path(&self) -> std::path::PathBuf {
-        self.layout.index_dir().join("files.json")
-    }
-
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
         let mut report = SyncReport::default();
-        let mut fingerprints: BTreeMap<String, String> = std::fs::read(self.files_path())
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let mut fingerprints = synced_fingerprints(&self.layout);
         let current = source_fingerprints(&self.layout)?;
         report.files_checked = current.len();
         let changed: Vec<&String> = current
@@ -235,7 +228,7 @@ impl Index {
             self.maintain_indices().await?;
         }
         crate::atomic::write(
-            &self.files_path(),
+            &files_path(&self.layout),
             &serde_json::to_vec_pretty(&fingerprints)?,
         )?;
         Ok(report)
@@ -243,21 +236,31 @@ impl Index {
 
     async fn sync_source(&self, source: &str, rows: Vec<Row>) -> Result<(usize, usize)> {
         let existing = self.rows_of(source).await?;
-        let want: HashMap<String, String> = rows.iter().map(|r| (r.id.clone(), r.hash())).collect();
-        let new: Vec<Row> = rows
+        let rows: Vec<(Row, String)> = rows
             .into_iter()
-            .filter(|r| existing.get(&r.id) != Some(&r.hash()))
+            .map(|r| {
+                let h = r.hash();
+                (r, h)
+            })
+            .collect();
+        let want: HashMap<&str, &str> = rows
+            .iter()
+            .map(|(r, h)| (r.id.as_str(), h.as_str()))
+            .collect();
+        let new: Vec<&(Row, String)> = rows
+            .iter()
+            .filter(|(r, h)| existing.get(&r.id) != Some(h))
             .collect();
         let stale: Vec<String> = existing
             .iter()
-            .filter(|(id, h)| want.get(*id) != Some(*h))
+            .filter(|(id, h)| want.get(id.as_str()) != Some(&h.as_str()))
             .map(|(id, _)| id.clone())
             .collect();
         // Embed first: if it fails, nothing has been deleted yet.
         let batch = if new.is_empty() {
             None
         } else {
-            let texts: Vec<String> = new.iter().map(|r| r.text.clone()).collect();
+            let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
             let vectors = self.embedder.embed(&texts).await?;
             Some(self.batch(&new, vectors)?)
         };
@@ -304,9 +307,12 @@ impl Index {
         Ok(out)
     }
 
-    fn batch(&self, rows: &[Row], vectors: Vec<Vec<f32>>) -> Result<RecordBatch> {
-        let col = |f: &dyn Fn(&Row) -> Option<String>| -> Arc<dyn Array> {
-            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
+    /// Rows (each with its [`Row::hash`]) and their vectors as one batch.
+    fn batch(&self, rows: &[&(Row, String)], vectors: Vec<Vec<f32>>) -> Result<RecordBatch> {
+        let col = |f: &dyn Fn(&(Row, String)) -> Option<String>| -> Arc<dyn Array> {
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| f(r)).collect::<Vec<_>>(),
+            ))
         };
         let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
             vectors.into_iter().map(|v| Some(v.into_iter().map(Some))),
@@ -315,14 +321,14 @@ impl Index {
         Ok(RecordBatch::try_new(
             schema(self.dim),
             vec![
-                col(&|r| Some(r.id.clone())),
-                col(&|r| Some(r.kind.clone())),
-                col(&|r| Some(r.source.clone())),
-                col(&|r| r.day.clone()),
-                col(&|r| Some(r.text.clone())),
-                col(&|r| Some(r.hash())),
-                col(&|r| r.session.clone()),
-                col(&|r| r.category.clone()),
+                col(&|(r, _)| Some(r.id.clone())),
+                col(&|(r, _)| Some(r.kind.clone())),
+                col(&|(r, _)| Some(r.source.clone())),
+                col(&|(r, _)| r.day.clone()),
+                col(&|(r, _)| Some(r.text.clone())),
+                col(&|(_, h)| Some(h.clone())),
+                col(&|(r, _)| r.session.clone()),
+                col(&|(r, _)| r.category.clone()),
                 Arc::new(vectors),
             ],
         )?)
@@ -383,7 +389,14 @@ impl Index {
         let rows = desired_rows(layout)?.remove(source).unwrap_or_default();
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let vectors = self.embedder.inner().embed(&texts).await?;
-        let batch = self.batch(&rows, vectors)?;
+        let rows: Vec<(Row, String)> = rows
+            .into_iter()
+            .map(|r| {
+                let h = r.hash();
+                (r, h)
+            })
+            .collect();
+        let batch = self.batch(&rows.iter().collect::<Vec<_>>(), vectors)?;
         self.table
             .delete(format!("source = {}", sql_str(source)).as_str())
             .await?;
@@ -399,13 +412,23 @@ impl Index {
     }
 }
 
+fn files_path(layout: &Layout) -> std::path::PathBuf {
+    layout.index_dir().join("files.json")
+}
+
+/// Each source file's fingerprint at its last sync (empty if never synced
+/// or unreadable: then everything is synced again, which is only slower).
+fn synced_fingerprints(layout: &Layout) -> BTreeMap<String, String> {
+    std::fs::read(files_path(layout))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
 /// Whether each source file is indexed as it is now: `fresh`, `stale` or
 /// `not indexed` (for `memd status`; reads no table).
 pub fn freshness(layout: &Layout) -> Result<BTreeMap<String, &'static str>> {
-    let synced: BTreeMap<String, String> = std::fs::read(layout.index_dir().join("files.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let synced = synced_fingerprints(layout);
     Ok(source_fingerprints(layout)?
         .into_iter()
         .map(|(source, fp)| {
