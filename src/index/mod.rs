@@ -58,6 +58,16 @@ pub struct Row {
     pub category: Option<String>,
 }
 
+/// Each row with its [`Row::hash`], computed once.
+fn with_hashes(rows: Vec<Row>) -> Vec<(Row, String)> {
+    rows.into_iter()
+        .map(|r| {
+            let h = r.hash();
+            (r, h)
+        })
+        .collect()
+}
+
 impl Row {
     /// What decides whether a row must be re-embedded and rewritten.
     fn hash(&self) -> String {
@@ -236,13 +246,7 @@ impl Index {
 
     async fn sync_source(&self, source: &str, rows: Vec<Row>) -> Result<(usize, usize)> {
         let existing = self.rows_of(source).await?;
-        let rows: Vec<(Row, String)> = rows
-            .into_iter()
-            .map(|r| {
-                let h = r.hash();
-                (r, h)
-            })
-            .collect();
+        let rows = with_hashes(rows);
         let want: HashMap<&str, &str> = rows
             .iter()
             .map(|(r, h)| (r.id.as_str(), h.as_str()))
@@ -389,13 +393,7 @@ impl Index {
         let rows = desired_rows(layout)?.remove(source).unwrap_or_default();
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let vectors = self.embedder.inner().embed(&texts).await?;
-        let rows: Vec<(Row, String)> = rows
-            .into_iter()
-            .map(|r| {
-                let h = r.hash();
-                (r, h)
-            })
-            .collect();
+        let rows = with_hashes(rows);
         let batch = self.batch(&rows.iter().collect::<Vec<_>>(), vectors)?;
         self.table
             .delete(format!("source = {}", sql_str(source)).as_str())
