@@ -30,6 +30,7 @@ pub struct Consolidation {
     pub min_facts: u32,
     pub interval_seconds: u64,
     pub neighbor_k: u32,
+    pub min_similarity: f64,
     pub cluster_max: u32,
     pub max_retries: u32,
     pub remove_budget: u32,
@@ -43,6 +44,7 @@ impl Default for Consolidation {
             min_facts: 10,
             interval_seconds: 300,
             neighbor_k: 8,
+            min_similarity: 0.2,
             cluster_max: 12,
             max_retries: 2,
             remove_budget: 20,
@@ -182,6 +184,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "consolidation",
         "neighbor_k",
         "neighbours gathered per pending fact (entries and facts)",
+    ),
+    (
+        "consolidation",
+        "min_similarity",
+        "weakest similarity (cosine, or share of rare words) that links two items into one cluster",
     ),
     (
         "consolidation",

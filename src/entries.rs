@@ -286,6 +286,37 @@ impl Document {
         Ok(adopted)
     }
 
+    /// [`Document::save`] for a document read from `original` (the file's
+    /// bytes then, `None` if it was missing): if the file changed since, by
+    /// hand or otherwise, nothing is written and `Ok(None)` comes back, so
+    /// the caller can read it again and redo its change. The check runs
+    /// after the new text is on disk and just before the rename, which
+    /// leaves the smallest window a concurrent edit can fall into.
+    /// `before_rename` runs right after the check (a test failpoint).
+    pub fn save_if_unchanged(
+        &mut self,
+        path: &Path,
+        today: &str,
+        original: Option<&[u8]>,
+        before_rename: impl FnOnce(),
+    ) -> Result<Option<Vec<String>>> {
+        let adopted = self.adopt_hand_written(today);
+        let conflict = std::cell::Cell::new(false);
+        let result = crate::atomic::write_with_hook(path, self.render().as_bytes(), || {
+            if std::fs::read(path).ok().as_deref() != original {
+                conflict.set(true);
+                return Err(std::io::Error::other("changed during the run"));
+            }
+            before_rename();
+            Ok(())
+        });
+        match result {
+            Ok(()) => Ok(Some(adopted)),
+            Err(_) if conflict.get() => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("writing {}", path.display())),
+        }
+    }
+
     fn adopt_hand_written(&mut self, today: &str) -> Vec<String> {
         let mut adopted = Vec::new();
         let mut ids: Vec<String> = self

@@ -179,21 +179,14 @@ pub async fn neighbours(
     for task in [sick(dir)?, letta(dir)?, mrpc(dir)?] {
         let vectors = cached.embed(&task.pool).await?;
         let queries: std::collections::BTreeSet<usize> = task.pairs.iter().map(|p| p.0).collect();
-        let mut ranked: HashMap<usize, Vec<usize>> = HashMap::new();
         let max_k = *KS.last().unwrap();
-        for &q in &queries {
-            let mut scored: Vec<(f32, usize)> = (0..task.searchable)
-                .filter(|&j| j != q)
-                .map(|j| (embed::cosine(&vectors[q], &vectors[j]), j))
-                .collect();
-            let cut = max_k.min(scored.len());
-            if cut > 0 {
-                scored.select_nth_unstable_by(cut - 1, |a, b| b.0.total_cmp(&a.0));
-                scored.truncate(cut);
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-            }
-            ranked.insert(q, scored.into_iter().map(|(_, j)| j).collect());
-        }
+        let queries: Vec<usize> = queries.into_iter().collect();
+        let nearest = embed::nearest(&vectors, &queries, task.searchable, max_k)?;
+        let ranked: HashMap<usize, Vec<usize>> = queries
+            .iter()
+            .zip(nearest)
+            .map(|(&q, n)| (q, n.into_iter().map(|(j, _)| j).collect()))
+            .collect();
         let recall = KS
             .iter()
             .map(|&k| {

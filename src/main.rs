@@ -90,6 +90,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Fold pending archive facts into consolidated/memory.md and refresh
+    /// MEMORY.md (gated by time and volume; --force skips the gate).
+    Consolidate {
+        /// Run even if min_hours or min_facts say not yet (never while
+        /// another run holds the lock).
+        #[arg(long)]
+        force: bool,
+        /// Print the planned operations as a diff; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget an entry (or a pending fact) for good: it is removed and
+    /// tombstoned, so neither a reindex nor a restatement brings it back.
+    Forget {
+        /// Entry id (e-…) or archive fact id (DAY#HASH).
+        id: Option<String>,
+        /// List entries and pending facts containing TEXT instead.
+        #[arg(long, value_name = "TEXT", conflicts_with = "id")]
+        r#match: Option<String>,
+        /// With --match: forget everything listed.
+        #[arg(long, requires = "match")]
+        yes: bool,
+    },
+    /// Print an entry's lineage from the journal (entries merged into it
+    /// included).
+    History {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Bring the index in step with the files; --clear rebuilds it from scratch.
     Reindex {
         #[arg(long)]
@@ -294,6 +326,73 @@ fn run(cli: Cli) -> Result<()> {
                         h.id,
                         h.text.replace('\n', " ")
                     );
+                }
+            }
+            Ok(())
+        }
+        Command::Consolidate {
+            force,
+            dry_run,
+            json,
+        } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            let report = runtime()?.block_on(memd::consolidate::run(
+                &layout,
+                &config,
+                memd::consolidate::Options { force, dry_run },
+            ))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            Ok(())
+        }
+        Command::Forget { id, r#match, yes } => {
+            let layout = Layout::open(&dir)?;
+            let ids: Vec<String> = match (id, r#match) {
+                (Some(id), _) => vec![id],
+                (None, Some(text)) => {
+                    let found = memd::forget::candidates(&layout, &text)?;
+                    if found.is_empty() {
+                        println!("nothing matches {text:?}");
+                        return Ok(());
+                    }
+                    for c in &found {
+                        println!("{:<5}  {}  {}", c.kind, c.id, c.text.replace('\n', " "));
+                    }
+                    if !yes {
+                        println!("\nnothing forgotten yet: `memd forget ID` forgets one, `--match {text:?} --yes` all of these");
+                        return Ok(());
+                    }
+                    found.into_iter().map(|c| c.id).collect()
+                }
+                (None, None) => bail!("give an id to forget, or --match TEXT to list candidates"),
+            };
+            for id in ids {
+                let gone = memd::forget::forget(&layout, &id)?;
+                println!("forgot {} {}: {}", gone.kind, gone.id, gone.text.replace('\n', " "));
+            }
+            // The files are what counts; the index catches up now if it can.
+            let config = Config::load(&layout.root)?;
+            if let Err(e) = runtime()?.block_on(async {
+                Index::open(&layout, &config).await?.sync().await
+            }) {
+                tracing::warn!("index not updated yet: {e:#}");
+            }
+            Ok(())
+        }
+        Command::History { id, json } => {
+            let layout = Layout::open(&dir)?;
+            let records = memd::forget::history(&layout, &id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&records)?);
+            } else if records.is_empty() {
+                println!("no journal records for {id}");
+            } else {
+                for r in &records {
+                    print!("{}", memd::forget::render_record(r));
                 }
             }
             Ok(())

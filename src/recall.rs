@@ -31,7 +31,12 @@ pub struct Usage {
     pub count: u32,
     pub last: String,
     pub distinct_queries: u32,
+    /// Recalls weighted by age (half-life [`WEIGHT_HALF_LIFE_DAYS`]): what
+    /// promotion ranks by, so that what mattered last month fades.
+    pub weight: f64,
 }
+
+pub const WEIGHT_HALF_LIFE_DAYS: f64 = 14.0;
 
 /// Summarise the log by id.
 pub fn summary(path: &Path) -> Result<HashMap<String, Usage>> {
@@ -39,9 +44,14 @@ pub fn summary(path: &Path) -> Result<HashMap<String, Usage>> {
         jsonl::read::<Hit>(path).with_context(|| format!("reading {}", path.display()))?;
     let mut usage: HashMap<String, Usage> = HashMap::new();
     let mut queries: HashMap<String, HashSet<String>> = HashMap::new();
+    let now = chrono::Local::now().fixed_offset();
     for h in hits {
         let u = usage.entry(h.id.clone()).or_default();
         u.count += 1;
+        let age_days = chrono::DateTime::parse_from_rfc3339(&h.ts)
+            .map(|t| (now - t).num_seconds().max(0) as f64 / 86_400.0)
+            .unwrap_or(365.0);
+        u.weight += 0.5f64.powf(age_days / WEIGHT_HALF_LIFE_DAYS);
         if h.ts > u.last {
             u.last = h.ts.clone();
         }

@@ -72,11 +72,7 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
         .iter()
         .filter(|f| !state.is_done(f) && !tombstones.covers(&f.id, &f.text))
         .count();
-    let judge = if config.llm.configured() {
-        format!("llm: {} at {}", config.llm.model, config.llm.base_url)
-    } else {
-        "built-in (no LLM configured: exact restatements merge, everything else is added)".into()
-    };
+    let judge = crate::consolidate::Judge::describe(config);
     Ok(Report {
         dir: layout.root.display().to_string(),
         facts: facts.len(),

@@ -52,3 +52,48 @@ pub fn normalize(v: &mut [f32]) {
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+/// For each of `queries` (indices into `vectors`), the `k` most similar of
+/// the first `candidates` vectors (never itself), best first, as (index,
+/// cosine).
+///
+/// All pairs are scored at once as a matrix product (candle's gemm, built
+/// with full optimisation and using every core), in blocks of queries so
+/// that memory stays bounded: consolidation asks this for thousands of
+/// facts against tens of thousands of entries, where one index search per
+/// fact would take minutes.
+pub fn nearest(
+    vectors: &[Vec<f32>],
+    queries: &[usize],
+    candidates: usize,
+    k: usize,
+) -> Result<Vec<Vec<(usize, f32)>>> {
+    use candle_core::{Device, Tensor};
+    let candidates = candidates.min(vectors.len());
+    let dim = vectors.first().map_or(0, Vec::len);
+    if dim == 0 || candidates == 0 || k == 0 {
+        return Ok(vec![Vec::new(); queries.len()]);
+    }
+    let flat: Vec<f32> = vectors[..candidates].iter().flatten().copied().collect();
+    let cand = Tensor::from_vec(flat, (candidates, dim), &Device::Cpu)?
+        .t()?
+        .contiguous()?;
+    let mut out = Vec::with_capacity(queries.len());
+    for block in queries.chunks(256) {
+        let q: Vec<f32> = block.iter().flat_map(|&i| vectors[i].iter().copied()).collect();
+        let q = Tensor::from_vec(q, (block.len(), dim), &Device::Cpu)?;
+        let sims: Vec<Vec<f32>> = q.matmul(&cand)?.to_vec2()?;
+        for (row, &qi) in sims.into_iter().zip(block) {
+            let mut scored: Vec<(usize, f32)> =
+                row.into_iter().enumerate().filter(|(j, _)| *j != qi).collect();
+            let cut = k.min(scored.len());
+            if cut > 0 && cut < scored.len() {
+                scored.select_nth_unstable_by(cut - 1, |a, b| b.1.total_cmp(&a.1));
+            }
+            scored.truncate(cut);
+            scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            out.push(scored);
+        }
+    }
+    Ok(out)
+}

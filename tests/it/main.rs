@@ -5,6 +5,7 @@
 mod archive;
 mod cli;
 mod config;
+mod consolidate;
 mod entries;
 mod formats;
 mod index;

@@ -146,3 +146,55 @@ pub fn example_dir() -> (tempfile::TempDir, memd::Layout) {
     let layout = memd::Layout::open(&dir).unwrap();
     (tmp, layout)
 }
+
+/// An OpenAI chat-completion reply carrying `content`.
+pub fn chat(content: impl Into<String>) -> serde_json::Value {
+    serde_json::json!({
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content.into()}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20}
+    })
+}
+
+/// The first user message of a chat request (the prompt memd built).
+pub fn prompt_of(body: &serde_json::Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The (alias, text) pairs a consolidation or promotion prompt lists with
+/// the alias prefix `prefix` (`'F'` facts, `'E'` entries).
+pub fn listed(prompt: &str, prefix: char) -> Vec<(String, String)> {
+    prompt
+        .lines()
+        .filter_map(|l| {
+            let alias: String = l.chars().take_while(|c| *c != ' ').collect();
+            let digits = alias.strip_prefix(prefix)?;
+            if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            let bracket = l.find(']')?;
+            let at = l[bracket..].find(": ")? + bracket + 2;
+            Some((alias, l[at..].to_string()))
+        })
+        .collect()
+}
+
+/// The alias of the first listed item whose text contains `needle`.
+pub fn alias_of(prompt: &str, prefix: char, needle: &str) -> Option<String> {
+    listed(prompt, prefix)
+        .into_iter()
+        .find(|(_, t)| t.contains(needle))
+        .map(|(a, _)| a)
+}
+
+/// A consolidation reply that ADDs every listed fact as it is.
+pub fn add_every_fact(body: &serde_json::Value) -> serde_json::Value {
+    let ops: Vec<serde_json::Value> = listed(&prompt_of(body), 'F')
+        .into_iter()
+        .map(|(a, t)| serde_json::json!({"op": "ADD", "text": t, "from": [a]}))
+        .collect();
+    chat(serde_json::json!({ "ops": ops }).to_string())
+}

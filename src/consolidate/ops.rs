@@ -1,0 +1,403 @@
+//! The judge's decisions for one cluster: parsing a reply into operations
+//! and validating them before anything is written.
+//!
+//! The LLM sees short aliases (`F1`, `E1`) instead of ids: small models copy
+//! `F3` faithfully and mangle `2026-11-20#14de240e`. Parsing is lenient about
+//! shape (a bare array, `type` for `op`, a single id for a list, any case),
+//! because shape is not where the danger is; validation is strict about
+//! meaning, because that is what keeps the files safe.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Pending facts with the same normalised text: one item for the judge.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    /// Fact ids, oldest first.
+    pub ids: Vec<String>,
+    pub text: String,
+    /// Days of the facts, oldest first.
+    pub days: Vec<String>,
+}
+
+/// An entry as it was when the run planned (what the judge saw).
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub id: String,
+    pub text: String,
+    pub pinned: bool,
+    pub unreviewed: bool,
+    pub first_seen: String,
+    pub updated: String,
+}
+
+/// What one judge call sees.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cluster {
+    pub groups: Vec<Group>,
+    pub entries: Vec<Snapshot>,
+}
+
+impl Cluster {
+    /// Every fact id of the cluster.
+    pub fn fact_ids(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().flat_map(|g| g.ids.iter().map(String::as_str))
+    }
+
+    pub fn entry(&self, id: &str) -> Option<&Snapshot> {
+        self.entries.iter().find(|e| e.id == id)
+    }
+}
+
+/// One operation, with real ids.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Op {
+    Add {
+        text: String,
+        from: Vec<String>,
+    },
+    Replace {
+        target: String,
+        text: String,
+        from: Vec<String>,
+    },
+    Remove {
+        target: String,
+        into: String,
+    },
+    Keep {
+        target: String,
+        from: Vec<String>,
+    },
+}
+
+impl Op {
+    /// The archive facts behind the op.
+    pub fn from(&self) -> &[String] {
+        match self {
+            Op::Add { from, .. } | Op::Replace { from, .. } | Op::Keep { from, .. } => from,
+            Op::Remove { .. } => &[],
+        }
+    }
+
+    pub fn target(&self) -> Option<&str> {
+        match self {
+            Op::Add { .. } => None,
+            Op::Replace { target, .. } | Op::Remove { target, .. } | Op::Keep { target, .. } => {
+                Some(target)
+            }
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Add { .. } => "ADD",
+            Op::Replace { .. } => "REPLACE",
+            Op::Remove { .. } => "REMOVE",
+            Op::Keep { .. } => "KEEP",
+        }
+    }
+}
+
+/// The prompt's view of a cluster: aliases, the text of the two lists.
+pub struct Aliases {
+    facts: HashMap<String, usize>,
+    entries: HashMap<String, usize>,
+}
+
+impl Aliases {
+    pub fn new(cluster: &Cluster) -> Aliases {
+        let mut facts = HashMap::new();
+        for (i, g) in cluster.groups.iter().enumerate() {
+            facts.insert(format!("F{}", i + 1), i);
+            for id in &g.ids {
+                facts.insert(id.to_lowercase(), i);
+            }
+        }
+        let mut entries = HashMap::new();
+        for (i, e) in cluster.entries.iter().enumerate() {
+            entries.insert(format!("E{}", i + 1), i);
+            entries.insert(e.id.to_lowercase(), i);
+        }
+        Aliases { facts, entries }
+    }
+
+    fn fact(&self, s: &str) -> Option<usize> {
+        let s = s.trim();
+        self.facts
+            .get(&s.to_uppercase())
+            .or_else(|| self.facts.get(&s.to_lowercase()))
+            .copied()
+    }
+
+    fn entry(&self, s: &str) -> Option<usize> {
+        let s = s.trim();
+        self.entries
+            .get(&s.to_uppercase())
+            .or_else(|| self.entries.get(&s.to_lowercase()))
+            .copied()
+    }
+}
+
+/// The entries and facts as the prompt lists them.
+pub fn prompt_lists(cluster: &Cluster) -> (String, String) {
+    let mut entries = String::new();
+    for (i, e) in cluster.entries.iter().enumerate() {
+        let mut flags = Vec::new();
+        if e.pinned {
+            flags.push("pinned");
+        }
+        if e.unreviewed {
+            flags.push("unreviewed");
+        }
+        let flags = if flags.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", flags.join(", "))
+        };
+        let _ = writeln!(
+            entries,
+            "E{} [since {}, updated {}]{flags}: {}",
+            i + 1,
+            e.first_seen,
+            e.updated,
+            e.text.replace('\n', " ")
+        );
+    }
+    if entries.is_empty() {
+        entries.push_str("(none)\n");
+    }
+    let mut facts = String::new();
+    for (i, g) in cluster.groups.iter().enumerate() {
+        let said = if g.ids.len() > 1 {
+            format!(", noted {} times", g.ids.len())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            facts,
+            "F{} [{}{said}]: {}",
+            i + 1,
+            g.days.last().map(String::as_str).unwrap_or(""),
+            g.text.replace('\n', " ")
+        );
+    }
+    if facts.is_empty() {
+        facts.push_str("(none)\n");
+    }
+    (entries, facts)
+}
+
+fn field<'a>(op: &'a Value, names: &[&str]) -> Option<&'a Value> {
+    names.iter().find_map(|n| op.get(*n)).filter(|v| !v.is_null())
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s.trim().to_string()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Parse and validate a reply (already JSON) for `cluster`. `remove_budget`
+/// is what the run has left; the caller takes the REMOVEs off it when the
+/// reply is accepted. The error names what is wrong, to be sent back.
+pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<Vec<Op>, String> {
+    let list = match reply {
+        Value::Array(a) => a,
+        Value::Object(o) => match ["ops", "operations", "actions"]
+            .iter()
+            .find_map(|k| o.get(*k))
+        {
+            Some(Value::Array(a)) => a,
+            _ => return Err("the reply must be an object with an \"ops\" array".into()),
+        },
+        _ => return Err("the reply must be an object with an \"ops\" array".into()),
+    };
+    let aliases = Aliases::new(cluster);
+    let mut ops = Vec::new();
+    let mut touched: HashSet<usize> = HashSet::new();
+    let mut removed: HashSet<usize> = HashSet::new();
+    let mut merged_into: Vec<(usize, usize)> = Vec::new();
+    let mut covered: HashSet<usize> = HashSet::new();
+    for (n, raw) in list.iter().enumerate() {
+        let at = format!("operation {}", n + 1);
+        let kind = field(raw, &["op", "type", "action", "operation"])
+            .and_then(Value::as_str)
+            .map(|s| s.trim().to_uppercase())
+            .ok_or_else(|| format!("{at} has no \"op\""))?;
+        let from_names = string_list(field(raw, &["from", "facts", "sources"]));
+        let mut from_groups = Vec::new();
+        for f in &from_names {
+            let g = aliases
+                .fact(f)
+                .ok_or_else(|| format!("{at}: {f:?} is not one of the new facts (F1…F{})", cluster.groups.len()))?;
+            from_groups.push(g);
+        }
+        let from: Vec<String> = {
+            let mut seen = HashSet::new();
+            from_groups
+                .iter()
+                .filter(|g| seen.insert(**g))
+                .flat_map(|&g| cluster.groups[g].ids.iter().cloned())
+                .collect()
+        };
+        let text = field(raw, &["text", "content", "new_text"])
+            .and_then(Value::as_str)
+            .map(|s| crate::entries::sanitize_text(s))
+            .unwrap_or_default();
+        let target = |name: &str| -> Result<usize, String> {
+            let t = field(raw, &[name])
+                .and_then(|v| v.as_str().map(String::from).or_else(|| Some(v.to_string())))
+                .ok_or_else(|| format!("{at} ({kind}) needs \"{name}\""))?;
+            aliases.entry(&t).ok_or_else(|| {
+                format!(
+                    "{at} ({kind}): {t:?} is not one of the entries shown (E1…E{}); only those may be changed",
+                    cluster.entries.len()
+                )
+            })
+        };
+        let touch = |touched: &mut HashSet<usize>, e: usize| -> Result<(), String> {
+            if !touched.insert(e) {
+                return Err(format!("{at}: E{} is touched more than once", e + 1));
+            }
+            Ok(())
+        };
+        let op = match kind.as_str() {
+            "ADD" => {
+                if text.is_empty() {
+                    return Err(format!("{at} (ADD) has no text"));
+                }
+                if from.is_empty() {
+                    return Err(format!("{at} (ADD) must name the facts it comes from"));
+                }
+                Op::Add { text, from }
+            }
+            "REPLACE" | "UPDATE" => {
+                let t = target("target")?;
+                if text.is_empty() {
+                    return Err(format!("{at} (REPLACE) has no text"));
+                }
+                if cluster.entries[t].pinned {
+                    return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
+                }
+                touch(&mut touched, t)?;
+                Op::Replace {
+                    target: cluster.entries[t].id.clone(),
+                    text,
+                    from,
+                }
+            }
+            "KEEP" | "NOOP" | "NONE" => {
+                let t = target("target")?;
+                if from.is_empty() {
+                    return Err(format!("{at} (KEEP) must name the facts it restates"));
+                }
+                touch(&mut touched, t)?;
+                Op::Keep {
+                    target: cluster.entries[t].id.clone(),
+                    from,
+                }
+            }
+            "REMOVE" | "DELETE" | "MERGE" => {
+                let t = target("target")?;
+                let into = target("into")?;
+                if t == into {
+                    return Err(format!("{at}: an entry cannot be merged into itself"));
+                }
+                if cluster.entries[t].pinned {
+                    return Err(format!("{at}: E{} is pinned and cannot be removed", t + 1));
+                }
+                touch(&mut touched, t)?;
+                removed.insert(t);
+                merged_into.push((t, into));
+                Op::Remove {
+                    target: cluster.entries[t].id.clone(),
+                    into: cluster.entries[into].id.clone(),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "{at}: unknown op {other:?} (use ADD, REPLACE, REMOVE or KEEP)"
+                ));
+            }
+        };
+        covered.extend(from_groups);
+        ops.push(op);
+    }
+    if let Some((_, into)) = merged_into.iter().find(|(_, into)| removed.contains(into)) {
+        return Err(format!(
+            "E{} is removed, so nothing can be merged into it",
+            into + 1
+        ));
+    }
+    let removes = removed.len() as u32;
+    if removes > remove_budget {
+        return Err(format!(
+            "{removes} REMOVE operations, but only {remove_budget} are allowed in this run; remove only to merge true duplicates"
+        ));
+    }
+    let missing: Vec<String> = (0..cluster.groups.len())
+        .filter(|g| !covered.contains(g))
+        .map(|g| format!("F{}", g + 1))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "every new fact must appear in the \"from\" of an operation; missing: {}",
+            missing.join(", ")
+        ));
+    }
+    Ok(ops)
+}
+
+/// The ops of one cluster as a readable diff (for `--dry-run`).
+pub fn render_diff(ops: &[Op], cluster: &Cluster) -> String {
+    let text_of = |id: &str| {
+        cluster
+            .entry(id)
+            .map(|e| e.text.replace('\n', " "))
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    for op in ops {
+        match op {
+            Op::Add { text, from } => {
+                let _ = writeln!(out, "  + ADD      {}", text.replace('\n', " "));
+                let _ = writeln!(out, "             from {}", from.join(", "));
+            }
+            Op::Replace { target, text, from } => {
+                let _ = writeln!(out, "  ~ REPLACE  {target}");
+                let _ = writeln!(out, "    -        {}", text_of(target));
+                let _ = writeln!(out, "    +        {}", text.replace('\n', " "));
+                if !from.is_empty() {
+                    let _ = writeln!(out, "             from {}", from.join(", "));
+                }
+            }
+            Op::Remove { target, into } => {
+                let _ = writeln!(out, "  - REMOVE   {target} (merged into {into})");
+                let _ = writeln!(out, "    -        {}", text_of(target));
+            }
+            Op::Keep { target, from } => {
+                let _ = writeln!(out, "  = KEEP     {target}: {}", text_of(target));
+                let _ = writeln!(out, "             +sources {}", from.join(", "));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,185 @@
+//! Forgetting and lineage: `memd forget` and `memd history`.
+//!
+//! Forgetting an entry removes it from `consolidated/memory.md` and from
+//! `MEMORY.md`, and appends tombstones for its normalised text, for the
+//! text of each of its source facts and for their ids. Indexing and
+//! consolidation skip anything a tombstone covers, so neither a rebuilt
+//! index nor an archive line restating the fact word for word brings it
+//! back. (A paraphrase is a new fact: memd cannot know it means the same.)
+//! The archive itself is never rewritten.
+
+use std::collections::HashSet;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::archive::{self, Fact};
+use crate::entries::Document;
+use crate::journal::{self, Record};
+use crate::memory_md::{self, MemoryMd};
+use crate::state::State;
+use crate::text::normalize;
+use crate::tombstones::{self, Tombstone, Tombstones};
+use crate::{Layout, consolidate};
+
+/// Something that can be forgotten.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// `entry` or `fact` (a fact not yet consolidated).
+    pub kind: String,
+    pub id: String,
+    pub text: String,
+}
+
+/// Entries and pending facts whose text contains `needle` (case and spacing
+/// ignored).
+pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
+    let needle = normalize(needle);
+    if needle.is_empty() {
+        bail!("--match needs some text");
+    }
+    let doc = Document::read(&layout.entries_file())?;
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let state = State::load(&layout.state_file())?;
+    let mut out: Vec<Candidate> = doc
+        .entries()
+        .filter(|e| normalize(&e.text).contains(&needle))
+        .filter_map(|e| {
+            Some(Candidate {
+                kind: "entry".into(),
+                id: e.id()?.to_string(),
+                text: e.text.clone(),
+            })
+        })
+        .collect();
+    let (facts, _) = archive::read_all(layout)?;
+    out.extend(
+        facts
+            .into_iter()
+            .filter(|f| !state.is_done(f) && !tombstones.covers(&f.id, &f.text))
+            .filter(|f| normalize(&f.text).contains(&needle))
+            .map(|f| Candidate {
+                kind: "fact".into(),
+                id: f.id,
+                text: f.text,
+            }),
+    );
+    Ok(out)
+}
+
+/// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`). Returns what
+/// was forgotten.
+pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
+    let _lock = consolidate::lock(layout)?;
+    let run = consolidate::new_run_id();
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let (facts, _) = archive::read_all(layout)?;
+    let mut doc = Document::read(&layout.entries_file())?;
+    if let Some(entry) = doc.remove(id) {
+        let sources = entry
+            .meta
+            .as_ref()
+            .map(|m| m.sources.clone())
+            .unwrap_or_default();
+        let source_facts: Vec<&Fact> = facts.iter().filter(|f| sources.contains(&f.id)).collect();
+        let mut stones = vec![Tombstone::new(
+            Some(id.to_string()),
+            &entry.text,
+            sources.clone(),
+            "forget",
+        )];
+        let mut texts: HashSet<String> = HashSet::from([normalize(&entry.text)]);
+        for f in source_facts {
+            if texts.insert(normalize(&f.text)) {
+                stones.push(Tombstone::new(
+                    Some(id.to_string()),
+                    &f.text,
+                    vec![f.id.clone()],
+                    "forget",
+                ));
+            }
+        }
+        // Tombstones first: if the process dies after this line, the entry
+        // is still in the file but can never be re-created from its facts.
+        tombstones::append(&layout.tombstones_file(), &stones)?;
+        doc.save(&layout.entries_file(), &today)?;
+        let mut r = Record::new(&run, journal::Op::Forget, id);
+        r.before = Some(entry.text.clone());
+        r.sources = sources;
+        journal::append(&layout.journal_file(), &[r])?;
+        let md = MemoryMd::read(&layout.memory_md())?;
+        let lines: Vec<_> = md.lines().into_iter().filter(|l| l.entry_id != id).collect();
+        memory_md::write_lines(&layout.memory_md(), &lines)?;
+        return Ok(Candidate {
+            kind: "entry".into(),
+            id: id.to_string(),
+            text: entry.text,
+        });
+    }
+    if let Some(f) = facts.iter().find(|f| f.id == id) {
+        tombstones::append(
+            &layout.tombstones_file(),
+            &[Tombstone::new(None, &f.text, vec![f.id.clone()], "forget")],
+        )?;
+        let mut r = Record::new(&run, journal::Op::Forget, id);
+        r.before = Some(f.text.clone());
+        r.sources = vec![f.id.clone()];
+        journal::append(&layout.journal_file(), &[r])?;
+        return Ok(Candidate {
+            kind: "fact".into(),
+            id: id.to_string(),
+            text: f.text.clone(),
+        });
+    }
+    bail!("no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)")
+}
+
+/// The journal records of an entry's lineage, oldest first: its own, and
+/// those of every entry merged into it (recursively).
+pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
+    let all = journal::read(&layout.journal_file())?;
+    let mut ids: HashSet<String> = HashSet::from([id.to_string()]);
+    loop {
+        let merged: Vec<String> = all
+            .iter()
+            .filter(|r| r.into.as_deref().is_some_and(|i| ids.contains(i)))
+            .map(|r| r.entry.clone())
+            .filter(|e| !ids.contains(e))
+            .collect();
+        if merged.is_empty() {
+            break;
+        }
+        ids.extend(merged);
+    }
+    Ok(all
+        .into_iter()
+        .filter(|r| ids.contains(&r.entry) || r.into.as_deref().is_some_and(|i| ids.contains(i)))
+        .collect())
+}
+
+/// A record as one readable paragraph.
+pub fn render_record(r: &Record) -> String {
+    let op = serde_json::to_value(r.op)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let mut out = format!("{}  {:<11} {}", r.ts, op, r.entry);
+    if let Some(into) = &r.into {
+        out.push_str(&format!(" → merged into {into}"));
+    }
+    out.push_str(&format!("  (run {}", r.run));
+    if let Some(m) = &r.model {
+        out.push_str(&format!(", {m}"));
+    }
+    out.push_str(")\n");
+    if let Some(b) = &r.before {
+        out.push_str(&format!("    before: {}\n", b.replace('\n', " ")));
+    }
+    if let Some(a) = &r.after {
+        out.push_str(&format!("    after:  {}\n", a.replace('\n', " ")));
+    }
+    if !r.sources.is_empty() {
+        out.push_str(&format!("    facts:  {}\n", r.sources.join(", ")));
+    }
+    out
+}

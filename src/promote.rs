@@ -1,0 +1,229 @@
+//! Promotion: which entries an agent sees in every prompt, written into the
+//! generated part of `MEMORY.md` ([`crate::memory_md`] owns the file).
+//!
+//! Candidates are ranked by code first: pinned entries, then recall (hits in
+//! `.recall_log.jsonl`, recent ones weighing more) plus a smaller bonus for
+//! recently updated entries. Without an LLM that ranking is the answer. With
+//! one, the best candidates (three times the cap) go to
+//! `prompts/promote.md`, which picks and shortens; lines that name no
+//! candidate are dropped, pinned entries are always kept, and the list is
+//! cut at `max_lines` by priority, never by position in the file.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::entries::Document;
+use crate::llm::{self, Message};
+use crate::memory_md::{self, Line};
+use crate::recall::{self, Usage};
+use crate::tombstones::Tombstones;
+use crate::{Layout, prompts};
+
+/// Half-life of the recency bonus, in days.
+const RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
+
+/// Longest line written for an entry (characters).
+const MAX_LINE_CHARS: usize = 200;
+
+pub struct Outcome {
+    pub lines: usize,
+    pub changed: bool,
+    pub warnings: Vec<String>,
+}
+
+/// A promotion candidate.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub text: String,
+    pub pinned: bool,
+    pub usage: Usage,
+    pub score: f64,
+}
+
+/// One line of text for an entry: whitespace folded, cut at a word.
+pub fn line_text(text: &str) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() <= MAX_LINE_CHARS {
+        return folded;
+    }
+    let cut: String = folded.chars().take(MAX_LINE_CHARS - 1).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > MAX_LINE_CHARS / 2 => cut[..i].to_string(),
+        _ => cut,
+    };
+    format!("{cut}…")
+}
+
+/// Every entry, best first.
+pub fn rank(doc: &Document, usage: &HashMap<String, Usage>, tombstones: &Tombstones) -> Vec<Candidate> {
+    let today = chrono::Local::now().date_naive();
+    let mut out: Vec<Candidate> = doc
+        .entries()
+        .filter(|e| !e.text.trim().is_empty() && !tombstones.covers("", &e.text))
+        .filter_map(|e| {
+            let m = e.meta.as_ref()?;
+            // A search hit on the MEMORY.md line is a recall of the entry.
+            let mut u = usage.get(&m.id).cloned().unwrap_or_default();
+            if let Some(core) = usage.get(&format!("core:{}", m.id)) {
+                u.count += core.count;
+                u.weight += core.weight;
+                u.distinct_queries += core.distinct_queries;
+                u.last = u.last.clone().max(core.last.clone());
+            }
+            let age = chrono::NaiveDate::parse_from_str(&m.updated, "%Y-%m-%d")
+                .map(|d| (today - d).num_days().max(0) as f64)
+                .unwrap_or(365.0);
+            let recency = 0.5f64.powf(age / RECENCY_HALF_LIFE_DAYS);
+            Some(Candidate {
+                id: m.id.clone(),
+                text: e.text.clone(),
+                pinned: m.pinned,
+                score: u.weight + 0.5 * recency,
+                usage: u,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.score.total_cmp(&a.score))
+            .then(a.id.cmp(&b.id))
+    });
+    out
+}
+
+fn built_in(ranked: &[Candidate], max: usize) -> Vec<Line> {
+    ranked
+        .iter()
+        .take(max)
+        .map(|c| Line {
+            entry_id: c.id.clone(),
+            text: line_text(&c.text),
+        })
+        .collect()
+}
+
+/// Rewrite the generated part of `MEMORY.md`.
+pub async fn run(layout: &Layout, config: &Config, llm: Option<&llm::Client>) -> Result<Outcome> {
+    let doc = Document::read(&layout.entries_file())?;
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let usage = recall::summary(&layout.recall_log())?;
+    let ranked = rank(&doc, &usage, &tombstones);
+    let max = config.promotion.max_lines as usize;
+    let mut warnings = Vec::new();
+    let lines = match llm {
+        None => built_in(&ranked, max),
+        Some(client) => match by_llm(layout, client, &ranked, max).await {
+            Ok(lines) => lines,
+            Err(e) => {
+                warnings.push(format!(
+                    "promotion by the LLM failed ({e:#}); ranked by recall and recency instead"
+                ));
+                built_in(&ranked, max)
+            }
+        },
+    };
+    let changed = memory_md::write_lines(&layout.memory_md(), &lines)?;
+    Ok(Outcome {
+        lines: lines.len(),
+        changed,
+        warnings,
+    })
+}
+
+async fn by_llm(
+    layout: &Layout,
+    client: &llm::Client,
+    ranked: &[Candidate],
+    max: usize,
+) -> Result<Vec<Line>> {
+    let shown = &ranked[..ranked.len().min((3 * max).max(30))];
+    if shown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut list = String::new();
+    for (i, c) in shown.iter().enumerate() {
+        let last = if c.usage.last.is_empty() {
+            "never".to_string()
+        } else {
+            c.usage.last.chars().take(10).collect()
+        };
+        list.push_str(&format!(
+            "E{}{} [recalled {} times, last {last}, {} distinct queries]: {}\n",
+            i + 1,
+            if c.pinned { " (pinned)" } else { "" },
+            c.usage.count,
+            c.usage.distinct_queries,
+            c.text.replace('\n', " ")
+        ));
+    }
+    let template = prompts::load(layout, prompts::PROMOTE)?;
+    let prompt = prompts::render(
+        &template,
+        &[("entries", &list), ("max_lines", &max.to_string())],
+    );
+    let (reply, _) = client.chat(&[Message::user(prompt)]).await?;
+    let value = llm::extract_json(&reply)?;
+    let items = match &value {
+        Value::Array(a) => a.clone(),
+        Value::Object(o) => match o.get("lines") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => bail!("the reply has no \"lines\" array"),
+        },
+        _ => bail!("the reply has no \"lines\" array"),
+    };
+    let by_alias: HashMap<String, usize> = shown
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| [(format!("E{}", i + 1), i), (c.id.to_uppercase(), i)])
+        .collect();
+    let mut chosen: Vec<(usize, String)> = Vec::new();
+    let mut seen = HashSet::new();
+    for item in items {
+        let id = item.get("id").and_then(Value::as_str).unwrap_or("");
+        let text = item
+            .get("line")
+            .or_else(|| item.get("text"))
+            .and_then(Value::as_str)
+            .map(line_text)
+            .unwrap_or_default();
+        let Some(&i) = by_alias.get(&id.trim().to_uppercase()) else {
+            tracing::info!(id, "promotion line names no candidate entry: dropped");
+            continue;
+        };
+        if text.is_empty() || !seen.insert(i) {
+            continue;
+        }
+        chosen.push((i, text));
+    }
+    if chosen.is_empty() {
+        bail!("the reply names none of the entries");
+    }
+    // Pinned entries first, whether the model chose them or not.
+    let mut lines: Vec<Line> = Vec::new();
+    for (i, c) in shown.iter().enumerate().filter(|(_, c)| c.pinned) {
+        let text = chosen
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| line_text(&c.text));
+        lines.push(Line {
+            entry_id: c.id.clone(),
+            text,
+        });
+    }
+    for (i, text) in chosen {
+        if !shown[i].pinned {
+            lines.push(Line {
+                entry_id: shown[i].id.clone(),
+                text,
+            });
+        }
+    }
+    lines.truncate(max);
+    Ok(lines)
+}

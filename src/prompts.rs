@@ -1,0 +1,63 @@
+//! The prompts memd sends to an LLM: `consolidate.md` and `promote.md`.
+//!
+//! The texts live in the repository's `prompts/` folder and are built into
+//! the binary, so memd works wherever it is installed. A file of the same
+//! name in the memory directory's `prompts/` folder replaces the built-in
+//! one, read at every run, so a prompt can be tuned without a rebuild.
+//! Placeholders are `{{name}}`.
+
+use anyhow::{Context, Result};
+
+use crate::Layout;
+
+pub const CONSOLIDATE: &str = "consolidate.md";
+pub const PROMOTE: &str = "promote.md";
+
+fn built_in(name: &str) -> Option<&'static str> {
+    match name {
+        CONSOLIDATE => Some(include_str!("../prompts/consolidate.md")),
+        PROMOTE => Some(include_str!("../prompts/promote.md")),
+        _ => None,
+    }
+}
+
+/// The template `name`: the memory directory's copy if it has one, else the
+/// built-in one.
+pub fn load(layout: &Layout, name: &str) -> Result<String> {
+    let path = layout.root.join("prompts").join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => built_in(name)
+            .map(String::from)
+            .with_context(|| format!("no built-in prompt {name}")),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// `template` with each `{{key}}` replaced by its value. Values are inserted
+/// once, left to right, so a value that itself contains `{{…}}` (a fact can
+/// say anything) is never expanded.
+pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) => {
+                let key = after[..end].trim();
+                match vars.iter().find(|(k, _)| *k == key) {
+                    Some((_, v)) => out.push_str(v),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
