@@ -108,7 +108,11 @@ pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
         r.sources = sources;
         journal::append(&layout.journal_file(), &[r])?;
         let md = MemoryMd::read(&layout.memory_md())?;
-        let lines: Vec<_> = md.lines().into_iter().filter(|l| l.entry_id != id).collect();
+        let lines: Vec<_> = md
+            .lines()
+            .into_iter()
+            .filter(|l| l.entry_id != id)
+            .collect();
         memory_md::write_lines(&layout.memory_md(), &lines)?;
         return Ok(Candidate {
             kind: "entry".into(),
@@ -131,7 +135,9 @@ pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
             text: f.text.clone(),
         });
     }
-    bail!("no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)")
+    bail!(
+        "no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)"
+    )
 }
 
 /// The journal records of an entry's lineage, oldest first: its own, and

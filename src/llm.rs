@@ -135,7 +135,10 @@ impl Client {
             match req.send().await {
                 Ok(resp) if resp.status().is_success() => {
                     let reply: Reply = resp.json().await.with_context(|| {
-                        format!("{} returned a reply that is not a chat completion", self.url)
+                        format!(
+                            "{} returned a reply that is not a chat completion",
+                            self.url
+                        )
                     })?;
                     let usage = reply
                         .usage
@@ -161,7 +164,9 @@ impl Client {
                         text.chars().take(300).collect::<String>()
                     );
                     if json_mode && status.as_u16() == 400 && text.contains("response_format") {
-                        tracing::info!("the LLM server does not take response_format; asking without it");
+                        tracing::info!(
+                            "the LLM server does not take response_format; asking without it"
+                        );
                         self.json_mode.store(false, Ordering::Relaxed);
                         attempt -= 1;
                         continue;
@@ -175,7 +180,10 @@ impl Client {
             }
             tracing::warn!(attempt, error = %last_err, "LLM request failed");
         }
-        Err(last_err.context(format!("LLM request failed after {} attempts", self.max_attempts)))
+        Err(last_err.context(format!(
+            "LLM request failed after {} attempts",
+            self.max_attempts
+        )))
     }
 }
 

@@ -363,7 +363,9 @@ fn run(cli: Cli) -> Result<()> {
                         println!("{:<5}  {}  {}", c.kind, c.id, c.text.replace('\n', " "));
                     }
                     if !yes {
-                        println!("\nnothing forgotten yet: `memd forget ID` forgets one, `--match {text:?} --yes` all of these");
+                        println!(
+                            "\nnothing forgotten yet: `memd forget ID` forgets one, `--match {text:?} --yes` all of these"
+                        );
                         return Ok(());
                     }
                     found.into_iter().map(|c| c.id).collect()
@@ -372,13 +374,18 @@ fn run(cli: Cli) -> Result<()> {
             };
             for id in ids {
                 let gone = memd::forget::forget(&layout, &id)?;
-                println!("forgot {} {}: {}", gone.kind, gone.id, gone.text.replace('\n', " "));
+                println!(
+                    "forgot {} {}: {}",
+                    gone.kind,
+                    gone.id,
+                    gone.text.replace('\n', " ")
+                );
             }
             // The files are what counts; the index catches up now if it can.
             let config = Config::load(&layout.root)?;
-            if let Err(e) = runtime()?.block_on(async {
-                Index::open(&layout, &config).await?.sync().await
-            }) {
+            if let Err(e) =
+                runtime()?.block_on(async { Index::open(&layout, &config).await?.sync().await })
+            {
                 tracing::warn!("index not updated yet: {e:#}");
             }
             Ok(())

@@ -59,7 +59,11 @@ pub fn line_text(text: &str) -> String {
 }
 
 /// Every entry, best first.
-pub fn rank(doc: &Document, usage: &HashMap<String, Usage>, tombstones: &Tombstones) -> Vec<Candidate> {
+pub fn rank(
+    doc: &Document,
+    usage: &HashMap<String, Usage>,
+    tombstones: &Tombstones,
+) -> Vec<Candidate> {
     let today = chrono::Local::now().date_naive();
     let mut out: Vec<Candidate> = doc
         .entries()

@@ -74,7 +74,6 @@ impl Judge {
                 .into()
         }
     }
-
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,7 +92,10 @@ enum Decision {
     Fallback(String),
     /// No usable reply this run; the facts stay pending. `counted` when the
     /// replies were invalid (as opposed to the LLM being unreachable).
-    Failed { error: String, counted: bool },
+    Failed {
+        error: String,
+        counted: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -220,10 +222,7 @@ impl Report {
             ));
         }
         if !self.dry_run {
-            out.push_str(&format!(
-                "{} lines in MEMORY.md\n",
-                self.promoted_lines
-            ));
+            out.push_str(&format!("{} lines in MEMORY.md\n", self.promoted_lines));
         }
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
@@ -490,8 +489,8 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
                 tokens: &tokens,
                 spent: &spent,
             };
-            let mut decided: Vec<(usize, Planned)> = futures::stream::iter(
-                clusters.into_iter().enumerate().map(|(i, c)| {
+            let mut decided: Vec<(usize, Planned)> =
+                futures::stream::iter(clusters.into_iter().enumerate().map(|(i, c)| {
                     let failures = c
                         .fact_ids()
                         .filter_map(|id| state.retries.get(id))
@@ -500,11 +499,10 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
                         .unwrap_or(0);
                     let ctx = &ctx;
                     async move { (i, ctx.decide(c, failures).await) }
-                }),
-            )
-            .buffer_unordered(config.consolidation.concurrency.max(1) as usize)
-            .collect()
-            .await;
+                }))
+                .buffer_unordered(config.consolidation.concurrency.max(1) as usize)
+                .collect()
+                .await;
             decided.sort_by_key(|(i, _)| *i);
             planned.extend(decided.into_iter().map(|(_, p)| p));
             report.llm_calls = calls.into_inner();
@@ -831,7 +829,9 @@ fn apply(layout: &Layout, planned: &[Planned], today: &str, run: &str) -> Result
             pause_point(layout, "before-rename")
         })?
         else {
-            tracing::info!("consolidated/memory.md changed while applying; applying again to the new text");
+            tracing::info!(
+                "consolidated/memory.md changed while applying; applying again to the new text"
+            );
             continue;
         };
         for id in adopted {
@@ -882,11 +882,12 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
         .iter()
         .map(|e| (e.id.clone(), e.text.clone()))
         .collect();
-    let unchanged = |doc: &Document, expected: &HashMap<String, String>, id: &str| {
-        match (doc.get(id), expected.get(id)) {
-            (Some(e), Some(want)) => e.text.trim() == want.trim(),
-            _ => false,
-        }
+    let unchanged = |doc: &Document, expected: &HashMap<String, String>, id: &str| match (
+        doc.get(id),
+        expected.get(id),
+    ) {
+        (Some(e), Some(want)) => e.text.trim() == want.trim(),
+        _ => false,
     };
     let mut held: HashSet<String> = HashSet::new();
     let mut done: Vec<String> = Vec::new();
@@ -919,14 +920,18 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
                 Some(r)
             }
             Op::Replace { target, text, from } => {
-                let ok = unchanged(doc, &expected, target) && !doc.get(target).is_some_and(|e| e.pinned());
+                let ok = unchanged(doc, &expected, target)
+                    && !doc.get(target).is_some_and(|e| e.pinned());
                 match doc.get_mut(target).filter(|_| ok) {
                     Some(e) => {
                         let before = std::mem::replace(&mut e.text, sanitize_text(text));
                         let m = e.meta.as_mut().expect("a planned target has metadata");
                         m.hash = text_hash(&e.text);
                         add_sources(&mut m.sources, from);
-                        m.updated = range.map(|r| r.1).unwrap_or_else(|| today.to_string()).max(m.updated.clone());
+                        m.updated = range
+                            .map(|r| r.1)
+                            .unwrap_or_else(|| today.to_string())
+                            .max(m.updated.clone());
                         m.unreviewed = false;
                         expected.insert(target.clone(), e.text.clone());
                         let mut r = record(journal::Op::Replace, target);
@@ -980,7 +985,11 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
                 out.records.push(r);
             }
             None => {
-                tracing::info!(op = op.name(), target = op.target().unwrap_or(""), "entry edited by hand during the run: op skipped, its facts stay pending");
+                tracing::info!(
+                    op = op.name(),
+                    target = op.target().unwrap_or(""),
+                    "entry edited by hand during the run: op skipped, its facts stay pending"
+                );
                 out.skipped += 1;
                 held.extend(op.from().iter().cloned());
             }
@@ -989,7 +998,8 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
     // A valid reply reviewed every entry it was shown.
     if matches!(p.decision, Decision::Ops(_)) && p.model != "built-in" {
         for s in &p.cluster.entries {
-            if s.unreviewed && unchanged(doc, &expected, &s.id)
+            if s.unreviewed
+                && unchanged(doc, &expected, &s.id)
                 && let Some(m) = doc.get_mut(&s.id).and_then(|e| e.meta.as_mut())
             {
                 m.unreviewed = false;

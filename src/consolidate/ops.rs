@@ -44,7 +44,9 @@ pub struct Cluster {
 impl Cluster {
     /// Every fact id of the cluster.
     pub fn fact_ids(&self) -> impl Iterator<Item = &str> {
-        self.groups.iter().flat_map(|g| g.ids.iter().map(String::as_str))
+        self.groups
+            .iter()
+            .flat_map(|g| g.ids.iter().map(String::as_str))
     }
 
     pub fn entry(&self, id: &str) -> Option<&Snapshot> {
@@ -193,7 +195,10 @@ pub fn prompt_lists(cluster: &Cluster) -> (String, String) {
 }
 
 fn field<'a>(op: &'a Value, names: &[&str]) -> Option<&'a Value> {
-    names.iter().find_map(|n| op.get(*n)).filter(|v| !v.is_null())
+    names
+        .iter()
+        .find_map(|n| op.get(*n))
+        .filter(|v| !v.is_null())
 }
 
 fn string_list(v: Option<&Value>) -> Vec<String> {
@@ -245,9 +250,12 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
         let from_names = string_list(field(raw, &["from", "facts", "sources"]));
         let mut from_groups = Vec::new();
         for f in &from_names {
-            let g = aliases
-                .fact(f)
-                .ok_or_else(|| format!("{at}: {f:?} is not one of the new facts (F1…F{})", cluster.groups.len()))?;
+            let g = aliases.fact(f).ok_or_else(|| {
+                format!(
+                    "{at}: {f:?} is not one of the new facts (F1…F{})",
+                    cluster.groups.len()
+                )
+            })?;
             from_groups.push(g);
         }
         let from: Vec<String> = {

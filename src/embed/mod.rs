@@ -80,12 +80,18 @@ pub fn nearest(
         .contiguous()?;
     let mut out = Vec::with_capacity(queries.len());
     for block in queries.chunks(256) {
-        let q: Vec<f32> = block.iter().flat_map(|&i| vectors[i].iter().copied()).collect();
+        let q: Vec<f32> = block
+            .iter()
+            .flat_map(|&i| vectors[i].iter().copied())
+            .collect();
         let q = Tensor::from_vec(q, (block.len(), dim), &Device::Cpu)?;
         let sims: Vec<Vec<f32>> = q.matmul(&cand)?.to_vec2()?;
         for (row, &qi) in sims.into_iter().zip(block) {
-            let mut scored: Vec<(usize, f32)> =
-                row.into_iter().enumerate().filter(|(j, _)| *j != qi).collect();
+            let mut scored: Vec<(usize, f32)> = row
+                .into_iter()
+                .enumerate()
+                .filter(|(j, _)| *j != qi)
+                .collect();
             let cut = k.min(scored.len());
             if cut > 0 && cut < scored.len() {
                 scored.select_nth_unstable_by(cut - 1, |a, b| b.1.total_cmp(&a.1));

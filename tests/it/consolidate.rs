@@ -1,5 +1,7 @@
 //! Consolidation against a scripted OpenAI-compatible LLM on 127.0.0.1.
 
+use std::collections::HashSet;
+
 use memd::archive::{self, NewFact};
 use memd::config::{Config, EmbedderKind};
 use memd::consolidate::{self, Options};
@@ -72,7 +74,11 @@ fn is_done(layout: &Layout, id: &str) -> bool {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_change_over_time_becomes_one_entry_with_its_history() {
     let (_t, layout) = memory_dir();
-    let google = add(&layout, "2026-11-01", &["Works at Google as a data engineer"]);
+    let google = add(
+        &layout,
+        "2026-11-01",
+        &["Works at Google as a data engineer"],
+    );
     let server = scripted(|n, body| {
         let p = prompt_of(body);
         if n == 0 || p.contains("You choose what an AI agent") {
@@ -95,7 +101,11 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     consolidate::run(&layout, &config, FORCE).await.unwrap();
     assert_eq!(entries(&layout).len(), 1);
 
-    let microsoft = add(&layout, "2026-11-20", &["Now works at Microsoft on the Fabric team"]);
+    let microsoft = add(
+        &layout,
+        "2026-11-20",
+        &["Now works at Microsoft on the Fabric team"],
+    );
     // Before consolidation both are retrievable: the entry and the new fact.
     let index = memd::index::Index::open(&layout, &config).await.unwrap();
     index.sync().await.unwrap();
@@ -110,7 +120,10 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     let all = entries(&layout);
     assert_eq!(all.len(), 1, "{all:#?}");
     let e = &all[0];
-    assert!(e.text.contains("Currently works at Microsoft") && e.text.contains("previously worked at Google"));
+    assert!(
+        e.text.contains("Currently works at Microsoft")
+            && e.text.contains("previously worked at Google")
+    );
     let mut want = google.clone();
     want.extend(microsoft.clone());
     assert_eq!(sources(e), want);
@@ -121,11 +134,18 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     let history = memd::forget::history(&layout, id).unwrap();
     let ops: Vec<journal::Op> = history.iter().map(|r| r.op).collect();
     assert_eq!(ops, vec![journal::Op::Add, journal::Op::Replace]);
-    assert_eq!(history[1].before.as_deref(), Some("Works at Google as a data engineer"));
+    assert_eq!(
+        history[1].before.as_deref(),
+        Some("Works at Google as a data engineer")
+    );
     assert_eq!(history[1].model.as_deref(), Some("scripted"));
     assert!(history[1].prompt_hash.is_some());
     let out = memd(&layout.root, &["history", id]);
-    assert!(stdout(&out).contains("before: Works at Google"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("before: Works at Google"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -147,14 +167,18 @@ async fn three_phrasings_become_one_entry_with_three_sources() {
         }
         let facts: Vec<String> = listed(&p, 'F').into_iter().map(|(a, _)| a).collect();
         Reply::Json(chat(
-            json!({"ops": [{"op": "ADD", "text": "Favourite colour is teal.", "from": facts}]}).to_string(),
+            json!({"ops": [{"op": "ADD", "text": "Favourite colour is teal.", "from": facts}]})
+                .to_string(),
         ))
     })
     .await;
     let report = consolidate::run(&layout, &llm_config(&server.url), FORCE)
         .await
         .unwrap();
-    assert_eq!(report.clusters, 1, "the three phrasings are one cluster: {report:#?}");
+    assert_eq!(
+        report.clusters, 1,
+        "the three phrasings are one cluster: {report:#?}"
+    );
     assert_eq!(report.llm_calls, 1);
     let all = entries(&layout);
     assert_eq!(all.len(), 1);
@@ -186,7 +210,11 @@ async fn a_correction_leaves_no_stale_value() {
     .await;
     let config = llm_config(&server.url);
     consolidate::run(&layout, &config, FORCE).await.unwrap();
-    add(&layout, "2026-11-20", &["Correction: the manager's name is John, not Jon"]);
+    add(
+        &layout,
+        "2026-11-20",
+        &["Correction: the manager's name is John, not Jon"],
+    );
     consolidate::run(&layout, &config, FORCE).await.unwrap();
     let all = entries(&layout);
     assert_eq!(all.len(), 1);
@@ -195,7 +223,9 @@ async fn a_correction_leaves_no_stale_value() {
     let core = std::fs::read_to_string(layout.memory_md()).unwrap();
     for text in [&file, &core] {
         assert!(
-            !text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "Jon"),
+            !text
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "Jon"),
             "stale value left: {text}"
         );
     }
@@ -205,7 +235,11 @@ async fn a_correction_leaves_no_stale_value() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fact_touching_two_topics_stays_one_entry() {
     let (_t, layout) = memory_dir();
-    add(&layout, "2026-11-18", &["Works at Microsoft", "Has a dog named Rex"]);
+    add(
+        &layout,
+        "2026-11-18",
+        &["Works at Microsoft", "Has a dog named Rex"],
+    );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
         if p.contains("You choose") {
@@ -216,17 +250,40 @@ async fn a_fact_touching_two_topics_stays_one_entry() {
     .await;
     let config = llm_config(&server.url);
     consolidate::run(&layout, &config, FORCE).await.unwrap();
-    let both = add(&layout, "2026-11-20", &["Takes Rex to the Microsoft office on Fridays"]);
+    let both = add(
+        &layout,
+        "2026-11-20",
+        &["Takes Rex to the Microsoft office on Fridays"],
+    );
     let report = consolidate::run(&layout, &config, FORCE).await.unwrap();
     assert_eq!(report.clusters, 1, "{report:#?}");
     let all = entries(&layout);
     assert_eq!(all.len(), 3);
-    let carrying: Vec<_> = all.iter().filter(|e| sources(e).contains(&both[0])).collect();
+    let carrying: Vec<_> = all
+        .iter()
+        .filter(|e| sources(e).contains(&both[0]))
+        .collect();
     assert_eq!(carrying.len(), 1, "the fact is in exactly one entry");
-    assert_eq!(carrying[0].text, "Takes Rex to the Microsoft office on Fridays");
+    assert_eq!(
+        carrying[0].text,
+        "Takes Rex to the Microsoft office on Fridays"
+    );
     // Both topics' entries were shown with it (one cluster), and kept as they were.
-    let prompt = prompt_of(&server.requests.lock().unwrap().iter().rev().nth(1).unwrap().clone());
-    assert!(alias_of(&prompt, 'E', "Microsoft").is_some() && alias_of(&prompt, 'E', "Rex").is_some(), "{prompt}");
+    let prompt = prompt_of(
+        &server
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .nth(1)
+            .unwrap()
+            .clone(),
+    );
+    assert!(
+        alias_of(&prompt, 'E', "Microsoft").is_some() && alias_of(&prompt, 'E', "Rex").is_some(),
+        "{prompt}"
+    );
     entry_with(&all, "Works at Microsoft");
     entry_with(&all, "Has a dog named Rex");
 }
@@ -239,7 +296,11 @@ async fn the_gate_respects_time_volume_force_and_the_lock() {
     config.consolidation.min_facts = 3;
     config.consolidation.min_hours = 6.0;
     let normal = Options::default();
-    add(&layout, "2026-11-20", &["Fact one about tea", "Fact two about chess"]);
+    add(
+        &layout,
+        "2026-11-20",
+        &["Fact one about tea", "Fact two about chess"],
+    );
     let r = consolidate::run(&layout, &config, normal).await.unwrap();
     assert!(r.skipped.as_deref().unwrap().contains("min_facts"), "{r:?}");
     assert!(entries(&layout).is_empty());
@@ -249,7 +310,11 @@ async fn the_gate_respects_time_volume_force_and_the_lock() {
     assert!(r.skipped.is_none());
     assert_eq!(entries(&layout).len(), 3);
 
-    add(&layout, "2026-11-21", &["Fact four", "Fact five", "Fact six"]);
+    add(
+        &layout,
+        "2026-11-21",
+        &["Fact four", "Fact five", "Fact six"],
+    );
     let r = consolidate::run(&layout, &config, normal).await.unwrap();
     assert!(r.skipped.as_deref().unwrap().contains("min_hours"), "{r:?}");
     assert_eq!(entries(&layout).len(), 3);
@@ -273,7 +338,11 @@ async fn the_gate_respects_time_volume_force_and_the_lock() {
 async fn an_always_invalid_cluster_is_held_back_then_added_verbatim() {
     let (_t, layout) = memory_dir();
     let coffee = add(&layout, "2026-11-20", &["Drinks espresso every morning"]);
-    let rust = add(&layout, "2026-11-20", &["Is learning the Rust borrow checker"]);
+    let rust = add(
+        &layout,
+        "2026-11-20",
+        &["Is learning the Rust borrow checker"],
+    );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
         if p.contains("You choose") {
@@ -293,7 +362,10 @@ async fn an_always_invalid_cluster_is_held_back_then_added_verbatim() {
     assert_eq!(r.clusters, 2, "{r:#?}");
     assert_eq!(r.failed_clusters, 1);
     assert!(is_done(&layout, &coffee[0]), "the valid cluster applied");
-    assert!(!is_done(&layout, &rust[0]), "the invalid cluster's fact stays pending");
+    assert!(
+        !is_done(&layout, &rust[0]),
+        "the invalid cluster's fact stays pending"
+    );
     assert_eq!(entries(&layout).len(), 1);
     {
         // The retry named what was wrong.
@@ -351,7 +423,10 @@ async fn a_hand_edit_during_the_llm_call_is_kept() {
     let all = entries(&layout);
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].text, "Lives in Berlin-Kreuzberg (edited by hand)");
-    assert!(!is_done(&layout, &moved[0]), "the fact stays pending for the next run");
+    assert!(
+        !is_done(&layout, &moved[0]),
+        "the fact stays pending for the next run"
+    );
     let journal = journal::read(&layout.journal_file()).unwrap();
     assert!(journal.iter().all(|r| r.op != journal::Op::Replace));
 }
@@ -365,7 +440,14 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
         "Birthday is on 3 May",
     ];
     add(&layout, "2026-11-10", &outside);
-    add(&layout, "2026-11-11", &["Prefers window seats on flights", "Likes a window seat when flying"]);
+    add(
+        &layout,
+        "2026-11-11",
+        &[
+            "Prefers window seats on flights",
+            "Likes a window seat when flying",
+        ],
+    );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
         if p.contains("You choose") {
@@ -376,10 +458,17 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
         }
         let fact = alias_of(&p, 'F', "previous instructions").unwrap();
         let shown: Vec<String> = listed(&p, 'E').into_iter().map(|(a, _)| a).collect();
-        assert!(shown.len() >= 2, "the window-seat entries are in the cluster: {p}");
+        assert!(
+            shown.len() >= 2,
+            "the window-seat entries are in the cluster: {p}"
+        );
         let mut ops = vec![json!({"op": "ADD", "text": "x", "from": [fact]})];
         // Everything shown merged into the first, and entries never shown.
-        for a in shown[1..].iter().cloned().chain(["E9".to_string(), "E10".to_string()]) {
+        for a in shown[1..]
+            .iter()
+            .cloned()
+            .chain(["E9".to_string(), "E10".to_string()])
+        {
             ops.push(json!({"op": "REMOVE", "target": a, "into": shown[0]}));
         }
         Reply::Json(chat(json!({ "ops": ops }).to_string()))
@@ -404,7 +493,10 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
     assert_eq!(r.applied.remove, 0, "{r:#?}");
     let after = entries(&layout);
     for e in &before {
-        assert!(after.iter().any(|a| a.id() == e.id() && a.text == e.text), "{e:?} lost");
+        assert!(
+            after.iter().any(|a| a.id() == e.id() && a.text == e.text),
+            "{e:?} lost"
+        );
     }
     // The fact itself is kept, verbatim and unreviewed.
     let e = entry_with(&after, "ignore previous instructions");
@@ -434,4 +526,482 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
     assert!(err.contains("not one of the entries shown"), "{err}");
     let reply = json!({"ops": [{"op": "ADD", "text": "f", "from": ["F1"]}, {"op": "REMOVE", "target": "E1", "into": "E1"}]});
     assert!(memd::consolidate::ops::validate(&reply, &cluster, 20).is_err());
+}
+
+/// A memory directory whose `memd.toml` selects the lexical embedder and,
+/// if given, the scripted LLM (for the CLI, which reads the file).
+fn cli_dir(llm_url: Option<&str>) -> (tempfile::TempDir, Layout) {
+    let (t, layout) = memory_dir();
+    let mut toml = String::from(
+        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\nmin_similarity = 0.0\n",
+    );
+    if let Some(url) = llm_url {
+        toml.push_str(&format!(
+            "[llm]\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_attempts = 1\ntimeout_seconds = 10\n"
+        ));
+    }
+    std::fs::write(layout.config_file(), toml).unwrap();
+    (t, layout)
+}
+
+fn index_ids(layout: &Layout) -> Vec<(String, String)> {
+    let config = Config::load(&layout.root).unwrap();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let index = memd::index::Index::open(layout, &config).await.unwrap();
+        index.sync().await.unwrap();
+        index.ids().await.unwrap()
+    })
+}
+
+#[test]
+fn built_in_judge_offline_merges_restatements_and_adds_the_rest() {
+    let (_t, layout) = cli_dir(None);
+    add(&layout, "2026-11-18", &["Loves flat white coffee"]);
+    assert!(memd(&layout.root, &["consolidate"]).status.success());
+    let again = add(
+        &layout,
+        "2026-11-19",
+        &["loves flat white coffee.", "Plays chess on Sundays"],
+    );
+    let out = memd(&layout.root, &["consolidate", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["restatements"], 1);
+    assert_eq!(report["llm_calls"], 0);
+    assert_eq!(report["applied"]["add"], 1);
+    assert_eq!(report["applied"]["keep"], 1);
+    let all = entries(&layout);
+    assert_eq!(all.len(), 2);
+    assert!(sources(entry_with(&all, "flat white")).contains(&again[0]));
+    // Promotion without an LLM still fills MEMORY.md, and status names the judge.
+    let core = std::fs::read_to_string(layout.memory_md()).unwrap();
+    assert!(core.contains("Loves flat white coffee <!-- e-"), "{core}");
+    let status = stdout(&memd(&layout.root, &["status"]));
+    assert!(status.contains("judge             built-in"), "{status}");
+}
+
+#[test]
+fn a_forgotten_fact_never_comes_back() {
+    let (_t, layout) = cli_dir(None);
+    add(
+        &layout,
+        "2026-11-18",
+        &["Home address is 12 Elm Street", "Likes jazz"],
+    );
+    assert!(
+        memd(&layout.root, &["consolidate", "--force"])
+            .status
+            .success()
+    );
+    let id = entry_with(&entries(&layout), "Elm Street")
+        .id()
+        .unwrap()
+        .to_string();
+    let listed = stdout(&memd(&layout.root, &["forget", "--match", "elm street"]));
+    assert!(
+        listed.contains(&id) && listed.contains("nothing forgotten yet"),
+        "{listed}"
+    );
+    assert_eq!(entries(&layout).len(), 2, "--match alone forgets nothing");
+    let out = memd(&layout.root, &["forget", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(entries(&layout).len(), 1);
+    assert!(
+        !std::fs::read_to_string(layout.memory_md())
+            .unwrap()
+            .contains("Elm")
+    );
+
+    let elm = |layout: &Layout| {
+        let out = memd(
+            &layout.root,
+            &["search", "--json", "home address Elm Street"],
+        );
+        stdout(&out).contains("Elm")
+    };
+    assert!(!elm(&layout));
+    assert!(memd(&layout.root, &["reindex", "--clear"]).status.success());
+    assert!(!elm(&layout), "back after reindex --clear");
+
+    // The archive restates it later: it is not pending, not re-added.
+    add(&layout, "2026-11-21", &["home address is 12 Elm Street."]);
+    let out = memd(&layout.root, &["consolidate", "--force", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["pending_facts"], 0, "{report}");
+    assert!(entries(&layout).iter().all(|e| !e.text.contains("Elm")));
+    assert!(!elm(&layout));
+    let journal = journal::read(&layout.journal_file()).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r.op == journal::Op::Forget && r.entry == id)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reindex_clear_reproduces_the_index_after_consolidation() {
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        if p.contains("You choose") {
+            let lines: Vec<_> = listed(&p, 'E')
+                .into_iter()
+                .map(|(a, t)| json!({"id": a, "line": t}))
+                .collect();
+            return Reply::Json(chat(json!({ "lines": lines }).to_string()));
+        }
+        Reply::Json(add_every_fact(body))
+    })
+    .await;
+    let (_t, layout) = cli_dir(Some(&server.url));
+    add(
+        &layout,
+        "2026-11-18",
+        &["Runs 10 km on Saturdays", "Reads science fiction"],
+    );
+    add(&layout, "2026-11-19", &["Plans to visit Kyoto"]);
+    let layout2 = layout.clone();
+    let (incremental, rebuilt) = tokio::task::spawn_blocking(move || {
+        let out = memd(&layout2.root, &["consolidate", "--force"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        add(&layout2, "2026-11-20", &["Pending: bought a road bike"]);
+        let incremental = index_ids(&layout2);
+        assert!(
+            memd(&layout2.root, &["reindex", "--clear"])
+                .status
+                .success()
+        );
+        (incremental, index_ids(&layout2))
+    })
+    .await
+    .unwrap();
+    assert_eq!(incremental, rebuilt);
+    let kinds: Vec<&str> = rebuilt.iter().map(|(_, k)| k.as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "entry").count(),
+        3,
+        "{rebuilt:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "core").count(),
+        3,
+        "{rebuilt:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "fact").count(),
+        1,
+        "{rebuilt:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_prints_the_plan_and_changes_nothing() {
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        let e = alias_of(&p, 'E', "tabs").unwrap();
+        let f = alias_of(&p, 'F', "spaces").unwrap();
+        Reply::Json(chat(
+            json!({"ops": [{"op": "REPLACE", "target": e, "from": [f], "text": "Now prefers spaces; previously tabs."}]})
+                .to_string(),
+        ))
+    })
+    .await;
+    let (_t, layout) = cli_dir(Some(&server.url));
+    std::fs::write(
+        layout.entries_file(),
+        "# Memory\n\n<!--m {\"id\":\"e-00000001\",\"first_seen\":\"2026-11-01\",\"updated\":\"2026-11-01\",\"sources\":[],\"hash\":\"x\"}-->\nPrefers tabs for indentation.\n",
+    )
+    .unwrap();
+    add(
+        &layout,
+        "2026-11-20",
+        &["Switched to spaces for indentation"],
+    );
+    let snapshot = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files = Vec::new();
+        for p in [
+            "consolidated/memory.md",
+            "MEMORY.md",
+            ".consolidation_state.json",
+            "consolidated/journal.jsonl",
+        ] {
+            files.push((
+                p.to_string(),
+                std::fs::read(dir.join(p)).unwrap_or_default(),
+            ));
+        }
+        files
+    };
+    let before = snapshot(&layout.root);
+    let root = layout.root.clone();
+    let out =
+        tokio::task::spawn_blocking(move || memd(&root, &["consolidate", "--force", "--dry-run"]))
+            .await
+            .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("dry run: nothing was written"), "{text}");
+    assert!(text.contains("~ REPLACE  e-00000001"), "{text}");
+    assert!(
+        text.contains("-        Prefers tabs for indentation."),
+        "{text}"
+    );
+    assert!(
+        text.contains("+        Now prefers spaces; previously tabs."),
+        "{text}"
+    );
+    assert_eq!(snapshot(&layout.root), before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn promotion_by_llm_keeps_real_entries_pinned_first_and_the_cap() {
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        if !p.contains("You choose") {
+            return Reply::Json(add_every_fact(body));
+        }
+        // Made-up ids, a duplicate, then real ones; the pinned entry left out.
+        let mut lines = vec![
+            json!({"id": "E99", "line": "invented"}),
+            json!({"id": "e-nothere", "line": "invented too"}),
+        ];
+        for (a, t) in listed(&p, 'E')
+            .into_iter()
+            .filter(|(_, t)| !t.contains("address"))
+        {
+            lines.push(json!({"id": a, "line": format!("short: {t}")}));
+            lines.push(json!({"id": a, "line": "duplicate"}));
+        }
+        Reply::Json(chat(format!("```json\n{}\n```", json!({ "lines": lines }))))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    std::fs::write(
+        layout.entries_file(),
+        "# Memory\n\n<!--m {\"id\":\"e-f00dfeed\",\"first_seen\":\"2026-11-01\",\"updated\":\"2026-11-01\",\"sources\":[],\"hash\":\"4a3b2a160127dd71\",\"pinned\":true}-->\nNever store or repeat the user's home address.\n",
+    )
+    .unwrap();
+    add(
+        &layout,
+        "2026-11-20",
+        &[
+            "Sails on Lake Garda",
+            "Collects vinyl records",
+            "Speaks Danish",
+        ],
+    );
+    let mut config = llm_config(&server.url);
+    config.promotion.max_lines = 3;
+    config.consolidation.min_similarity = 2.0;
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(r.promoted_lines, 3, "{r:#?}");
+    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    let lines = md.lines();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0].entry_id, "e-f00dfeed", "pinned first");
+    let ids: HashSet<String> = entries(&layout)
+        .iter()
+        .map(|e| e.id().unwrap().to_string())
+        .collect();
+    for l in &lines {
+        assert!(ids.contains(&l.entry_id), "{l:?} names no entry");
+        assert_ne!(l.text, "duplicate");
+    }
+    assert!(lines[1].text.starts_with("short: "), "{lines:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn built_in_promotion_ranks_recalled_entries_first() {
+    let (_t, layout) = memory_dir();
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Lexical;
+    config.promotion.max_lines = 2;
+    add(
+        &layout,
+        "2026-11-20",
+        &[
+            "Keeps bees in the garden",
+            "Drives an old Volvo",
+            "Knits scarves",
+        ],
+    );
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let volvo = entry_with(&entries(&layout), "Volvo")
+        .id()
+        .unwrap()
+        .to_string();
+    let ts = chrono::Local::now().to_rfc3339();
+    let hits: Vec<memd::recall::Hit> = (0..3)
+        .map(|i| memd::recall::Hit {
+            ts: ts.clone(),
+            query: format!("car {i}"),
+            id: volvo.clone(),
+            kind: "entry".into(),
+            rank: 1,
+        })
+        .collect();
+    memd::recall::append(&layout.recall_log(), &hits).unwrap();
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let lines = memd::memory_md::MemoryMd::read(&layout.memory_md())
+        .unwrap()
+        .lines();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0].entry_id, volvo);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_llm_client_retries_5xx_and_drops_response_format_when_refused() {
+    let server = scripted(|n, body| match n {
+        0 => Reply::Status(503),
+        _ if body.get("response_format").is_some() => {
+            Reply::Error(400, r#"{"error": "unknown field response_format"}"#.into())
+        }
+        _ => Reply::Json(chat("Here it is: {\"ok\": true} and some trailing words")),
+    })
+    .await;
+    let mut cfg = llm_config(&server.url).llm;
+    cfg.max_attempts = 3;
+    let client = memd::llm::Client::new(&cfg).unwrap();
+    let (reply, usage) = client
+        .chat(&[memd::llm::Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        memd::llm::extract_json(&reply).unwrap(),
+        json!({"ok": true})
+    );
+    assert_eq!(usage.prompt_tokens, 100);
+    let reqs = server.requests.lock().unwrap();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].get("response_format").is_none());
+    assert!(memd::llm::extract_json("no json here").is_err());
+    let fenced = "```json\n{\"ops\": [1]}\n```";
+    assert_eq!(
+        memd::llm::extract_json(fenced).unwrap(),
+        json!({"ops": [1]})
+    );
+}
+
+/// Every archive fact is in exactly one entry's sources, and behind the
+/// watermark.
+fn assert_every_fact_kept_once(layout: &Layout) {
+    let (facts, _) = archive::read_all(layout).unwrap();
+    let all = entries(layout);
+    let state = State::load(&layout.state_file()).unwrap();
+    for f in &facts {
+        let n = all.iter().filter(|e| sources(e).contains(&f.id)).count();
+        assert_eq!(
+            n, 1,
+            "fact {} ({}) is in {n} entries: {all:#?}",
+            f.id, f.text
+        );
+        assert!(state.is_done(f), "fact {} not behind the watermark", f.id);
+    }
+}
+
+fn temp_files(layout: &Layout) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in [layout.root.clone(), layout.consolidated_dir()] {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        if p.contains("You choose") {
+            let lines: Vec<_> = listed(&p, 'E')
+                .into_iter()
+                .map(|(a, t)| json!({"id": a, "line": t}))
+                .collect();
+            return Reply::Json(chat(json!({ "lines": lines }).to_string()));
+        }
+        Reply::Json(add_every_fact(body))
+    })
+    .await;
+    let url = server.url.clone();
+    tokio::task::spawn_blocking(move || {
+        for step in [
+            "planned",
+            "before-rename",
+            "entries-written",
+            "journal-written",
+            "state-written",
+            "memory-md-written",
+        ] {
+            let (_t, layout) = cli_dir(Some(&url));
+            add(
+                &layout,
+                "2026-11-19",
+                &["Grows tomatoes on the balcony", "Has two cats"],
+            );
+            add(
+                &layout,
+                "2026-11-20",
+                &["Works night shifts", "Grows tomatoes on the balcony"],
+            );
+            let memory_md_before = std::fs::read(layout.memory_md()).unwrap();
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memd"))
+                .arg("--dir")
+                .arg(&layout.root)
+                .args(["consolidate", "--force"])
+                .env("MEMD_PAUSE_AT", step)
+                .env_remove("MEMD_DIR")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let marker = layout.runtime_dir().join(format!("paused-at-{step}"));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while !marker.exists() {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "memd exited before {step}"
+                );
+                assert!(std::time::Instant::now() < deadline, "never reached {step}");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+
+            // Whatever was on disk is whole: the entries file is the old one
+            // (no entries) or the new one (all four facts), never a part.
+            let all = entries(&layout);
+            let in_file: usize = all.iter().map(|e| sources(e).len()).sum();
+            let written = !matches!(step, "planned" | "before-rename");
+            assert_eq!(
+                in_file,
+                if written { 4 } else { 0 },
+                "after a kill at {step}"
+            );
+            State::load(&layout.state_file()).unwrap();
+            memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+            if step != "memory-md-written" {
+                assert_eq!(std::fs::read(layout.memory_md()).unwrap(), memory_md_before);
+            }
+
+            let out = memd(&layout.root, &["consolidate", "--force"]);
+            assert!(out.status.success(), "after {step}: {}", stderr(&out));
+            assert_every_fact_kept_once(&layout);
+            assert_eq!(temp_files(&layout), Vec::<String>::new(), "after {step}");
+            let (_, bad) = memd::jsonl::read::<journal::Record>(&layout.journal_file()).unwrap();
+            assert!(bad.is_empty(), "journal damaged after {step}");
+            assert_eq!(
+                memd::memory_md::MemoryMd::read(&layout.memory_md())
+                    .unwrap()
+                    .lines()
+                    .len(),
+                3,
+                "after {step}"
+            );
+        }
+    })
+    .await
+    .unwrap();
 }

@@ -46,6 +46,8 @@ pub fn memory_dir() -> (tempfile::TempDir, memd::Layout) {
 pub enum Reply {
     Json(serde_json::Value),
     Status(u16),
+    /// An error status with a body.
+    Error(u16, String),
     /// Answer after a delay (to trigger client timeouts).
     Slow(std::time::Duration, serde_json::Value),
 }
@@ -83,6 +85,9 @@ where
                         "scripted failure",
                     )
                         .into_response(),
+                    Reply::Error(s, body) => {
+                        (axum::http::StatusCode::from_u16(s).unwrap(), body).into_response()
+                    }
                     Reply::Slow(d, v) => {
                         tokio::time::sleep(d).await;
                         axum::Json(v).into_response()
