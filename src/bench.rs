@@ -294,3 +294,115 @@ pub async fn reembed(
         speedup: whole / incremental,
     })
 }
+
+#[derive(Debug, Serialize)]
+pub struct ConsolidateReport {
+    pub embedder: String,
+    pub entries: usize,
+    pub facts: usize,
+    pub clusters: usize,
+    pub llm_calls: usize,
+    pub total_ms: f64,
+    /// Time spent waiting for the (instant, scripted) LLM.
+    pub llm_ms: f64,
+    pub outside_llm_ms: f64,
+    pub outside_llm_ms_per_1000_facts: f64,
+    pub prompt_tokens: u64,
+    pub prompt_tokens_per_fact: f64,
+}
+
+/// A chat endpoint on 127.0.0.1 that answers at once: every listed fact
+/// ADDed in one op. Returns its base URL.
+async fn instant_llm() -> Result<String> {
+    let app = axum::Router::new().fallback(axum::routing::post(
+        |axum::Json(body): axum::Json<serde_json::Value>| async move {
+            let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+            let facts: Vec<String> = prompt
+                .lines()
+                .filter_map(|l| {
+                    let alias = l.split(' ').next()?;
+                    let n = alias.strip_prefix('F')?;
+                    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                        .then(|| alias.to_string())
+                })
+                .collect();
+            let content = if prompt.contains("\"lines\"") {
+                serde_json::json!({"lines": [{"id": "E1", "line": "first"}]}).to_string()
+            } else {
+                serde_json::json!({"ops": [{"op": "ADD", "text": "merged", "from": facts}]})
+                    .to_string()
+            };
+            axum::Json(serde_json::json!({
+                "choices": [{"message": {"role": "assistant", "content": content}}]
+            }))
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(format!("http://{addr}/v1"))
+}
+
+/// One forced consolidation run of `facts` pending facts against `entries`
+/// existing entries, with an LLM that answers instantly, so what is timed
+/// is memd's own work: reading, neighbours, clustering, prompts,
+/// validation, apply, journal, state, promotion and the index update. The
+/// index is in step with the files before the run, as it is under the
+/// daemon.
+pub async fn consolidate(
+    parent: &Path,
+    entries: usize,
+    facts: usize,
+    mut config: crate::config::Config,
+) -> Result<ConsolidateReport> {
+    use crate::entries::Document;
+    let tmp = tempfile::tempdir_in(parent)?;
+    let layout = layout::init(tmp.path())?;
+    let mut doc = Document::parse(crate::entries::EMPTY_FILE);
+    for i in 0..entries {
+        let text = synthetic_fact(i);
+        let meta = doc.new_meta(&text, "2025-01-01", Vec::new());
+        doc.push(&text, meta);
+    }
+    doc.save(&layout.entries_file(), "2025-01-01")?;
+    // Facts that resemble entries (same topics, other wording).
+    let new: Vec<NewFact> = (0..facts)
+        .map(|i| NewFact {
+            text: synthetic_fact(i * 7 + 3).replace("User mentioned", "The user talked about"),
+            ..Default::default()
+        })
+        .collect();
+    archive::append(&layout, "2030-01-01", "00:00:00", &new)?;
+    config.llm.base_url = instant_llm().await?;
+    config.llm.model = "instant".into();
+    config.consolidation.concurrency = 1; // so LLM time and memd's time do not overlap
+    let index = crate::index::Index::open(&layout, &config).await?;
+    index.sync().await?;
+    let embedder = index.embedder().inner().id();
+    drop(index);
+    let r = crate::consolidate::run(
+        &layout,
+        &config,
+        crate::consolidate::Options {
+            force: true,
+            dry_run: false,
+        },
+    )
+    .await?;
+    let outside = r.total_ms - r.llm_ms;
+    Ok(ConsolidateReport {
+        embedder,
+        entries,
+        facts,
+        clusters: r.clusters,
+        llm_calls: r.llm_calls,
+        total_ms: r.total_ms,
+        llm_ms: r.llm_ms,
+        outside_llm_ms: outside,
+        outside_llm_ms_per_1000_facts: outside / facts.max(1) as f64 * 1000.0,
+        prompt_tokens: r.prompt_tokens,
+        prompt_tokens_per_fact: r.prompt_tokens as f64 / facts.max(1) as f64,
+    })
+}

@@ -319,7 +319,7 @@ impl Document {
 
     fn adopt_hand_written(&mut self, today: &str) -> Vec<String> {
         let mut adopted = Vec::new();
-        let mut ids: Vec<String> = self
+        let mut ids: std::collections::HashSet<String> = self
             .entries()
             .filter_map(|e| e.id().map(String::from))
             .collect();
@@ -327,8 +327,8 @@ impl Document {
             if let Block::Entry { entry, raw } = block
                 && entry.meta.is_none()
             {
-                let id = new_id(&entry.text, &ids);
-                ids.push(id.clone());
+                let id = new_id(&entry.text, |id| ids.contains(id));
+                ids.insert(id.clone());
                 entry.meta = Some(Meta {
                     id: id.clone(),
                     first_seen: today.to_string(),
@@ -387,12 +387,8 @@ impl Document {
 
     /// A fresh metadata record with a new unique id.
     pub fn new_meta(&self, text: &str, today: &str, sources: Vec<String>) -> Meta {
-        let ids: Vec<String> = self
-            .entries()
-            .filter_map(|e| e.id().map(String::from))
-            .collect();
         Meta {
-            id: new_id(text, &ids),
+            id: new_id(text, |id| self.get(id).is_some()),
             first_seen: today.to_string(),
             updated: today.to_string(),
             sources,
@@ -423,9 +419,9 @@ impl Document {
     }
 }
 
-/// A new entry id, unique within `taken` and, in practice, across time:
-/// the text, the clock and a process-wide counter all feed the hash.
-fn new_id(text: &str, taken: &[String]) -> String {
+/// A new entry id, not `taken` and, in practice, unique across time: the
+/// text, the clock and a process-wide counter all feed the hash.
+fn new_id(text: &str, taken: impl Fn(&str) -> bool) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -440,7 +436,7 @@ fn new_id(text: &str, taken: &[String]) -> String {
                 8
             )
         );
-        if !taken.contains(&id) {
+        if !taken(&id) {
             return id;
         }
     }

@@ -182,6 +182,20 @@ enum BenchCommand {
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
     },
+    /// Consolidation time outside the LLM (a scripted one that answers at
+    /// once), LLM calls per run and prompt tokens per fact.
+    Consolidate {
+        #[arg(long, default_value_t = 10000)]
+        entries: usize,
+        /// Pending facts per run.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        facts: Vec<usize>,
+        /// Embedder (default: lexical).
+        #[arg(long, default_value = "lexical")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
         #[arg(long, default_value_t = 1000)]
@@ -510,6 +524,22 @@ fn run(cli: Cli) -> Result<()> {
                     }
                     if appends > 0 {
                         let r = bench::reembed(&r#in, appends, embedder.clone()).await?;
+                        println!("{}", serde_json::to_string(&r)?);
+                    }
+                    anyhow::Ok(())
+                })
+            }
+            BenchCommand::Consolidate {
+                entries,
+                facts,
+                embedder,
+                r#in,
+            } => {
+                let mut config = Config::load(&dir)?;
+                config.embedder.kind = embedder_kind(&embedder)?;
+                runtime()?.block_on(async {
+                    for n in facts {
+                        let r = bench::consolidate(&r#in, entries, n, config.clone()).await?;
                         println!("{}", serde_json::to_string(&r)?);
                     }
                     anyhow::Ok(())

@@ -58,12 +58,15 @@ fn keyword_neighbours(texts: &[&str], seeds: &[usize], k: usize) -> Vec<Vec<(usi
     let n = texts.len() as f32;
     let idf = |df: usize| (1.0 + n / df as f32).ln();
     // A word in more than this many items links too much to mean anything.
-    let max_df = (texts.len() / 4).max(50);
+    let max_df = (texts.len() / 10).max(50);
+    // One dense score row, reset through the list of touched items: far
+    // cheaper than a map when common words touch thousands of items.
+    let mut scores = vec![0f32; texts.len()];
+    let mut touched: Vec<usize> = Vec::new();
     seeds
         .iter()
         .map(|&s| {
             let mut total = 0.0;
-            let mut scores: HashMap<usize, f32> = HashMap::new();
             for w in &docs[s] {
                 let list = &postings[w.as_str()];
                 let weight = idf(list.len());
@@ -72,15 +75,22 @@ fn keyword_neighbours(texts: &[&str], seeds: &[usize], k: usize) -> Vec<Vec<(usi
                     continue;
                 }
                 for &j in list {
-                    if j != s {
-                        *scores.entry(j).or_default() += weight;
+                    if scores[j] == 0.0 {
+                        touched.push(j);
                     }
+                    scores[j] += weight;
                 }
             }
-            let mut ranked: Vec<(usize, f32)> = scores
-                .into_iter()
-                .map(|(j, w)| (j, if total > 0.0 { w / total } else { 0.0 }))
+            scores[s] = 0.0;
+            let mut ranked: Vec<(usize, f32)> = touched
+                .iter()
+                .filter(|&&j| j != s)
+                .map(|&j| (j, if total > 0.0 { scores[j] / total } else { 0.0 }))
                 .collect();
+            for &j in &touched {
+                scores[j] = 0.0;
+            }
+            touched.clear();
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             ranked.truncate(k);
             ranked
@@ -136,7 +146,9 @@ pub fn clusters(
 ) -> Result<Vec<Vec<usize>>> {
     let k = p.neighbor_k;
     let by_vector = crate::embed::nearest(vectors, seeds, vectors.len(), k)?;
+    tracing::debug!("vector neighbours");
     let by_words = keyword_neighbours(texts, seeds, k);
+    tracing::debug!("word neighbours");
     let mut edges: Vec<(f32, usize, usize)> = Vec::new();
     for (i, &s) in seeds.iter().enumerate() {
         // Reciprocal-rank fusion of the two lists, then the best k.

@@ -408,6 +408,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
         }
     }
     report.pending_facts = pending.len();
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "read files");
     if !opts.force
         && let Some(why) = gate(&state, config, pending.len())
     {
@@ -446,6 +447,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
         }
     }
     let restatement_clusters = planned.len();
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "restatements");
 
     let mut index: Option<Index> = None;
     let mut llm_ms = 0.0;
@@ -469,12 +471,14 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
         }
         Judge::Llm(client) => {
             let idx = Index::open(layout, config).await?;
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "index opened");
             let snapshots: Vec<Snapshot> = doc
                 .entries()
                 .filter(|e| !e.text.trim().is_empty() && !tombstones.covers("", &e.text))
                 .filter_map(snapshot)
                 .collect();
             let clusters = gather(&idx, config, rest, snapshots).await?;
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "clustered");
             let template = prompts::load(layout, prompts::CONSOLIDATE)?;
             let budget = Mutex::new(config.consolidation.remove_budget);
             let calls = std::sync::atomic::AtomicUsize::new(0);
@@ -513,6 +517,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     }
     report.clusters = planned.len() - restatement_clusters;
     report.llm_ms = llm_ms;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "decided");
 
     for (i, p) in planned.iter().enumerate() {
         let (decision, ops, error) = match &p.decision {
@@ -561,6 +566,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     pause_point(layout, "planned");
     let applied = apply(layout, &planned, &today, &report.run_id)?;
     pause_point(layout, "entries-written");
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "applied");
     report.applied = applied.counts;
     report.skipped_hand_edited = applied.skipped;
     journal::append(&layout.journal_file(), &applied.records)?;
@@ -585,6 +591,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     state.save(&layout.state_file())?;
     report.facts_done = facts.iter().filter(|f| state.is_done(f)).count();
     pause_point(layout, "state-written");
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "state saved");
 
     let client = match &judge {
         Judge::Llm(c) => Some(c),
@@ -600,6 +607,7 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
             .push(format!("MEMORY.md not updated: {e:#}")),
     }
     pause_point(layout, "memory-md-written");
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "promoted");
 
     let synced = async {
         let idx = match index {
@@ -661,6 +669,7 @@ async fn gather(
         .embed(&texts)
         .await
         .context("embedding facts and entries to find their neighbours")?;
+    tracing::debug!(texts = texts.len(), "embedded");
     let n_groups = groups.len();
     let seeds: Vec<usize> = (0..n_groups)
         .chain(

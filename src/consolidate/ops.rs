@@ -268,7 +268,7 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
         };
         let text = field(raw, &["text", "content", "new_text"])
             .and_then(Value::as_str)
-            .map(|s| crate::entries::sanitize_text(s))
+            .map(crate::entries::sanitize_text)
             .unwrap_or_default();
         let target = |name: &str| -> Result<usize, String> {
             let t = field(raw, &[name])

@@ -86,20 +86,24 @@ pub fn nearest(
             .collect();
         let q = Tensor::from_vec(q, (block.len(), dim), &Device::Cpu)?;
         let sims: Vec<Vec<f32>> = q.matmul(&cand)?.to_vec2()?;
-        for (row, &qi) in sims.into_iter().zip(block) {
-            let mut scored: Vec<(usize, f32)> = row
-                .into_iter()
-                .enumerate()
-                .filter(|(j, _)| *j != qi)
-                .collect();
-            let cut = k.min(scored.len());
-            if cut > 0 && cut < scored.len() {
-                scored.select_nth_unstable_by(cut - 1, |a, b| b.1.total_cmp(&a.1));
-            }
-            scored.truncate(cut);
-            scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            out.push(scored);
+        for (row, &qi) in sims.iter().zip(block) {
+            out.push(top_k(row, k, qi));
         }
     }
     Ok(out)
+}
+
+/// The `k` best (index, score) of `scores` other than `skip`, best first
+/// (ties to the lower index), in one pass without sorting the row.
+pub fn top_k(scores: &[f32], k: usize, skip: usize) -> Vec<(usize, f32)> {
+    let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
+    for (j, &s) in scores.iter().enumerate() {
+        if j == skip || (best.len() == k && s <= best[k - 1].1) {
+            continue;
+        }
+        let at = best.partition_point(|&(_, b)| b >= s);
+        best.insert(at, (j, s));
+        best.truncate(k);
+    }
+    best
 }
