@@ -18,5 +18,10 @@ echo "== memory directory: $MEMD_DIR"
 echo "== search"
 "$memd" search "what coffee does the user like" -k 3
 "$memd" search "who is the user's manager" -k 3
+echo "== consolidate (built-in judge: no LLM configured)"
+"$memd" consolidate --force --dry-run
+"$memd" consolidate --force
+echo "== MEMORY.md"
+cat "$MEMD_DIR/MEMORY.md"
 echo "== status"
 "$memd" status

@@ -33,6 +33,16 @@
 //! | `.recall_log.jsonl`            | [`recall`]    |
 //! | `.consolidation_state.json`    | [`state`]     |
 //!
+//! Consolidation is [`consolidate`] (gate, pending facts, clusters from
+//! [`consolidate::cluster`], the judge's ops validated by
+//! [`consolidate::ops`], apply, watermark), asking an [`llm`] with the
+//! templates of [`prompts`] or, with no LLM configured, its built-in judge;
+//! it ends with [`promote`] (MEMORY.md) and an [`index`] sync. [`forget`]
+//! removes and tombstones an entry and reads lineage back from the journal.
+//! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search and
+//! is kept in step by [`watch`]; [`lock`] keeps two runs from writing the
+//! entries at once.
+//!
 //! Shared mechanics live in small helpers: [`layout`] knows where every file
 //! is and creates a directory, [`atomic`] replaces a file so that no reader
 //! ever sees half of it, [`jsonl`] reads and appends JSON-lines files
