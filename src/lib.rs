@@ -46,7 +46,8 @@
 //! Shared mechanics live in small helpers: [`layout`] knows where every file
 //! is and creates a directory, [`atomic`] replaces a file so that no reader
 //! ever sees half of it, [`jsonl`] reads and appends JSON-lines files
-//! tolerantly, [`text`] holds the normalisation and hashing every module must
+//! tolerantly, [`http`] POSTs JSON with retries for the embedder and the LLM
+//! client, [`text`] holds the normalisation and hashing every module must
 //! agree on. [`status`] gathers the read-only report behind `memd status`,
 //! and [`bench`] holds the benchmarks behind `memd bench`.
 
@@ -59,6 +60,7 @@ pub mod embed;
 pub mod entries;
 pub mod eval;
 pub mod forget;
+pub mod http;
 pub mod index;
 pub mod journal;
 pub mod jsonl;

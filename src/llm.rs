@@ -11,10 +11,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::config;
+use crate::http::Failure;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -112,13 +113,7 @@ impl Client {
     /// One completion. Network errors, timeouts, 429 and 5xx are retried
     /// with exponential backoff; other statuses fail at once.
     pub async fn chat(&self, messages: &[Message]) -> Result<(String, Usage)> {
-        let mut last_err = anyhow!("no attempt made");
-        let mut attempt = 0;
-        while attempt < self.max_attempts {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(250 << (attempt - 1).min(6))).await;
-            }
-            attempt += 1;
+        let resp = loop {
             let json_mode = self.json_mode.load(Ordering::Relaxed);
             let mut body = serde_json::json!({
                 "model": self.model,
@@ -128,62 +123,48 @@ impl Client {
             if json_mode {
                 body["response_format"] = serde_json::json!({"type": "json_object"});
             }
-            let mut req = self.http.post(&self.url).json(&body);
-            if let Some(k) = &self.api_key {
-                req = req.bearer_auth(k);
-            }
-            match req.send().await {
-                Ok(resp) if resp.status().is_success() => {
-                    let reply: Reply = resp.json().await.with_context(|| {
-                        format!(
-                            "{} returned a reply that is not a chat completion",
-                            self.url
-                        )
-                    })?;
-                    let usage = reply
-                        .usage
-                        .map(|u| Usage {
-                            prompt_tokens: u.prompt_tokens,
-                            completion_tokens: u.completion_tokens,
-                        })
-                        .unwrap_or_default();
-                    let content = reply
-                        .choices
-                        .into_iter()
-                        .next()
-                        .and_then(|c| c.message.content)
-                        .with_context(|| format!("{} returned no message", self.url))?;
-                    return Ok((content, usage));
-                }
-                Ok(resp) => {
-                    let status = resp.status();
-                    let text = resp.text().await.unwrap_or_default();
-                    last_err = anyhow!(
-                        "{} answered {status}: {}",
-                        self.url,
-                        text.chars().take(300).collect::<String>()
+            match crate::http::post_json(
+                &self.http,
+                &self.url,
+                self.api_key.as_deref(),
+                &body,
+                self.max_attempts,
+                "LLM",
+            )
+            .await
+            {
+                Ok(resp) => break resp,
+                Err(Failure::Status(s, text))
+                    if json_mode && s.as_u16() == 400 && text.contains("response_format") =>
+                {
+                    tracing::info!(
+                        "the LLM server does not take response_format; asking without it"
                     );
-                    if json_mode && status.as_u16() == 400 && text.contains("response_format") {
-                        tracing::info!(
-                            "the LLM server does not take response_format; asking without it"
-                        );
-                        self.json_mode.store(false, Ordering::Relaxed);
-                        attempt -= 1;
-                        continue;
-                    }
-                    if !(status.is_server_error() || status.as_u16() == 429) {
-                        return Err(last_err);
-                    }
+                    self.json_mode.store(false, Ordering::Relaxed);
                 }
-                Err(e) if e.is_timeout() => last_err = anyhow!("{} timed out: {e}", self.url),
-                Err(e) => last_err = anyhow!("cannot reach {}: {e}", self.url),
+                Err(f) => return Err(f.into_error(&self.url)),
             }
-            tracing::warn!(attempt, error = %last_err, "LLM request failed");
-        }
-        Err(last_err.context(format!(
-            "LLM request failed after {} attempts",
-            self.max_attempts
-        )))
+        };
+        let reply: Reply = resp.json().await.with_context(|| {
+            format!(
+                "{} returned a reply that is not a chat completion",
+                self.url
+            )
+        })?;
+        let usage = reply
+            .usage
+            .map(|u| Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+            })
+            .unwrap_or_default();
+        let content = reply
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .with_context(|| format!("{} returned no message", self.url))?;
+        Ok((content, usage))
     }
 }
 

@@ -108,6 +108,22 @@ struct Planned {
     failures: u32,
 }
 
+impl Planned {
+    /// A decision of the built-in judge: one op on one group of facts.
+    fn built_in(op: Op, group: Group, entry: Option<Snapshot>) -> Planned {
+        Planned {
+            decision: Decision::Ops(vec![op]),
+            cluster: Cluster {
+                groups: vec![group],
+                entries: entry.into_iter().collect(),
+            },
+            model: "built-in".into(),
+            prompt_hash: None,
+            failures: 0,
+        }
+    }
+}
+
 /// One cluster in the run report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterReport {
@@ -429,19 +445,11 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
         match by_text.get(&normalize(&g.text)) {
             Some(s) => {
                 report.restatements += g.ids.len();
-                planned.push(Planned {
-                    decision: Decision::Ops(vec![Op::Keep {
-                        target: s.id.clone(),
-                        from: g.ids.clone(),
-                    }]),
-                    cluster: Cluster {
-                        groups: vec![g],
-                        entries: vec![s.clone()],
-                    },
-                    model: "built-in".into(),
-                    prompt_hash: None,
-                    failures: 0,
-                });
+                let keep = Op::Keep {
+                    target: s.id.clone(),
+                    from: g.ids.clone(),
+                };
+                planned.push(Planned::built_in(keep, g, Some(s.clone())));
             }
             None => rest.push(g),
         }
@@ -454,19 +462,11 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     match &judge {
         Judge::BuiltIn => {
             for g in rest {
-                planned.push(Planned {
-                    decision: Decision::Ops(vec![Op::Add {
-                        text: g.text.clone(),
-                        from: g.ids.clone(),
-                    }]),
-                    cluster: Cluster {
-                        groups: vec![g],
-                        entries: Vec::new(),
-                    },
-                    model: "built-in".into(),
-                    prompt_hash: None,
-                    failures: 0,
-                });
+                let add = Op::Add {
+                    text: g.text.clone(),
+                    from: g.ids.clone(),
+                };
+                planned.push(Planned::built_in(add, g, None));
             }
         }
         Judge::Llm(client) => {

@@ -129,20 +129,20 @@ impl Aliases {
     }
 
     fn fact(&self, s: &str) -> Option<usize> {
-        let s = s.trim();
-        self.facts
-            .get(&s.to_uppercase())
-            .or_else(|| self.facts.get(&s.to_lowercase()))
-            .copied()
+        lookup(&self.facts, s)
     }
 
     fn entry(&self, s: &str) -> Option<usize> {
-        let s = s.trim();
-        self.entries
-            .get(&s.to_uppercase())
-            .or_else(|| self.entries.get(&s.to_lowercase()))
-            .copied()
+        lookup(&self.entries, s)
     }
+}
+
+/// An alias (`F1`, `f1`) or an id (any case) in `map`.
+fn lookup(map: &HashMap<String, usize>, s: &str) -> Option<usize> {
+    let s = s.trim();
+    map.get(&s.to_uppercase())
+        .or_else(|| map.get(&s.to_lowercase()))
+        .copied()
 }
 
 /// The entries and facts as the prompt lists them.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
@@ -56,62 +56,39 @@ impl OpenAi {
 
     async fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let body = serde_json::json!({ "model": self.model, "input": texts });
-        let mut last_err = anyhow!("no attempt made");
-        for attempt in 0..self.max_attempts {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 << (attempt - 1).min(6))).await;
-            }
-            let mut req = self.client.post(&self.url).json(&body);
-            if let Some(k) = &self.api_key {
-                req = req.bearer_auth(k);
-            }
-            match req.send().await {
-                Ok(resp) if resp.status().is_success() => {
-                    let reply: Reply = resp.json().await.with_context(|| {
-                        format!(
-                            "{} returned a reply that is not an embeddings response",
-                            self.url
-                        )
-                    })?;
-                    let mut items = reply.data;
-                    if items.len() != texts.len() {
-                        bail!(
-                            "{} returned {} embeddings for {} texts",
-                            self.url,
-                            items.len(),
-                            texts.len()
-                        );
-                    }
-                    items.sort_by_key(|i| i.index);
-                    return Ok(items
-                        .into_iter()
-                        .map(|mut i| {
-                            normalize(&mut i.embedding);
-                            i.embedding
-                        })
-                        .collect());
-                }
-                Ok(resp) => {
-                    let status = resp.status();
-                    let text = resp.text().await.unwrap_or_default();
-                    last_err = anyhow!(
-                        "{} answered {status}: {}",
-                        self.url,
-                        text.chars().take(300).collect::<String>()
-                    );
-                    if !(status.is_server_error() || status.as_u16() == 429) {
-                        return Err(last_err);
-                    }
-                }
-                Err(e) if e.is_timeout() => last_err = anyhow!("{} timed out: {e}", self.url),
-                Err(e) => last_err = anyhow!("cannot reach {}: {e}", self.url),
-            }
-            tracing::warn!(attempt = attempt + 1, error = %last_err, "embedding request failed");
+        let resp = crate::http::post_json(
+            &self.client,
+            &self.url,
+            self.api_key.as_deref(),
+            &body,
+            self.max_attempts,
+            "embedding",
+        )
+        .await
+        .map_err(|f| f.into_error(&self.url))?;
+        let reply: Reply = resp.json().await.with_context(|| {
+            format!(
+                "{} returned a reply that is not an embeddings response",
+                self.url
+            )
+        })?;
+        let mut items = reply.data;
+        if items.len() != texts.len() {
+            bail!(
+                "{} returned {} embeddings for {} texts",
+                self.url,
+                items.len(),
+                texts.len()
+            );
         }
-        Err(last_err.context(format!(
-            "embedding failed after {} attempts",
-            self.max_attempts
-        )))
+        items.sort_by_key(|i| i.index);
+        Ok(items
+            .into_iter()
+            .map(|mut i| {
+                normalize(&mut i.embedding);
+                i.embedding
+            })
+            .collect())
     }
 }
 

@@ -81,12 +81,8 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     );
     let server = scripted(|n, body| {
         let p = prompt_of(body);
-        if n == 0 || p.contains("You choose what an AI agent") {
-            return Reply::Json(if p.contains("You choose") {
-                chat(r#"{"lines": []}"#)
-            } else {
-                add_every_fact(body)
-            });
+        if n == 0 || is_promotion(body) {
+            return faithful(body);
         }
         let entry = alias_of(&p, 'E', "Google").expect("the Google entry is in the cluster");
         let fact = alias_of(&p, 'F', "Microsoft").expect("the new fact is in the cluster");
@@ -162,8 +158,8 @@ async fn three_phrasings_become_one_entry_with_three_sources() {
     );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
-        if p.contains("You choose") {
-            return Reply::Json(chat(r#"{"lines": []}"#));
+        if is_promotion(body) {
+            return faithful(body);
         }
         let facts: Vec<String> = listed(&p, 'F').into_iter().map(|(a, _)| a).collect();
         Reply::Json(chat(
@@ -191,7 +187,7 @@ async fn a_correction_leaves_no_stale_value() {
     add(&layout, "2026-11-18", &["The user's manager is called Jon"]);
     let server = scripted(|n, body| {
         let p = prompt_of(body);
-        if p.contains("You choose") {
+        if is_promotion(body) {
             let e = alias_of(&p, 'E', "manager").unwrap();
             return Reply::Json(chat(
                 json!({"lines": [{"id": e, "line": "Manager: John"}]}).to_string(),
@@ -240,14 +236,7 @@ async fn a_fact_touching_two_topics_stays_one_entry() {
         "2026-11-18",
         &["Works at Microsoft", "Has a dog named Rex"],
     );
-    let server = scripted(|_, body| {
-        let p = prompt_of(body);
-        if p.contains("You choose") {
-            return Reply::Json(chat(r#"{"lines": []}"#));
-        }
-        Reply::Json(add_every_fact(body))
-    })
-    .await;
+    let server = scripted(|_, body| faithful(body)).await;
     let config = llm_config(&server.url);
     consolidate::run(&layout, &config, FORCE).await.unwrap();
     let both = add(
@@ -345,8 +334,8 @@ async fn an_always_invalid_cluster_is_held_back_then_added_verbatim() {
     );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
-        if p.contains("You choose") {
-            return Reply::Json(chat(r#"{"lines": []}"#));
+        if is_promotion(body) {
+            return faithful(body);
         }
         if p.contains("borrow checker") {
             // Fenced and chatty, and it forgets the fact: invalid every time.
@@ -398,8 +387,8 @@ async fn a_hand_edit_during_the_llm_call_is_kept() {
     let path = layout.entries_file();
     let server = scripted(move |n, body| {
         let p = prompt_of(body);
-        if p.contains("You choose") {
-            return Reply::Json(chat(r#"{"lines": []}"#));
+        if is_promotion(body) {
+            return faithful(body);
         }
         if n == 0 {
             return Reply::Json(add_every_fact(body));
@@ -450,8 +439,8 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
     );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
-        if p.contains("You choose") {
-            return Reply::Json(chat(r#"{"lines": []}"#));
+        if is_promotion(body) {
+            return faithful(body);
         }
         if !p.contains("previous instructions") {
             return Reply::Json(add_every_fact(body));
@@ -640,18 +629,7 @@ fn a_forgotten_fact_never_comes_back() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reindex_clear_reproduces_the_index_after_consolidation() {
-    let server = scripted(|_, body| {
-        let p = prompt_of(body);
-        if p.contains("You choose") {
-            let lines: Vec<_> = listed(&p, 'E')
-                .into_iter()
-                .map(|(a, t)| json!({"id": a, "line": t}))
-                .collect();
-            return Reply::Json(chat(json!({ "lines": lines }).to_string()));
-        }
-        Reply::Json(add_every_fact(body))
-    })
-    .await;
+    let server = scripted(|_, body| faithful(body)).await;
     let (_t, layout) = cli_dir(Some(&server.url));
     add(
         &layout,
@@ -756,8 +734,8 @@ async fn dry_run_prints_the_plan_and_changes_nothing() {
 async fn promotion_by_llm_keeps_real_entries_pinned_first_and_the_cap() {
     let server = scripted(|_, body| {
         let p = prompt_of(body);
-        if !p.contains("You choose") {
-            return Reply::Json(add_every_fact(body));
+        if !is_promotion(body) {
+            return faithful(body);
         }
         // Made-up ids, a duplicate, then real ones; the pinned entry left out.
         let mut lines = vec![
@@ -913,18 +891,7 @@ fn temp_files(layout: &Layout) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
-    let server = scripted(|_, body| {
-        let p = prompt_of(body);
-        if p.contains("You choose") {
-            let lines: Vec<_> = listed(&p, 'E')
-                .into_iter()
-                .map(|(a, t)| json!({"id": a, "line": t}))
-                .collect();
-            return Reply::Json(chat(json!({ "lines": lines }).to_string()));
-        }
-        Reply::Json(add_every_fact(body))
-    })
-    .await;
+    let server = scripted(|_, body| faithful(body)).await;
     let url = server.url.clone();
     tokio::task::spawn_blocking(move || {
         for step in [

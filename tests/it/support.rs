@@ -203,3 +203,27 @@ pub fn add_every_fact(body: &serde_json::Value) -> serde_json::Value {
         .collect();
     chat(serde_json::json!({ "ops": ops }).to_string())
 }
+
+/// Whether a chat request is a promotion (not a consolidation) prompt.
+pub fn is_promotion(body: &serde_json::Value) -> bool {
+    prompt_of(body).contains("You choose what an AI agent")
+}
+
+/// A promotion reply that promotes every listed entry as it is.
+pub fn promote_every_entry(body: &serde_json::Value) -> serde_json::Value {
+    let lines: Vec<serde_json::Value> = listed(&prompt_of(body), 'E')
+        .into_iter()
+        .map(|(a, t)| serde_json::json!({"id": a, "line": t}))
+        .collect();
+    chat(serde_json::json!({ "lines": lines }).to_string())
+}
+
+/// The judge of tests about something else than its decisions: every fact
+/// ADDed as it is, every entry promoted.
+pub fn faithful(body: &serde_json::Value) -> Reply {
+    Reply::Json(if is_promotion(body) {
+        promote_every_entry(body)
+    } else {
+        add_every_fact(body)
+    })
+}
