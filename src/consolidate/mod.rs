@@ -379,7 +379,11 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     let mut report = Report {
         run_id: new_run_id(),
         dry_run: opts.dry_run,
-        judge: Judge::describe(config),
+        judge: if config.llm.configured() {
+            format!("llm {}", config.llm.model)
+        } else {
+            "built-in judge".into()
+        },
         ..Default::default()
     };
     if !opts.dry_run {
