@@ -23,7 +23,7 @@ use crate::tombstones::{self, Tombstone, Tombstones};
 use crate::{Layout, consolidate};
 
 /// Something that can be forgotten.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Candidate {
     /// `entry` or `fact` (a fact not yet consolidated).
     pub kind: String,

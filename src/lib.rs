@@ -51,11 +51,13 @@
 //! agree on. [`status`] gathers the read-only report behind `memd status`,
 //! and [`bench`] holds the benchmarks behind `memd bench`.
 
+pub mod api;
 pub mod archive;
 pub mod atomic;
 pub mod bench;
 pub mod config;
 pub mod consolidate;
+pub mod daemon;
 pub mod embed;
 pub mod entries;
 pub mod eval;
@@ -67,10 +69,12 @@ pub mod jsonl;
 pub mod layout;
 pub mod llm;
 pub mod lock;
+pub mod mcp;
 pub mod memory_md;
 pub mod promote;
 pub mod prompts;
 pub mod recall;
+pub mod service;
 pub mod state;
 pub mod status;
 pub mod text;

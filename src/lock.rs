@@ -15,9 +15,10 @@ pub struct Guard {
     _file: File,
 }
 
-/// Take the lock at `path` without waiting. `what` names the holder in the
-/// error, which also gives the pid written by the process that holds it.
-pub fn try_lock(path: &Path, what: &str) -> Result<Guard> {
+/// Take the lock at `path` without waiting; `None` when another process (or
+/// another handle in this one) holds it. The holder's pid is written into
+/// the file.
+pub fn try_lock(path: &Path) -> Result<Option<Guard>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -31,13 +32,40 @@ pub fn try_lock(path: &Path, what: &str) -> Result<Guard> {
     let locked = FileExt::try_lock_exclusive(&file)
         .with_context(|| format!("locking {}", path.display()))?;
     if !locked {
-        let holder = std::fs::read_to_string(path).unwrap_or_default();
-        bail!(
-            "{what} is already running (pid {}); try again when it has finished",
-            holder.trim()
-        );
+        return Ok(None);
     }
     file.set_len(0)?;
     write!(file, "{}", std::process::id())?;
-    Ok(Guard { _file: file })
+    Ok(Some(Guard { _file: file }))
+}
+
+/// [`try_lock`], with an error naming the holder's pid when it is held.
+/// `what` names the holder.
+pub fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
+    match try_lock(path)? {
+        Some(g) => Ok(g),
+        None => {
+            let holder = std::fs::read_to_string(path).unwrap_or_default();
+            bail!(
+                "{what} is already running (pid {}); try again when it has finished",
+                holder.trim()
+            )
+        }
+    }
+}
+
+/// Whether some process holds the lock at `path` (probed with a shared
+/// lock, released at once; the file is not touched).
+pub fn is_held(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    match FileExt::try_lock_shared(&file) {
+        Ok(true) => {
+            let _ = FileExt::unlock(&file);
+            false
+        }
+        Ok(false) => true,
+        Err(_) => false,
+    }
 }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use memd::archive::{self, NewFact};
 use memd::config::Config;
 use memd::index::Index;
+use memd::service::Backend;
 use memd::{Layout, bench, layout, status};
 
 /// For each appended fact, the existing entries most like it.
@@ -20,7 +21,10 @@ fn similar_entries(
     let config = Config::load(&layout.root)?;
     runtime()?.block_on(async {
         let index = Index::open(layout, &config).await?;
-        index.sync().await?;
+        // A running daemon owns the index (and syncs it): read only.
+        if memd::daemon::running(layout).is_none() {
+            index.sync().await?;
+        }
         let mut out = Vec::new();
         for a in appended {
             out.push(index.similar_entries(&a.text, 3).await?);
@@ -138,6 +142,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the daemon for this directory: watcher, consolidation loop,
+    /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
+    Serve {
+        /// Address to listen on (default: [server] listen, 127.0.0.1:7437).
+        /// A non-loopback address needs MEMD_TOKEN.
+        #[arg(long)]
+        listen: Option<String>,
+    },
+    /// A Model Context Protocol server on stdin/stdout (tools: remember,
+    /// recall, forget, core_memory, consolidate).
+    Mcp,
     /// Measure memory quality on the public evaluation data.
     Eval {
         #[command(subcommand)]
@@ -322,11 +337,8 @@ fn run(cli: Cli) -> Result<()> {
             let layout = Layout::open(&dir)?;
             let config = Config::load(&layout.root)?;
             let k = k.unwrap_or(config.search.default_k as usize);
-            let hits = runtime()?.block_on(async {
-                let index = Index::open(&layout, &config).await?;
-                index.sync().await?;
-                index.search(&query, k).await
-            })?;
+            let backend = Backend::for_dir(&layout);
+            let hits = runtime()?.block_on(backend.search(&layout, &config, &query, k))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&hits)?);
             } else if hits.is_empty() {
@@ -351,7 +363,11 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let layout = Layout::open(&dir)?;
             let config = Config::load(&layout.root)?;
-            let report = runtime()?.block_on(memd::consolidate::run(
+            let backend = Backend::for_dir(&layout);
+            if let Some(via) = backend.describe() {
+                eprintln!("memd: {via}");
+            }
+            let report = runtime()?.block_on(backend.consolidate(
                 &layout,
                 &config,
                 memd::consolidate::Options { force, dry_run },
@@ -386,21 +402,17 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 (None, None) => bail!("give an id to forget, or --match TEXT to list candidates"),
             };
+            let config = Config::load(&layout.root)?;
+            let backend = Backend::for_dir(&layout);
+            let rt = runtime()?;
             for id in ids {
-                let gone = memd::forget::forget(&layout, &id)?;
+                let gone = rt.block_on(backend.forget(&layout, &config, &id))?;
                 println!(
                     "forgot {} {}: {}",
                     gone.kind,
                     gone.id,
                     gone.text.replace('\n', " ")
                 );
-            }
-            // The files are what counts; the index catches up now if it can.
-            let config = Config::load(&layout.root)?;
-            if let Err(e) =
-                runtime()?.block_on(async { Index::open(&layout, &config).await?.sync().await })
-            {
-                tracing::warn!("index not updated yet: {e:#}");
             }
             Ok(())
         }
@@ -421,15 +433,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Reindex { clear } => {
             let layout = Layout::open(&dir)?;
             let config = Config::load(&layout.root)?;
-            let report = runtime()?.block_on(async {
-                if clear {
-                    Index::clear(&layout)?;
-                }
-                let index = Index::open(&layout, &config).await?;
-                let report = index.sync().await?;
-                let rows = index.ids().await?.len();
-                anyhow::Ok((report, rows))
-            })?;
+            let backend = Backend::for_dir(&layout);
+            if let Some(via) = backend.describe() {
+                eprintln!("memd: {via}");
+            }
+            let report = runtime()?.block_on(backend.reindex(&layout, &config, clear))?;
             println!(
                 "{} files checked, {} synced, {} rows added, {} deleted; {} rows in the index",
                 report.0.files_checked,
@@ -440,8 +448,25 @@ fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Serve { listen } => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            runtime()?.block_on(memd::daemon::serve(layout, config, listen))
+        }
+        Command::Mcp => {
+            let layout = Layout::open(&dir)?;
+            let config = Config::load(&layout.root)?;
+            runtime()?.block_on(memd::mcp::serve_stdio(layout, config))
+        }
         Command::Watch { reconcile_seconds } => {
             let layout = Layout::open(&dir)?;
+            if let Some(d) = memd::daemon::running(&layout) {
+                bail!(
+                    "the daemon (pid {}, {}) already watches this directory",
+                    d.pid,
+                    d.listen
+                );
+            }
             let config = Config::load(&layout.root)?;
             runtime()?.block_on(async {
                 let index = Index::open(&layout, &config).await?;

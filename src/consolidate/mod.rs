@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, Fact};
 use crate::config::Config;
@@ -125,7 +125,7 @@ impl Planned {
 }
 
 /// One cluster in the run report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterReport {
     pub facts: Vec<String>,
     pub entries: Vec<String>,
@@ -138,7 +138,7 @@ pub struct ClusterReport {
     pub diff: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Counts {
     pub add: usize,
     pub replace: usize,
@@ -146,7 +146,8 @@ pub struct Counts {
     pub keep: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
     pub run_id: String,
     pub dry_run: bool,
@@ -249,7 +250,7 @@ impl Report {
 
 /// The lock every writer of the entries file holds (consolidation, forget).
 pub fn lock(layout: &Layout) -> Result<lock::Guard> {
-    lock::try_lock(
+    lock::lock_or_explain(
         &layout.runtime_dir().join("consolidate.lock"),
         "a consolidation (or forget) in this memory directory",
     )
@@ -372,6 +373,17 @@ fn snapshot(e: &crate::entries::Entry) -> Option<Snapshot> {
 /// Run consolidation once. The same function serves `memd consolidate` and
 /// the daemon's loop.
 pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Report> {
+    run_with(layout, config, opts, None).await
+}
+
+/// [`run`] with the index of the process that owns it (the daemon), so
+/// that one process never syncs one table through two handles.
+pub async fn run_with(
+    layout: &Layout,
+    config: &Config,
+    opts: Options,
+    shared: Option<&Index>,
+) -> Result<Report> {
     let _lock = lock(layout)?;
     let started = Instant::now();
     let today = today();
@@ -474,7 +486,10 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
             }
         }
         Judge::Llm(client) => {
-            let idx = Index::open(layout, config).await?;
+            if shared.is_none() {
+                index = Some(Index::open(layout, config).await?);
+            }
+            let idx = shared.or(index.as_ref()).expect("an index");
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "index opened");
             let snapshots: Vec<Snapshot> = doc
                 .entries()
@@ -516,7 +531,6 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
             report.llm_calls = calls.into_inner();
             report.prompt_tokens = tokens.into_inner();
             llm_ms = spent.into_inner().unwrap().as_secs_f64() * 1000.0;
-            index = Some(idx);
         }
     }
     report.clusters = planned.len() - restatement_clusters;
@@ -614,11 +628,10 @@ pub async fn run(layout: &Layout, config: &Config, opts: Options) -> Result<Repo
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "promoted");
 
     let synced = async {
-        let idx = match index {
-            Some(i) => i,
-            None => Index::open(layout, config).await?,
-        };
-        idx.sync().await
+        if let Some(i) = shared.or(index.as_ref()) {
+            return i.sync().await;
+        }
+        Index::open(layout, config).await?.sync().await
     };
     if let Err(e) = synced.await {
         report.warnings.push(format!(

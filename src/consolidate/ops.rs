@@ -55,7 +55,7 @@ impl Cluster {
 }
 
 /// One operation, with real ids.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "op", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Op {
     Add {

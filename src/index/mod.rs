@@ -88,7 +88,7 @@ struct Meta {
 }
 
 /// What one sync did.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct SyncReport {
     pub files_checked: usize,
     pub files_synced: usize,
@@ -102,6 +102,9 @@ pub struct Index {
     embedder: Cached,
     dim: usize,
     config: Config,
+    /// One sync at a time per handle: the watcher, the API and the
+    /// consolidation loop of the daemon share one index.
+    sync_lock: tokio::sync::Mutex<()>,
 }
 
 fn schema(dim: usize) -> SchemaRef {
@@ -184,6 +187,7 @@ impl Index {
             embedder,
             dim,
             config: config.clone(),
+            sync_lock: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -202,6 +206,7 @@ impl Index {
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
+        let _one = self.sync_lock.lock().await;
         let mut report = SyncReport::default();
         let mut fingerprints = synced_fingerprints(&self.layout);
         let current = source_fingerprints(&self.layout)?;
@@ -400,6 +405,28 @@ impl Index {
             .await?;
         self.table.add(batch).execute().await?;
         Ok(texts.len())
+    }
+
+    /// Empty the table and forget every file's fingerprint, so the next sync
+    /// rebuilds everything (`reindex --clear` while the daemon holds the
+    /// table open; the embedding cache keeps it cheap).
+    pub async fn reset(&self) -> Result<()> {
+        let _one = self.sync_lock.lock().await;
+        self.table.delete("true").await?;
+        match std::fs::remove_file(files_path(&self.layout)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Compact small fragments and fold new rows into the indices (the
+    /// daemon runs this in the background now and then).
+    pub async fn optimize(&self) -> Result<()> {
+        let _one = self.sync_lock.lock().await;
+        self.table
+            .optimize(lancedb::table::OptimizeAction::All)
+            .await?;
+        Ok(())
     }
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).

@@ -23,7 +23,7 @@ use crate::tombstones::Tombstones;
 /// so that agreement between the two lists outweighs a single first place.
 const RRF_K: f32 = 60.0;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Hit {
     pub id: String,
     pub kind: String,

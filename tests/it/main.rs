@@ -6,6 +6,7 @@ mod archive;
 mod cli;
 mod config;
 mod consolidate;
+mod daemon;
 mod entries;
 mod formats;
 mod index;

@@ -1,0 +1,301 @@
+//! The daemon's HTTP API (axum, JSON). Every route is a thin call into the
+//! library; every write is a file write.
+//!
+//! | route                              | does                                |
+//! |------------------------------------|-------------------------------------|
+//! | `POST /v1/facts`                   | append facts (`text` or `texts`)    |
+//! | `GET /v1/search?q=&k=`             | hybrid search (logged as recall)    |
+//! | `POST /v1/consolidate`             | `{force?, dry_run?}` → run report   |
+//! | `POST /v1/reindex`                 | `{clear?}` → sync report            |
+//! | `DELETE /v1/entries/{id}`          | forget                              |
+//! | `GET /v1/entries/{id}/history`     | journal lineage                     |
+//! | `GET /v1/memory`                   | `MEMORY.md`, as the agent's prompt  |
+//! | `GET /v1/status`, `GET /healthz`   | status report, liveness             |
+//!
+//! With a token set, every route needs `Authorization: Bearer <token>`.
+//! Errors are `{"error": "..."}` with a 4xx or 5xx status. Bodies are capped
+//! at [`MAX_BODY`]. No request names a path: ids are looked up among
+//! entries and facts, never joined onto the file system.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::archive::{self, NewFact};
+use crate::config::Config;
+use crate::index::Index;
+use crate::{Layout, consolidate, forget};
+
+/// Largest request body accepted (bytes).
+pub const MAX_BODY: usize = 1 << 20;
+
+pub struct State {
+    pub layout: Layout,
+    pub config: Config,
+    pub index: Arc<Index>,
+    pub token: Option<String>,
+    /// Turns true at shutdown: long requests give up.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+type Shared = Arc<State>;
+
+pub struct ApiError(StatusCode, String);
+
+impl ApiError {
+    fn bad(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, msg.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> ApiError {
+        let msg = format!("{e:#}");
+        let status = if msg.contains("already running") {
+            StatusCode::CONFLICT
+        } else if e.downcast_ref::<archive::InvalidFact>().is_some() {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        ApiError(status, msg)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        ApiError(r.status(), r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> ApiError {
+        ApiError::bad(r.body_text())
+    }
+}
+
+type Reply = Result<Response, ApiError>;
+
+fn ok(v: impl serde::Serialize) -> Reply {
+    Ok(Json(v).into_response())
+}
+
+pub fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
+        .route("/v1/facts", post(add_facts))
+        .route("/v1/search", get(search))
+        .route("/v1/consolidate", post(consolidate))
+        .route("/v1/reindex", post(reindex))
+        .route("/v1/entries/{id}", delete(forget_entry))
+        .route("/v1/entries/{id}/history", get(history))
+        .route("/v1/memory", get(memory))
+        .route("/v1/status", get(status))
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth))
+        .with_state(state)
+}
+
+async fn auth(
+    axum::extract::State(state): axum::extract::State<Shared>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if let Some(token) = &state.token {
+        let sent = req
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if sent != Some(token.as_str()) {
+            return ApiError(
+                StatusCode::UNAUTHORIZED,
+                "this daemon needs `Authorization: Bearer <MEMD_TOKEN>`".into(),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactsBody {
+    text: Option<String>,
+    texts: Option<Vec<String>>,
+    category: Option<String>,
+    session: Option<String>,
+    key: Option<String>,
+}
+
+async fn add_facts(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    body: Result<Json<FactsBody>, JsonRejection>,
+) -> Reply {
+    let Json(b) = body?;
+    let (texts, many) = match (b.text, b.texts) {
+        (Some(t), None) => (vec![t], false),
+        (None, Some(ts)) if !ts.is_empty() => (ts, true),
+        _ => {
+            return Err(ApiError::bad(
+                "give either \"text\" or a non-empty \"texts\"",
+            ));
+        }
+    };
+    let facts: Vec<NewFact> = texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| NewFact {
+            text,
+            category: b.category.clone(),
+            session: b.session.clone(),
+            key: b.key.as_ref().map(|k| {
+                if many {
+                    format!("{k}#{}", i + 1)
+                } else {
+                    k.clone()
+                }
+            }),
+        })
+        .collect();
+    let now = chrono::Local::now();
+    let layout = s.layout.clone();
+    let appended = tokio::task::spawn_blocking(move || {
+        archive::append(
+            &layout,
+            &now.format("%Y-%m-%d").to_string(),
+            &now.format("%H:%M:%S").to_string(),
+            &facts,
+        )
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("append task failed: {e}"))??;
+    let ids: Vec<&str> = appended.iter().map(|a| a.id.as_str()).collect();
+    ok(json!({ "ids": ids, "facts": appended }))
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    q: Option<String>,
+    k: Option<usize>,
+}
+
+async fn search(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    query: Result<Query<SearchQuery>, QueryRejection>,
+) -> Reply {
+    let Query(q) = query?;
+    let text =
+        q.q.filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| ApiError::bad("q is required"))?;
+    let k =
+        q.k.unwrap_or(s.config.search.default_k as usize)
+            .clamp(1, 100);
+    s.index.sync().await?;
+    ok(s.index.search(&text, k).await?)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct ConsolidateBody {
+    force: bool,
+    dry_run: bool,
+}
+
+async fn consolidate(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    body: Option<Json<ConsolidateBody>>,
+) -> Reply {
+    let b = body.map(|Json(b)| b).unwrap_or_default();
+    let opts = consolidate::Options {
+        force: b.force,
+        dry_run: b.dry_run,
+    };
+    let run = consolidate::run_with(&s.layout, &s.config, opts, Some(&s.index));
+    tokio::select! {
+        r = run => ok(r?),
+        _ = crate::daemon::stopped(s.stop.clone()) => Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the daemon is shutting down; the run was stopped before writing and its facts stay pending".into(),
+        )),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct ReindexBody {
+    clear: bool,
+}
+
+async fn reindex(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    body: Option<Json<ReindexBody>>,
+) -> Reply {
+    let b = body.map(|Json(b)| b).unwrap_or_default();
+    if b.clear {
+        s.index.reset().await?;
+    }
+    let report = s.index.sync().await?;
+    let rows = s.index.ids().await?.len();
+    ok(json!({ "report": report, "rows": rows }))
+}
+
+async fn forget_entry(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    Path(id): Path<String>,
+) -> Reply {
+    let layout = s.layout.clone();
+    let gone = tokio::task::spawn_blocking(move || forget::forget(&layout, &id))
+        .await
+        .map_err(|e| anyhow::anyhow!("forget task failed: {e}"))?
+        .map_err(|e| {
+            let msg = format!("{e:#}");
+            if msg.contains("no entry or archive fact") {
+                ApiError(StatusCode::NOT_FOUND, msg)
+            } else {
+                ApiError::from(e)
+            }
+        })?;
+    if let Err(e) = s.index.sync().await {
+        tracing::warn!("index not updated after forget: {e:#}");
+    }
+    ok(gone)
+}
+
+async fn history(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    Path(id): Path<String>,
+) -> Reply {
+    ok(forget::history(&s.layout, &id)?)
+}
+
+async fn memory(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
+    let text = std::fs::read_to_string(s.layout.memory_md()).unwrap_or_default();
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/markdown; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
+async fn status(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
+    ok(crate::status::gather(&s.layout, &s.config)?)
+}

@@ -1,0 +1,225 @@
+//! `memd mcp`: a Model Context Protocol server over stdio, so an agent
+//! (Claude Desktop, Cursor, any MCP client) can use memd as tools.
+//!
+//! The protocol part is small enough to keep here rather than take a
+//! framework: newline-delimited JSON-RPC 2.0 on stdin/stdout, the methods
+//! `initialize`, `ping`, `tools/list` and `tools/call`, notifications
+//! ignored. Logs go to stderr, never stdout. The tools call
+//! [`crate::service`], so they go through the daemon when one runs.
+//!
+//! Tools: `remember` {text, category?, session?}, `recall` {query, k?},
+//! `forget` {id}, `core_memory` {}, `consolidate` {force?}.
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::archive::{self, NewFact};
+use crate::config::Config;
+use crate::service::Backend;
+use crate::{Layout, consolidate};
+
+/// The protocol version answered when the client asks for none we know.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
+
+fn tools() -> Value {
+    json!([
+        {
+            "name": "remember",
+            "description": "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The fact, one line"},
+                    "category": {"type": "string", "description": "Optional category, e.g. preference"},
+                    "session": {"type": "string", "description": "Optional session id"}
+                },
+                "required": ["text"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": "recall",
+            "description": "Search long-term memory (facts and consolidated entries) by meaning and keywords.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many results (default 8)"}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": "forget",
+            "description": "Forget an entry (e-…) or a pending fact (DAY#HASH) for good; it will not come back.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": "core_memory",
+            "description": "The always-relevant memory (MEMORY.md) to keep in mind for this conversation.",
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}
+        },
+        {
+            "name": "consolidate",
+            "description": "Fold recently remembered facts into the consolidated memory now.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"force": {"type": "boolean", "description": "Skip the time and volume gate"}},
+                "additionalProperties": false
+            }
+        }
+    ])
+}
+
+fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .with_context(|| format!("argument {name:?} (a string) is required"))
+}
+
+fn opt_str(args: &Value, name: &str) -> Option<String> {
+    args.get(name).and_then(Value::as_str).map(String::from)
+}
+
+/// Run one tool; its text result.
+async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -> Result<String> {
+    let backend = Backend::for_dir(layout);
+    match name {
+        "remember" => {
+            let now = chrono::Local::now();
+            let fact = NewFact {
+                text: str_arg(args, "text")?.to_string(),
+                category: opt_str(args, "category"),
+                session: opt_str(args, "session"),
+                key: None,
+            };
+            let a = archive::append(
+                layout,
+                &now.format("%Y-%m-%d").to_string(),
+                &now.format("%H:%M:%S").to_string(),
+                &[fact],
+            )?;
+            Ok(format!("remembered as {}", a[0].id))
+        }
+        "recall" => {
+            let q = str_arg(args, "query")?;
+            let k = args
+                .get("k")
+                .and_then(Value::as_u64)
+                .unwrap_or(config.search.default_k as u64)
+                .clamp(1, 50) as usize;
+            let hits = backend.search(layout, config, q, k).await?;
+            if hits.is_empty() {
+                return Ok("nothing found".into());
+            }
+            Ok(hits
+                .iter()
+                .map(|h| {
+                    let day = h
+                        .day
+                        .as_deref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    format!("- [{}] {}{day}", h.id, h.text.replace('\n', " "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+        "forget" => {
+            let gone = backend.forget(layout, config, str_arg(args, "id")?).await?;
+            Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
+        }
+        "core_memory" => Ok(std::fs::read_to_string(layout.memory_md()).unwrap_or_default()),
+        "consolidate" => {
+            let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
+            let r = backend
+                .consolidate(
+                    layout,
+                    config,
+                    consolidate::Options {
+                        force,
+                        dry_run: false,
+                    },
+                )
+                .await?;
+            Ok(r.render())
+        }
+        other => bail!("unknown tool {other:?}"),
+    }
+}
+
+fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// The reply to one JSON-RPC message (`None` for a notification).
+pub async fn handle(layout: &Layout, config: &Config, line: &str) -> Option<Value> {
+    let msg: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
+    };
+    let id = msg.get("id").cloned();
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some(id) = id else {
+        return None; // a notification (initialized, cancelled, …)
+    };
+    let params = msg.get("params").cloned().unwrap_or(json!({}));
+    let result = match method {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or("");
+            let version = if KNOWN_VERSIONS.contains(&asked) {
+                asked
+            } else {
+                PROTOCOL_VERSION
+            };
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
+            })
+        }
+        "ping" => json!({}),
+        "tools/list" => json!({ "tools": tools() }),
+        "tools/call" => {
+            let name = params["name"].as_str().unwrap_or("");
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            // A failing tool is a result the model can read, not a protocol error.
+            match call_tool(layout, config, name, &args).await {
+                Ok(text) => json!({"content": [{"type": "text", "text": text}], "isError": false}),
+                Err(e) => {
+                    json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
+                }
+            }
+        }
+        "" => return Some(error(id, -32600, "invalid request: no method")),
+        other => return Some(error(id, -32601, format!("method not found: {other}"))),
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// Serve MCP on stdin/stdout until stdin closes.
+pub async fn serve_stdio(layout: Layout, config: Config) -> Result<()> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut out = tokio::io::stdout();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(reply) = handle(&layout, &config, &line).await {
+            let mut bytes = serde_json::to_vec(&reply)?;
+            bytes.push(b'\n');
+            out.write_all(&bytes).await?;
+            out.flush().await?;
+        }
+    }
+    Ok(())
+}

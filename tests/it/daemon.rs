@@ -1,0 +1,408 @@
+//! `memd serve` and `memd mcp`, driven from outside as a client would.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use memd::Layout;
+use serde_json::{Value, json};
+
+use crate::consolidate::add;
+use crate::support::*;
+
+/// A daemon child process, killed when dropped.
+struct Daemon {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn write_config(layout: &Layout, llm_url: Option<&str>, extra: &str) {
+    let mut toml = String::from(
+        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\nmin_similarity = 0.0\n",
+    );
+    toml.push_str(extra);
+    if let Some(url) = llm_url {
+        toml.push_str(&format!(
+            "[llm]\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_attempts = 1\ntimeout_seconds = 30\n"
+        ));
+    }
+    std::fs::write(layout.config_file(), toml).unwrap();
+}
+
+fn spawn_serve(layout: &Layout, listen: &str, env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memd"));
+    cmd.arg("--dir")
+        .arg(&layout.root)
+        .args(["serve", "--listen", listen])
+        .env_remove("MEMD_DIR")
+        .env_remove("MEMD_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Start a daemon and wait until it has written its address.
+fn start(layout: &Layout, env: &[(&str, &str)]) -> Daemon {
+    let mut child = spawn_serve(layout, "127.0.0.1:0", env);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(info) = memd::daemon::running(layout)
+            && info.pid == child.id()
+        {
+            return Daemon {
+                child,
+                base: format!("http://{}", info.listen),
+            };
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("daemon exited ({status}): {err}");
+        }
+        assert!(Instant::now() < deadline, "daemon did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Run a future to completion from synchronous test code (a blocking
+/// thread of the test's runtime, or no runtime at all).
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => h.block_on(f),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f),
+    }
+}
+
+/// A blocking client for the daemon's API: (status, body as JSON or text).
+struct Http {
+    base: String,
+    token: Option<String>,
+    client: reqwest::Client,
+}
+
+impl Http {
+    fn new(d: &Daemon, token: Option<&str>) -> Http {
+        Http {
+            base: d.base.clone(),
+            token: token.map(String::from),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<reqwest::Body>,
+    ) -> (u16, String) {
+        run(async {
+            let mut req = self.client.request(method, format!("{}{path}", self.base));
+            if let Some(t) = &self.token {
+                req = req.bearer_auth(t);
+            }
+            if let Some(b) = body {
+                req = req.header("content-type", "application/json").body(b);
+            }
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap())
+        })
+    }
+
+    fn get(&self, path: &str) -> (u16, Value) {
+        let (s, t) = self.send(reqwest::Method::GET, path, None);
+        (s, serde_json::from_str(&t).unwrap_or(Value::String(t)))
+    }
+
+    fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let (s, t) = self.send(reqwest::Method::POST, path, Some(body.into()));
+        (s, serde_json::from_str(&t).unwrap_or(Value::String(t)))
+    }
+
+    fn delete(&self, path: &str) -> u16 {
+        self.send(reqwest::Method::DELETE, path, None).0
+    }
+}
+
+#[test]
+fn a_second_daemon_on_the_same_directory_refuses() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let first = start(&layout, &[]);
+    let second = spawn_serve(&layout, "127.0.0.1:0", &[])
+        .wait_with_output()
+        .unwrap();
+    assert!(!second.status.success());
+    let err = stderr(&second);
+    assert!(err.contains("already serves"), "{err}");
+    assert!(err.contains(&first.child.id().to_string()), "{err}");
+    assert!(
+        err.contains(first.base.trim_start_matches("http://")),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_http_api_adds_searches_consolidates_and_forgets() {
+    let server = scripted(|_, body| faithful(body)).await;
+    let (_t, layout) = memory_dir();
+    write_config(&layout, Some(&server.url), "");
+    tokio::task::spawn_blocking(move || {
+        let d = start(&layout, &[]);
+        let c = Http::new(&d, None);
+        let status = || c.get("/v1/status").1;
+        assert_eq!(c.get("/healthz").0, 200);
+
+        let (code, r) = c.post(
+            "/v1/facts",
+            json!({"texts": ["Keeps a sourdough starter called Bubbles", "Plays padel on Tuesdays"], "session": "s1"}).to_string(),
+        );
+        assert_eq!(code, 200, "{r}");
+        assert_eq!(r["ids"].as_array().unwrap().len(), 2);
+        assert_eq!(status()["pending_facts"], 2);
+        let (_, hits) = c.get("/v1/search?q=sourdough%20starter&k=3");
+        assert!(hits[0]["text"].as_str().unwrap().contains("Bubbles"), "{hits}");
+
+        // Bad requests: a clear JSON error, nothing written.
+        let (code, msg) = c.post("/v1/facts", json!({"text": ""}).to_string());
+        assert_eq!(code, 400);
+        assert!(msg["error"].as_str().unwrap().contains("empty"), "{msg}");
+        assert_eq!(c.post("/v1/facts", "{not json").0, 400);
+        let big = json!({ "text": "x".repeat(2 << 20) }).to_string();
+        assert_eq!(c.post("/v1/facts", big).0, 413);
+        let (code, msg) = c.get("/v1/search");
+        assert_eq!(code, 400);
+        assert!(msg["error"].as_str().unwrap().contains("q is required"), "{msg}");
+        assert_eq!(c.get("/v1/../../etc/passwd").0, 404);
+        assert_eq!(status()["facts"], 2);
+
+        // The CLI goes through the daemon while it runs.
+        let out = memd(&layout.root, &["reindex"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains("through the daemon"), "{}", stderr(&out));
+
+        let (code, report) = c.post("/v1/consolidate", json!({"force": true}).to_string());
+        assert_eq!(code, 200, "{report}");
+        assert_eq!(report["applied"]["add"], 2, "{report}");
+        assert_eq!(report["llm_calls"], 1, "{report}");
+        let s = status();
+        assert_eq!((s["entries"].as_u64(), s["pending_facts"].as_u64()), (Some(2), Some(0)));
+        let (_, memory) = c.get("/v1/memory");
+        assert!(memory.as_str().unwrap().contains("Bubbles"), "{memory}");
+
+        let entries = memd::entries::Document::read(&layout.entries_file()).unwrap();
+        let id = entries.entries().find(|e| e.text.contains("Bubbles")).unwrap().id().unwrap().to_string();
+        assert_eq!(c.delete(&format!("/v1/entries/{id}")), 200);
+        assert_eq!(c.delete("/v1/entries/e-nothere"), 404);
+        let (_, hits) = c.get("/v1/search?q=sourdough%20starter%20Bubbles");
+        assert!(!hits.to_string().contains("Bubbles"), "{hits}");
+        let (_, history) = c.get(&format!("/v1/entries/{id}/history"));
+        assert_eq!(history.as_array().unwrap().last().unwrap()["op"], "FORGET");
+        let s = status();
+        assert_eq!((s["entries"].as_u64(), s["tombstones"].as_u64()), (Some(1), Some(1)));
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn a_token_guards_every_route_and_non_loopback_needs_one() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let refused = spawn_serve(&layout, "0.0.0.0:0", &[])
+        .wait_with_output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("without a token"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let d = start(&layout, &[("MEMD_TOKEN", "s3cret")]);
+    let none = Http::new(&d, None);
+    let wrong = Http::new(&d, Some("wrong"));
+    for path in ["/healthz", "/v1/status", "/v1/memory", "/v1/search?q=x"] {
+        assert_eq!(none.get(path).0, 401, "{path}");
+        assert_eq!(wrong.get(path).0, 401, "{path}");
+    }
+    assert_eq!(
+        none.post("/v1/facts", json!({"text": "sneaky"}).to_string())
+            .0,
+        401
+    );
+    assert_eq!(Http::new(&d, Some("s3cret")).get("/v1/status").0, 200);
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert!(facts.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_a_consolidation_leaves_whole_files_and_the_next_start_finishes() {
+    let slow = Arc::new(AtomicBool::new(true));
+    let s = slow.clone();
+    let server = scripted(move |_, body| {
+        if s.load(Ordering::SeqCst) && !is_promotion(body) {
+            Reply::Slow(Duration::from_secs(20), json!({}))
+        } else {
+            faithful(body)
+        }
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    write_config(&layout, Some(&server.url), "interval_seconds = 1\n");
+    let requests = server.requests.clone();
+    tokio::task::spawn_blocking(move || {
+        let ids = add(
+            &layout,
+            "2026-11-20",
+            &["Owns a green kayak", "Reads Le Monde daily"],
+        );
+        let mut d = start(&layout, &[]);
+        // The loop starts a run; wait until its LLM call is in flight.
+        wait_until("the LLM call", || !requests.lock().unwrap().is_empty());
+        let t = Instant::now();
+        let pid = d.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = d.child.wait().unwrap();
+        assert!(status.success(), "exit status {status}");
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "shutdown waited for the LLM"
+        );
+        // Locks released, files whole, facts still pending.
+        assert!(memd::daemon::running(&layout).is_none());
+        assert!(memd::consolidate::lock(&layout).is_ok());
+        let entries = memd::entries::Document::read(&layout.entries_file()).unwrap();
+        assert_eq!(entries.entries().count(), 0);
+        memd::state::State::load(&layout.state_file()).unwrap();
+
+        slow.store(false, Ordering::SeqCst);
+        let _d = start(&layout, &[]);
+        wait_until("the restarted daemon to consolidate", || {
+            let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+            let srcs: Vec<String> = doc
+                .entries()
+                .flat_map(|e| e.meta.as_ref().unwrap().sources.clone())
+                .collect();
+            ids.iter().all(|id| srcs.contains(id))
+        });
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn mcp_speaks_json_rpc_over_stdio() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(&layout.root)
+        .arg("mcp")
+        .env_remove("MEMD_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |msg: Value| -> Option<Value> {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        msg.get("id")?;
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        Some(serde_json::from_str(&line).unwrap())
+    };
+    let init = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}))
+    .unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "memd");
+    assert!(ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_none());
+    let list = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["remember", "recall", "forget", "core_memory", "consolidate"]
+    );
+    for t in list["result"]["tools"].as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+    let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
+    .unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("remembered as ")
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": "which seats on trains", "k": 3}}}))
+    .unwrap();
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("aisle seats"),
+        "{r}"
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {}}}))
+    .unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = ask(json!({"jsonrpc": "2.0", "id": 6, "method": "no/such"})).unwrap();
+    assert_eq!(r["error"]["code"], -32601);
+    let r = ask(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "core_memory", "arguments": {}}}))
+    .unwrap();
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("memd:begin")
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].session.as_deref(), Some("mcp"));
+}
