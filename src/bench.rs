@@ -406,3 +406,141 @@ pub async fn consolidate(
         prompt_tokens_per_fact: r.prompt_tokens as f64 / facts.max(1) as f64,
     })
 }
+
+#[derive(Debug, Serialize)]
+pub struct ServeReport {
+    pub clients: usize,
+    pub seconds: f64,
+    pub requests: usize,
+    pub requests_per_second: f64,
+    pub post_p50_ms: f64,
+    pub post_p99_ms: f64,
+    pub search_p50_ms: f64,
+    pub search_p99_ms: f64,
+    pub errors: usize,
+    pub facts_posted: usize,
+    pub facts_in_archive: usize,
+    pub facts_missing: usize,
+}
+
+/// Load a real daemon (`memd serve`, a child process) from this process:
+/// `clients` concurrent clients, each posting a fact and then searching,
+/// for `seconds`. Afterwards every acknowledged fact must be in the archive.
+pub async fn serve(
+    parent: &Path,
+    clients: usize,
+    seconds: u64,
+    embedder: &str,
+) -> Result<ServeReport> {
+    use anyhow::Context;
+    let tmp = tempfile::tempdir_in(parent)?;
+    let layout = layout::init(tmp.path())?;
+    std::fs::write(
+        layout.config_file(),
+        format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 3600\n"),
+    )?;
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("--dir")
+        .arg(&layout.root)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("MEMD_TOKEN")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting memd serve")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let base = loop {
+        if let Some(info) = crate::daemon::running(&layout)
+            && info.pid == child.id()
+        {
+            break format!("http://{}", info.listen);
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            anyhow::bail!("the daemon did not start");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (http, base) = (http.clone(), base.clone());
+            tokio::spawn(async move {
+                let (mut posts, mut searches, mut ids, mut errors) =
+                    (Vec::new(), Vec::new(), Vec::new(), 0usize);
+                let mut n = 0;
+                while Instant::now() < until {
+                    let text = format!(
+                        "{} (client {c}, fact {n})",
+                        synthetic_fact(c * 1_000_003 + n)
+                    );
+                    let t = Instant::now();
+                    let r = http
+                        .post(format!("{base}/v1/facts"))
+                        .json(&serde_json::json!({ "text": text }))
+                        .send()
+                        .await;
+                    match r {
+                        Ok(resp) if resp.status().is_success() => {
+                            posts.push(t.elapsed());
+                            let v: serde_json::Value = resp.json().await.unwrap_or_default();
+                            if let Some(id) = v["ids"][0].as_str() {
+                                ids.push(id.to_string());
+                            }
+                        }
+                        _ => errors += 1,
+                    }
+                    let t = Instant::now();
+                    let q = format!("what about {}", WORDS[(c + n) % WORDS.len()]);
+                    match http
+                        .get(format!("{base}/v1/search"))
+                        .query(&[("q", q.as_str()), ("k", "8")])
+                        .send()
+                        .await
+                    {
+                        Ok(resp) if resp.status().is_success() => searches.push(t.elapsed()),
+                        _ => errors += 1,
+                    }
+                    n += 1;
+                }
+                (posts, searches, ids, errors)
+            })
+        })
+        .collect();
+    let (mut posts, mut searches, mut ids, mut errors) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for t in tasks {
+        let (p, s, i, e) = t.await?;
+        posts.extend(p);
+        searches.extend(s);
+        ids.extend(i);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    child.wait()?;
+    let (facts, _) = archive::read_all(&layout)?;
+    let stored: std::collections::HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    let missing = ids
+        .iter()
+        .filter(|id| !stored.contains(id.as_str()))
+        .count();
+    posts.sort();
+    searches.sort();
+    Ok(ServeReport {
+        clients,
+        seconds: elapsed,
+        requests: posts.len() + searches.len(),
+        requests_per_second: (posts.len() + searches.len()) as f64 / elapsed,
+        post_p50_ms: percentile(&posts, 0.5),
+        post_p99_ms: percentile(&posts, 0.99),
+        search_p50_ms: percentile(&searches, 0.5),
+        search_p99_ms: percentile(&searches, 0.99),
+        errors,
+        facts_posted: ids.len(),
+        facts_in_archive: facts.len(),
+        facts_missing: missing,
+    })
+}

@@ -2,7 +2,8 @@
 //! runs, side by side until SIGINT or SIGTERM:
 //! - the watcher ([`crate::watch`]), keeping the index in step with files;
 //! - the consolidation loop, every `interval_seconds`, through the gate;
-//! - background index optimisation (compaction, index folding), hourly;
+//! - background index optimisation: compaction and index folding once
+//!   small fragments pile up (checked every 10 s);
 //! - the HTTP API ([`crate::api`]).
 //!
 //! `.memd/daemon.lock` (held for the daemon's life; the OS frees it if the
@@ -28,8 +29,8 @@ use crate::config::Config;
 use crate::index::Index;
 use crate::{Layout, api, consolidate, lock};
 
-/// How often the index is compacted in the background.
-const OPTIMIZE_EVERY: Duration = Duration::from_secs(3600);
+/// How often the daemon checks whether the index needs compacting.
+const OPTIMIZE_CHECK_EVERY: Duration = Duration::from_secs(10);
 
 /// How often the watcher reconciles even without file events.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
@@ -187,11 +188,21 @@ async fn consolidation_loop(
 async fn optimize_loop(index: &Index, stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(OPTIMIZE_EVERY) => {}
+            _ = tokio::time::sleep(OPTIMIZE_CHECK_EVERY) => {}
             _ = stopped(stop.clone()) => return,
         }
-        if let Err(e) = index.optimize().await {
-            tracing::warn!("index optimisation failed: {e:#}");
+        match index.needs_compaction().await {
+            Ok(false) => {}
+            Ok(true) => {
+                let t = std::time::Instant::now();
+                match index.optimize().await {
+                    Ok(()) => {
+                        tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted")
+                    }
+                    Err(e) => tracing::warn!("index optimisation failed: {e:#}"),
+                }
+            }
+            Err(e) => tracing::warn!("cannot read index statistics: {e:#}"),
         }
     }
 }

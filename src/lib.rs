@@ -32,6 +32,8 @@
 //! | `.tombstones.jsonl`            | [`tombstones`]|
 //! | `.recall_log.jsonl`            | [`recall`]    |
 //! | `.consolidation_state.json`    | [`state`]     |
+//! | `.memd/watch.json`             | [`watch`]     |
+//! | `.memd/daemon.json`            | [`daemon`]    |
 //!
 //! Consolidation is [`consolidate`] (gate, pending facts, clusters from
 //! [`consolidate::cluster`], the judge's ops validated by
@@ -42,6 +44,12 @@
 //! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search and
 //! is kept in step by [`watch`]; [`lock`] keeps two runs from writing the
 //! entries at once.
+//!
+//! Front ends: the binary (`src/main.rs`, argument parsing only), the
+//! daemon ([`daemon`]: watcher, consolidation loop, index upkeep) with its
+//! HTTP API ([`api`]), and the MCP server ([`mcp`]). The CLI and MCP reach
+//! the index through [`service`], which goes through the daemon's API when
+//! one runs (it owns the index) and works in process otherwise.
 //!
 //! Shared mechanics live in small helpers: [`layout`] knows where every file
 //! is and creates a directory, [`atomic`] replaces a file so that no reader

@@ -211,6 +211,18 @@ enum BenchCommand {
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
     },
+    /// Load a real daemon from this process: concurrent clients posting
+    /// facts and searching; requests/s, latencies, and no fact lost.
+    Serve {
+        #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+        clients: Vec<usize>,
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        #[arg(long, default_value = "lexical")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
         #[arg(long, default_value_t = 1000)]
@@ -565,6 +577,21 @@ fn run(cli: Cli) -> Result<()> {
                 runtime()?.block_on(async {
                     for n in facts {
                         let r = bench::consolidate(&r#in, entries, n, config.clone()).await?;
+                        println!("{}", serde_json::to_string(&r)?);
+                    }
+                    anyhow::Ok(())
+                })
+            }
+            BenchCommand::Serve {
+                clients,
+                seconds,
+                embedder,
+                r#in,
+            } => {
+                embedder_kind(&embedder)?;
+                runtime()?.block_on(async {
+                    for n in clients {
+                        let r = bench::serve(&r#in, n, seconds.min(600), &embedder).await?;
                         println!("{}", serde_json::to_string(&r)?);
                     }
                     anyhow::Ok(())

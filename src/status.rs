@@ -27,6 +27,8 @@ pub struct Report {
     pub judge: String,
     /// Per source file: `fresh`, `stale` or `not indexed`.
     pub index: std::collections::BTreeMap<String, &'static str>,
+    /// The daemon serving this directory, if one runs.
+    pub daemon: Option<crate::daemon::Info>,
     /// The watcher's last health record and whether it is alive.
     pub watcher: Option<WatcherStatus>,
     /// Problems found while reading the files (none of them fatal).
@@ -93,6 +95,7 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
         last_consolidation: state.last_run,
         judge,
         index: crate::index::freshness(layout)?,
+        daemon: crate::daemon::running(layout),
         watcher: crate::watch::health(layout)
             .map(|(health, alive)| WatcherStatus { alive, health }),
         warnings,
@@ -137,6 +140,16 @@ impl Report {
         ));
         for (source, state) in stale {
             out.push_str(&format!("  {source}: {state}\n"));
+        }
+        match &self.daemon {
+            Some(d) => out.push_str(&format!(
+                "daemon            running (pid {}, http://{}{}, since {})\n",
+                d.pid,
+                d.listen,
+                if d.token { ", token required" } else { "" },
+                d.started
+            )),
+            None => out.push_str("daemon            not running (memd serve)\n"),
         }
         match &self.watcher {
             Some(w) => out.push_str(&format!(

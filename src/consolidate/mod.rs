@@ -496,7 +496,7 @@ pub async fn run_with(
                 .filter(|e| !e.text.trim().is_empty() && !tombstones.covers("", &e.text))
                 .filter_map(snapshot)
                 .collect();
-            let clusters = gather(&idx, config, rest, snapshots).await?;
+            let clusters = gather(idx, config, rest, snapshots).await?;
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "clustered");
             let template = prompts::load(layout, prompts::CONSOLIDATE)?;
             let budget = Mutex::new(config.consolidation.remove_budget);

@@ -41,6 +41,10 @@ const TABLE: &str = "memory";
 /// 10k rows of 384 dimensions) and an index would only add build time.
 pub const VECTOR_INDEX_MIN_ROWS: usize = 20_000;
 
+/// Small fragments (each single-fact sync writes one) that make the daemon
+/// compact the table: every search visits every fragment.
+pub const COMPACT_SMALL_FRAGMENTS: usize = 32;
+
 /// How many rows may wait outside the indices before they are folded in.
 const FOLD_UNINDEXED_ROWS: usize = 1_000;
 
@@ -105,6 +109,12 @@ pub struct Index {
     /// One sync at a time per handle: the watcher, the API and the
     /// consolidation loop of the daemon share one index.
     sync_lock: tokio::sync::Mutex<()>,
+    /// When the last sync started: a sync asked for before then has
+    /// nothing left to do once that one finishes (every file change that
+    /// preceded the request preceded its start too). Under load, the
+    /// searches waiting behind one sync share it instead of queueing a
+    /// sync each.
+    last_sync_start: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 fn schema(dim: usize) -> SchemaRef {
@@ -188,6 +198,7 @@ impl Index {
             dim,
             config: config.clone(),
             sync_lock: tokio::sync::Mutex::new(()),
+            last_sync_start: std::sync::Mutex::new(None),
         })
     }
 
@@ -206,7 +217,15 @@ impl Index {
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
+        let asked = std::time::Instant::now();
         let _one = self.sync_lock.lock().await;
+        {
+            let mut last = self.last_sync_start.lock().unwrap();
+            if last.is_some_and(|t| t >= asked) {
+                return Ok(SyncReport::default());
+            }
+            *last = Some(std::time::Instant::now());
+        }
         let mut report = SyncReport::default();
         let mut fingerprints = synced_fingerprints(&self.layout);
         let current = source_fingerprints(&self.layout)?;
@@ -412,6 +431,7 @@ impl Index {
     /// table open; the embedding cache keeps it cheap).
     pub async fn reset(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
+        *self.last_sync_start.lock().unwrap() = None;
         self.table.delete("true").await?;
         match std::fs::remove_file(files_path(&self.layout)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
@@ -419,8 +439,15 @@ impl Index {
         }
     }
 
+    /// Whether enough small fragments have piled up (one per sync that
+    /// added rows) that searches slow down: the daemon then compacts.
+    pub async fn needs_compaction(&self) -> Result<bool> {
+        let stats = self.table.stats().await?;
+        Ok(stats.fragment_stats.num_small_fragments >= COMPACT_SMALL_FRAGMENTS)
+    }
+
     /// Compact small fragments and fold new rows into the indices (the
-    /// daemon runs this in the background now and then).
+    /// daemon runs this in the background when fragments pile up).
     pub async fn optimize(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
         self.table
