@@ -29,7 +29,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::archive::{self, NewFact};
+use crate::archive;
 use crate::config::Config;
 use crate::index::Index;
 use crate::{Layout, consolidate, forget};
@@ -157,34 +157,11 @@ async fn add_facts(
             ));
         }
     };
-    let facts: Vec<NewFact> = texts
-        .into_iter()
-        .enumerate()
-        .map(|(i, text)| NewFact {
-            text,
-            category: b.category.clone(),
-            session: b.session.clone(),
-            key: b.key.as_ref().map(|k| {
-                if many {
-                    format!("{k}#{}", i + 1)
-                } else {
-                    k.clone()
-                }
-            }),
-        })
-        .collect();
-    let now = chrono::Local::now();
+    let facts = archive::new_facts(texts, b.category, b.session, b.key, many);
     let layout = s.layout.clone();
-    let appended = tokio::task::spawn_blocking(move || {
-        archive::append(
-            &layout,
-            &now.format("%Y-%m-%d").to_string(),
-            &now.format("%H:%M:%S").to_string(),
-            &facts,
-        )
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("append task failed: {e}"))??;
+    let appended = tokio::task::spawn_blocking(move || archive::append_now(&layout, &facts))
+        .await
+        .map_err(|e| anyhow::anyhow!("append task failed: {e}"))??;
     let ids: Vec<&str> = appended.iter().map(|a| a.id.as_str()).collect();
     ok(json!({ "ids": ids, "facts": appended }))
 }

@@ -332,6 +332,45 @@ pub struct NewFact {
     pub key: Option<String>,
 }
 
+/// The facts of one request: the same category, session and key for all;
+/// with `numbered`, the N-th fact's key is `KEY#N` (a batch retried as a
+/// whole then writes nothing twice).
+pub fn new_facts(
+    texts: Vec<String>,
+    category: Option<String>,
+    session: Option<String>,
+    key: Option<String>,
+    numbered: bool,
+) -> Vec<NewFact> {
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| NewFact {
+            text,
+            category: category.clone(),
+            session: session.clone(),
+            key: key.as_ref().map(|k| {
+                if numbered {
+                    format!("{k}#{}", i + 1)
+                } else {
+                    k.clone()
+                }
+            }),
+        })
+        .collect()
+}
+
+/// [`append`] to today's file at the current local time.
+pub fn append_now(layout: &Layout, facts: &[NewFact]) -> Result<Vec<Appended>> {
+    let now = chrono::Local::now();
+    append(
+        layout,
+        &now.format("%Y-%m-%d").to_string(),
+        &now.format("%H:%M:%S").to_string(),
+        facts,
+    )
+}
+
 /// What an append did with one fact.
 #[derive(Debug, Clone, Serialize)]
 pub struct Appended {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
-use memd::archive::{self, NewFact};
+use memd::archive;
 use memd::config::Config;
 use memd::index::Index;
 use memd::service::Backend;
@@ -293,26 +293,8 @@ fn run(cli: Cli) -> Result<()> {
                     None => bail!("give the fact as an argument, or use --stdin"),
                 }
             };
-            let facts: Vec<NewFact> = texts
-                .into_iter()
-                .enumerate()
-                .map(|(i, text)| NewFact {
-                    text,
-                    category: category.clone(),
-                    session: session.clone(),
-                    key: key.as_ref().map(|k| {
-                        if stdin {
-                            format!("{k}#{}", i + 1)
-                        } else {
-                            k.clone()
-                        }
-                    }),
-                })
-                .collect();
-            let now = chrono::Local::now();
-            let day = now.format("%Y-%m-%d").to_string();
-            let time = now.format("%H:%M:%S").to_string();
-            let appended = archive::append(&layout, &day, &time, &facts)?;
+            let facts = archive::new_facts(texts, category, session, key, stdin);
+            let appended = archive::append_now(&layout, &facts)?;
             // The facts are durable now; similar entries are information only,
             // so a failure here is a warning, never an error.
             let similar = if no_similar || facts.len() > 20 {

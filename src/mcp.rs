@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::archive::{self, NewFact};
+use crate::archive;
 use crate::config::Config;
 use crate::service::Backend;
 use crate::{Layout, consolidate};
@@ -94,19 +94,14 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
     let backend = Backend::for_dir(layout);
     match name {
         "remember" => {
-            let now = chrono::Local::now();
-            let fact = NewFact {
-                text: str_arg(args, "text")?.to_string(),
-                category: opt_str(args, "category"),
-                session: opt_str(args, "session"),
-                key: None,
-            };
-            let a = archive::append(
-                layout,
-                &now.format("%Y-%m-%d").to_string(),
-                &now.format("%H:%M:%S").to_string(),
-                &[fact],
-            )?;
+            let facts = archive::new_facts(
+                vec![str_arg(args, "text")?.to_string()],
+                opt_str(args, "category"),
+                opt_str(args, "session"),
+                None,
+                false,
+            );
+            let a = archive::append_now(layout, &facts)?;
             Ok(format!("remembered as {}", a[0].id))
         }
         "recall" => {
