@@ -167,6 +167,32 @@ enum Command {
 
 #[derive(Subcommand)]
 enum EvalCommand {
+    /// Consolidation quality on the Letta fact sets, through the real
+    /// pipeline with the configured judge (an LLM, or the built-in one):
+    /// false merges, facts lost, updates kept as history, LLM cost.
+    Consolidation {
+        #[arg(long, default_value = "../shared/evaldata")]
+        data: PathBuf,
+        /// How many fact sets.
+        #[arg(long, default_value_t = 5)]
+        sets: usize,
+        /// Most update rows per set.
+        #[arg(long, default_value_t = 3)]
+        updates: usize,
+        /// Picks the sets.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// LLM endpoint (default: [llm] base_url; empty = built-in judge).
+        #[arg(long)]
+        llm_url: Option<String>,
+        #[arg(long)]
+        llm_model: Option<String>,
+        /// Embedder (default: the configured one).
+        #[arg(long)]
+        embedder: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Candidate recall: is a fact's true partner among its top-k neighbours?
     Neighbours {
         /// Directory of the evaluation data.
@@ -488,6 +514,55 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Eval { what } => match what {
+            EvalCommand::Consolidation {
+                data,
+                sets,
+                updates,
+                seed,
+                llm_url,
+                llm_model,
+                embedder,
+                json,
+            } => {
+                let mut config = Config::load(&dir)?;
+                if let Some(u) = llm_url {
+                    config.llm.base_url = u;
+                }
+                if let Some(m) = llm_model {
+                    config.llm.model = m;
+                }
+                if let Some(kind) = embedder {
+                    config.embedder.kind = embedder_kind(&kind)?;
+                }
+                let r = runtime()?
+                    .block_on(memd::eval::letta::run(&data, config, sets, updates, seed))?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r)?);
+                } else {
+                    let u = &r.updates;
+                    println!(
+                        "consolidation on Letta sets {:?}, judge {}",
+                        r.sets, r.judge
+                    );
+                    println!(
+                        "ingest: {} facts -> {} entries; false merges {}",
+                        r.facts, r.entries_after_ingest, r.false_merges
+                    );
+                    println!(
+                        "updates ({} rows): kept as history {}, current only {}, added beside the stale entry {}, still pending {}, lost {}",
+                        r.update_rows, u.history, u.current_only, u.beside, u.pending, u.lost
+                    );
+                    println!(
+                        "facts lost {}; other entries touched {}",
+                        r.facts_lost, r.others_touched
+                    );
+                    println!(
+                        "LLM calls {}, prompt tokens {}, completion tokens {}, wall {:.1} s",
+                        r.llm_calls, r.prompt_tokens, r.completion_tokens, r.wall_seconds
+                    );
+                }
+                Ok(())
+            }
             EvalCommand::Neighbours {
                 data,
                 embedder,

@@ -121,6 +121,7 @@ pub async fn run(layout: &Layout, config: &Config, llm: Option<&llm::Client>) ->
     let mut warnings = Vec::new();
     let lines = match llm {
         None => built_in(&ranked, max),
+        Some(_) if max == 0 => Vec::new(),
         Some(client) => match by_llm(layout, client, &ranked, max).await {
             Ok(lines) => lines,
             Err(e) => {

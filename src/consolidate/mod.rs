@@ -162,6 +162,8 @@ pub struct Report {
     pub clusters: usize,
     pub llm_calls: usize,
     pub prompt_tokens: u64,
+    /// As the server reports them (0 when it does not).
+    pub completion_tokens: u64,
     pub applied: Counts,
     /// Ops not applied because their target was edited by hand meanwhile.
     pub skipped_hand_edited: usize,
@@ -502,6 +504,7 @@ pub async fn run_with(
             let budget = Mutex::new(config.consolidation.remove_budget);
             let calls = std::sync::atomic::AtomicUsize::new(0);
             let tokens = std::sync::atomic::AtomicU64::new(0);
+            let completion = std::sync::atomic::AtomicU64::new(0);
             let spent = Mutex::new(Duration::ZERO);
             let ctx = Ctx {
                 client,
@@ -510,6 +513,7 @@ pub async fn run_with(
                 budget: &budget,
                 calls: &calls,
                 tokens: &tokens,
+                completion: &completion,
                 spent: &spent,
             };
             let mut decided: Vec<(usize, Planned)> =
@@ -530,6 +534,7 @@ pub async fn run_with(
             planned.extend(decided.into_iter().map(|(_, p)| p));
             report.llm_calls = calls.into_inner();
             report.prompt_tokens = tokens.into_inner();
+            report.completion_tokens = completion.into_inner();
             llm_ms = spent.into_inner().unwrap().as_secs_f64() * 1000.0;
         }
     }
@@ -735,6 +740,7 @@ struct Ctx<'a> {
     budget: &'a Mutex<u32>,
     calls: &'a std::sync::atomic::AtomicUsize,
     tokens: &'a std::sync::atomic::AtomicU64,
+    completion: &'a std::sync::atomic::AtomicU64,
     spent: &'a Mutex<Duration>,
 }
 
@@ -789,6 +795,8 @@ impl Ctx<'_> {
                 (sent / 4) as u64
             };
             self.tokens.fetch_add(tokens, Ordering::Relaxed);
+            self.completion
+                .fetch_add(usage.completion_tokens, Ordering::Relaxed);
             let verdict = llm::extract_json(&reply)
                 .map_err(|e| e.to_string())
                 .and_then(|v| {

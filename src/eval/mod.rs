@@ -18,6 +18,8 @@ use serde::Serialize;
 
 use crate::embed::{self, Embedder, cache::Cached};
 
+pub mod letta;
+
 pub const KS: [usize; 4] = [1, 5, 8, 20];
 
 #[derive(Debug, Serialize)]
@@ -109,19 +111,9 @@ fn sick(dir: &Path) -> Result<Task> {
 }
 
 fn letta(dir: &Path) -> Result<Task> {
-    #[derive(serde::Deserialize)]
-    struct Row {
-        facts: Vec<String>,
-        new_fact: String,
-        supersedes: Vec<usize>,
-    }
     let mut pool = Pool::default();
     let mut queries = Vec::new();
-    for line in read(&dir.join("letta_updates_dev.jsonl"))?.lines() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: Row = serde_json::from_str(line)?;
+    for row in letta::rows(dir)? {
         let ids: Vec<usize> = row.facts.iter().map(|f| pool.id(f)).collect();
         for s in row.supersedes {
             if let Some(&target) = ids.get(s) {

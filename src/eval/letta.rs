@@ -1,0 +1,339 @@
+//! `memd eval consolidation`: the real pipeline (archive → index →
+//! consolidate with the configured judge → files) on the Letta fact sets.
+//!
+//! Each set has 10 related but distinct facts (shared names) and several
+//! rows, each a `new_fact` that supersedes one of them. Per set, in a
+//! temporary memory directory: ingest the 10 facts and consolidate (they
+//! must stay 10 entries); then, for each row, on a copy of that directory,
+//! ingest the new fact and consolidate. Scored from the files:
+//! - false merges: initial facts sharing an entry with another initial
+//!   fact (an entry holding k of them counts k − 1);
+//! - facts lost: a fact whose words (≥ 60% of its content words) are in no
+//!   entry and which is not pending either; the superseded fact is exempt
+//!   after its update (history is scored apart);
+//! - updates: the entry that holds the superseded fact now names
+//!   `answer_after` and still names `answer_before` next to a word that
+//!   marks it as past (`history`), names only `answer_after`
+//!   (`current_only`), or not at all while another entry does
+//!   (`beside`: the stale entry stays), or no entry names it (`lost`);
+//! - others touched: entries of the other facts whose text changed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::archive::{self, NewFact};
+use crate::config::Config;
+use crate::consolidate::{self, Options};
+use crate::entries::{Document, Entry};
+use crate::{Layout, layout};
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Row {
+    pub set: u64,
+    pub facts: Vec<String>,
+    pub new_fact: String,
+    pub supersedes: Vec<usize>,
+    #[serde(default)]
+    pub answer_before: String,
+    #[serde(default)]
+    pub answer_after: String,
+}
+
+pub(crate) fn rows(dir: &Path) -> Result<Vec<Row>> {
+    let path = dir.join("letta_updates_dev.jsonl");
+    let mut out = Vec::new();
+    for (i, line) in super::read(&path)?.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(
+            serde_json::from_str(line)
+                .with_context(|| format!("{} line {}", path.display(), i + 1))?,
+        );
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Updates {
+    pub history: usize,
+    pub current_only: usize,
+    pub beside: usize,
+    /// The judge gave no usable reply: the new fact is still pending.
+    pub pending: usize,
+    pub lost: usize,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct LettaReport {
+    pub judge: String,
+    pub sets: Vec<u64>,
+    pub facts: usize,
+    /// Entries after the first consolidation of each set, summed.
+    pub entries_after_ingest: usize,
+    pub false_merges: usize,
+    pub facts_lost: usize,
+    pub update_rows: usize,
+    pub updates: Updates,
+    pub others_touched: usize,
+    pub llm_calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_seconds: f64,
+}
+
+/// Words that say a value is a thing of the past.
+const PAST: &[&str] = &[
+    "previously",
+    "formerly",
+    "earlier",
+    "before",
+    "used to",
+    "no longer",
+    "was ",
+    "were ",
+    "had been",
+    "prior",
+    "originally",
+    "until",
+];
+
+fn content_words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| {
+            ![
+                "with", "that", "this", "from", "have", "their", "were", "which", "been", "about",
+                "into", "both", "once", "though",
+            ]
+            .contains(&w.as_str())
+        })
+        .collect()
+}
+
+/// Whether some entry still carries `fact`'s words.
+fn carried(fact: &str, entries: &[Entry]) -> bool {
+    let words = content_words(fact);
+    if words.is_empty() {
+        return true;
+    }
+    entries.iter().any(|e| {
+        let have = content_words(&e.text);
+        words.iter().filter(|w| have.contains(*w)).count() * 10 >= words.len() * 6
+    })
+}
+
+/// Whether `hay` names `answer`: literally, or (free-form answers) by at
+/// least 60% of its content words.
+fn contains(hay: &str, answer: &str) -> bool {
+    let answer = answer.trim().trim_end_matches('.');
+    if answer.is_empty() {
+        return false;
+    }
+    if hay.to_lowercase().contains(&answer.to_lowercase()) {
+        return true;
+    }
+    let words = content_words(answer);
+    let have = content_words(hay);
+    !words.is_empty() && words.iter().filter(|w| have.contains(*w)).count() * 10 >= words.len() * 6
+}
+
+fn holder<'a>(entries: &'a [Entry], fact_id: &str) -> Option<&'a Entry> {
+    entries.iter().find(|e| {
+        e.meta
+            .as_ref()
+            .is_some_and(|m| m.sources.iter().any(|s| s == fact_id))
+    })
+}
+
+fn entries_of(layout: &Layout) -> Result<Vec<Entry>> {
+    Ok(Document::read(&layout.entries_file())?
+        .entries()
+        .cloned()
+        .collect())
+}
+
+/// A small deterministic generator, so `--seed` picks the same sets.
+fn pick(mut all: Vec<u64>, n: usize, seed: u64) -> Vec<u64> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        | 1;
+    for i in (1..all.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        all.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    all.truncate(n);
+    all.sort();
+    all
+}
+
+fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
+    report.llm_calls += r.llm_calls;
+    report.prompt_tokens += r.prompt_tokens;
+    report.completion_tokens += r.completion_tokens;
+}
+
+/// Run the evaluation on `sets` sets chosen by `seed` (at most
+/// `max_updates` rows each), with `config`'s judge and embedder. Promotion
+/// is off: it is not what is measured, and it would cost an LLM call per
+/// run.
+pub async fn run(
+    data: &Path,
+    mut config: Config,
+    sets: usize,
+    max_updates: usize,
+    seed: u64,
+) -> Result<LettaReport> {
+    let started = Instant::now();
+    config.promotion.max_lines = 0;
+    config.consolidation.min_hours = 0.0;
+    config.consolidation.min_facts = 1;
+    let mut by_set: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
+    for r in rows(data)? {
+        by_set.entry(r.set).or_default().push(r);
+    }
+    let chosen = pick(by_set.keys().copied().collect(), sets, seed);
+    let mut report = LettaReport {
+        judge: if config.llm.configured() {
+            format!("llm {} at {}", config.llm.model, config.llm.base_url)
+        } else {
+            "built-in".into()
+        },
+        sets: chosen.clone(),
+        ..Default::default()
+    };
+    let force = Options {
+        force: true,
+        dry_run: false,
+    };
+    for set in chosen {
+        let rows = &by_set[&set];
+        let facts = &rows[0].facts;
+        let tmp = tempfile::tempdir()?;
+        let base = layout::init(&tmp.path().join("base"))?;
+        let new: Vec<NewFact> = facts
+            .iter()
+            .map(|t| NewFact {
+                text: t.clone(),
+                ..Default::default()
+            })
+            .collect();
+        let ids: Vec<String> = archive::append(&base, "2026-01-01", "09:00:00", &new)?
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        let r = consolidate::run(&base, &config, force).await?;
+        add_usage(&mut report, &r);
+        let before = entries_of(&base)?;
+        report.facts += facts.len();
+        report.entries_after_ingest += before.len();
+        report.false_merges += before
+            .iter()
+            .map(|e| {
+                let m = e.meta.as_ref().map(|m| &m.sources);
+                let n = ids
+                    .iter()
+                    .filter(|id| m.is_some_and(|s| s.contains(id)))
+                    .count();
+                n.saturating_sub(1)
+            })
+            .sum::<usize>();
+        report.facts_lost += facts.iter().filter(|f| !carried(f, &before)).count();
+        tracing::info!(set, entries = before.len(), "set ingested");
+
+        for (n, row) in rows.iter().take(max_updates).enumerate() {
+            let dir = tmp.path().join(format!("update-{n}"));
+            copy_dir(&base.root, &dir)?;
+            let layout = Layout::open(&dir)?;
+            let new_id = archive::append(
+                &layout,
+                "2026-02-01",
+                "09:00:00",
+                &[NewFact {
+                    text: row.new_fact.clone(),
+                    ..Default::default()
+                }],
+            )?
+            .remove(0)
+            .id;
+            let r = consolidate::run(&layout, &config, force).await?;
+            add_usage(&mut report, &r);
+            let after = entries_of(&layout)?;
+            report.update_rows += 1;
+            let superseded: HashSet<usize> = row.supersedes.iter().copied().collect();
+            let (was, now) = (&row.answer_before, &row.answer_after);
+            let mut scored = false;
+            for &s in &superseded {
+                let Some(id) = ids.get(s) else { continue };
+                let text = holder(&after, id)
+                    .map(|e| e.text.clone())
+                    .unwrap_or_default();
+                let old = holder(&before, id)
+                    .map(|e| e.text.clone())
+                    .unwrap_or_default();
+                if text != old && contains(&text, now) {
+                    let lower = text.to_lowercase();
+                    if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
+                        report.updates.history += 1;
+                    } else {
+                        report.updates.current_only += 1;
+                    }
+                    scored = true;
+                    break;
+                }
+            }
+            let done = crate::state::State::load(&layout.state_file())?;
+            let pending = holder(&after, &new_id).is_none()
+                && !done.watermark.done.contains(&new_id)
+                && done.watermark.through_day.as_deref() < Some("2026-02-01");
+            if !scored {
+                if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, &after) {
+                    report.updates.beside += 1;
+                } else if pending {
+                    report.updates.pending += 1;
+                } else {
+                    report.updates.lost += 1;
+                    report.facts_lost += 1;
+                }
+            }
+            // The other facts: still carried, and their entries untouched.
+            for (i, f) in facts.iter().enumerate() {
+                if superseded.contains(&i) {
+                    continue;
+                }
+                if !carried(f, &after) {
+                    report.facts_lost += 1;
+                }
+                let was = holder(&before, &ids[i]).map(|e| e.text.clone());
+                let is = holder(&after, &ids[i]).map(|e| e.text.clone());
+                if was != is {
+                    report.others_touched += 1;
+                }
+            }
+        }
+    }
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), target)?;
+        }
+    }
+    Ok(())
+}
