@@ -312,25 +312,28 @@ pub struct ConsolidateReport {
 }
 
 /// A chat endpoint on 127.0.0.1 that answers at once: every listed fact
-/// ADDed in one op. Returns its base URL.
+/// ADDed as it is. Returns its base URL.
 async fn instant_llm() -> Result<String> {
     let app = axum::Router::new().fallback(axum::routing::post(
         |axum::Json(body): axum::Json<serde_json::Value>| async move {
             let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
-            let facts: Vec<String> = prompt
+            // Every listed fact ADDed in its own words.
+            let adds: Vec<serde_json::Value> = prompt
                 .lines()
                 .filter_map(|l| {
                     let alias = l.split(' ').next()?;
                     let n = alias.strip_prefix('F')?;
-                    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-                        .then(|| alias.to_string())
+                    if n.is_empty() || !n.chars().all(|c| c.is_ascii_digit()) {
+                        return None;
+                    }
+                    let text = &l[l.find("]: ")? + 3..];
+                    Some(serde_json::json!({"op": "ADD", "text": text, "from": [alias]}))
                 })
                 .collect();
             let content = if prompt.contains("\"lines\"") {
                 serde_json::json!({"lines": [{"id": "E1", "line": "first"}]}).to_string()
             } else {
-                serde_json::json!({"ops": [{"op": "ADD", "text": "merged", "from": facts}]})
-                    .to_string()
+                serde_json::json!({ "ops": adds }).to_string()
             };
             axum::Json(serde_json::json!({
                 "choices": [{"message": {"role": "assistant", "content": content}}]

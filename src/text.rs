@@ -29,3 +29,39 @@ pub fn short_hash(data: &str, len: usize) -> String {
 pub fn norm_hash(text: &str) -> String {
     short_hash(&normalize(text), 8)
 }
+
+/// Words too common to say what a text is about.
+const STOP: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "from", "has", "have", "had", "was", "were",
+    "are", "is", "am", "be", "been", "user", "user's", "users", "their", "they", "them", "his",
+    "her", "she", "him", "its", "our", "you", "your", "not", "but", "will", "would", "about",
+    "into", "now", "at", "in", "on", "of", "to", "a", "an", "as", "by", "or", "it", "my", "me",
+    "we", "i", "so", "do", "does", "did", "very", "also", "just", "some", "any", "all", "which",
+    "who", "whom", "both", "once", "though", "there", "then", "than",
+];
+
+/// The words that carry a text's content: lowercased, apostrophes kept
+/// inside words, stop words dropped. Used where code must judge whether one
+/// text still says what another said (never whether two facts are the
+/// same: that is the judge's call).
+pub fn content_words(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(|w| {
+            let w = w.trim_matches('\'').to_lowercase();
+            // "manager's" says "manager".
+            w.strip_suffix("'s").map(String::from).unwrap_or(w)
+        })
+        .filter(|w| !w.is_empty() && !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+/// The share of `of`'s content words that `within` also has (1.0 when `of`
+/// has none).
+pub fn coverage(of: &str, within: &str) -> f32 {
+    let words = content_words(of);
+    if words.is_empty() {
+        return 1.0;
+    }
+    let have = content_words(within);
+    words.iter().filter(|w| have.contains(*w)).count() as f32 / words.len() as f32
+}

@@ -19,6 +19,8 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
+use crate::text::content_words;
+
 /// Neighbour-gathering knobs.
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
@@ -29,26 +31,10 @@ pub struct Params {
     pub min_similarity: f32,
 }
 
-/// Words too common to link anything on their own.
-const STOP: &[&str] = &[
-    "the", "and", "for", "with", "that", "this", "from", "has", "have", "had", "was", "were",
-    "are", "is", "am", "be", "been", "user", "user's", "users", "their", "they", "them", "his",
-    "her", "she", "him", "its", "our", "you", "your", "not", "but", "will", "would", "about",
-    "into", "now", "at", "in", "on", "of", "to", "a", "an", "as", "by", "or", "it", "my", "me",
-    "we", "i", "so", "do", "does", "did", "very", "also", "just", "some", "any", "all",
-];
-
-fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .map(|w| w.trim_matches('\'').to_lowercase())
-        .filter(|w| !w.is_empty() && !STOP.contains(&w.as_str()))
-        .collect()
-}
-
 /// For each seed, candidates sharing its words, scored by the share of the
 /// seed's IDF weight they cover, best first.
 fn keyword_neighbours(texts: &[&str], seeds: &[usize], k: usize) -> Vec<Vec<(usize, f32)>> {
-    let docs: Vec<HashSet<String>> = texts.iter().map(|t| words(t)).collect();
+    let docs: Vec<HashSet<String>> = texts.iter().map(|t| content_words(t)).collect();
     let mut postings: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, d) in docs.iter().enumerate() {
         for w in d {

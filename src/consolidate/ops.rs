@@ -6,12 +6,40 @@
 //! shape (a bare array, `type` for `op`, a single id for a list, any case),
 //! because shape is not where the danger is; validation is strict about
 //! meaning, because that is what keeps the files safe.
+//!
+//! Two rules guard against a reply that would quietly drop what a fact or
+//! an entry said (small models do both). Code uses word overlap here only
+//! to refuse or to keep more, never to merge:
+//! - every fact must be said by the text of an op that names it: for a
+//!   KEEP, the entry it claims already says it (at least
+//!   [`SAYS_MIN_COVERAGE`] of the fact's content words); for an ADD or
+//!   REPLACE, the new text, more loosely ([`WRITTEN_MIN_COVERAGE`]: an
+//!   update or a correction rewrites, "Switched to spaces" becomes "Now
+//!   prefers spaces"); a REMOVE must fold its entry into one whose text
+//!   (after this reply) says it.
+//!   Otherwise the reply is invalid and asked again, naming the fact;
+//! - a REPLACE whose text keeps too little of the entry it replaces
+//!   ([`REPLACE_MIN_COVERAGE`]) gets the old text appended as history,
+//!   "(previously: …)", so an update never erases the value it updates.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::text::coverage;
+
+/// Least share of a fact's (or a merged entry's) content words that an
+/// existing text said to carry it must contain.
+pub const SAYS_MIN_COVERAGE: f32 = 0.5;
+
+/// The same for a text the judge wrote from the fact (ADD, REPLACE).
+pub const WRITTEN_MIN_COVERAGE: f32 = 0.25;
+
+/// Least share of an entry's content words a REPLACE must keep before the
+/// old text is appended as history.
+pub const REPLACE_MIN_COVERAGE: f32 = 0.3;
 
 /// Pending facts with the same normalised text: one item for the judge.
 #[derive(Debug, Clone, Serialize)]
@@ -306,6 +334,12 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                     return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
                 }
                 touch(&mut touched, t)?;
+                let old = &cluster.entries[t].text;
+                let text = if coverage(old, &text) < REPLACE_MIN_COVERAGE {
+                    format!("{text} (previously: {})", old.replace('\n', " "))
+                } else {
+                    text
+                };
                 Op::Replace {
                     target: cluster.entries[t].id.clone(),
                     text,
@@ -354,6 +388,54 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
             "E{} is removed, so nothing can be merged into it",
             into + 1
         ));
+    }
+    // Each fact must be said by some op that names it.
+    let said = |g: usize| {
+        ops.iter().any(|op| {
+            let (text, min) = match op {
+                Op::Add { text, .. } | Op::Replace { text, .. } => {
+                    (text.as_str(), WRITTEN_MIN_COVERAGE)
+                }
+                Op::Keep { target, .. } => (
+                    cluster.entry(target).map_or("", |e| e.text.as_str()),
+                    SAYS_MIN_COVERAGE,
+                ),
+                Op::Remove { .. } => return false,
+            };
+            op.from()
+                .iter()
+                .any(|id| cluster.groups[g].ids.contains(id))
+                && coverage(&cluster.groups[g].text, text) >= min
+        })
+    };
+    if let Some(g) = (0..cluster.groups.len()).find(|&g| covered.contains(&g) && !said(g)) {
+        return Err(format!(
+            "F{} ({:?}) is named in \"from\" but no text says it: ADD it in its own words, or REPLACE an entry with a text that includes it",
+            g + 1,
+            cluster.groups[g].text
+        ));
+    }
+    // A merge must land in an entry that says what the removed one said.
+    for &(t, into) in &merged_into {
+        let into_id = &cluster.entries[into].id;
+        let final_text = ops
+            .iter()
+            .find_map(|op| match op {
+                Op::Replace { target, text, .. } if target == into_id => Some(text.as_str()),
+                _ => None,
+            })
+            .unwrap_or(&cluster.entries[into].text);
+        if coverage(&cluster.entries[t].text, final_text) < SAYS_MIN_COVERAGE {
+            return Err(format!(
+                "REMOVE E{} into E{}: E{} does not say what E{} says; REPLACE E{} with a text holding both, or leave E{}",
+                t + 1,
+                into + 1,
+                into + 1,
+                t + 1,
+                into + 1,
+                t + 1
+            ));
+        }
     }
     let removes = removed.len() as u32;
     if removes > remove_budget {

@@ -29,6 +29,7 @@ use crate::archive::{self, NewFact};
 use crate::config::Config;
 use crate::consolidate::{self, Options};
 use crate::entries::{Document, Entry};
+use crate::text::{content_words, coverage};
 use crate::{Layout, layout};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -102,30 +103,9 @@ const PAST: &[&str] = &[
     "until",
 ];
 
-fn content_words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4)
-        .map(str::to_lowercase)
-        .filter(|w| {
-            ![
-                "with", "that", "this", "from", "have", "their", "were", "which", "been", "about",
-                "into", "both", "once", "though",
-            ]
-            .contains(&w.as_str())
-        })
-        .collect()
-}
-
 /// Whether some entry still carries `fact`'s words.
 fn carried(fact: &str, entries: &[Entry]) -> bool {
-    let words = content_words(fact);
-    if words.is_empty() {
-        return true;
-    }
-    entries.iter().any(|e| {
-        let have = content_words(&e.text);
-        words.iter().filter(|w| have.contains(*w)).count() * 10 >= words.len() * 6
-    })
+    entries.iter().any(|e| coverage(fact, &e.text) >= CARRIED)
 }
 
 /// Whether `hay` names `answer`: literally, or (free-form answers) by at
@@ -138,10 +118,11 @@ fn contains(hay: &str, answer: &str) -> bool {
     if hay.to_lowercase().contains(&answer.to_lowercase()) {
         return true;
     }
-    let words = content_words(answer);
-    let have = content_words(hay);
-    !words.is_empty() && words.iter().filter(|w| have.contains(*w)).count() * 10 >= words.len() * 6
+    !content_words(answer).is_empty() && coverage(answer, hay) >= CARRIED
 }
+
+/// Share of a text's content words another must have to still say it.
+const CARRIED: f32 = 0.6;
 
 fn holder<'a>(entries: &'a [Entry], fact_id: &str) -> Option<&'a Entry> {
     entries.iter().find(|e| {

@@ -972,3 +972,74 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
     .await
     .unwrap();
 }
+
+#[test]
+fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
+    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot, validate};
+    let entry = |id: &str, text: &str| Snapshot {
+        id: id.into(),
+        text: text.into(),
+        pinned: false,
+        unreviewed: false,
+        first_seen: String::new(),
+        updated: String::new(),
+    };
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-11-22#00000001".into()],
+            text: "Pixel the cat is afraid of the vacuum cleaner".into(),
+            days: vec!["2026-11-22".into()],
+        }],
+        entries: vec![
+            entry("e-cat", "The user has a cat named Pixel"),
+            entry("e-job", "Works at Google as a data engineer"),
+            entry("e-tea", "Drinks green tea"),
+        ],
+    };
+    // A KEEP whose entry does not say the fact (a real 1.5B model did this).
+    let err = validate(
+        &json!({"ops": [{"op": "KEEP", "target": "E1", "from": ["F1"]}]}),
+        &cluster,
+        20,
+    )
+    .unwrap_err();
+    assert!(err.contains("no text says it"), "{err}");
+    // An ADD whose text is not the fact.
+    assert!(
+        validate(
+            &json!({"ops": [{"op": "ADD", "text": "x", "from": ["F1"]}]}),
+            &cluster,
+            20
+        )
+        .is_err()
+    );
+    // A REMOVE into an entry that does not say what the removed one said.
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REMOVE", "target": "E3", "into": "E2"}
+    ]});
+    assert!(
+        validate(&reply, &cluster, 20)
+            .unwrap_err()
+            .contains("does not say what E3 says")
+    );
+    // A REPLACE that erases the old value keeps it as history.
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E2", "text": "Now works at Microsoft", "from": ["F1"]}
+    ]});
+    let ops = validate(&reply, &cluster, 20).unwrap();
+    match &ops[1] {
+        Op::Replace { text, .. } => assert_eq!(
+            text,
+            "Now works at Microsoft (previously: Works at Google as a data engineer)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The good reply passes: the fact in its own words, a true restatement kept.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E1", "from": ["F1"],
+         "text": "The user has a cat named Pixel, who is afraid of the vacuum cleaner"}
+    ]});
+    assert!(validate(&reply, &cluster, 20).is_ok());
+}

@@ -94,12 +94,13 @@ async fn a_judge_that_drops_a_fact_is_caught() {
         if !updating(body) {
             return faithful(body);
         }
-        // Overwrites the chef entry with the new fact: Bob's fact is gone.
+        // Rewrites the chef entry around the new fact, keeping just enough
+        // of it (the name) to pass validation: that Bob is a chef is gone.
         let p = prompt_of(body);
         let e = alias_of(&p, 'E', "chef").unwrap();
         let f = alias_of(&p, 'F', "Dan Park").unwrap();
         ops(json!([{"op": "REPLACE", "target": e, "from": [f],
-            "text": "Dan Park now plays the violin in Vienna instead of Ann Lee."}]))
+            "text": "Bob Ray and Dan Park play the violin in Vienna instead of Ann Lee."}]))
     })
     .await;
     let d = data();
