@@ -318,7 +318,8 @@ async fn instant_llm() -> Result<String> {
         |axum::Json(body): axum::Json<serde_json::Value>| async move {
             let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
             // Every listed fact ADDed in its own words.
-            let adds: Vec<serde_json::Value> = prompt
+            let input = &prompt[prompt.rfind("ENTRIES:").unwrap_or(0)..];
+            let adds: Vec<serde_json::Value> = input
                 .lines()
                 .filter_map(|l| {
                     let alias = l.split(' ').next()?;

@@ -146,6 +146,10 @@ pub struct Document {
     blocks: Vec<Block>,
     /// Problems found while parsing (bad metadata, invalid UTF-8).
     pub warnings: Vec<String>,
+    /// Every id in the file, so a new id is checked in O(1): a run that
+    /// ADDs thousands of entries to a file of thousands would otherwise
+    /// scan the file once per new entry.
+    ids: std::collections::HashSet<String>,
 }
 
 impl Document {
@@ -225,6 +229,9 @@ impl Document {
                 }
             }
         };
+        if let Some(m) = &meta {
+            self.ids.insert(m.id.clone());
+        }
         self.blocks.push(Block::Entry {
             entry: Box::new(Entry { meta, text }),
             raw: Some(raw),
@@ -319,10 +326,7 @@ impl Document {
 
     fn adopt_hand_written(&mut self, today: &str) -> Vec<String> {
         let mut adopted = Vec::new();
-        let mut ids: std::collections::HashSet<String> = self
-            .entries()
-            .filter_map(|e| e.id().map(String::from))
-            .collect();
+        let ids = &mut self.ids;
         for block in &mut self.blocks {
             if let Block::Entry { entry, raw } = block
                 && entry.meta.is_none()
@@ -372,6 +376,7 @@ impl Document {
     pub fn push(&mut self, text: &str, mut meta: Meta) -> &Entry {
         let text = sanitize_text(text);
         meta.hash = text_hash(&text);
+        self.ids.insert(meta.id.clone());
         self.blocks.push(Block::Entry {
             entry: Box::new(Entry {
                 meta: Some(meta),
@@ -388,7 +393,7 @@ impl Document {
     /// A fresh metadata record with a new unique id.
     pub fn new_meta(&self, text: &str, today: &str, sources: Vec<String>) -> Meta {
         Meta {
-            id: new_id(text, |id| self.get(id).is_some()),
+            id: new_id(text, |id| self.ids.contains(id)),
             first_seen: today.to_string(),
             updated: today.to_string(),
             sources,
@@ -408,6 +413,7 @@ impl Document {
         let Block::Entry { entry, .. } = self.blocks.remove(at) else {
             unreachable!()
         };
+        self.ids.remove(id);
         // Drop one separator so removals do not pile up blank lines.
         if let Some(Block::Raw(r)) = self.blocks.get(at)
             && r.trim().is_empty()

@@ -172,7 +172,9 @@ pub fn prompt_of(body: &serde_json::Value) -> String {
 /// The (alias, text) pairs a consolidation or promotion prompt lists with
 /// the alias prefix `prefix` (`'F'` facts, `'E'` entries).
 pub fn listed(prompt: &str, prefix: char) -> Vec<(String, String)> {
-    prompt
+    // The real input comes last, after any worked example.
+    let at = prompt.rfind("ENTRIES:").unwrap_or(0);
+    prompt[at..]
         .lines()
         .filter_map(|l| {
             let alias: String = l.chars().take_while(|c| *c != ' ').collect();
