@@ -39,6 +39,27 @@ fn embedder_kind(name: &str) -> Result<memd::config::EmbedderKind> {
         .context("--embedder takes minilm, openai or lexical")
 }
 
+/// The configuration an evaluation runs with: the directory's, with the
+/// command line's LLM and embedder choices on top.
+fn eval_config(
+    dir: &std::path::Path,
+    llm_url: Option<String>,
+    llm_model: Option<String>,
+    embedder: Option<String>,
+) -> Result<Config> {
+    let mut config = Config::load(dir)?;
+    if let Some(u) = llm_url {
+        config.llm.base_url = u;
+    }
+    if let Some(m) = llm_model {
+        config.llm.model = m;
+    }
+    if let Some(kind) = embedder {
+        config.embedder.kind = embedder_kind(&kind)?;
+    }
+    Ok(config)
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -167,6 +188,25 @@ enum Command {
 
 #[derive(Subcommand)]
 enum EvalCommand {
+    /// LoCoMo conversations streamed session by session, consolidating
+    /// after each: compression and evidence recall@10 of `memd search`.
+    Locomo {
+        #[arg(long, default_value = "../shared/evaldata")]
+        data: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        conversations: usize,
+        /// Sessions per conversation (from the first).
+        #[arg(long, default_value_t = 5)]
+        sessions: usize,
+        #[arg(long)]
+        llm_url: Option<String>,
+        #[arg(long)]
+        llm_model: Option<String>,
+        #[arg(long)]
+        embedder: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Consolidation quality on the Letta fact sets, through the real
     /// pipeline with the configured judge (an LLM, or the built-in one):
     /// false merges, facts lost, updates kept as history, LLM cost.
@@ -514,6 +554,44 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Eval { what } => match what {
+            EvalCommand::Locomo {
+                data,
+                conversations,
+                sessions,
+                llm_url,
+                llm_model,
+                embedder,
+                json,
+            } => {
+                let config = eval_config(&dir, llm_url, llm_model, embedder)?;
+                let r = runtime()?.block_on(memd::eval::locomo::run(
+                    &data,
+                    config,
+                    conversations,
+                    sessions,
+                ))?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r)?);
+                } else {
+                    println!(
+                        "LoCoMo: {} conversations, {} sessions, judge {}",
+                        r.conversations, r.sessions, r.judge
+                    );
+                    println!(
+                        "compression: {} facts -> {} entries ({:.2} facts per entry)",
+                        r.facts, r.entries, r.compression
+                    );
+                    println!(
+                        "evidence recall@10: {}/{} = {:.3} ({} questions without observation evidence skipped)",
+                        r.found_at_10, r.questions, r.recall_at_10, r.questions_skipped
+                    );
+                    println!(
+                        "LLM calls {}, prompt tokens {}, completion tokens {}, wall {:.1} s",
+                        r.llm_calls, r.prompt_tokens, r.completion_tokens, r.wall_seconds
+                    );
+                }
+                Ok(())
+            }
             EvalCommand::Consolidation {
                 data,
                 sets,
@@ -524,16 +602,7 @@ fn run(cli: Cli) -> Result<()> {
                 embedder,
                 json,
             } => {
-                let mut config = Config::load(&dir)?;
-                if let Some(u) = llm_url {
-                    config.llm.base_url = u;
-                }
-                if let Some(m) = llm_model {
-                    config.llm.model = m;
-                }
-                if let Some(kind) = embedder {
-                    config.embedder.kind = embedder_kind(&kind)?;
-                }
+                let config = eval_config(&dir, llm_url, llm_model, embedder)?;
                 let r = runtime()?
                     .block_on(memd::eval::letta::run(&data, config, sets, updates, seed))?;
                 if json {

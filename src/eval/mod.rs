@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::embed::{self, Embedder, cache::Cached};
 
 pub mod letta;
+pub mod locomo;
 
 pub const KS: [usize; 4] = [1, 5, 8, 20];
 

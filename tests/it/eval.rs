@@ -129,3 +129,53 @@ fn the_built_in_judge_never_merges_or_loses_but_keeps_no_history() {
     );
     assert_eq!((r.updates.beside, r.updates.history), (1, 0), "{r:#?}");
 }
+
+/// A two-session conversation in the LoCoMo layout (made up for the test).
+fn locomo_data() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let conv = json!([{
+        "sample_id": "test-1",
+        "conversation": {
+            "speaker_a": "Ana", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_2_date_time": "10:00 am on 20 May, 2023"
+        },
+        "observation": {
+            "session_1_observation": {
+                "Ana": [["Ana adopted a grey rescue greyhound named Comet.", "D1:3"]],
+                "Ben": [["Ben is training for the Lisbon marathon.", "D1:5"]]
+            },
+            "session_2_observation": {
+                "Ana": [["Ana adopted a grey rescue greyhound named Comet.", "D2:1"],
+                        ["Ana started pottery classes on Thursdays.", "D2:4"]]
+            }
+        },
+        "qa": [
+            {"question": "What is the name of Ana's greyhound?", "answer": "Comet", "evidence": ["D1:3"], "category": 1},
+            {"question": "Which marathon is Ben training for?", "answer": "Lisbon", "evidence": ["D1:5"], "category": 4},
+            {"question": "When does Ana do pottery?", "answer": "Thursdays", "evidence": ["D2:4"], "category": 2},
+            {"question": "Unscored adversarial question", "answer": "x", "evidence": ["D1:3"], "category": 5},
+            {"question": "Evidence outside the observations", "answer": "x", "evidence": ["D1:9"], "category": 1}
+        ]
+    }]);
+    std::fs::write(dir.path().join("locomo_dev.json"), conv.to_string()).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locomo_streams_sessions_and_scores_evidence_recall() {
+    let d = locomo_data();
+    let mut c = Config::default();
+    c.embedder.kind = EmbedderKind::Lexical;
+    let r = memd::eval::locomo::run(d.path(), c.clone(), 1, 10)
+        .await
+        .unwrap();
+    assert_eq!((r.conversations, r.sessions, r.facts), (1, 2, 4), "{r:#?}");
+    // The restated adoption merged into its entry for free: 3 entries.
+    assert_eq!(r.entries, 3, "{r:#?}");
+    assert_eq!((r.questions, r.questions_skipped), (3, 1), "{r:#?}");
+    assert_eq!(r.found_at_10, 3, "{r:#?}");
+    // Only the first session: the pottery question is not scored.
+    let r = memd::eval::locomo::run(d.path(), c, 1, 1).await.unwrap();
+    assert_eq!((r.sessions, r.facts, r.questions), (1, 2, 2), "{r:#?}");
+}

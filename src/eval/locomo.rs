@@ -1,0 +1,193 @@
+//! `memd eval locomo`: long conversations streamed session by session.
+//!
+//! For each LoCoMo conversation, every session's `observation` facts are
+//! appended to the archive on the session's date, then the directory is
+//! consolidated (with the configured judge). At the end: compression (facts
+//! → entries) and evidence coverage: for each question of categories 1–4
+//! whose evidence lies in the sessions ingested, is a row that carries an
+//! evidence fact (the fact itself while pending, the entry that has it in
+//! its `sources`, or that entry's MEMORY.md line) among the top 10 of
+//! `memd search` for the question?
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::archive::{self, NewFact};
+use crate::config::Config;
+use crate::consolidate::{self, Options};
+use crate::entries::Document;
+use crate::index::Index;
+use crate::layout;
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct LocomoReport {
+    pub judge: String,
+    pub conversations: usize,
+    pub sessions: usize,
+    pub facts: usize,
+    pub entries: usize,
+    /// Facts per entry at the end.
+    pub compression: f64,
+    pub questions: usize,
+    /// Questions whose evidence maps to no observation fact (not scored).
+    pub questions_skipped: usize,
+    pub found_at_10: usize,
+    pub recall_at_10: f64,
+    pub llm_calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_seconds: f64,
+}
+
+/// "1:56 pm on 8 May, 2023" → "2023-05-08".
+fn day_of(s: &str) -> Option<String> {
+    let date = s.split(" on ").nth(1)?.trim();
+    chrono::NaiveDate::parse_from_str(date, "%d %B, %Y")
+        .or_else(|_| chrono::NaiveDate::parse_from_str(date, "%e %B, %Y"))
+        .ok()
+        .map(|d| d.format("%Y-%m-%d").to_string())
+}
+
+/// The session number of a dialogue id `D3:12`.
+fn session_of(dia: &str) -> Option<usize> {
+    dia.strip_prefix('D')?.split(':').next()?.parse().ok()
+}
+
+pub async fn run(
+    data: &Path,
+    mut config: Config,
+    conversations: usize,
+    sessions: usize,
+) -> Result<LocomoReport> {
+    let started = Instant::now();
+    config.consolidation.min_hours = 0.0;
+    config.consolidation.min_facts = 1;
+    let path = data.join("locomo_dev.json");
+    let all: Vec<Value> = serde_json::from_str(&super::read(&path)?)
+        .with_context(|| format!("{} is not the LoCoMo JSON", path.display()))?;
+    let mut report = LocomoReport {
+        judge: if config.llm.configured() {
+            format!("llm {} at {}", config.llm.model, config.llm.base_url)
+        } else {
+            "built-in".into()
+        },
+        ..Default::default()
+    };
+    let force = Options {
+        force: true,
+        dry_run: false,
+    };
+    for conv in all.iter().take(conversations) {
+        let tmp = tempfile::tempdir()?;
+        let layout = layout::init(tmp.path())?;
+        // Dialogue id → the archive facts that cite it.
+        let mut by_dia: HashMap<String, Vec<String>> = HashMap::new();
+        let mut ingested = 0;
+        for s in 1..=sessions {
+            let Some(obs) = conv["observation"][format!("session_{s}_observation")].as_object()
+            else {
+                break;
+            };
+            let day = conv["conversation"][format!("session_{s}_date_time")]
+                .as_str()
+                .and_then(day_of)
+                .with_context(|| format!("session {s} has no readable date"))?;
+            let mut facts = Vec::new();
+            let mut cites = Vec::new();
+            for (speaker, list) in obs {
+                for item in list.as_array().into_iter().flatten() {
+                    let (Some(text), Some(dia)) = (item[0].as_str(), item[1].as_str()) else {
+                        continue;
+                    };
+                    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    if text.is_empty() {
+                        continue;
+                    }
+                    facts.push(NewFact {
+                        text,
+                        session: Some(format!("s{s}")),
+                        category: Some(speaker.clone()),
+                        key: None,
+                    });
+                    cites.push(dia.to_string());
+                }
+            }
+            let appended = archive::append(&layout, &day, "12:00:00", &facts)?;
+            for (a, dia) in appended.into_iter().zip(cites) {
+                for d in dia.split([',', ';', ' ']).filter(|d| !d.is_empty()) {
+                    by_dia.entry(d.to_string()).or_default().push(a.id.clone());
+                }
+            }
+            report.facts += facts.len();
+            let r = consolidate::run(&layout, &config, force).await?;
+            report.llm_calls += r.llm_calls;
+            report.prompt_tokens += r.prompt_tokens;
+            report.completion_tokens += r.completion_tokens;
+            ingested = s;
+            tracing::info!(conversation = %conv["sample_id"], session = s, "session consolidated");
+        }
+        report.sessions += ingested;
+        let doc = Document::read(&layout.entries_file())?;
+        report.entries += doc.entries().count();
+        // Fact id → the entry that holds it.
+        let holder: HashMap<String, String> = doc
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(|s| (s.clone(), m.id.clone())))
+            .collect();
+        let index = Index::open(&layout, &config).await?;
+        index.sync().await?;
+        for qa in conv["qa"].as_array().into_iter().flatten() {
+            let category = qa["category"].as_u64().unwrap_or(0);
+            if !(1..=4).contains(&category) {
+                continue;
+            }
+            let evidence: Vec<&str> = qa["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if evidence.is_empty()
+                || evidence
+                    .iter()
+                    .any(|d| session_of(d).is_none_or(|s| s > ingested))
+            {
+                continue;
+            }
+            let facts: HashSet<&String> = evidence
+                .iter()
+                .filter_map(|d| by_dia.get(*d))
+                .flatten()
+                .collect();
+            if facts.is_empty() {
+                report.questions_skipped += 1;
+                continue;
+            }
+            let mut rows: HashSet<String> = HashSet::new();
+            for f in &facts {
+                rows.insert((*f).clone());
+                if let Some(e) = holder.get(*f) {
+                    rows.insert(format!("core:{e}"));
+                    rows.insert(e.clone());
+                }
+            }
+            report.questions += 1;
+            let q = qa["question"].as_str().unwrap_or_default();
+            let hits = index.search_unlogged(q, 10).await?;
+            if hits.iter().any(|h| rows.contains(&h.id)) {
+                report.found_at_10 += 1;
+            }
+        }
+        report.conversations += 1;
+    }
+    report.compression = report.facts as f64 / report.entries.max(1) as f64;
+    report.recall_at_10 = report.found_at_10 as f64 / report.questions.max(1) as f64;
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
