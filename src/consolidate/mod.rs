@@ -64,7 +64,16 @@ impl Judge {
         })
     }
 
-    /// One line for `memd status` and run reports.
+    /// A short name for run and evaluation reports.
+    pub fn label(config: &Config) -> String {
+        if config.llm.configured() {
+            format!("llm {} at {}", config.llm.model, config.llm.base_url)
+        } else {
+            "built-in".into()
+        }
+    }
+
+    /// One line for `memd status`: which judge, and what that means.
     pub fn describe(config: &Config) -> String {
         if config.llm.configured() {
             format!("llm: {} at {}", config.llm.model, config.llm.base_url)
@@ -393,11 +402,7 @@ pub async fn run_with(
     let mut report = Report {
         run_id: new_run_id(),
         dry_run: opts.dry_run,
-        judge: if config.llm.configured() {
-            format!("llm {}", config.llm.model)
-        } else {
-            "built-in judge".into()
-        },
+        judge: Judge::label(config),
         ..Default::default()
     };
     if !opts.dry_run {

@@ -183,11 +183,7 @@ pub async fn run(
     }
     let chosen = pick(by_set.keys().copied().collect(), sets, seed);
     let mut report = LettaReport {
-        judge: if config.llm.configured() {
-            format!("llm {} at {}", config.llm.model, config.llm.base_url)
-        } else {
-            "built-in".into()
-        },
+        judge: consolidate::Judge::label(&config),
         sets: chosen.clone(),
         ..Default::default()
     };

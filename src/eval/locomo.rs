@@ -71,11 +71,7 @@ pub async fn run(
     let all: Vec<Value> = serde_json::from_str(&super::read(&path)?)
         .with_context(|| format!("{} is not the LoCoMo JSON", path.display()))?;
     let mut report = LocomoReport {
-        judge: if config.llm.configured() {
-            format!("llm {} at {}", config.llm.model, config.llm.base_url)
-        } else {
-            "built-in".into()
-        },
+        judge: consolidate::Judge::label(&config),
         ..Default::default()
     };
     let force = Options {
