@@ -90,6 +90,15 @@ impl From<QueryRejection> for ApiError {
 
 type Reply = Result<Response, ApiError>;
 
+/// Run file I/O that locks and fsyncs off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| anyhow::anyhow!("background task failed: {e}"))?
+}
+
 fn ok(v: impl serde::Serialize) -> Reply {
     Ok(Json(v).into_response())
 }
@@ -159,9 +168,7 @@ async fn add_facts(
     };
     let facts = archive::new_facts(texts, b.category, b.session, b.key, many);
     let layout = s.layout.clone();
-    let appended = tokio::task::spawn_blocking(move || archive::append_now(&layout, &facts))
-        .await
-        .map_err(|e| anyhow::anyhow!("append task failed: {e}"))??;
+    let appended = blocking(move || archive::append_now(&layout, &facts)).await?;
     let ids: Vec<&str> = appended.iter().map(|a| a.id.as_str()).collect();
     ok(json!({ "ids": ids, "facts": appended }))
 }
@@ -237,9 +244,8 @@ async fn forget_entry(
     Path(id): Path<String>,
 ) -> Reply {
     let layout = s.layout.clone();
-    let gone = tokio::task::spawn_blocking(move || forget::forget(&layout, &id))
+    let gone = blocking(move || forget::forget(&layout, &id))
         .await
-        .map_err(|e| anyhow::anyhow!("forget task failed: {e}"))?
         .map_err(|e| {
             let msg = format!("{e:#}");
             if msg.contains("no entry or archive fact") {

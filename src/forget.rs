@@ -56,7 +56,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
     out.extend(
         facts
             .into_iter()
-            .filter(|f| !state.is_done(f) && !tombstones.covers(&f.id, &f.text))
+            .filter(|f| state.is_pending(f, &tombstones))
             .filter(|f| normalize(&f.text).contains(&needle))
             .map(|f| Candidate {
                 kind: "fact".into(),

@@ -24,12 +24,6 @@ pub struct Message {
 }
 
 impl Message {
-    pub fn system(content: impl Into<String>) -> Message {
-        Message {
-            role: "system".into(),
-            content: content.into(),
-        }
-    }
     pub fn user(content: impl Into<String>) -> Message {
         Message {
             role: "user".into(),

@@ -30,7 +30,6 @@ const MAX_LINE_CHARS: usize = 200;
 
 pub struct Outcome {
     pub lines: usize,
-    pub changed: bool,
     pub warnings: Vec<String>,
 }
 
@@ -132,10 +131,9 @@ pub async fn run(layout: &Layout, config: &Config, llm: Option<&llm::Client>) ->
             }
         },
     };
-    let changed = memory_md::write_lines(&layout.memory_md(), &lines)?;
+    memory_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(Outcome {
         lines: lines.len(),
-        changed,
         warnings,
     })
 }

@@ -74,6 +74,12 @@ impl State {
             || self.watermark.done.contains(&fact.id)
     }
 
+    /// Whether `fact` still waits for consolidation: not behind the
+    /// watermark and not forgotten.
+    pub fn is_pending(&self, fact: &Fact, tombstones: &crate::tombstones::Tombstones) -> bool {
+        !self.is_done(fact) && !tombstones.covers(&fact.id, &fact.text)
+    }
+
     /// Mark facts consolidated, then fold whole days before `today` into
     /// `through_day`. `all` is every fact of the archive.
     pub fn mark_done<'a>(

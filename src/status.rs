@@ -72,7 +72,7 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
     let state = State::load(&layout.state_file())?;
     let pending = facts
         .iter()
-        .filter(|f| !state.is_done(f) && !tombstones.covers(&f.id, &f.text))
+        .filter(|f| state.is_pending(f, &tombstones))
         .count();
     let judge = crate::consolidate::Judge::describe(config);
     Ok(Report {

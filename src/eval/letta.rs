@@ -175,8 +175,6 @@ pub async fn run(
 ) -> Result<LettaReport> {
     let started = Instant::now();
     config.promotion.max_lines = 0;
-    config.consolidation.min_hours = 0.0;
-    config.consolidation.min_facts = 1;
     let mut by_set: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
     for r in rows(data)? {
         by_set.entry(r.set).or_default().push(r);
@@ -228,7 +226,7 @@ pub async fn run(
 
         for (n, row) in rows.iter().take(max_updates).enumerate() {
             let dir = tmp.path().join(format!("update-{n}"));
-            copy_dir(&base.root, &dir)?;
+            layout::copy_dir(&base.root, &dir)?;
             let layout = Layout::open(&dir)?;
             let new_id = archive::append(
                 &layout,
@@ -299,18 +297,4 @@ pub async fn run(
     }
     report.wall_seconds = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let target = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_dir(&e.path(), &target)?;
-        } else {
-            std::fs::copy(e.path(), target)?;
-        }
-    }
-    Ok(())
 }

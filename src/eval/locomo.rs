@@ -60,13 +60,11 @@ fn session_of(dia: &str) -> Option<usize> {
 
 pub async fn run(
     data: &Path,
-    mut config: Config,
+    config: Config,
     conversations: usize,
     sessions: usize,
 ) -> Result<LocomoReport> {
     let started = Instant::now();
-    config.consolidation.min_hours = 0.0;
-    config.consolidation.min_facts = 1;
     let path = data.join("locomo_dev.json");
     let all: Vec<Value> = serde_json::from_str(&super::read(&path)?)
         .with_context(|| format!("{} is not the LoCoMo JSON", path.display()))?;

@@ -563,7 +563,7 @@ fn desired_rows_for(
         }
     }
     for f in facts {
-        if state.is_done(&f) || tombstones.covers(&f.id, &f.text) {
+        if !state.is_pending(&f, &tombstones) {
             continue;
         }
         let source = format!("archive/{}.md", f.day);

@@ -126,28 +126,15 @@ pub fn embeddings_reply(body: &serde_json::Value, dim: usize) -> serde_json::Val
     serde_json::json!({"object": "list", "data": data})
 }
 
-/// Copy a directory tree.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// A copy of `example-memory-dir/` in a temp dir.
 pub fn example_dir() -> (tempfile::TempDir, memd::Layout) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("example");
-    copy_dir(
+    memd::layout::copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("example-memory-dir"),
         &dir,
-    );
+    )
+    .unwrap();
     let layout = memd::Layout::open(&dir).unwrap();
     (tmp, layout)
 }
