@@ -278,6 +278,11 @@ pub async fn reembed(
                         .await?;
                 } else {
                     index.sync().await?;
+                    // What the daemon does in the background, timed here
+                    // as if it were in the way.
+                    if index.needs_compaction().await? {
+                        index.optimize().await?;
+                    }
                 }
             }
             anyhow::Ok((t.elapsed().as_secs_f64(), embedded))

@@ -39,7 +39,10 @@ pub const WRITTEN_MIN_COVERAGE: f32 = 0.25;
 
 /// Least share of an entry's content words a REPLACE must keep before the
 /// old text is appended as history.
-pub const REPLACE_MIN_COVERAGE: f32 = 0.3;
+/// As strict as the evaluation's test of a fact still being carried (60% of
+/// its content words): at 0.3 a REPLACE could keep an entry's names, drop
+/// the rest of what it said, and nothing would bring it back.
+pub const REPLACE_MIN_COVERAGE: f32 = 0.6;
 
 /// Pending facts with the same normalised text: one item for the judge.
 #[derive(Debug, Clone, Serialize)]

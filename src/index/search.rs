@@ -80,18 +80,23 @@ impl Index {
         k: usize,
     ) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
-        let vector: Vec<RecordBatch> = self
-            .table
-            .query()
-            .nearest_to(qv)?
-            .distance_type(DistanceType::Cosine)
-            .select(columns("_distance"))
-            .limit(n)
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
-        let text: Vec<RecordBatch> = match self.full_text(query, n).await {
+        // The two queries are independent: run them on two tasks, so a
+        // multi-threaded runtime runs them on two cores.
+        let table = self.table.clone();
+        let vector = tokio::spawn(async move {
+            let b: Vec<RecordBatch> = table
+                .query()
+                .nearest_to(qv)?
+                .distance_type(DistanceType::Cosine)
+                .select(columns("_distance"))
+                .limit(n)
+                .execute()
+                .await?
+                .try_collect()
+                .await?;
+            anyhow::Ok(b)
+        });
+        let text = match full_text(&self.table, query, n).await {
             Ok(b) => b,
             Err(e) => {
                 // An empty index or a query of only stop words: vectors alone.
@@ -99,6 +104,7 @@ impl Index {
                 Vec::new()
             }
         };
+        let vector = vector.await??;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
         let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
         for batches in [vector, text] {
@@ -178,19 +184,18 @@ impl Index {
         }
         Ok(kept.into_iter().map(|(h, _)| h).collect())
     }
+}
 
-    async fn full_text(&self, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
-        Ok(self
-            .table
-            .query()
-            .full_text_search(FullTextSearchQuery::new(query.to_string()))
-            .select(columns("_score"))
-            .limit(n)
-            .execute()
-            .await?
-            .try_collect()
-            .await?)
-    }
+async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
+    Ok(table
+        .query()
+        .full_text_search(FullTextSearchQuery::new(query.to_string()))
+        .select(columns("_score"))
+        .limit(n)
+        .execute()
+        .await?
+        .try_collect()
+        .await?)
 }
 
 impl Index {

@@ -1036,6 +1036,19 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
         ),
         other => panic!("{other:?}"),
     }
+    // Half the old words kept is still too little: "Google" and "data"
+    // would be gone.
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E2", "text": "Works as an engineer at Microsoft", "from": ["F1"]}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[1] {
+        Op::Replace { text, .. } => assert!(
+            text.ends_with("(previously: Works at Google as a data engineer)"),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
     // The good reply passes: the fact in its own words, a true restatement kept.
     let reply = json!({"ops": [
         {"op": "REPLACE", "target": "E1", "from": ["F1"],

@@ -94,13 +94,18 @@ async fn a_judge_that_drops_a_fact_is_caught() {
         if !updating(body) {
             return faithful(body);
         }
-        // Rewrites the chef entry around the new fact, keeping just enough
-        // of it (the name) to pass validation: that Bob is a chef is gone.
+        // Folds the chef entry into the updated violin entry, keeping just
+        // enough of it (the name) to pass validation: that Bob is a chef in
+        // Lyon is gone.
         let p = prompt_of(body);
-        let e = alias_of(&p, 'E', "chef").unwrap();
+        let violin = alias_of(&p, 'E', "violin").unwrap();
+        let chef = alias_of(&p, 'E', "chef").unwrap();
         let f = alias_of(&p, 'F', "Dan Park").unwrap();
-        ops(json!([{"op": "REPLACE", "target": e, "from": [f],
-            "text": "Bob Ray and Dan Park play the violin in Vienna instead of Ann Lee."}]))
+        ops(json!([
+            {"op": "REPLACE", "target": violin, "from": [f],
+             "text": "Dan Park plays the violin in Vienna with Bob Ray; previously Ann Lee did."},
+            {"op": "REMOVE", "target": chef, "into": violin}
+        ]))
     })
     .await;
     let d = data();
@@ -110,7 +115,7 @@ async fn a_judge_that_drops_a_fact_is_caught() {
     assert_eq!(r.false_merges, 0, "{r:#?}");
     assert_eq!(r.facts_lost, 1, "{r:#?}");
     assert_eq!(r.others_touched, 1, "{r:#?}");
-    assert_eq!(r.updates.beside, 1, "{r:#?}");
+    assert_eq!(r.updates.history, 1, "{r:#?}");
 }
 
 #[test]
