@@ -280,9 +280,7 @@ pub async fn reembed(
                     index.sync().await?;
                     // What the daemon does in the background, timed here
                     // as if it were in the way.
-                    if index.needs_compaction().await? {
-                        index.optimize().await?;
-                    }
+                    index.compact_if_needed().await?;
                 }
             }
             anyhow::Ok((t.elapsed().as_secs_f64(), embedded))

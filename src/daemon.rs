@@ -191,18 +191,11 @@ async fn optimize_loop(index: &Index, stop: watch::Receiver<bool>) {
             _ = tokio::time::sleep(OPTIMIZE_CHECK_EVERY) => {}
             _ = stopped(stop.clone()) => return,
         }
-        match index.needs_compaction().await {
+        let t = std::time::Instant::now();
+        match index.compact_if_needed().await {
             Ok(false) => {}
-            Ok(true) => {
-                let t = std::time::Instant::now();
-                match index.optimize().await {
-                    Ok(()) => {
-                        tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted")
-                    }
-                    Err(e) => tracing::warn!("index optimisation failed: {e:#}"),
-                }
-            }
-            Err(e) => tracing::warn!("cannot read index statistics: {e:#}"),
+            Ok(true) => tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted"),
+            Err(e) => tracing::warn!("index compaction failed: {e:#}"),
         }
     }
 }

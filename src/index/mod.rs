@@ -382,8 +382,7 @@ impl Index {
                 .await?;
             created = true;
         }
-        let rows = self.table.count_rows(None).await?;
-        if !has("vector") && rows >= VECTOR_INDEX_MIN_ROWS {
+        if !has("vector") && self.table.count_rows(None).await? >= VECTOR_INDEX_MIN_ROWS {
             tracing::info!("creating the vector index (IVF_HNSW_SQ)");
             self.table
                 .create_index(
@@ -404,8 +403,7 @@ impl Index {
         // `memd search` after an add writes one small fragment), a sync
         // compacts itself once fragments have piled up well past the
         // daemon's threshold, so searches never slow down for good.
-        let small = self.table.stats().await?.fragment_stats.num_small_fragments;
-        if small >= INLINE_COMPACT_SMALL_FRAGMENTS {
+        if self.small_fragments().await? >= INLINE_COMPACT_SMALL_FRAGMENTS {
             self.table
                 .optimize(lancedb::table::OptimizeAction::All)
                 .await?;
@@ -457,16 +455,24 @@ impl Index {
         }
     }
 
-    /// Whether enough small fragments have piled up (one per sync that
-    /// added rows) that searches slow down: the daemon then compacts.
-    pub async fn needs_compaction(&self) -> Result<bool> {
-        let stats = self.table.stats().await?;
-        Ok(stats.fragment_stats.num_small_fragments >= COMPACT_SMALL_FRAGMENTS)
+    /// Small fragments in the table (each sync that added rows writes one;
+    /// every search visits every fragment).
+    async fn small_fragments(&self) -> Result<usize> {
+        Ok(self.table.stats().await?.fragment_stats.num_small_fragments)
     }
 
-    /// Compact small fragments and fold new rows into the indices (the
-    /// daemon runs this in the background when fragments pile up).
-    pub async fn optimize(&self) -> Result<()> {
+    /// Compact once [`COMPACT_SMALL_FRAGMENTS`] have piled up (the daemon
+    /// checks this in the background); returns whether it compacted.
+    pub async fn compact_if_needed(&self) -> Result<bool> {
+        if self.small_fragments().await? < COMPACT_SMALL_FRAGMENTS {
+            return Ok(false);
+        }
+        self.optimize().await?;
+        Ok(true)
+    }
+
+    /// Compact small fragments and fold new rows into the indices.
+    async fn optimize(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
         self.table
             .optimize(lancedb::table::OptimizeAction::All)

@@ -83,19 +83,7 @@ impl Index {
         // The two queries are independent: run them on two tasks, so a
         // multi-threaded runtime runs them on two cores.
         let table = self.table.clone();
-        let vector = tokio::spawn(async move {
-            let b: Vec<RecordBatch> = table
-                .query()
-                .nearest_to(qv)?
-                .distance_type(DistanceType::Cosine)
-                .select(columns("_distance"))
-                .limit(n)
-                .execute()
-                .await?
-                .try_collect()
-                .await?;
-            anyhow::Ok(b)
-        });
+        let vector = tokio::spawn(async move { nearest(&table, qv, n).await });
         let text = match full_text(&self.table, query, n).await {
             Ok(b) => b,
             Err(e) => {
@@ -184,6 +172,19 @@ impl Index {
         }
         Ok(kept.into_iter().map(|(h, _)| h).collect())
     }
+}
+
+async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<RecordBatch>> {
+    Ok(table
+        .query()
+        .nearest_to(qv)?
+        .distance_type(DistanceType::Cosine)
+        .select(columns("_distance"))
+        .limit(n)
+        .execute()
+        .await?
+        .try_collect()
+        .await?)
 }
 
 async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
