@@ -257,11 +257,26 @@ enum BenchCommand {
         /// Appends in the incremental-versus-whole-file comparison (0 skips it).
         #[arg(long, default_value_t = 1000)]
         appends: usize,
+        /// Rewrite the whole file after every N-th append only and count
+        /// each rewrite N times (a real model needs hours for the full
+        /// whole-file side; see `bench::reembed`).
+        #[arg(long, default_value_t = 1)]
+        whole_file_every: usize,
         /// Embedder (default: lexical, so large tables build in minutes).
         #[arg(long, default_value = "lexical")]
         embedder: String,
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
+    },
+    /// Embedding throughput (uncached) and single-text latency.
+    Embed {
+        #[arg(long, default_value_t = 2000)]
+        texts: usize,
+        /// Texts per embedder call.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        #[arg(long, default_value = "minilm")]
+        embedder: String,
     },
     /// Consolidation time outside the LLM (a scripted one that answers at
     /// once), LLM calls per run and prompt tokens per fact.
@@ -674,6 +689,7 @@ fn run(cli: Cli) -> Result<()> {
             BenchCommand::Index {
                 rows,
                 appends,
+                whole_file_every,
                 embedder,
                 r#in,
             } => {
@@ -686,11 +702,24 @@ fn run(cli: Cli) -> Result<()> {
                         println!("{}", serde_json::to_string(&r)?);
                     }
                     if appends > 0 {
-                        let r = bench::reembed(&r#in, appends, embedder.clone()).await?;
+                        let r = bench::reembed(&r#in, appends, whole_file_every, embedder.clone())
+                            .await?;
                         println!("{}", serde_json::to_string(&r)?);
                     }
                     anyhow::Ok(())
                 })
+            }
+            BenchCommand::Embed {
+                texts,
+                batch,
+                embedder,
+            } => {
+                let mut config = Config::load(&dir)?;
+                config.embedder.kind = embedder_kind(&embedder)?;
+                let embedder = memd::embed::from_config(&config.embedder)?;
+                let r = runtime()?.block_on(bench::embed(texts, batch, embedder))?;
+                println!("{}", serde_json::to_string(&r)?);
+                Ok(())
             }
             BenchCommand::Consolidate {
                 entries,

@@ -430,3 +430,37 @@ fn the_watcher_syncs_a_hand_edit_and_reports_health() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
+    let (_tmp, layout) = example_dir();
+    let index = Index::open_with(&layout, &Config::default(), lexical())
+        .await
+        .unwrap();
+    index.sync().await.unwrap();
+    // One sync per append: one small fragment each.
+    let texts = [
+        "User adopted a greyhound",
+        "User sold the canoe",
+        "User visits Porto",
+    ];
+    for (i, t) in texts.iter().enumerate() {
+        archive::append(&layout, "2026-11-21", &format!("09:00:0{i}"), &[fact(t)]).unwrap();
+        index.sync().await.unwrap();
+    }
+    assert!(
+        !index.compact_if_needed().await.unwrap(),
+        "rows were just added: a few small fragments wait for a quiet moment"
+    );
+    tokio::time::sleep(memd::index::COMPACT_IDLE + Duration::from_millis(200)).await;
+    assert!(index.compact_if_needed().await.unwrap(), "quiet: compacts");
+    assert!(
+        !index.compact_if_needed().await.unwrap(),
+        "nothing left to compact"
+    );
+    let hits = index.search_unlogged("greyhound", 3).await.unwrap();
+    assert!(
+        hits.iter().any(|h| h.text.contains("greyhound")),
+        "{hits:?}"
+    );
+}
