@@ -3,7 +3,8 @@
 //! - the watcher ([`crate::watch`]), keeping the index in step with files;
 //! - the consolidation loop, every `interval_seconds`, through the gate;
 //! - background index optimisation: compaction and index folding once
-//!   small fragments pile up (checked every 10 s);
+//!   small fragments pile up, or a few of them once writes pause (checked
+//!   every 10 s; see `Index::compact_if_needed`);
 //! - the HTTP API ([`crate::api`]).
 //!
 //! `.memd/daemon.lock` (held for the daemon's life; the OS frees it if the
