@@ -101,6 +101,8 @@ pub struct IndexReport {
     /// The same once the index has been idle for
     /// [`crate::index::COMPACT_IDLE`] and compacted, as the daemon does.
     pub search_after_idle_compaction_p50_ms: f64,
+    /// What that compaction took (the daemon does it in the background).
+    pub idle_compaction_ms: f64,
     /// Embedding one query.
     pub query_embed_p50_ms: f64,
     /// Append one fact, sync, search finds it.
@@ -241,7 +243,9 @@ pub async fn index(
     let (after, _) = time_queries(&index).await?;
     // What a daemon does once writes pause.
     tokio::time::sleep(crate::index::COMPACT_IDLE).await;
+    let t = Instant::now();
     index.compact_if_needed().await?;
+    let compaction = t.elapsed();
     let (compacted, _) = time_queries(&index).await?;
     Ok(IndexReport {
         rows,
@@ -252,6 +256,7 @@ pub async fn index(
         search_p99_ms: percentile(&search, 0.99),
         search_after_appends_p50_ms: percentile(&after, 0.5),
         search_after_idle_compaction_p50_ms: percentile(&compacted, 0.5),
+        idle_compaction_ms: ms(compaction),
         query_embed_p50_ms: percentile(&embed, 0.5),
         add_to_searchable_p50_ms: percentile(&visible, 0.5),
         add_to_searchable_p99_ms: percentile(&visible, 0.99),

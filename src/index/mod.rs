@@ -450,10 +450,7 @@ impl Index {
         // compacts itself once fragments have piled up well past the
         // daemon's threshold, so searches never slow down for good.
         if self.small_fragments().await? >= INLINE_COMPACT_SMALL_FRAGMENTS {
-            self.table
-                .optimize(lancedb::table::OptimizeAction::All)
-                .await?;
-            return Ok(());
+            return compact(&self.table).await;
         }
         // Unindexed rows are still found (by a flat scan), so new rows are
         // folded into the indices only once enough have piled up: doing it
@@ -528,10 +525,7 @@ impl Index {
     /// Compact small fragments and fold new rows into the indices.
     async fn optimize(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
-        self.table
-            .optimize(lancedb::table::OptimizeAction::All)
-            .await?;
-        Ok(())
+        compact(&self.table).await
     }
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).
@@ -540,6 +534,41 @@ impl Index {
         out.sort();
         Ok(out)
     }
+}
+
+/// Rows from which a fragment is left alone by compaction (LanceDB's own
+/// line between small and not small). LanceDB's default target is a million
+/// rows, which would rewrite the whole table, up to a million rows, every
+/// time a few new rows are folded in; with this target a compaction rewrites
+/// at most 100,000 rows, and once the table has grown past that, only the
+/// small fragments new rows wrote.
+const COMPACT_TARGET_ROWS: usize = 100_000;
+
+/// Merge small fragments, drop versions older than a week, fold new rows
+/// into the indices (LanceDB's `OptimizeAction::All` with a bounded
+/// compaction target).
+async fn compact(table: &lancedb::Table) -> Result<()> {
+    use lancedb::table::{CompactionOptions, OptimizeAction};
+    table
+        .optimize(OptimizeAction::Compact {
+            options: CompactionOptions {
+                target_rows_per_fragment: COMPACT_TARGET_ROWS,
+                ..Default::default()
+            },
+            remap_options: None,
+        })
+        .await?;
+    table
+        .optimize(OptimizeAction::Prune {
+            older_than: None,
+            delete_unverified: None,
+            error_if_tagged_old_versions: None,
+        })
+        .await?;
+    table
+        .optimize(OptimizeAction::Index(Default::default()))
+        .await?;
+    Ok(())
 }
 
 fn files_path(layout: &Layout) -> std::path::PathBuf {
