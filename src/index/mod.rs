@@ -348,40 +348,35 @@ impl Index {
             .map(|s| sql_str(s))
             .collect::<Vec<_>>()
             .join(", ");
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .select(Select::columns(&["id", "source", "hash"]))
-            .only_if(format!("source IN ({list})"))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
+        let filter = format!("source IN ({list})");
         let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
-        for b in batches {
-            let (ids, srcs, hashes) = (
-                string_col(&b, "id")?,
-                string_col(&b, "source")?,
-                string_col(&b, "hash")?,
-            );
-            for i in 0..b.num_rows() {
-                out.entry(srcs.value(i).to_string())
-                    .or_default()
-                    .insert(ids.value(i).to_string(), hashes.value(i).to_string());
-            }
+        for [source, id, hash] in self
+            .strings(["source", "id", "hash"], Some(&filter))
+            .await?
+        {
+            out.entry(source).or_default().insert(id, hash);
         }
         Ok(out)
     }
 
-    /// (id, `column`) of every row.
-    async fn pairs(&self, column: &str) -> Result<Vec<(String, String)>> {
-        let query = self.table.query().select(Select::columns(&["id", column]));
-        let batches: Vec<RecordBatch> = query.execute().await?.try_collect().await?;
+    /// The given text columns of every row matching `filter`.
+    async fn strings<const N: usize>(
+        &self,
+        columns: [&str; N],
+        filter: Option<&str>,
+    ) -> Result<Vec<[String; N]>> {
+        let mut query = self.table.query().select(Select::columns(&columns));
+        if let Some(f) = filter {
+            query = query.only_if(f);
+        }
         let mut out = Vec::new();
-        for b in batches {
-            let (ids, values) = (string_col(&b, "id")?, string_col(&b, column)?);
+        for b in collect(query).await? {
+            let cols = columns
+                .iter()
+                .map(|c| string_col(&b, c))
+                .collect::<Result<Vec<_>>>()?;
             for i in 0..b.num_rows() {
-                out.push((ids.value(i).to_string(), values.value(i).to_string()));
+                out.push(std::array::from_fn(|c| cols[c].value(i).to_string()));
             }
         }
         Ok(out)
@@ -518,19 +513,19 @@ impl Index {
         if small < COMPACT_SMALL_FRAGMENTS && !(idle && small >= COMPACT_IDLE_SMALL_FRAGMENTS) {
             return Ok(false);
         }
-        self.optimize().await?;
-        Ok(true)
-    }
-
-    /// Compact small fragments and fold new rows into the indices.
-    async fn optimize(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
-        compact(&self.table).await
+        compact(&self.table).await?;
+        Ok(true)
     }
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).
     pub async fn ids(&self) -> Result<Vec<(String, String)>> {
-        let mut out = self.pairs("kind").await?;
+        let mut out: Vec<(String, String)> = self
+            .strings(["id", "kind"], None)
+            .await?
+            .into_iter()
+            .map(|[id, kind]| (id, kind))
+            .collect();
         out.sort();
         Ok(out)
     }
@@ -569,6 +564,11 @@ async fn compact(table: &lancedb::Table) -> Result<()> {
         .optimize(OptimizeAction::Index(Default::default()))
         .await?;
     Ok(())
+}
+
+/// Run a query and gather its batches.
+pub(crate) async fn collect(query: impl ExecutableQuery) -> Result<Vec<RecordBatch>> {
+    Ok(query.execute().await?.try_collect().await?)
 }
 
 fn files_path(layout: &Layout) -> std::path::PathBuf {

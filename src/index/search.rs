@@ -7,13 +7,12 @@ use std::collections::HashMap;
 use anyhow::Context;
 use anyhow::Result;
 use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch};
-use futures::TryStreamExt;
 use lancedb::DistanceType;
 use lancedb::index::scalar::FullTextSearchQuery;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::query::{QueryBase, Select};
 use serde::Serialize;
 
-use super::{Index, string_col};
+use super::{Index, collect, string_col};
 use crate::embed::cosine;
 use crate::recall;
 use crate::text::normalize;
@@ -175,28 +174,18 @@ impl Index {
 }
 
 async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<RecordBatch>> {
-    Ok(table
+    let query = table
         .query()
         .nearest_to(qv)?
-        .distance_type(DistanceType::Cosine)
-        .select(columns("_distance"))
-        .limit(n)
-        .execute()
-        .await?
-        .try_collect()
-        .await?)
+        .distance_type(DistanceType::Cosine);
+    collect(query.select(columns("_distance")).limit(n)).await
 }
 
 async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
-    Ok(table
+    let query = table
         .query()
-        .full_text_search(FullTextSearchQuery::new(query.to_string()))
-        .select(columns("_score"))
-        .limit(n)
-        .execute()
-        .await?
-        .try_collect()
-        .await?)
+        .full_text_search(FullTextSearchQuery::new(query.to_string()));
+    collect(query.select(columns("_score")).limit(n)).await
 }
 
 impl Index {
