@@ -35,6 +35,7 @@ pub struct Consolidation {
     pub max_retries: u32,
     pub remove_budget: u32,
     pub concurrency: u32,
+    pub check_updates: bool,
 }
 
 impl Default for Consolidation {
@@ -49,6 +50,7 @@ impl Default for Consolidation {
             max_retries: 2,
             remove_budget: 20,
             concurrency: 2,
+            check_updates: true,
         }
     }
 }
@@ -209,6 +211,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "consolidation",
         "concurrency",
         "LLM calls in flight at once",
+    ),
+    (
+        "consolidation",
+        "check_updates",
+        "ask the LLM once more for each ADD beside entries: does it update one? (one short call per such fact)",
     ),
     (
         "promotion",

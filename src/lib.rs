@@ -37,7 +37,8 @@
 //!
 //! Consolidation is [`consolidate`] (gate, pending facts, clusters from
 //! [`consolidate::cluster`], the judge's ops validated by
-//! [`consolidate::ops`], apply, watermark), asking an [`llm`] with the
+//! [`consolidate::ops`], a second look at each ADD beside entries, apply,
+//! watermark), asking an [`llm`] with the
 //! templates of [`prompts`] or, with no LLM configured, its built-in judge;
 //! it ends with [`promote`] (MEMORY.md) and an [`index`] sync. [`forget`]
 //! removes and tombstones an entry and reads lineage back from the journal.

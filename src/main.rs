@@ -230,6 +230,10 @@ enum EvalCommand {
         /// Embedder (default: the configured one).
         #[arg(long)]
         embedder: Option<String>,
+        /// Leave each set's memory directories here (set-S/base,
+        /// set-S/update-R) instead of deleting them.
+        #[arg(long)]
+        keep: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -615,11 +619,18 @@ fn run(cli: Cli) -> Result<()> {
                 llm_url,
                 llm_model,
                 embedder,
+                keep,
                 json,
             } => {
                 let config = eval_config(&dir, llm_url, llm_model, embedder)?;
-                let r = runtime()?
-                    .block_on(memd::eval::letta::run(&data, config, sets, updates, seed))?;
+                let r = runtime()?.block_on(memd::eval::letta::run(
+                    &data,
+                    config,
+                    sets,
+                    updates,
+                    seed,
+                    keep.as_deref(),
+                ))?;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&r)?);
                 } else {
@@ -636,6 +647,9 @@ fn run(cli: Cli) -> Result<()> {
                         "updates ({} rows): kept as history {}, current only {}, added beside the stale entry {}, still pending {}, lost {}",
                         r.update_rows, u.history, u.current_only, u.beside, u.pending, u.lost
                     );
+                    for line in &r.outcomes {
+                        println!("  {line}");
+                    }
                     println!(
                         "facts lost {}; other entries touched {}",
                         r.facts_lost, r.others_touched

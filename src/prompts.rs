@@ -1,4 +1,6 @@
-//! The prompts memd sends to an LLM: `consolidate.md` and `promote.md`.
+//! The prompts memd sends to an LLM: `consolidate.md` (a cluster's ops),
+//! `update.md` (the second look at an ADD: does it update an entry?) and
+//! `promote.md`.
 //!
 //! The texts live in the repository's `prompts/` folder and are built into
 //! the binary, so memd works wherever it is installed. A file of the same
@@ -11,11 +13,13 @@ use anyhow::{Context, Result};
 use crate::Layout;
 
 pub const CONSOLIDATE: &str = "consolidate.md";
+pub const UPDATE: &str = "update.md";
 pub const PROMOTE: &str = "promote.md";
 
 fn built_in(name: &str) -> Option<&'static str> {
     match name {
         CONSOLIDATE => Some(include_str!("../prompts/consolidate.md")),
+        UPDATE => Some(include_str!("../prompts/update.md")),
         PROMOTE => Some(include_str!("../prompts/promote.md")),
         _ => None,
     }

@@ -9,6 +9,10 @@
 //!                                                  (LLM, or built-in)
 //!                                                        │ validated ops
 //!                                                        ▼
+//!                                  second look at each ADD beside entries:
+//!                                  does it update one? (LLM; yes → REPLACE
+//!                                  with the old text as history)
+//!                                                        ▼
 //!   apply to a fresh read ─► journal ─► watermark ─► promote ─► reindex
 //! ```
 //!
@@ -506,6 +510,11 @@ pub async fn run_with(
             let clusters = gather(idx, config, rest, snapshots).await?;
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "clustered");
             let template = prompts::load(layout, prompts::CONSOLIDATE)?;
+            let update_template = if config.consolidation.check_updates {
+                Some(prompts::load(layout, prompts::UPDATE)?)
+            } else {
+                None
+            };
             let budget = Mutex::new(config.consolidation.remove_budget);
             let calls = std::sync::atomic::AtomicUsize::new(0);
             let tokens = std::sync::atomic::AtomicU64::new(0);
@@ -514,6 +523,7 @@ pub async fn run_with(
             let ctx = Ctx {
                 client,
                 template: &template,
+                update_template: update_template.as_deref(),
                 max_retries: config.consolidation.max_retries,
                 budget: &budget,
                 calls: &calls,
@@ -740,6 +750,8 @@ async fn gather(
 struct Ctx<'a> {
     client: &'a llm::Client,
     template: &'a str,
+    /// `prompts/update.md` when `check_updates` is on.
+    update_template: Option<&'a str>,
     max_retries: u32,
     /// REMOVEs the run may still apply.
     budget: &'a Mutex<u32>,
@@ -756,7 +768,6 @@ const CALLS_PER_RUN: u32 = 2;
 
 impl Ctx<'_> {
     async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
-        use std::sync::atomic::Ordering;
         let (entries, facts) = ops::prompt_lists(&cluster);
         let prompt = prompts::render(self.template, &[("entries", &entries), ("facts", &facts)]);
         let prompt_hash = short_hash(&prompt, 16);
@@ -776,11 +787,7 @@ impl Ctx<'_> {
         let mut messages = vec![Message::user(prompt.clone())];
         let mut last_error = String::new();
         for _ in 0..CALLS_PER_RUN {
-            let started = Instant::now();
-            let reply = self.client.chat(&messages).await;
-            *self.spent.lock().unwrap() += started.elapsed();
-            self.calls.fetch_add(1, Ordering::Relaxed);
-            let (reply, usage) = match reply {
+            let reply = match self.ask(&messages).await {
                 Ok(r) => r,
                 Err(e) => {
                     return planned(
@@ -792,16 +799,6 @@ impl Ctx<'_> {
                     );
                 }
             };
-            let sent: usize = messages.iter().map(|m| m.content.len()).sum();
-            let tokens = if usage.prompt_tokens > 0 {
-                usage.prompt_tokens
-            } else {
-                // The usual estimate when a server does not report usage.
-                (sent / 4) as u64
-            };
-            self.tokens.fetch_add(tokens, Ordering::Relaxed);
-            self.completion
-                .fetch_add(usage.completion_tokens, Ordering::Relaxed);
             let verdict = llm::extract_json(&reply)
                 .map_err(|e| e.to_string())
                 .and_then(|v| {
@@ -814,7 +811,10 @@ impl Ctx<'_> {
                     Ok(ops)
                 });
             match verdict {
-                Ok(ops) => return planned(Decision::Ops(ops), failures),
+                Ok(ops) => {
+                    let ops = self.second_look(ops, &cluster).await;
+                    return planned(Decision::Ops(ops), failures);
+                }
                 Err(error) => {
                     failures += 1;
                     tracing::warn!(failures, error = %error, "invalid LLM reply");
@@ -836,6 +836,59 @@ impl Ctx<'_> {
             },
             failures,
         )
+    }
+
+    /// One chat call, counted in the run's calls, tokens and LLM time.
+    async fn ask(&self, messages: &[Message]) -> Result<String> {
+        use std::sync::atomic::Ordering;
+        let started = Instant::now();
+        let reply = self.client.chat(messages).await;
+        *self.spent.lock().unwrap() += started.elapsed();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let (reply, usage) = reply?;
+        let tokens = if usage.prompt_tokens > 0 {
+            usage.prompt_tokens
+        } else {
+            // The usual estimate when a server does not report usage.
+            let sent: usize = messages.iter().map(|m| m.content.len()).sum();
+            (sent / 4) as u64
+        };
+        self.tokens.fetch_add(tokens, Ordering::Relaxed);
+        self.completion
+            .fetch_add(usage.completion_tokens, Ordering::Relaxed);
+        Ok(reply)
+    }
+
+    /// The second look at each ADD of a valid reply (see
+    /// [`ops::update_candidates`]): an ADD the judge says makes an entry
+    /// out of date becomes a REPLACE keeping the old text as history. No
+    /// answer, or one naming no candidate, leaves the ADD: the default is
+    /// keep.
+    async fn second_look(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
+        let Some(template) = self.update_template else {
+            return ops;
+        };
+        for i in 0..ops.len() {
+            let candidates = ops::update_candidates(&ops, i, cluster);
+            if candidates.is_empty() {
+                continue;
+            }
+            let question = ops::update_question(&ops, i, cluster, &candidates);
+            let (entries, fact) = ops::prompt_lists(&question);
+            let prompt = prompts::render(template, &[("entries", &entries), ("fact", &fact)]);
+            let answer = match self.ask(&[Message::user(prompt)]).await {
+                Ok(reply) => llm::extract_json(&reply).ok(),
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "second look failed; the ADD stays");
+                    None
+                }
+            };
+            if let Some(k) = answer.as_ref().and_then(|v| ops::outdated(v, &question)) {
+                let updated = ops::make_update(&mut ops, i, cluster, candidates[k]);
+                tracing::info!(entry = %cluster.entries[candidates[k]].id, updated, "second look: the ADD updates an entry");
+            }
+        }
+        ops
     }
 }
 

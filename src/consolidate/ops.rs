@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::text::coverage;
+use crate::text::{content_words, coverage};
 
 /// Least share of a fact's (or a merged entry's) content words that an
 /// existing text said to carry it must contain.
@@ -37,12 +37,87 @@ pub const SAYS_MIN_COVERAGE: f32 = 0.5;
 /// The same for a text the judge wrote from the fact (ADD, REPLACE).
 pub const WRITTEN_MIN_COVERAGE: f32 = 0.25;
 
-/// Least share of an entry's content words a REPLACE must keep before the
-/// old text is appended as history.
-/// As strict as the evaluation's test of a fact still being carried (60% of
-/// its content words): at 0.3 a REPLACE could keep an entry's names, drop
-/// the rest of what it said, and nothing would bring it back.
+/// Least share of an entry's content words a REPLACE that writes its own
+/// history ("…; previously …") must keep before the old text is appended
+/// as well. As strict as the evaluation's test of a fact still being
+/// carried (60% of its content words): at 0.3 a REPLACE could keep an
+/// entry's names, drop the rest of what it said, and nothing would bring it
+/// back. A REPLACE without words of the past must keep every word (see
+/// [`with_history`]).
 pub const REPLACE_MIN_COVERAGE: f32 = 0.6;
+
+/// Words with which a text keeps a value as a thing of the past.
+const PAST_MARKERS: &[&str] = &[
+    "previously",
+    "formerly",
+    "used to",
+    "no longer",
+    "earlier",
+    "before that",
+    "until",
+];
+
+const HISTORY_OPEN: &str = " (previously: ";
+
+/// Whether `wrong` → `right` reads as fixing a typo rather than changing a
+/// value: one letter added or dropped ("Jon" → "John"), or one changed or
+/// swapped in a long word. A changed letter in a short word is usually
+/// another word (Tom → Tim, Ann → Dan), and a number is a value, never a
+/// typo (34 → 35 is an update).
+fn misspelling(wrong: &str, right: &str) -> bool {
+    if wrong.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let (w, r) = (wrong.chars().count(), right.chars().count());
+    strsim::osa_distance(wrong, right) == 1 && (w != r || w >= 6)
+}
+
+/// The text a REPLACE of `old` by `new` writes: `new`, or `new` with `old`
+/// kept as history, "new (previously: old)".
+///
+/// Why code and not only the prompt: small models write the new value and
+/// drop the old one ("Joren and Eliza run the podcast" replacing "Nora and
+/// Eliza run the podcast"), and the old value is then gone from the memory.
+/// `old` is kept unless `new` still has every content word of `old`, or
+/// `new` writes its own history (a word of the past that `old` lacked) and
+/// keeps [`REPLACE_MIN_COVERAGE`] of it, or every dropped word is a
+/// misspelling of a word `new` brings (a typo fix: "Jon" → "John", where
+/// keeping the wrong name would be the error; a number is never a typo).
+/// An `old` that already has history is flattened: "new (previously: old
+/// value; older values)", not parentheses inside parentheses.
+pub fn with_history(new: &str, old: &str) -> String {
+    let new = new.trim();
+    let old_words = content_words(old);
+    let new_words = content_words(new);
+    let dropped: Vec<&String> = old_words.difference(&new_words).collect();
+    if dropped.is_empty() {
+        return new.to_string();
+    }
+    let lower = new.to_lowercase();
+    let old_lower = old.to_lowercase();
+    let own_history = PAST_MARKERS
+        .iter()
+        .any(|m| lower.contains(m) && !old_lower.contains(m));
+    if own_history && coverage(old, new) >= REPLACE_MIN_COVERAGE {
+        return new.to_string();
+    }
+    let added: Vec<&String> = new_words.difference(&old_words).collect();
+    let typo_fix = dropped
+        .iter()
+        .all(|d| added.iter().any(|a| misspelling(d, a)));
+    if typo_fix {
+        return new.to_string();
+    }
+    let old = old.replace('\n', " ");
+    let old = old.trim();
+    let flat = match old.split_once(HISTORY_OPEN) {
+        Some((value, older)) if older.ends_with(')') => {
+            format!("{}; {}", value.trim(), &older[..older.len() - 1])
+        }
+        _ => old.to_string(),
+    };
+    format!("{new}{HISTORY_OPEN}{flat})")
+}
 
 /// Pending facts with the same normalised text: one item for the judge.
 #[derive(Debug, Clone, Serialize)]
@@ -337,12 +412,7 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                     return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
                 }
                 touch(&mut touched, t)?;
-                let old = &cluster.entries[t].text;
-                let text = if coverage(old, &text) < REPLACE_MIN_COVERAGE {
-                    format!("{text} (previously: {})", old.replace('\n', " "))
-                } else {
-                    text
-                };
+                let text = with_history(&text, &cluster.entries[t].text);
                 Op::Replace {
                     target: cluster.entries[t].id.clone(),
                     text,
@@ -457,6 +527,99 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
         ));
     }
     Ok(ops)
+}
+
+/// The second look at an ADD (DESIGN §3 leaves how the judge is asked to
+/// memd): small models ADD a fact that updates an entry shown beside it
+/// far more often than they REPLACE ("beside": the stale entry stays and
+/// reads as current). So for each ADD of a reply, when the cluster has
+/// entries no op of the reply touches, the judge is asked one narrow
+/// question: does this fact make one of these entries out of date? A yes
+/// turns the ADD into a REPLACE that keeps the old text as history; any
+/// other answer (none, an entry not shown, no reply) leaves the ADD.
+///
+/// The entries the ADD at `i` could update: shown in the cluster, not
+/// pinned, not touched by another op, sharing a content word with the
+/// ADD's text (a yes for an entry with nothing in common is a misreading).
+pub fn update_candidates(ops: &[Op], i: usize, cluster: &Cluster) -> Vec<usize> {
+    let Some(Op::Add { text, .. }) = ops.get(i) else {
+        return Vec::new();
+    };
+    let words = content_words(text);
+    let busy: HashSet<&str> = ops
+        .iter()
+        .flat_map(|op| match op {
+            Op::Remove { target, into } => vec![target.as_str(), into.as_str()],
+            other => other.target().into_iter().collect(),
+        })
+        .collect();
+    cluster
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !e.pinned && !busy.contains(e.id.as_str()))
+        .filter(|(_, e)| content_words(&e.text).iter().any(|w| words.contains(w)))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// What the second look asks about: the ADD's text as the one fact, the
+/// candidate entries.
+pub fn update_question(ops: &[Op], i: usize, cluster: &Cluster, candidates: &[usize]) -> Cluster {
+    let (text, from) = match &ops[i] {
+        Op::Add { text, from } => (text.clone(), from.clone()),
+        _ => Default::default(),
+    };
+    let days = cluster
+        .groups
+        .iter()
+        .filter(|g| g.ids.iter().any(|id| from.contains(id)))
+        .flat_map(|g| g.days.iter().cloned())
+        .max()
+        .into_iter()
+        .collect();
+    Cluster {
+        groups: vec![Group {
+            ids: from,
+            text,
+            days,
+        }],
+        entries: candidates
+            .iter()
+            .map(|&k| cluster.entries[k].clone())
+            .collect(),
+    }
+}
+
+/// The entry (index into `question.entries`) a second-look reply names as
+/// out of date, if it names one that was shown. Lenient about shape:
+/// `{"outdated": "E2"}`, `{"entry": "e2"}`, a bare `"E2"`.
+pub fn outdated(reply: &Value, question: &Cluster) -> Option<usize> {
+    let v = match reply {
+        Value::Object(_) => field(reply, &["outdated", "entry", "target", "answer"])?,
+        other => other,
+    };
+    let name = v.as_str()?.trim();
+    Aliases::new(question).entry(name)
+}
+
+/// Turn the ADD at `i` into a REPLACE of `cluster.entries[k]` that keeps
+/// the entry's text as history. Refused (false) if another op touches that
+/// entry by now.
+pub fn make_update(ops: &mut [Op], i: usize, cluster: &Cluster, k: usize) -> bool {
+    if !update_candidates(ops, i, cluster).contains(&k) {
+        return false;
+    }
+    let Op::Add { text, from } = &ops[i] else {
+        return false;
+    };
+    let entry = &cluster.entries[k];
+    ops[i] = Op::Replace {
+        target: entry.id.clone(),
+        text: with_history(text, &entry.text),
+        from: from.clone(),
+    };
+    true
 }
 
 /// The ops of one cluster as a readable diff (for `--dry-run`).

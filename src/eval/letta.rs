@@ -81,6 +81,8 @@ pub struct LettaReport {
     pub update_rows: usize,
     pub updates: Updates,
     pub others_touched: usize,
+    /// One line per update row: "set S row R: outcome[, N others touched]".
+    pub outcomes: Vec<String>,
     pub llm_calls: usize,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -165,13 +167,16 @@ fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
 /// Run the evaluation on `sets` sets chosen by `seed` (at most
 /// `max_updates` rows each), with `config`'s judge and embedder. Promotion
 /// is off: it is not what is measured, and it would cost an LLM call per
-/// run.
+/// run. The memory directories are temporary unless `keep` names a
+/// directory to leave them in (`set-S/base`, `set-S/update-R`), so a
+/// surprising score can be read in the files and the journal.
 pub async fn run(
     data: &Path,
     mut config: Config,
     sets: usize,
     max_updates: usize,
     seed: u64,
+    keep: Option<&Path>,
 ) -> Result<LettaReport> {
     let started = Instant::now();
     config.promotion.max_lines = 0;
@@ -193,7 +198,19 @@ pub async fn run(
         let rows = &by_set[&set];
         let facts = &rows[0].facts;
         let tmp = tempfile::tempdir()?;
-        let base = layout::init(&tmp.path().join("base"))?;
+        let root = match keep {
+            Some(k) => {
+                let root = k.join(format!("set-{set}"));
+                anyhow::ensure!(
+                    !root.exists(),
+                    "{} exists already; --keep needs a fresh directory",
+                    root.display()
+                );
+                root
+            }
+            None => tmp.path().to_path_buf(),
+        };
+        let base = layout::init(&root.join("base"))?;
         let new: Vec<NewFact> = facts
             .iter()
             .map(|t| NewFact {
@@ -225,7 +242,7 @@ pub async fn run(
         tracing::info!(set, entries = before.len(), "set ingested");
 
         for (n, row) in rows.iter().take(max_updates).enumerate() {
-            let dir = tmp.path().join(format!("update-{n}"));
+            let dir = root.join(format!("update-{n}"));
             layout::copy_dir(&base.root, &dir)?;
             let layout = Layout::open(&dir)?;
             let new_id = archive::append(
@@ -245,7 +262,7 @@ pub async fn run(
             report.update_rows += 1;
             let superseded: HashSet<usize> = row.supersedes.iter().copied().collect();
             let (was, now) = (&row.answer_before, &row.answer_after);
-            let mut scored = false;
+            let mut scored = None;
             for &s in &superseded {
                 let Some(id) = ids.get(s) else { continue };
                 let text = holder(&after, id)
@@ -256,12 +273,15 @@ pub async fn run(
                     .unwrap_or_default();
                 if text != old && contains(&text, now) {
                     let lower = text.to_lowercase();
-                    if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
-                        report.updates.history += 1;
-                    } else {
-                        report.updates.current_only += 1;
-                    }
-                    scored = true;
+                    scored = Some(
+                        if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
+                            report.updates.history += 1;
+                            "history"
+                        } else {
+                            report.updates.current_only += 1;
+                            "current only"
+                        },
+                    );
                     break;
                 }
             }
@@ -269,16 +289,21 @@ pub async fn run(
             let pending = holder(&after, &new_id).is_none()
                 && !done.watermark.done.contains(&new_id)
                 && done.watermark.through_day.as_deref() < Some("2026-02-01");
-            if !scored {
-                if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, &after) {
-                    report.updates.beside += 1;
-                } else if pending {
-                    report.updates.pending += 1;
-                } else {
-                    report.updates.lost += 1;
-                    report.facts_lost += 1;
-                }
-            }
+            let outcome = if let Some(o) = scored {
+                o
+            } else if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, &after)
+            {
+                report.updates.beside += 1;
+                "beside"
+            } else if pending {
+                report.updates.pending += 1;
+                "pending"
+            } else {
+                report.updates.lost += 1;
+                report.facts_lost += 1;
+                "lost"
+            };
+            let touched_before = report.others_touched;
             // The other facts: still carried, and their entries untouched.
             for (i, f) in facts.iter().enumerate() {
                 if superseded.contains(&i) {
@@ -293,6 +318,13 @@ pub async fn run(
                     report.others_touched += 1;
                 }
             }
+            let touched = report.others_touched - touched_before;
+            let line = match touched {
+                0 => format!("set {set} row {n}: {outcome}"),
+                t => format!("set {set} row {n}: {outcome}, {t} others touched"),
+            };
+            tracing::info!("{line}");
+            report.outcomes.push(line);
         }
     }
     report.wall_seconds = started.elapsed().as_secs_f64();

@@ -144,6 +144,155 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     );
 }
 
+/// Small models ADD an update beside the entry it supersedes; the second
+/// look asks about that one ADD and turns it into a REPLACE with history.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
+    let (_t, layout) = memory_dir();
+    let old = add(
+        &layout,
+        "2026-11-01",
+        &["Nora Fishel and Eliza Woodley co-host a podcast about careers"],
+    );
+    let cat = add(
+        &layout,
+        "2026-11-01",
+        &["Eliza Woodley has a cat named Pixel"],
+    );
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        if !is_update_check(body) {
+            // The ingest, then the update: every fact ADDed, as a small
+            // model does.
+            return faithful(body);
+        }
+        let fact = &listed(&p, 'F')[0].1;
+        Reply::Json(if fact.contains("Joren") {
+            outdated(&alias_of(&p, 'E', "podcast").expect("the podcast entry is shown"))
+        } else if fact.contains("Tokyo") {
+            // A name that was not shown, then garbage: the ADD stays.
+            outdated("E9")
+        } else {
+            chat("I think so")
+        })
+    })
+    .await;
+    let config = llm_config(&server.url);
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(entries(&layout).len(), 2);
+    let asked = |s: &Scripted| {
+        s.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| is_update_check(b))
+            .count()
+    };
+    // No entries yet: nothing to ask about.
+    assert_eq!(asked(&server), 0);
+
+    let new = add(
+        &layout,
+        "2026-11-20",
+        &[
+            "Joren Sullivar and Eliza Woodley co-host a podcast about careers",
+            "Eliza Woodley visited Tokyo in May",
+            "Eliza Woodley wrote a novel about careers",
+        ],
+    );
+    let report = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(
+        (report.applied.replace, report.applied.add),
+        (1, 2),
+        "{report:#?}"
+    );
+    // Each ADD beside an entry it shares words with is asked about once.
+    assert_eq!(asked(&server), 3);
+    let all = entries(&layout);
+    assert_eq!(all.len(), 4, "{all:#?}");
+    let podcast = entry_with(&all, "Joren");
+    assert_eq!(
+        podcast.text,
+        "Joren Sullivar and Eliza Woodley co-host a podcast about careers \
+         (previously: Nora Fishel and Eliza Woodley co-host a podcast about careers)"
+    );
+    let mut want = old.clone();
+    want.push(new[0].clone());
+    assert_eq!(sources(podcast), want);
+    assert_eq!(sources(entry_with(&all, "Pixel")), cat);
+    assert_eq!(sources(entry_with(&all, "Tokyo")), vec![new[1].clone()]);
+    assert_eq!(sources(entry_with(&all, "novel")), vec![new[2].clone()]);
+    let history = memd::forget::history(&layout, podcast.id().unwrap()).unwrap();
+    assert_eq!(history.last().unwrap().op, journal::Op::Replace);
+
+    // Turned off, no second look is asked.
+    let mut off = config.clone();
+    off.consolidation.check_updates = false;
+    let before = asked(&server);
+    add(
+        &layout,
+        "2026-11-21",
+        &["Ann Lee and Eliza Woodley co-host a podcast about careers"],
+    );
+    let report = consolidate::run(&layout, &off, FORCE).await.unwrap();
+    assert_eq!(report.applied.add, 1, "{report:#?}");
+    assert_eq!(asked(&server), before);
+}
+
+#[test]
+fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
+    use memd::consolidate::ops::with_history;
+    // Another person in the same role (Qwen 1.5B writes it this way).
+    assert_eq!(
+        with_history(
+            "Joren Sullivar and Eliza Woodley co-host a podcast.",
+            "Nora Fishel and Eliza Woodley co-host a podcast."
+        ),
+        "Joren Sullivar and Eliza Woodley co-host a podcast. \
+         (previously: Nora Fishel and Eliza Woodley co-host a podcast.)"
+    );
+    // A number is a value, never a typo.
+    assert_eq!(
+        with_history("Sam is 35 years old", "Sam is 34 years old"),
+        "Sam is 35 years old (previously: Sam is 34 years old)"
+    );
+    // A typo fix drops the wrong spelling.
+    assert_eq!(
+        with_history("John Smith lives in Oslo", "Jon Smith lives in Oslo"),
+        "John Smith lives in Oslo"
+    );
+    // History the judge wrote is kept as written; so is a text that drops
+    // nothing.
+    for (new, old) in [
+        (
+            "Lives in Hamburg; previously lived in Berlin with Ann",
+            "Lives in Berlin with Ann",
+        ),
+        (
+            "Lives in Berlin with Ann and two cats",
+            "Lives in Berlin with Ann",
+        ),
+    ] {
+        assert_eq!(with_history(new, old), new);
+    }
+    // Own history that keeps too little of the old text: the old text too.
+    assert_eq!(
+        with_history(
+            "Lives in Hamburg; previously Berlin",
+            "Lives in Berlin with Ann and two cats"
+        ),
+        "Lives in Hamburg; previously Berlin (previously: Lives in Berlin with Ann and two cats)"
+    );
+    // Older history is flattened, not nested.
+    assert_eq!(
+        with_history(
+            "Works at Contoso",
+            "Works at Microsoft (previously: Works at Google)"
+        ),
+        "Works at Contoso (previously: Works at Microsoft; Works at Google)"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn three_phrasings_become_one_entry_with_three_sources() {
     let (_t, layout) = memory_dir();

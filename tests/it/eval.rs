@@ -12,7 +12,7 @@ fn data() -> tempfile::TempDir {
     let row = json!({
         "set": 7,
         "facts": ["Ann Lee plays the violin in Vienna.", "Bob Ray is a chef in Lyon.", "Cy Fox swims every morning in Oslo."],
-        "new_fact": "Dan Park now plays the violin in Vienna instead of Ann Lee.",
+        "new_fact": "Dan Park plays the violin in Vienna.",
         "supersedes": [0],
         "question": "Who plays the violin in Vienna?",
         "answer_before": "Ann Lee",
@@ -59,7 +59,7 @@ async fn a_perfect_judge_scores_perfectly() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1)
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
         .await
         .unwrap();
     assert_eq!(
@@ -81,7 +81,7 @@ async fn a_judge_that_merges_everything_is_caught() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1)
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
         .await
         .unwrap();
     assert_eq!(r.entries_after_ingest, 1, "{r:#?}");
@@ -109,13 +109,55 @@ async fn a_judge_that_drops_a_fact_is_caught() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1)
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
         .await
         .unwrap();
     assert_eq!(r.false_merges, 0, "{r:#?}");
     assert_eq!(r.facts_lost, 1, "{r:#?}");
     assert_eq!(r.others_touched, 1, "{r:#?}");
     assert_eq!(r.updates.history, 1, "{r:#?}");
+}
+
+/// The usual small-model reply: the update ADDed beside the entry it
+/// supersedes. The second look names that entry, and the update is kept
+/// as history; `--keep` leaves the files to read.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_added_beside_but_named_on_the_second_look_is_history() {
+    let server = scripted(|_, body| {
+        if !is_update_check(body) {
+            return faithful(body);
+        }
+        let p = prompt_of(body);
+        Reply::Json(outdated(
+            &alias_of(&p, 'E', "violin").unwrap_or_else(|| "none".into()),
+        ))
+    })
+    .await;
+    let d = data();
+    let keep = tempfile::tempdir().unwrap();
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path()))
+        .await
+        .unwrap();
+    let u = &r.updates;
+    assert_eq!((u.history, u.beside, u.current_only), (1, 0, 0), "{r:#?}");
+    assert_eq!(
+        (r.facts_lost, r.others_touched, r.false_merges),
+        (0, 0, 0),
+        "{r:#?}"
+    );
+    assert_eq!(r.outcomes, vec!["set 7 row 0: history"]);
+    let memory =
+        std::fs::read_to_string(keep.path().join("set-7/update-0/consolidated/memory.md")).unwrap();
+    assert!(
+        memory.contains(
+            "Dan Park plays the violin in Vienna. (previously: Ann Lee plays the violin in Vienna.)"
+        ),
+        "{memory}"
+    );
+    // A second run does not overwrite what was kept.
+    let again =
+        memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path())).await;
+    assert!(again.unwrap_err().to_string().contains("exists already"));
 }
 
 #[test]
@@ -125,7 +167,7 @@ fn the_built_in_judge_never_merges_or_loses_but_keeps_no_history() {
     c.embedder.kind = EmbedderKind::Lexical;
     let r = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(memd::eval::letta::run(d.path(), c, 1, 5, 1))
+        .block_on(memd::eval::letta::run(d.path(), c, 1, 5, 1, None))
         .unwrap();
     assert_eq!(
         (r.false_merges, r.facts_lost, r.llm_calls),

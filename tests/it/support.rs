@@ -207,11 +207,23 @@ pub fn promote_every_entry(body: &serde_json::Value) -> serde_json::Value {
     chat(serde_json::json!({ "lines": lines }).to_string())
 }
 
+/// Whether a chat request is the second look at an ADD (`prompts/update.md`).
+pub fn is_update_check(body: &serde_json::Value) -> bool {
+    prompt_of(body).contains("makes one of the memory ENTRIES out of date")
+}
+
+/// A second-look reply naming `alias` (or "none").
+pub fn outdated(alias: &str) -> serde_json::Value {
+    chat(serde_json::json!({ "outdated": alias }).to_string())
+}
+
 /// The judge of tests about something else than its decisions: every fact
-/// ADDed as it is, every entry promoted.
+/// ADDed as it is, no entry out of date, every entry promoted.
 pub fn faithful(body: &serde_json::Value) -> Reply {
     Reply::Json(if is_promotion(body) {
         promote_every_entry(body)
+    } else if is_update_check(body) {
+        outdated("none")
     } else {
         add_every_fact(body)
     })
