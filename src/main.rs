@@ -651,8 +651,8 @@ fn run(cli: Cli) -> Result<()> {
                         println!("  {line}");
                     }
                     println!(
-                        "facts lost {}; other entries touched {}",
-                        r.facts_lost, r.others_touched
+                        "facts lost {}; other entries touched {}; entries with invented content {}",
+                        r.facts_lost, r.others_touched, r.invented
                     );
                     println!(
                         "LLM calls {}, prompt tokens {}, completion tokens {}, wall {:.1} s",

@@ -59,6 +59,72 @@ const PAST_MARKERS: &[&str] = &[
 
 const HISTORY_OPEN: &str = " (previously: ";
 
+/// Most words a judge's text may bring that nothing it was shown says.
+/// One allows an inflection ("taught" for "teaches") in a rewrite; a real
+/// 1.5B model, told to keep history, appended "; previously she was a
+/// student at the University of Edinburgh" to facts that never said so:
+/// three words no fact had.
+pub const INVENTED_MAX: usize = 1;
+
+/// Words that write history or time rather than content.
+const TIME_WORDS: &[&str] = &[
+    "previously",
+    "formerly",
+    "earlier",
+    "currently",
+    "longer",
+    "used",
+    "until",
+    "since",
+    "before",
+    "later",
+    "instead",
+    "anymore",
+    "past",
+];
+
+/// The content words of `text` that none of `sources` has (words of time
+/// and history, and one- or two-letter words, aside), sorted.
+pub fn invented(text: &str, sources: &[&str]) -> Vec<String> {
+    let known: HashSet<String> = sources.iter().flat_map(|s| content_words(s)).collect();
+    let mut out: Vec<String> = content_words(text)
+        .into_iter()
+        .filter(|w| !known.contains(w) && !TIME_WORDS.contains(&w.as_str()))
+        .filter(|w| w.chars().count() > 2 || w.chars().any(|c| c.is_ascii_digit()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The texts and days of the fact groups `groups`.
+fn said_by<'a>(groups: &[usize], cluster: &'a Cluster) -> Vec<&'a str> {
+    groups
+        .iter()
+        .flat_map(|&g| {
+            let g = &cluster.groups[g];
+            std::iter::once(g.text.as_str()).chain(g.days.iter().map(String::as_str))
+        })
+        .collect()
+}
+
+/// The facts' own words, for a judge's text that invented some.
+fn verbatim(groups: &[usize], cluster: &Cluster) -> String {
+    let mut seen = HashSet::new();
+    groups
+        .iter()
+        .filter(|g| seen.insert(**g))
+        .map(|&g| {
+            let t = cluster.groups[g].text.trim();
+            if t.ends_with(['.', '!', '?']) {
+                t.to_string()
+            } else {
+                format!("{t}.")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Whether `wrong` → `right` reads as fixing a typo rather than changing a
 /// value: one letter added or dropped ("Jon" → "John"), or one changed or
 /// swapped in a long word. A changed letter in a short word is usually
@@ -401,6 +467,18 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                 if from.is_empty() {
                     return Err(format!("{at} (ADD) must name the facts it comes from"));
                 }
+                // An ADD is a new fact in its own words: text that says
+                // more than its facts is replaced by them, not asked again.
+                let made_up = invented(&text, &said_by(&from_groups, cluster));
+                let text = if made_up.len() > INVENTED_MAX {
+                    tracing::warn!(
+                        ?made_up,
+                        "an ADD said more than its facts; their own words are kept"
+                    );
+                    verbatim(&from_groups, cluster)
+                } else {
+                    text
+                };
                 Op::Add { text, from }
             }
             "REPLACE" | "UPDATE" => {
@@ -412,6 +490,31 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                     return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
                 }
                 touch(&mut touched, t)?;
+                // A REPLACE may draw on its facts and on every entry shown
+                // (a merge), and on their dates; beyond that it invents.
+                let shown: Vec<&str> =
+                    said_by(&from_groups, cluster)
+                        .into_iter()
+                        .chain(cluster.entries.iter().flat_map(|e| {
+                            [e.text.as_str(), e.first_seen.as_str(), e.updated.as_str()]
+                        }))
+                        .collect();
+                let made_up = invented(&text, &shown);
+                let text = if made_up.len() <= INVENTED_MAX {
+                    text
+                } else if from_groups.is_empty() {
+                    return Err(format!(
+                        "{at} (REPLACE E{}) says what no fact or entry shown says ({}); write only what they say",
+                        t + 1,
+                        made_up.join(", ")
+                    ));
+                } else {
+                    tracing::warn!(
+                        ?made_up,
+                        "a REPLACE said more than it was shown; the facts' own words are kept"
+                    );
+                    verbatim(&from_groups, cluster)
+                };
                 let text = with_history(&text, &cluster.entries[t].text);
                 Op::Replace {
                     target: cluster.entries[t].id.clone(),

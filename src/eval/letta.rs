@@ -16,7 +16,10 @@
 //!   marks it as past (`history`), names only `answer_after`
 //!   (`current_only`), or not at all while another entry does
 //!   (`beside`: the stale entry stays), or no entry names it (`lost`);
-//! - others touched: entries of the other facts whose text changed.
+//! - others touched: entries of the other facts whose text changed;
+//! - invented: entries the judge wrote that say what no fact of the set
+//!   said (more than one content word from nowhere, as
+//!   [`ops::invented`] counts them).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -27,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, NewFact};
 use crate::config::Config;
-use crate::consolidate::{self, Options};
+use crate::consolidate::{self, Options, ops};
 use crate::entries::{Document, Entry};
 use crate::text::{content_words, coverage};
 use crate::{Layout, layout};
@@ -81,6 +84,10 @@ pub struct LettaReport {
     pub update_rows: usize,
     pub updates: Updates,
     pub others_touched: usize,
+    /// Entries written by the judge (after an ingest, or changed by an
+    /// update) with more than [`ops::INVENTED_MAX`] content words that no
+    /// fact of the set says: invented content.
+    pub invented: usize,
     /// One line per update row: "set S row R: outcome[, N others touched]".
     pub outcomes: Vec<String>,
     pub llm_calls: usize,
@@ -239,6 +246,11 @@ pub async fn run(
             })
             .sum::<usize>();
         report.facts_lost += facts.iter().filter(|f| !carried(f, &before)).count();
+        let mut said: Vec<&str> = facts.iter().map(String::as_str).collect();
+        said.extend(rows.iter().map(|r| r.new_fact.as_str()));
+        said.extend(["2026-01-01", "2026-02-01"]);
+        let invents = |e: &Entry| ops::invented(&e.text, &said).len() > ops::INVENTED_MAX;
+        report.invented += before.iter().filter(|e| invents(e)).count();
         tracing::info!(set, entries = before.len(), "set ingested");
 
         for (n, row) in rows.iter().take(max_updates).enumerate() {
@@ -318,6 +330,10 @@ pub async fn run(
                     report.others_touched += 1;
                 }
             }
+            report.invented += after
+                .iter()
+                .filter(|e| !before.iter().any(|b| b.text == e.text) && invents(e))
+                .count();
             let touched = report.others_touched - touched_before;
             let line = match touched {
                 0 => format!("set {set} row {n}: {outcome}"),

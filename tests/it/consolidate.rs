@@ -1198,6 +1198,46 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
         ),
         other => panic!("{other:?}"),
     }
+    // Text that says what nothing shown said: the fact's own words instead
+    // (ADD), the fact's words with the old text as history (REPLACE), or,
+    // with no fact to fall back on, the reply is refused.
+    let reply = json!({"ops": [
+        {"op": "ADD", "from": ["F1"],
+         "text": "Pixel is afraid of the vacuum cleaner; previously she was a student in Edinburgh"}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[0] {
+        Op::Add { text, .. } => assert_eq!(text, "Pixel the cat is afraid of the vacuum cleaner."),
+        other => panic!("{other:?}"),
+    }
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E1", "from": ["F1"],
+         "text": "The user has a cat named Pixel who hates the vacuum and loves tuna"}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[0] {
+        Op::Replace { text, .. } => assert_eq!(
+            text,
+            "Pixel the cat is afraid of the vacuum cleaner. (previously: The user has a cat named Pixel)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E3", "text": "Drinks green tea with honey and lemon"}
+    ]});
+    let err = validate(&reply, &cluster, 20).unwrap_err();
+    assert!(err.contains("honey, lemon"), "{err}");
+    // One word from nowhere is a rewrite, not an invention.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E2", "from": ["F1"],
+         "text": "Works at Google as a data engineer; owns Pixel, afraid of the vacuum cleaner"}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[0] {
+        Op::Replace { text, .. } => assert!(
+            text.starts_with("Works at Google as a data engineer; owns Pixel"),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
     // The good reply passes: the fact in its own words, a true restatement kept.
     let reply = json!({"ops": [
         {"op": "REPLACE", "target": "E1", "from": ["F1"],

@@ -118,6 +118,41 @@ async fn a_judge_that_drops_a_fact_is_caught() {
     assert_eq!(r.updates.history, 1, "{r:#?}");
 }
 
+/// Qwen 1.5B, told to keep history, appended a made-up past to every fact
+/// it ADDed. Validation keeps the facts' own words instead, and the
+/// harness counts what would have slipped through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_judge_that_invents_is_overruled_with_the_facts_own_words() {
+    let server = scripted(|_, body| {
+        if is_update_check(body) {
+            return Reply::Json(outdated("none"));
+        }
+        let ops_: Vec<serde_json::Value> = listed(&prompt_of(body), 'F')
+            .into_iter()
+            .map(|(a, t)| {
+                json!({"op": "ADD", "from": [a],
+                "text": format!("{t}; previously they studied medicine in Edinburgh.")})
+            })
+            .collect();
+        ops(json!(ops_))
+    })
+    .await;
+    let d = data();
+    let keep = tempfile::tempdir().unwrap();
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.invented, r.facts_lost, r.false_merges),
+        (0, 0, 0),
+        "{r:#?}"
+    );
+    let memory =
+        std::fs::read_to_string(keep.path().join("set-7/base/consolidated/memory.md")).unwrap();
+    assert!(!memory.contains("Edinburgh"), "{memory}");
+    assert!(memory.contains("Bob Ray is a chef in Lyon."), "{memory}");
+}
+
 /// The usual small-model reply: the update ADDed beside the entry it
 /// supersedes. The second look names that entry, and the update is kept
 /// as history; `--keep` leaves the files to read.
