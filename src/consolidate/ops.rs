@@ -83,15 +83,22 @@ const TIME_WORDS: &[&str] = &[
     "past",
 ];
 
-/// The content words of `text` that none of `sources` has (words of time
-/// and history, and one- or two-letter words, aside), sorted.
+/// What `text` invents, sorted: its content words that none of `sources`
+/// has (words of time and history, and one- or two-letter words, aside),
+/// when they are more than [`INVENTED_MAX`] or one is a number (a number
+/// from nowhere is a made-up value: "previously over 20 countries" where
+/// the fact said 30); empty when it invents nothing.
 pub fn invented(text: &str, sources: &[&str]) -> Vec<String> {
     let known: HashSet<String> = sources.iter().flat_map(|s| content_words(s)).collect();
+    let is_number = |w: &String| w.chars().any(|c| c.is_ascii_digit());
     let mut out: Vec<String> = content_words(text)
         .into_iter()
         .filter(|w| !known.contains(w) && !TIME_WORDS.contains(&w.as_str()))
-        .filter(|w| w.chars().count() > 2 || w.chars().any(|c| c.is_ascii_digit()))
+        .filter(|w| w.chars().count() > 2 || is_number(w))
         .collect();
+    if out.len() <= INVENTED_MAX && !out.iter().any(is_number) {
+        return Vec::new();
+    }
     out.sort();
     out
 }
@@ -470,7 +477,7 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                 // An ADD is a new fact in its own words: text that says
                 // more than its facts is replaced by them, not asked again.
                 let made_up = invented(&text, &said_by(&from_groups, cluster));
-                let text = if made_up.len() > INVENTED_MAX {
+                let text = if !made_up.is_empty() {
                     tracing::warn!(
                         ?made_up,
                         "an ADD said more than its facts; their own words are kept"
@@ -489,9 +496,11 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                 if cluster.entries[t].pinned {
                     return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
                 }
-                touch(&mut touched, t)?;
                 // A REPLACE may draw on its facts and on every entry shown
-                // (a merge), and on their dates; beyond that it invents.
+                // (a merge), and on their dates; beyond that it invents, and
+                // is not applied: the entry stays as it is and the facts are
+                // ADDed in their own words (the second look may still find
+                // the entry they update).
                 let shown: Vec<&str> =
                     said_by(&from_groups, cluster)
                         .into_iter()
@@ -500,21 +509,26 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                         }))
                         .collect();
                 let made_up = invented(&text, &shown);
-                let text = if made_up.len() <= INVENTED_MAX {
-                    text
-                } else if from_groups.is_empty() {
-                    return Err(format!(
-                        "{at} (REPLACE E{}) says what no fact or entry shown says ({}); write only what they say",
-                        t + 1,
-                        made_up.join(", ")
-                    ));
-                } else {
+                if !made_up.is_empty() {
+                    if from_groups.is_empty() {
+                        return Err(format!(
+                            "{at} (REPLACE E{}) says what no fact or entry shown says ({}); write only what they say",
+                            t + 1,
+                            made_up.join(", ")
+                        ));
+                    }
                     tracing::warn!(
                         ?made_up,
-                        "a REPLACE said more than it was shown; the facts' own words are kept"
+                        "a REPLACE said what nothing shown said; its facts are added in their own words"
                     );
-                    verbatim(&from_groups, cluster)
-                };
+                    covered.extend(from_groups.iter().copied());
+                    ops.push(Op::Add {
+                        text: verbatim(&from_groups, cluster),
+                        from,
+                    });
+                    continue;
+                }
+                touch(&mut touched, t)?;
                 let text = with_history(&text, &cluster.entries[t].text);
                 Op::Replace {
                     target: cluster.entries[t].id.clone(),

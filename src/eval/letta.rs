@@ -18,8 +18,8 @@
 //!   (`beside`: the stale entry stays), or no entry names it (`lost`);
 //! - others touched: entries of the other facts whose text changed;
 //! - invented: entries the judge wrote that say what no fact of the set
-//!   said (more than one content word from nowhere, as
-//!   [`ops::invented`] counts them).
+//!   said (words or a number from nowhere, as [`ops::invented`] counts
+//!   them).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -85,8 +85,7 @@ pub struct LettaReport {
     pub updates: Updates,
     pub others_touched: usize,
     /// Entries written by the judge (after an ingest, or changed by an
-    /// update) with more than [`ops::INVENTED_MAX`] content words that no
-    /// fact of the set says: invented content.
+    /// update) that say what no fact of the set says ([`ops::invented`]).
     pub invented: usize,
     /// One line per update row: "set S row R: outcome[, N others touched]".
     pub outcomes: Vec<String>,
@@ -249,7 +248,7 @@ pub async fn run(
         let mut said: Vec<&str> = facts.iter().map(String::as_str).collect();
         said.extend(rows.iter().map(|r| r.new_fact.as_str()));
         said.extend(["2026-01-01", "2026-02-01"]);
-        let invents = |e: &Entry| ops::invented(&e.text, &said).len() > ops::INVENTED_MAX;
+        let invents = |e: &Entry| !ops::invented(&e.text, &said).is_empty();
         report.invented += before.iter().filter(|e| invents(e)).count();
         tracing::info!(set, entries = before.len(), "set ingested");
 

@@ -1199,8 +1199,8 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
         other => panic!("{other:?}"),
     }
     // Text that says what nothing shown said: the fact's own words instead
-    // (ADD), the fact's words with the old text as history (REPLACE), or,
-    // with no fact to fall back on, the reply is refused.
+    // (ADD); a REPLACE is not applied, its fact is ADDed in its own words
+    // (or, with no fact to fall back on, the reply is refused).
     let reply = json!({"ops": [
         {"op": "ADD", "from": ["F1"],
          "text": "Pixel is afraid of the vacuum cleaner; previously she was a student in Edinburgh"}
@@ -1213,13 +1213,17 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
         {"op": "REPLACE", "target": "E1", "from": ["F1"],
          "text": "The user has a cat named Pixel who hates the vacuum and loves tuna"}
     ]});
-    match &validate(&reply, &cluster, 20).unwrap()[0] {
-        Op::Replace { text, .. } => assert_eq!(
-            text,
-            "Pixel the cat is afraid of the vacuum cleaner. (previously: The user has a cat named Pixel)"
-        ),
-        other => panic!("{other:?}"),
-    }
+    let fact_alone = vec![Op::Add {
+        text: "Pixel the cat is afraid of the vacuum cleaner.".into(),
+        from: vec!["2026-11-22#00000001".into()],
+    }];
+    assert_eq!(validate(&reply, &cluster, 20).unwrap(), fact_alone);
+    // A number from nowhere is a made-up value, even alone.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E2", "from": ["F1"],
+         "text": "Works at Google as a data engineer since 2019; Pixel is afraid of the vacuum cleaner"}
+    ]});
+    assert_eq!(validate(&reply, &cluster, 20).unwrap(), fact_alone);
     let reply = json!({"ops": [
         {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
         {"op": "REPLACE", "target": "E3", "text": "Drinks green tea with honey and lemon"}
