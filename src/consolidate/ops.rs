@@ -657,7 +657,8 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
 ///
 /// The entries the ADD at `i` could update: shown in the cluster, not
 /// pinned, not touched by another op, sharing a content word with the
-/// ADD's text (a yes for an entry with nothing in common is a misreading).
+/// ADD's text (a yes for an entry with nothing in common is a misreading),
+/// at most [`SECOND_LOOK_MAX`] of them, those sharing the most words.
 pub fn update_candidates(ops: &[Op], i: usize, cluster: &Cluster) -> Vec<usize> {
     let Some(Op::Add { text, .. }) = ops.get(i) else {
         return Vec::new();
@@ -670,15 +671,29 @@ pub fn update_candidates(ops: &[Op], i: usize, cluster: &Cluster) -> Vec<usize> 
             other => other.target().into_iter().collect(),
         })
         .collect();
-    cluster
+    let mut shared: Vec<(usize, usize)> = cluster
         .entries
         .iter()
         .enumerate()
         .filter(|(_, e)| !e.pinned && !busy.contains(e.id.as_str()))
-        .filter(|(_, e)| content_words(&e.text).iter().any(|w| words.contains(w)))
-        .map(|(k, _)| k)
-        .collect()
+        .map(|(k, e)| {
+            let n = content_words(&e.text)
+                .iter()
+                .filter(|w| words.contains(*w))
+                .count();
+            (k, n)
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    // Most shared words first, and only a few: every extra entry is one
+    // more distractor for a small model.
+    shared.sort_by_key(|&(k, n)| (std::cmp::Reverse(n), k));
+    shared.truncate(SECOND_LOOK_MAX);
+    shared.into_iter().map(|(k, _)| k).collect()
 }
+
+/// Most entries one second look shows.
+pub const SECOND_LOOK_MAX: usize = 3;
 
 /// What the second look asks about: the ADD's text as the one fact, the
 /// candidate entries.
