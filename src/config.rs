@@ -50,7 +50,7 @@ impl Default for Consolidation {
             max_retries: 2,
             remove_budget: 20,
             concurrency: 2,
-            check_updates: true,
+            check_updates: false,
         }
     }
 }
@@ -215,7 +215,7 @@ const DOCS: &[(&str, &str, &str)] = &[
     (
         "consolidation",
         "check_updates",
-        "ask the LLM once more for each ADD beside entries: does it update one? (one short call per such fact)",
+        "ask the LLM once more for each ADD beside entries: does it update one? (one short call per such fact; off: a 1.5B model mostly named the wrong entry)",
     ),
     (
         "promotion",

@@ -103,6 +103,41 @@ pub fn invented(text: &str, sources: &[&str]) -> Vec<String> {
     out
 }
 
+/// The names and numbers of `text`, lowercased: words written with a
+/// capital inside a sentence ("William Sutter", "Lyon") and words with a
+/// digit. They are the values a fact is about; a text that drops one no
+/// longer says the fact ("Nathaniel and Annette ran the fundraiser" does
+/// not say "Nathaniel and William ran the fundraiser", though most words
+/// match).
+fn names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    for token in text.split_whitespace() {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        let number = word.chars().any(|c| c.is_ascii_digit());
+        if number || (!sentence_start && word.starts_with(char::is_uppercase)) {
+            out.extend(
+                content_words(word)
+                    .into_iter()
+                    .filter(|w| w.chars().count() > 1),
+            );
+        }
+        sentence_start = token.ends_with(['.', '!', '?', ':']);
+    }
+    out
+}
+
+/// Whether `text` keeps every name and number of `fact`, except those of
+/// `replaced` (the entry a REPLACE rewrites: "John, not Jon" names the old
+/// value only to drop it).
+fn keeps_names(fact: &str, text: &str, replaced: &str) -> bool {
+    let have = content_words(text);
+    let old = content_words(replaced);
+    names(fact)
+        .iter()
+        .all(|n| have.contains(n) || old.contains(n))
+}
+
 /// The texts and days of the fact groups `groups`.
 fn said_by<'a>(groups: &[usize], cluster: &'a Cluster) -> Vec<&'a str> {
     groups
@@ -420,6 +455,8 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
     let mut removed: HashSet<usize> = HashSet::new();
     let mut merged_into: Vec<(usize, usize)> = Vec::new();
     let mut covered: HashSet<usize> = HashSet::new();
+    // ADDs that stand in for a REPLACE that was not applied.
+    let mut converted: Vec<usize> = Vec::new();
     for (n, raw) in list.iter().enumerate() {
         let at = format!("operation {}", n + 1);
         let kind = field(raw, &["op", "type", "action", "operation"])
@@ -475,17 +512,19 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                     return Err(format!("{at} (ADD) must name the facts it comes from"));
                 }
                 // An ADD is a new fact in its own words: text that says
-                // more than its facts is replaced by them, not asked again.
+                // more than its facts, or drops one of their names or
+                // numbers, is replaced by them, not asked again.
                 let made_up = invented(&text, &said_by(&from_groups, cluster));
-                let text = if !made_up.is_empty() {
-                    tracing::warn!(
-                        ?made_up,
-                        "an ADD said more than its facts; their own words are kept"
-                    );
-                    verbatim(&from_groups, cluster)
-                } else {
-                    text
-                };
+                let text =
+                    if !made_up.is_empty() || !keeps_all_names(&from_groups, cluster, &text, "") {
+                        tracing::warn!(
+                            ?made_up,
+                            "an ADD said more or less than its facts; their own words are kept"
+                        );
+                        verbatim(&from_groups, cluster)
+                    } else {
+                        text
+                    };
                 Op::Add { text, from }
             }
             "REPLACE" | "UPDATE" => {
@@ -509,7 +548,8 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                         }))
                         .collect();
                 let made_up = invented(&text, &shown);
-                if !made_up.is_empty() {
+                let replaced = &cluster.entries[t].text;
+                if !made_up.is_empty() || !keeps_all_names(&from_groups, cluster, &text, replaced) {
                     if from_groups.is_empty() {
                         return Err(format!(
                             "{at} (REPLACE E{}) says what no fact or entry shown says ({}); write only what they say",
@@ -519,9 +559,11 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                     }
                     tracing::warn!(
                         ?made_up,
-                        "a REPLACE said what nothing shown said; its facts are added in their own words"
+                        "a REPLACE said what nothing shown said, or dropped a name of its facts; \
+                         they are added in their own words"
                     );
                     covered.extend(from_groups.iter().copied());
+                    converted.push(ops.len());
                     ops.push(Op::Add {
                         text: verbatim(&from_groups, cluster),
                         from,
@@ -579,25 +621,29 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
             into + 1
         ));
     }
-    // Each fact must be said by some op that names it.
-    let said = |g: usize| {
-        ops.iter().any(|op| {
-            let (text, min) = match op {
-                Op::Add { text, .. } | Op::Replace { text, .. } => {
-                    (text.as_str(), WRITTEN_MIN_COVERAGE)
-                }
-                Op::Keep { target, .. } => (
-                    cluster.entry(target).map_or("", |e| e.text.as_str()),
-                    SAYS_MIN_COVERAGE,
-                ),
-                Op::Remove { .. } => return false,
-            };
-            op.from()
-                .iter()
-                .any(|id| cluster.groups[g].ids.contains(id))
-                && coverage(&cluster.groups[g].text, text) >= min
+    // A stand-in ADD whose facts another op says already would only be a
+    // duplicate entry.
+    let duplicates: Vec<usize> = converted
+        .iter()
+        .copied()
+        .filter(|&i| {
+            (0..cluster.groups.len())
+                .filter(|&g| says(&ops[i], g, cluster))
+                .all(|g| {
+                    ops.iter()
+                        .enumerate()
+                        .any(|(j, op)| j != i && !converted.contains(&j) && says(op, g, cluster))
+                })
         })
-    };
+        .collect();
+    let ops: Vec<Op> = ops
+        .into_iter()
+        .enumerate()
+        .filter(|(j, _)| !duplicates.contains(j))
+        .map(|(_, op)| op)
+        .collect();
+    // Each fact must be said by some op that names it.
+    let said = |g: usize| ops.iter().any(|op| says(op, g, cluster));
     if let Some(g) = (0..cluster.groups.len()).find(|&g| covered.contains(&g) && !said(g)) {
         return Err(format!(
             "F{} ({:?}) is named in \"from\" but no text says it: ADD it in its own words, or REPLACE an entry with a text that includes it",
@@ -660,9 +706,18 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
 /// ADD's text (a yes for an entry with nothing in common is a misreading),
 /// at most [`SECOND_LOOK_MAX`] of them, those sharing the most words.
 pub fn update_candidates(ops: &[Op], i: usize, cluster: &Cluster) -> Vec<usize> {
-    let Some(Op::Add { text, .. }) = ops.get(i) else {
+    let Some(Op::Add { text, from }) = ops.get(i) else {
         return Vec::new();
     };
+    // A fact another op places already (a REPLACE, say) is not asked about
+    // again: one fact updating two entries is far more often a misreading.
+    let elsewhere = ops
+        .iter()
+        .enumerate()
+        .any(|(j, op)| j != i && op.from().iter().any(|id| from.contains(id)));
+    if elsewhere {
+        return Vec::new();
+    }
     let words = content_words(text);
     let busy: HashSet<&str> = ops
         .iter()
@@ -752,6 +807,32 @@ pub fn make_update(ops: &mut [Op], i: usize, cluster: &Cluster, k: usize) -> boo
         from: from.clone(),
     };
     true
+}
+
+/// Whether `op` names fact group `g` and its text says it: enough of the
+/// fact's content words (more for an existing entry claimed by a KEEP than
+/// for a text written from the fact), and all of its names and numbers.
+fn says(op: &Op, g: usize, cluster: &Cluster) -> bool {
+    let entry_text = |id: &str| cluster.entry(id).map_or("", |e| e.text.as_str());
+    let (text, min, replaced) = match op {
+        Op::Add { text, .. } => (text.as_str(), WRITTEN_MIN_COVERAGE, ""),
+        Op::Replace { text, target, .. } => {
+            (text.as_str(), WRITTEN_MIN_COVERAGE, entry_text(target))
+        }
+        Op::Keep { target, .. } => (entry_text(target), SAYS_MIN_COVERAGE, ""),
+        Op::Remove { .. } => return false,
+    };
+    let fact = &cluster.groups[g];
+    op.from().iter().any(|id| fact.ids.contains(id))
+        && coverage(&fact.text, text) >= min
+        && keeps_names(&fact.text, text, replaced)
+}
+
+/// Whether `text` keeps the names and numbers of every group in `groups`.
+fn keeps_all_names(groups: &[usize], cluster: &Cluster, text: &str, replaced: &str) -> bool {
+    groups
+        .iter()
+        .all(|&g| keeps_names(&cluster.groups[g].text, text, replaced))
 }
 
 /// The ops of one cluster as a readable diff (for `--dry-run`).

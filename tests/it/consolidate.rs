@@ -88,7 +88,7 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
         let fact = alias_of(&p, 'F', "Microsoft").expect("the new fact is in the cluster");
         Reply::Json(chat(
             json!({"ops": [{"op": "REPLACE", "target": entry, "from": [fact],
-                "text": "Currently works at Microsoft (since 2026-11-20); previously worked at Google as a data engineer."}]})
+                "text": "Currently works at Microsoft on the Fabric team (since 2026-11-20); previously worked at Google as a data engineer."}]})
             .to_string(),
         ))
     })
@@ -177,7 +177,8 @@ async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
         })
     })
     .await;
-    let config = llm_config(&server.url);
+    let mut config = llm_config(&server.url);
+    config.consolidation.check_updates = true;
     consolidate::run(&layout, &config, FORCE).await.unwrap();
     assert_eq!(entries(&layout).len(), 2);
     let asked = |s: &Scripted| {
@@ -1248,4 +1249,49 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
          "text": "The user has a cat named Pixel, who is afraid of the vacuum cleaner"}
     ]});
     assert!(validate(&reply, &cluster, 20).is_ok());
+}
+
+/// A text that drops a fact's names or numbers does not say the fact,
+/// however many other words match (Qwen 1.5B kept the old partner's name
+/// and appended "previously" the same sentence).
+#[test]
+fn a_text_that_drops_a_facts_name_does_not_say_it() {
+    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot, validate};
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-02-01#00000002".into()],
+            text: "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education."
+                .into(),
+            days: vec!["2026-02-01".into()],
+        }],
+        entries: vec![Snapshot {
+            id: "e-fund".into(),
+            text: "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education."
+                .into(),
+            pinned: false,
+            unreviewed: false,
+            first_seen: "2026-01-01".into(),
+            updated: "2026-01-01".into(),
+        }],
+    };
+    let reply = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
+        "text": "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education; previously they ran a charity fundraiser for children's education."}]});
+    assert_eq!(
+        validate(&reply, &cluster, 20).unwrap(),
+        vec![Op::Add {
+            text: cluster.groups[0].text.clone(),
+            from: cluster.groups[0].ids.clone(),
+        }]
+    );
+    let keep = json!({"ops": [{"op": "KEEP", "target": "E1", "from": ["F1"]}]});
+    let err = validate(&keep, &cluster, 20).unwrap_err();
+    assert!(err.contains("no text says it"), "{err}");
+    let good = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
+        "text": "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education; previously Annette Rojan did."}]});
+    match &validate(&good, &cluster, 20).unwrap()[0] {
+        Op::Replace { text, .. } => {
+            assert!(text.ends_with("previously Annette Rojan did."), "{text}")
+        }
+        other => panic!("{other:?}"),
+    }
 }

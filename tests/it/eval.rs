@@ -170,7 +170,9 @@ async fn an_update_added_beside_but_named_on_the_second_look_is_history() {
     .await;
     let d = data();
     let keep = tempfile::tempdir().unwrap();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path()))
+    let mut c = config(&server.url);
+    c.consolidation.check_updates = true;
+    let r = memd::eval::letta::run(d.path(), c.clone(), 1, 5, 1, Some(keep.path()))
         .await
         .unwrap();
     let u = &r.updates;
