@@ -66,15 +66,10 @@ const HISTORY_OPEN: &str = " (previously: ";
 /// three words no fact had.
 pub const INVENTED_MAX: usize = 1;
 
-/// Words that write history or time rather than content.
+/// Words that write time rather than content, besides those of
+/// [`PAST_MARKERS`].
 const TIME_WORDS: &[&str] = &[
-    "previously",
-    "formerly",
-    "earlier",
     "currently",
-    "longer",
-    "used",
-    "until",
     "since",
     "before",
     "later",
@@ -82,6 +77,11 @@ const TIME_WORDS: &[&str] = &[
     "anymore",
     "past",
 ];
+
+/// Whether `word` writes history or time rather than content.
+fn time_word(word: &str) -> bool {
+    TIME_WORDS.contains(&word) || PAST_MARKERS.iter().any(|m| m.split(' ').any(|p| p == word))
+}
 
 /// What `text` invents, sorted: its content words that none of `sources`
 /// has (words of time and history, and one- or two-letter words, aside),
@@ -93,7 +93,7 @@ pub fn invented(text: &str, sources: &[&str]) -> Vec<String> {
     let is_number = |w: &String| w.chars().any(|c| c.is_ascii_digit());
     let mut out: Vec<String> = content_words(text)
         .into_iter()
-        .filter(|w| !known.contains(w) && !TIME_WORDS.contains(&w.as_str()))
+        .filter(|w| !known.contains(w) && !time_word(w))
         .filter(|w| w.chars().count() > 2 || is_number(w))
         .collect();
     if out.len() <= INVENTED_MAX && !out.iter().any(is_number) {
