@@ -884,8 +884,8 @@ impl Ctx<'_> {
                 }
             };
             if let Some(k) = answer.as_ref().and_then(|v| ops::outdated(v, &question)) {
-                let updated = ops::make_update(&mut ops, i, cluster, candidates[k]);
-                tracing::info!(entry = %cluster.entries[candidates[k]].id, updated, "second look: the ADD updates an entry");
+                ops::make_update(&mut ops, i, cluster, candidates[k]);
+                tracing::info!(entry = %cluster.entries[candidates[k]].id, "second look: the ADD updates an entry");
             }
         }
         ops

@@ -514,17 +514,16 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                 // An ADD is a new fact in its own words: text that says
                 // more than its facts, or drops one of their names or
                 // numbers, is replaced by them, not asked again.
-                let made_up = invented(&text, &said_by(&from_groups, cluster));
-                let text =
-                    if !made_up.is_empty() || !keeps_all_names(&from_groups, cluster, &text, "") {
+                let text = match unfaithful(&text, &from_groups, cluster, None) {
+                    Some(made_up) => {
                         tracing::warn!(
                             ?made_up,
                             "an ADD said more or less than its facts; their own words are kept"
                         );
                         verbatim(&from_groups, cluster)
-                    } else {
-                        text
-                    };
+                    }
+                    None => text,
+                };
                 Op::Add { text, from }
             }
             "REPLACE" | "UPDATE" => {
@@ -535,21 +534,11 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                 if cluster.entries[t].pinned {
                     return Err(format!("{at}: E{} is pinned and cannot be replaced", t + 1));
                 }
-                // A REPLACE may draw on its facts and on every entry shown
-                // (a merge), and on their dates; beyond that it invents, and
-                // is not applied: the entry stays as it is and the facts are
+                // A REPLACE that invents or drops a name of its facts is
+                // not applied: the entry stays as it is and the facts are
                 // ADDed in their own words (the second look may still find
                 // the entry they update).
-                let shown: Vec<&str> =
-                    said_by(&from_groups, cluster)
-                        .into_iter()
-                        .chain(cluster.entries.iter().flat_map(|e| {
-                            [e.text.as_str(), e.first_seen.as_str(), e.updated.as_str()]
-                        }))
-                        .collect();
-                let made_up = invented(&text, &shown);
-                let replaced = &cluster.entries[t].text;
-                if !made_up.is_empty() || !keeps_all_names(&from_groups, cluster, &text, replaced) {
+                if let Some(made_up) = unfaithful(&text, &from_groups, cluster, Some(t)) {
                     if from_groups.is_empty() {
                         return Err(format!(
                             "{at} (REPLACE E{}) says what no fact or entry shown says ({}); write only what they say",
@@ -562,20 +551,18 @@ pub fn validate(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<
                         "a REPLACE said what nothing shown said, or dropped a name of its facts; \
                          they are added in their own words"
                     );
-                    covered.extend(from_groups.iter().copied());
                     converted.push(ops.len());
-                    ops.push(Op::Add {
+                    Op::Add {
                         text: verbatim(&from_groups, cluster),
                         from,
-                    });
-                    continue;
-                }
-                touch(&mut touched, t)?;
-                let text = with_history(&text, &cluster.entries[t].text);
-                Op::Replace {
-                    target: cluster.entries[t].id.clone(),
-                    text,
-                    from,
+                    }
+                } else {
+                    touch(&mut touched, t)?;
+                    Op::Replace {
+                        target: cluster.entries[t].id.clone(),
+                        text: with_history(&text, &cluster.entries[t].text),
+                        from,
+                    }
                 }
             }
             "KEEP" | "NOOP" | "NONE" => {
@@ -790,23 +777,17 @@ pub fn outdated(reply: &Value, question: &Cluster) -> Option<usize> {
     Aliases::new(question).entry(name)
 }
 
-/// Turn the ADD at `i` into a REPLACE of `cluster.entries[k]` that keeps
-/// the entry's text as history. Refused (false) if another op touches that
-/// entry by now.
-pub fn make_update(ops: &mut [Op], i: usize, cluster: &Cluster, k: usize) -> bool {
-    if !update_candidates(ops, i, cluster).contains(&k) {
-        return false;
+/// Turn the ADD at `i` into a REPLACE of `cluster.entries[k]` (one of its
+/// [`update_candidates`]) that keeps the entry's text as history.
+pub fn make_update(ops: &mut [Op], i: usize, cluster: &Cluster, k: usize) {
+    if let Op::Add { text, from } = &ops[i] {
+        let entry = &cluster.entries[k];
+        ops[i] = Op::Replace {
+            target: entry.id.clone(),
+            text: with_history(text, &entry.text),
+            from: from.clone(),
+        };
     }
-    let Op::Add { text, from } = &ops[i] else {
-        return false;
-    };
-    let entry = &cluster.entries[k];
-    ops[i] = Op::Replace {
-        target: entry.id.clone(),
-        text: with_history(text, &entry.text),
-        from: from.clone(),
-    };
-    true
 }
 
 /// Whether `op` names fact group `g` and its text says it: enough of the
@@ -828,11 +809,32 @@ fn says(op: &Op, g: usize, cluster: &Cluster) -> bool {
         && keeps_names(&fact.text, text, replaced)
 }
 
-/// Whether `text` keeps the names and numbers of every group in `groups`.
-fn keeps_all_names(groups: &[usize], cluster: &Cluster, text: &str, replaced: &str) -> bool {
-    groups
+/// Why a text the judge wrote from `groups` cannot stand: the words it
+/// invents (see [`invented`]; empty when it only drops a name), or `None`
+/// when it is faithful. It may draw on its facts and their days; a
+/// REPLACE (`replacing` its target) also on every entry shown (a merge)
+/// and their dates, and it may drop the names of the entry it replaces.
+fn unfaithful(
+    text: &str,
+    groups: &[usize],
+    cluster: &Cluster,
+    replacing: Option<usize>,
+) -> Option<Vec<String>> {
+    let mut shown = said_by(groups, cluster);
+    if replacing.is_some() {
+        shown.extend(
+            cluster
+                .entries
+                .iter()
+                .flat_map(|e| [e.text.as_str(), e.first_seen.as_str(), e.updated.as_str()]),
+        );
+    }
+    let replaced = replacing.map_or("", |t| cluster.entries[t].text.as_str());
+    let made_up = invented(text, &shown);
+    let names_kept = groups
         .iter()
-        .all(|&g| keeps_names(&cluster.groups[g].text, text, replaced))
+        .all(|&g| keeps_names(&cluster.groups[g].text, text, replaced));
+    (!made_up.is_empty() || !names_kept).then_some(made_up)
 }
 
 /// The ops of one cluster as a readable diff (for `--dry-run`).

@@ -95,6 +95,10 @@ pub struct LettaReport {
     pub wall_seconds: f64,
 }
 
+/// The day the set's facts are noted, and the day of each update.
+const INGEST_DAY: &str = "2026-01-01";
+const UPDATE_DAY: &str = "2026-02-01";
+
 /// Words that say a value is a thing of the past.
 const PAST: &[&str] = &[
     "previously",
@@ -224,7 +228,7 @@ pub async fn run(
                 ..Default::default()
             })
             .collect();
-        let ids: Vec<String> = archive::append(&base, "2026-01-01", "09:00:00", &new)?
+        let ids: Vec<String> = archive::append(&base, INGEST_DAY, "09:00:00", &new)?
             .into_iter()
             .map(|a| a.id)
             .collect();
@@ -247,7 +251,7 @@ pub async fn run(
         report.facts_lost += facts.iter().filter(|f| !carried(f, &before)).count();
         let mut said: Vec<&str> = facts.iter().map(String::as_str).collect();
         said.extend(rows.iter().map(|r| r.new_fact.as_str()));
-        said.extend(["2026-01-01", "2026-02-01"]);
+        said.extend([INGEST_DAY, UPDATE_DAY]);
         let invents = |e: &Entry| !ops::invented(&e.text, &said).is_empty();
         report.invented += before.iter().filter(|e| invents(e)).count();
         tracing::info!(set, entries = before.len(), "set ingested");
@@ -258,7 +262,7 @@ pub async fn run(
             let layout = Layout::open(&dir)?;
             let new_id = archive::append(
                 &layout,
-                "2026-02-01",
+                UPDATE_DAY,
                 "09:00:00",
                 &[NewFact {
                     text: row.new_fact.clone(),
@@ -299,7 +303,7 @@ pub async fn run(
             let done = crate::state::State::load(&layout.state_file())?;
             let pending = holder(&after, &new_id).is_none()
                 && !done.watermark.done.contains(&new_id)
-                && done.watermark.through_day.as_deref() < Some("2026-02-01");
+                && done.watermark.through_day.as_deref() < Some(UPDATE_DAY);
             let outcome = if let Some(o) = scored {
                 o
             } else if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, &after)
