@@ -5,6 +5,7 @@
 //! |------------------------------------|-------------------------------------|
 //! | `POST /v1/facts`                   | append facts (`text` or `texts`)    |
 //! | `GET /v1/search?q=&k=`             | hybrid search (logged as recall)    |
+//! | `POST /v1/similar`                 | `{texts}` → similar entries of each |
 //! | `POST /v1/consolidate`             | `{force?, dry_run?}` → run report   |
 //! | `POST /v1/reindex`                 | `{clear?}` → sync report            |
 //! | `DELETE /v1/entries/{id}`          | forget                              |
@@ -31,19 +32,21 @@ use serde_json::json;
 
 use crate::archive;
 use crate::config::Config;
+use crate::error::Kind;
 use crate::index::Index;
+use crate::shutdown::Shutdown;
 use crate::{Layout, consolidate, forget};
 
 /// Largest request body accepted (bytes).
-pub const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 
 pub struct State {
     pub layout: Layout,
     pub config: Config,
     pub index: Arc<Index>,
     pub token: Option<String>,
-    /// Turns true at shutdown: long requests give up.
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Long requests give up when it fires.
+    pub shutdown: Shutdown,
 }
 
 type Shared = Arc<State>;
@@ -62,17 +65,15 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<anyhow::Error> for ApiError {
-    fn from(e: anyhow::Error) -> ApiError {
-        let msg = format!("{e:#}");
-        let status = if msg.contains("already running") {
-            StatusCode::CONFLICT
-        } else if e.downcast_ref::<archive::InvalidFact>().is_some() {
-            StatusCode::BAD_REQUEST
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
+impl From<crate::Error> for ApiError {
+    fn from(e: crate::Error) -> ApiError {
+        let status = match e.kind() {
+            Kind::Busy => StatusCode::CONFLICT,
+            Kind::NotFound => StatusCode::NOT_FOUND,
+            Kind::Invalid => StatusCode::BAD_REQUEST,
+            Kind::Corrupt | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError(status, msg)
+        ApiError(status, format!("{e:#}"))
     }
 }
 
@@ -92,22 +93,23 @@ type Reply = Result<Response, ApiError>;
 
 /// Run file I/O that locks and fsyncs off the async workers.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
-) -> anyhow::Result<T> {
+    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> crate::Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| anyhow::anyhow!("background task failed: {e}"))?
+        .map_err(|e| crate::error::err!("background task failed: {e}"))?
 }
 
 fn ok(v: impl serde::Serialize) -> Reply {
     Ok(Json(v).into_response())
 }
 
-pub fn router(state: Shared) -> Router {
+pub(crate) fn router(state: Shared) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .route("/v1/facts", post(add_facts))
         .route("/v1/search", get(search))
+        .route("/v1/similar", post(similar))
         .route("/v1/consolidate", post(consolidate))
         .route("/v1/reindex", post(reindex))
         .route("/v1/entries/{id}", delete(forget_entry))
@@ -194,6 +196,27 @@ async fn search(
     ok(s.index.search(&text, k).await?)
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimilarBody {
+    texts: Vec<String>,
+}
+
+async fn similar(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    body: Result<Json<SimilarBody>, JsonRejection>,
+) -> Reply {
+    let Json(b) = body?;
+    if b.texts.len() > crate::service::SIMILAR_MAX_FACTS {
+        return Err(ApiError::bad(format!(
+            "at most {} texts per request",
+            crate::service::SIMILAR_MAX_FACTS
+        )));
+    }
+    s.index.sync().await?;
+    ok(crate::service::similar_in(&s.index, &b.texts).await?)
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 struct ConsolidateBody {
@@ -210,10 +233,10 @@ async fn consolidate(
         force: b.force,
         dry_run: b.dry_run,
     };
-    let run = consolidate::run_with(&s.layout, &s.config, opts, Some(&s.index));
+    let run = crate::service::consolidate_then_sync(&s.layout, &s.config, opts, Some(&s.index));
     tokio::select! {
         r = run => ok(r?),
-        _ = crate::daemon::stopped(s.stop.clone()) => Err(ApiError(
+        _ = s.shutdown.recv() => Err(ApiError(
             StatusCode::SERVICE_UNAVAILABLE,
             "the daemon is shutting down; the run was stopped before writing and its facts stay pending".into(),
         )),
@@ -244,16 +267,7 @@ async fn forget_entry(
     Path(id): Path<String>,
 ) -> Reply {
     let layout = s.layout.clone();
-    let gone = blocking(move || forget::forget(&layout, &id))
-        .await
-        .map_err(|e| {
-            let msg = format!("{e:#}");
-            if msg.contains("no entry or archive fact") {
-                ApiError(StatusCode::NOT_FOUND, msg)
-            } else {
-                ApiError::from(e)
-            }
-        })?;
+    let gone = blocking(move || forget::forget(&layout, &id)).await?;
     if let Err(e) = s.index.sync().await {
         tracing::warn!("index not updated after forget: {e:#}");
     }

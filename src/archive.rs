@@ -28,12 +28,12 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::ops::Range;
 
-use anyhow::{Context, Result};
 use fs4::fs_std::FileExt;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
 use serde::Serialize;
 
 use crate::Layout;
+use crate::error::{Context, Result};
 use crate::text::norm_hash;
 
 /// One fact of a daily log.
@@ -270,10 +270,10 @@ fn unescape_leading(text: &str) -> String {
 /// damaged line never hides the other facts.
 pub fn read_day(layout: &Layout, day: &str) -> Result<Day> {
     let path = layout.archive_file(day);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Day::default()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    let Some(bytes) = crate::atomic::read_if_exists(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+    else {
+        return Ok(Day::default());
     };
     let (text, utf8_warning) = decode(&bytes);
     let mut parsed = parse(day, &text);
@@ -361,7 +361,7 @@ pub fn new_facts(
 }
 
 /// [`append`] to today's file at the current local time.
-pub fn append_now(layout: &Layout, facts: &[NewFact]) -> Result<Vec<Appended>> {
+pub(crate) fn append_now(layout: &Layout, facts: &[NewFact]) -> Result<Vec<Appended>> {
     let now = chrono::Local::now();
     append(
         layout,
@@ -383,22 +383,7 @@ pub struct Appended {
     pub written: bool,
 }
 
-/// Input that an append refuses before writing anything.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum InvalidFact {
-    #[error("fact {0}: text is empty")]
-    Empty(usize),
-    #[error("fact {0}: a fact is one line; split multi-line text into several facts")]
-    MultiLine(usize),
-    #[error("fact {0}: text may not contain `<!-- key:` (reserved for idempotency keys)")]
-    ReservedMarker(usize),
-    #[error("fact {0}: category {1:?} must be letters, digits, '-' or '_' (at most 40)")]
-    Category(usize, String),
-    #[error("fact {0}: session {1:?} must be one line without '·'")]
-    Session(usize, String),
-    #[error("fact {0}: key {1:?} must be 1-200 characters without spaces or `-->`")]
-    Key(usize, String),
-}
+pub use crate::error::InvalidFact;
 
 fn validate(i: usize, f: &NewFact) -> Result<(), InvalidFact> {
     let n = i + 1;
@@ -459,23 +444,8 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     }
     let path = layout.archive_file(day);
     let existed = path.exists();
-    if !existed && facts.iter().all(|f| f.key.is_some()) {
-        // A retry just after midnight: if every fact is already in
-        // yesterday's file, do not even create today's.
-        let yesterday = previous_day(day)
-            .map(|d| DayText::read(layout, &d))
-            .transpose()?;
-        let ids: Vec<Option<String>> = facts
-            .iter()
-            .map(|f| yesterday.as_ref().and_then(|y| y.key_id(f.key.as_deref()?)))
-            .collect();
-        if ids.iter().all(Option::is_some) {
-            return Ok(facts
-                .iter()
-                .zip(ids)
-                .map(|(f, id)| appended(f, id.unwrap(), day, false))
-                .collect());
-        }
+    if !existed && let Some(done) = written_yesterday(layout, day, facts)? {
+        return Ok(done);
     }
     let mut file = OpenOptions::new()
         .create(true)
@@ -494,15 +464,64 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
             .transpose()?,
         false => None,
     };
-    let mut keys: HashMap<String, String> = HashMap::new();
-    let mut occurrences: HashMap<String, usize> = HashMap::new();
-
     let mut buf = String::new();
     if bytes.is_empty() {
         buf.push_str(&format!("# {day}\n"));
     } else if !bytes.ends_with(b"\n") {
         buf.push('\n');
     }
+    let out = lines(&mut buf, (day, time), &today, yesterday.as_ref(), facts);
+    if out.iter().any(|a| a.written) {
+        file.write_all(buf.as_bytes())
+            .with_context(|| format!("appending to {}", path.display()))?;
+        file.sync_data()
+            .with_context(|| format!("syncing {}", path.display()))?;
+        if !existed {
+            crate::atomic::sync_dir(&layout.archive_dir())?;
+        }
+    }
+    Ok(out)
+}
+
+/// A retry just after midnight: when every fact has a key already written
+/// in yesterday's file, what was written then (today's file is not even
+/// created).
+fn written_yesterday(
+    layout: &Layout,
+    day: &str,
+    facts: &[NewFact],
+) -> Result<Option<Vec<Appended>>> {
+    if !facts.iter().all(|f| f.key.is_some()) {
+        return Ok(None);
+    }
+    let yesterday = previous_day(day)
+        .map(|d| DayText::read(layout, &d))
+        .transpose()?;
+    let ids: Option<Vec<String>> = facts
+        .iter()
+        .map(|f| yesterday.as_ref().and_then(|y| y.key_id(f.key.as_deref()?)))
+        .collect();
+    Ok(ids.map(|ids| {
+        facts
+            .iter()
+            .zip(ids)
+            .map(|(f, id)| appended(f, id, day, false))
+            .collect()
+    }))
+}
+
+/// Push the lines of `facts` onto `buf` (a session heading stamped `time`
+/// where the session changes) and say what each fact became: a new id, or
+/// the id its key already has (today, yesterday, or earlier in this batch).
+fn lines(
+    buf: &mut String,
+    (day, time): (&str, &str),
+    today: &DayText,
+    yesterday: Option<&DayText>,
+    facts: &[NewFact],
+) -> Vec<Appended> {
+    let mut keys: HashMap<String, String> = HashMap::new();
+    let mut occurrences: HashMap<String, usize> = HashMap::new();
     let mut tail_session = today.tail_session();
     let mut out = Vec::with_capacity(facts.len());
     for f in facts {
@@ -511,7 +530,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
                 .get(k)
                 .cloned()
                 .or_else(|| today.key_id(k))
-                .or_else(|| yesterday.as_ref().and_then(|y| y.key_id(k)));
+                .or_else(|| yesterday.and_then(|y| y.key_id(k)));
             if let Some(id) = known {
                 out.push(appended(f, id, day, false));
                 continue;
@@ -546,21 +565,11 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
             day: day.to_string(),
             text: item.text,
             category: item.category,
-            session: session.clone(),
+            session,
             written: true,
         });
     }
-
-    if out.iter().any(|a| a.written) {
-        file.write_all(buf.as_bytes())
-            .with_context(|| format!("appending to {}", path.display()))?;
-        file.sync_data()
-            .with_context(|| format!("syncing {}", path.display()))?;
-        if !existed {
-            crate::atomic::sync_dir(&layout.archive_dir())?;
-        }
-    }
-    Ok(out)
+    out
 }
 
 fn previous_day(day: &str) -> Option<String> {
@@ -595,11 +604,9 @@ impl DayText {
 
     fn read(layout: &Layout, day: &str) -> Result<DayText> {
         let path = layout.archive_file(day);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let bytes = crate::atomic::read_if_exists(&path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .unwrap_or_default();
         Ok(DayText::new(day, decode(&bytes).0.into_owned()))
     }
 

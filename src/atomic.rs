@@ -1,9 +1,13 @@
-//! Whole-file replacement that a reader never sees half done.
+//! Whole files: replacement that a reader never sees half done, the
+//! clean-up of what an interrupted replacement left, and the one place
+//! where a missing file reads as empty.
 //!
 //! Write a temp file in the same directory (so the rename stays on one file
 //! system), fsync it, rename it over the target, then fsync the directory so
 //! the rename itself survives a crash. Any failure before the rename leaves
-//! the old file untouched and removes the temp file.
+//! the old file untouched and removes the temp file; a crash (no chance to
+//! remove it) leaves `.NAME.XXXX.tmp` beside the target, which
+//! [`remove_stale_temps`] clears.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -45,7 +49,36 @@ pub fn write_with_hook(
     sync_dir(dir)
 }
 
+/// The bytes of `path`, or `None` when there is no such file.
+pub(crate) fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove the temp files that interrupted writes of `path` left behind
+/// (named as [`write`] names them). Call it only while holding the lock
+/// that every writer of `path` holds, so no write in flight loses its file.
+pub(crate) fn remove_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    for e in list.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.starts_with(&prefix) && f.ends_with(".tmp") {
+            tracing::info!(file = %e.path().display(), "removing a temp file left by an interrupted write");
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// fsync a directory so a rename or a file creation in it is durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

@@ -438,23 +438,23 @@ pub async fn consolidate(
     index.sync().await?;
     let embedder = index.embedder().inner().id();
     drop(index);
-    let r = crate::consolidate::run(
-        &layout,
-        &config,
-        crate::consolidate::Options {
-            force: true,
-            dry_run: false,
-        },
-    )
-    .await?;
-    let outside = r.total_ms - r.llm_ms;
+    // Timed around the run and the index sync after it, as before the
+    // sync moved to the caller.
+    let started = Instant::now();
+    let opts = crate::consolidate::Options {
+        force: true,
+        dry_run: false,
+    };
+    let r = crate::service::consolidate_then_sync(&layout, &config, opts, None).await?;
+    let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let outside = total_ms - r.llm_ms;
     Ok(ConsolidateReport {
         embedder,
         entries,
         facts,
         clusters: r.clusters,
         llm_calls: r.llm_calls,
-        total_ms: r.total_ms,
+        total_ms,
         llm_ms: r.llm_ms,
         outside_llm_ms: outside,
         outside_llm_ms_per_1000_facts: outside / facts.max(1) as f64 * 1000.0,
@@ -488,89 +488,26 @@ pub async fn serve(
     seconds: u64,
     embedder: &str,
 ) -> Result<ServeReport> {
-    use anyhow::Context;
     let tmp = tempfile::tempdir_in(parent)?;
     let layout = layout::init(tmp.path())?;
     std::fs::write(
         layout.config_file(),
         format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 3600\n"),
     )?;
-    let mut child = std::process::Command::new(std::env::current_exe()?)
-        .arg("--dir")
-        .arg(&layout.root)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("MEMD_TOKEN")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("starting memd serve")?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let base = loop {
-        if let Some(info) = crate::daemon::running(&layout)
-            && info.pid == child.id()
-        {
-            break format!("http://{}", info.listen);
-        }
-        if Instant::now() > deadline || child.try_wait()?.is_some() {
-            let _ = child.kill();
-            anyhow::bail!("the daemon did not start");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (mut child, base) = start_daemon(&layout).await?;
     let http = reqwest::Client::new();
     let started = Instant::now();
     let until = started + Duration::from_secs(seconds);
     let tasks: Vec<_> = (0..clients)
-        .map(|c| {
-            let (http, base) = (http.clone(), base.clone());
-            tokio::spawn(async move {
-                let (mut posts, mut searches, mut ids, mut errors) =
-                    (Vec::new(), Vec::new(), Vec::new(), 0usize);
-                let mut n = 0;
-                while Instant::now() < until {
-                    let text = format!(
-                        "{} (client {c}, fact {n})",
-                        synthetic_fact(c * 1_000_003 + n)
-                    );
-                    let t = Instant::now();
-                    let r = http
-                        .post(format!("{base}/v1/facts"))
-                        .json(&serde_json::json!({ "text": text }))
-                        .send()
-                        .await;
-                    match r {
-                        Ok(resp) if resp.status().is_success() => {
-                            posts.push(t.elapsed());
-                            let v: serde_json::Value = resp.json().await.unwrap_or_default();
-                            if let Some(id) = v["ids"][0].as_str() {
-                                ids.push(id.to_string());
-                            }
-                        }
-                        _ => errors += 1,
-                    }
-                    let t = Instant::now();
-                    let q = format!("what about {}", WORDS[(c + n) % WORDS.len()]);
-                    match http
-                        .get(format!("{base}/v1/search"))
-                        .query(&[("q", q.as_str()), ("k", "8")])
-                        .send()
-                        .await
-                    {
-                        Ok(resp) if resp.status().is_success() => searches.push(t.elapsed()),
-                        _ => errors += 1,
-                    }
-                    n += 1;
-                }
-                (posts, searches, ids, errors)
-            })
-        })
+        .map(|c| tokio::spawn(client_load(http.clone(), base.clone(), c, until)))
         .collect();
-    let (mut posts, mut searches, mut ids, mut errors) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let mut load = ClientLoad::default();
     for t in tasks {
-        let (p, s, i, e) = t.await?;
-        posts.extend(p);
-        searches.extend(s);
-        ids.extend(i);
-        errors += e;
+        let l = t.await?;
+        load.posts.extend(l.posts);
+        load.searches.extend(l.searches);
+        load.ids.extend(l.ids);
+        load.errors += l.errors;
     }
     let elapsed = started.elapsed().as_secs_f64();
     let _ = std::process::Command::new("kill")
@@ -579,10 +516,17 @@ pub async fn serve(
     child.wait()?;
     let (facts, _) = archive::read_all(&layout)?;
     let stored: std::collections::HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
-    let missing = ids
+    let missing = load
+        .ids
         .iter()
         .filter(|id| !stored.contains(id.as_str()))
         .count();
+    let ClientLoad {
+        mut posts,
+        mut searches,
+        ids,
+        errors,
+    } = load;
     posts.sort();
     searches.sort();
     Ok(ServeReport {
@@ -599,6 +543,84 @@ pub async fn serve(
         facts_in_archive: facts.len(),
         facts_missing: missing,
     })
+}
+
+/// `memd serve` on port 0 as a child process, and its base URL once it
+/// has said where it listens.
+async fn start_daemon(layout: &crate::Layout) -> Result<(std::process::Child, String)> {
+    use anyhow::Context;
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("--dir")
+        .arg(&layout.root)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("MEMD_TOKEN")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting memd serve")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(info) = crate::daemon_info::running(layout)
+            && info.pid == child.id()
+        {
+            return Ok((child, format!("http://{}", info.listen)));
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            anyhow::bail!("the daemon did not start");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What one client did: latencies of its posts and searches, the ids it
+/// was given, and failed requests.
+#[derive(Default)]
+struct ClientLoad {
+    posts: Vec<Duration>,
+    searches: Vec<Duration>,
+    ids: Vec<String>,
+    errors: usize,
+}
+
+/// Client `c`: post a fact, then search, until `until`.
+async fn client_load(http: reqwest::Client, base: String, c: usize, until: Instant) -> ClientLoad {
+    let mut load = ClientLoad::default();
+    let mut n = 0;
+    while Instant::now() < until {
+        let text = format!(
+            "{} (client {c}, fact {n})",
+            synthetic_fact(c * 1_000_003 + n)
+        );
+        let t = Instant::now();
+        let r = http
+            .post(format!("{base}/v1/facts"))
+            .json(&serde_json::json!({ "text": text }))
+            .send()
+            .await;
+        match r {
+            Ok(resp) if resp.status().is_success() => {
+                load.posts.push(t.elapsed());
+                let v: serde_json::Value = resp.json().await.unwrap_or_default();
+                if let Some(id) = v["ids"][0].as_str() {
+                    load.ids.push(id.to_string());
+                }
+            }
+            _ => load.errors += 1,
+        }
+        let t = Instant::now();
+        let q = format!("what about {}", WORDS[(c + n) % WORDS.len()]);
+        match http
+            .get(format!("{base}/v1/search"))
+            .query(&[("q", q.as_str()), ("k", "8")])
+            .send()
+            .await
+        {
+            Ok(resp) if resp.status().is_success() => load.searches.push(t.elapsed()),
+            _ => load.errors += 1,
+        }
+        n += 1;
+    }
+    load
 }
 
 #[derive(Debug, Serialize)]

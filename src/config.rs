@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{Context, Result, bail, err};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -321,11 +321,11 @@ impl Config {
     /// environment overrides.
     pub fn load(dir: &Path) -> Result<Config> {
         let path = dir.join("memd.toml");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let bytes = crate::atomic::read_if_exists(&path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .unwrap_or_default();
+        let text = String::from_utf8(bytes)
+            .with_context(|| format!("reading {}: not UTF-8", path.display()))?;
         Config::parse(&text, |k| std::env::var(k).ok())
             .with_context(|| format!("invalid configuration in {}", path.display()))
     }
@@ -334,8 +334,8 @@ impl Config {
     pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config> {
         // Parse straight into the typed struct first: toml's errors then point
         // at the offending key and line.
-        let from_file: Config = toml::from_str(text).map_err(|e| anyhow!("{e}"))?;
-        let mut table = toml::Table::try_from(from_file)?;
+        let from_file: Config = toml::from_str(text).map_err(|e| err!("{e}"))?;
+        let mut table = toml::Table::try_from(from_file).map_err(|e| err!("{e}"))?;
         let defaults = default_table();
         for (section, keys) in &defaults {
             for (key, default) in keys.as_table().expect("sections are tables") {
@@ -356,7 +356,7 @@ impl Config {
         }
         toml::Value::Table(table)
             .try_into()
-            .map_err(|e| anyhow!("after environment overrides: {e}"))
+            .map_err(|e| err!("after environment overrides: {e}"))
     }
 
     /// The configuration in force, as TOML (for `memd status`).
@@ -372,17 +372,15 @@ fn typed_like(default: &toml::Value, raw: &str) -> Result<toml::Value> {
         toml::Value::Integer(_) => toml::Value::Integer(
             raw.trim()
                 .parse()
-                .map_err(|_| anyhow!("expected a whole number"))?,
+                .map_err(|_| err!("expected a whole number"))?,
         ),
-        toml::Value::Float(_) => toml::Value::Float(
-            raw.trim()
-                .parse()
-                .map_err(|_| anyhow!("expected a number"))?,
-        ),
+        toml::Value::Float(_) => {
+            toml::Value::Float(raw.trim().parse().map_err(|_| err!("expected a number"))?)
+        }
         toml::Value::Boolean(_) => toml::Value::Boolean(
             raw.trim()
                 .parse()
-                .map_err(|_| anyhow!("expected true or false"))?,
+                .map_err(|_| err!("expected true or false"))?,
         ),
         other => bail!(
             "cannot override a {} from the environment",

@@ -1,5 +1,5 @@
-//! `memd serve`: one daemon per memory directory. It owns the index and
-//! runs, side by side until SIGINT or SIGTERM:
+//! The daemon: one per memory directory. It owns the index and runs, side
+//! by side until its shutdown future resolves:
 //! - the watcher ([`crate::watch`]), keeping the index in step with files;
 //! - the consolidation loop, every `interval_seconds`, through the gate;
 //! - background index optimisation: compaction and index folding once
@@ -7,9 +7,12 @@
 //!   every 10 s; see `Index::compact_if_needed`);
 //! - the HTTP API ([`crate::api`]).
 //!
-//! `.memd/daemon.lock` (held for the daemon's life; the OS frees it if the
-//! process dies) makes it one per directory; `.memd/daemon.json` (this
-//! module owns it) says where it listens, so CLI commands that would write
+//! [`serve`] takes its listener, token and shutdown future from the caller
+//! (as mini-redis' `server::run`): `memd serve` binds the address and
+//! passes [`shutdown::signal`]; a test binds port 0 and passes a future
+//! of its own. `.memd/daemon.lock` (held for the daemon's life) makes it
+//! one per directory, and `.memd/daemon.json` says where it listens
+//! ([`crate::daemon_info`] owns both), so CLI commands that would write
 //! the index go through the API instead of opening the table a second time.
 //!
 //! Shutdown: the signal stops the loops and the HTTP server; a consolidation
@@ -18,17 +21,20 @@
 //! synchronous code in one stretch), so what was being written is finished
 //! and what was only planned is planned again by the next run.
 
-use std::net::SocketAddr;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
+use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::daemon_info::{self, Info};
+use crate::error::{Context, Result};
 use crate::index::Index;
+use crate::shutdown::{self, Shutdown};
 use crate::{Layout, api, consolidate, lock};
+
+pub use crate::daemon_info::running;
 
 /// How often the daemon checks whether the index needs compacting.
 const OPTIMIZE_CHECK_EVERY: Duration = Duration::from_secs(10);
@@ -36,73 +42,29 @@ const OPTIMIZE_CHECK_EVERY: Duration = Duration::from_secs(10);
 /// How often the watcher reconciles even without file events.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
 
-/// `.memd/daemon.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Info {
-    pub pid: u32,
-    /// The address actually bound (a port of 0 is resolved).
-    pub listen: String,
-    pub started: String,
-    /// Whether requests need `Authorization: Bearer $MEMD_TOKEN`.
-    pub token: bool,
-}
-
-fn info_path(layout: &Layout) -> std::path::PathBuf {
-    layout.runtime_dir().join("daemon.json")
-}
-
-fn lock_path(layout: &Layout) -> std::path::PathBuf {
-    layout.runtime_dir().join("daemon.lock")
-}
-
-/// The daemon serving this directory, if one is running (its lock is held).
-pub fn running(layout: &Layout) -> Option<Info> {
-    if !lock::is_held(&lock_path(layout)) {
-        return None;
+/// The error when another daemon already holds this directory.
+fn already_served(layout: &Layout) -> crate::Error {
+    let other = running(layout);
+    crate::Error::DaemonRunning {
+        dir: layout.root.clone(),
+        pid: other.as_ref().map(|i| i.pid),
+        listen: other.map(|i| i.listen),
     }
-    serde_json::from_slice(&std::fs::read(info_path(layout)).ok()?).ok()
 }
 
-/// A future that resolves once `stop` turns true.
-pub async fn stopped(mut stop: watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
-async fn signal() -> Result<&'static str> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    Ok(tokio::select! {
-        _ = tokio::signal::ctrl_c() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-    })
-}
-
-/// Run the daemon until a signal; `listen` overrides `[server] listen`.
-pub async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Result<()> {
-    let listen = listen.unwrap_or_else(|| config.server.listen.clone());
-    let token = std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty());
-    let addr: SocketAddr = tokio::net::lookup_host(&listen)
-        .await
-        .with_context(|| format!("cannot resolve listen address {listen:?}"))?
-        .next()
-        .with_context(|| format!("{listen:?} resolves to no address"))?;
-    if !addr.ip().is_loopback() && token.is_none() {
-        bail!(
-            "refusing to listen on {addr} without a token: set MEMD_TOKEN (every request must then send `Authorization: Bearer <token>`), or listen on 127.0.0.1"
-        );
-    }
-    let Some(_guard) = lock::try_lock(&lock_path(&layout))? else {
-        let other = running(&layout);
-        bail!(
-            "a memd daemon already serves {} (pid {}, listening on {}); stop it first",
-            layout.root.display(),
-            other.as_ref().map_or("?".into(), |i| i.pid.to_string()),
-            other.as_ref().map_or("?", |i| i.listen.as_str()),
-        );
+/// Serve `layout` on `listener` until `shutdown` resolves. `token`, when
+/// set, is required on every request. Refuses if another daemon serves the
+/// directory.
+pub async fn serve(
+    layout: Layout,
+    config: Config,
+    listener: TcpListener,
+    token: Option<String>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let Some(_guard) = lock::try_lock(&daemon_info::lock_path(&layout))? else {
+        return Err(already_served(&layout));
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     let info = Info {
         pid: std::process::id(),
@@ -110,20 +72,19 @@ pub async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Re
         started: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         token: token.is_some(),
     };
-    crate::atomic::write(&info_path(&layout), &serde_json::to_vec_pretty(&info)?)?;
+    daemon_info::write(&layout, &info).context("writing .memd/daemon.json")?;
     tracing::info!(addr = %local, dir = %layout.root.display(), "memd daemon listening");
-    eprintln!("memd: serving {} on http://{local}", layout.root.display());
 
     let index = Arc::new(Index::open(&layout, &config).await?);
-    let (stop_tx, stop) = watch::channel(false);
+    let (trigger, stop) = shutdown::channel();
     let state = Arc::new(api::State {
         layout: layout.clone(),
         config: config.clone(),
         index: index.clone(),
         token,
-        stop: stop.clone(),
+        shutdown: stop.clone(),
     });
-    let watcher = crate::watch::run(&layout, &index, RECONCILE_EVERY, stopped(stop.clone()));
+    let watcher = crate::watch::run(&layout, &index, RECONCILE_EVERY, stop.recv());
     let loops = async {
         tokio::join!(
             consolidation_loop(&layout, &config, &index, stop.clone()),
@@ -131,43 +92,32 @@ pub async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Re
         )
     };
     let server =
-        axum::serve(listener, api::router(state)).with_graceful_shutdown(stopped(stop.clone()));
-    let signals = async {
+        axum::serve(listener, api::router(state)).with_graceful_shutdown(stop.clone().wait());
+    let stopper = async {
         tokio::select! {
-            s = signal() => {
-                match s {
-                    Ok(name) => tracing::info!("{name}: shutting down"),
-                    Err(e) => tracing::warn!("cannot wait for signals: {e}"),
-                }
-            }
-            _ = stopped(stop.clone()) => {}
+            _ = shutdown => tracing::info!("shutting down"),
+            _ = stop.recv() => {}
         }
-        let _ = stop_tx.send(true);
+        trigger.fire();
     };
-    let (watched, _, served, _) = tokio::join!(watcher, loops, server, signals);
-    let _ = std::fs::remove_file(info_path(&layout));
+    let (watched, _, served, _) = tokio::join!(watcher, loops, server, stopper);
+    daemon_info::remove(&layout);
     if let Err(e) = watched {
         tracing::warn!("watcher stopped with an error: {e:#}");
     }
     served.context("HTTP server")?;
-    eprintln!("memd: stopped");
     Ok(())
 }
 
-async fn consolidation_loop(
-    layout: &Layout,
-    config: &Config,
-    index: &Index,
-    stop: watch::Receiver<bool>,
-) {
+async fn consolidation_loop(layout: &Layout, config: &Config, index: &Index, stop: Shutdown) {
     let every = Duration::from_secs(config.consolidation.interval_seconds.max(1));
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
-            _ = stopped(stop.clone()) => return,
+            _ = stop.recv() => return,
         }
-        let run =
-            consolidate::run_with(layout, config, consolidate::Options::default(), Some(index));
+        let opts = consolidate::Options::default();
+        let run = crate::service::consolidate_then_sync(layout, config, opts, Some(index));
         tokio::select! {
             r = run => match r {
                 Ok(r) if r.skipped.is_some() => {}
@@ -178,7 +128,7 @@ async fn consolidation_loop(
                 ),
                 Err(e) => tracing::warn!("consolidation run failed: {e:#}"),
             },
-            _ = stopped(stop.clone()) => {
+            _ = stop.recv() => {
                 tracing::info!("consolidation interrupted by shutdown; its facts stay pending");
                 return;
             }
@@ -186,11 +136,11 @@ async fn consolidation_loop(
     }
 }
 
-async fn optimize_loop(index: &Index, stop: watch::Receiver<bool>) {
+async fn optimize_loop(index: &Index, stop: Shutdown) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(OPTIMIZE_CHECK_EVERY) => {}
-            _ = stopped(stop.clone()) => return,
+            _ = stop.recv() => return,
         }
         let t = std::time::Instant::now();
         match index.compact_if_needed().await {

@@ -18,13 +18,13 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Context, Result};
 use crate::text::short_hash;
 
 /// What `memd init` writes.
-pub const EMPTY_FILE: &str = "# Memory\n";
+pub(crate) const EMPTY_FILE: &str = "# Memory\n";
 
 const META_OPEN: &str = "<!--m ";
 const META_CLOSE: &str = "-->";
@@ -96,6 +96,16 @@ impl Entry {
     }
 }
 
+/// The lock every writer of the entries file holds (consolidation,
+/// forget): `.memd/consolidate.lock`. It is this module's because the file
+/// is; the OS frees it if the holder dies.
+pub fn lock(layout: &crate::Layout) -> Result<crate::lock::Guard> {
+    crate::lock::lock_or_explain(
+        &layout.runtime_dir().join("consolidate.lock"),
+        "a consolidation (or forget) in this memory directory",
+    )
+}
+
 /// The hash recorded in an entry's metadata.
 pub fn text_hash(text: &str) -> String {
     short_hash(text.trim(), 16)
@@ -103,7 +113,7 @@ pub fn text_hash(text: &str) -> String {
 
 /// Make text safe to store as an entry: one block (no blank lines, which
 /// would split it into two entries) and no line that reads as metadata.
-pub fn sanitize_text(text: &str) -> String {
+pub(crate) fn sanitize_text(text: &str) -> String {
     text.replace('\r', "")
         .lines()
         .map(str::trim_end)
@@ -240,10 +250,15 @@ impl Document {
 
     /// Read the file at `path`; a missing file is an empty document.
     pub fn read(path: &Path) -> Result<Document> {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Document::default()),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Ok(Document::read_for_update(path)?.0)
+    }
+
+    /// [`Document::read`], with the bytes it was parsed from (`None` for a
+    /// missing file), for [`Document::save_if_unchanged`].
+    pub(crate) fn read_for_update(path: &Path) -> Result<(Document, Option<Vec<u8>>)> {
+        let read = crate::atomic::read_if_exists(path);
+        let Some(bytes) = read.with_context(|| format!("reading {}", path.display()))? else {
+            return Ok((Document::default(), None));
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut doc = Document::parse(&text);
@@ -254,7 +269,7 @@ impl Document {
         for w in &doc.warnings {
             tracing::warn!(file = %path.display(), "{w}");
         }
-        Ok(doc)
+        Ok((doc, Some(bytes)))
     }
 
     /// The file's text: unchanged blocks byte for byte.
@@ -300,7 +315,7 @@ impl Document {
     /// after the new text is on disk and just before the rename, which
     /// leaves the smallest window a concurrent edit can fall into.
     /// `before_rename` runs right after the check (a test failpoint).
-    pub fn save_if_unchanged(
+    pub(crate) fn save_if_unchanged(
         &mut self,
         path: &Path,
         today: &str,

@@ -10,17 +10,17 @@
 
 use std::collections::HashSet;
 
-use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::archive::{self, Fact};
 use crate::entries::Document;
+use crate::error::{Result, bail};
 use crate::journal::{self, Record};
 use crate::memory_md::{self, MemoryMd};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{self, Tombstone, Tombstones};
-use crate::{Layout, consolidate};
+use crate::{Layout, consolidate, entries};
 
 /// Something that can be forgotten.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -53,10 +53,11 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
         })
         .collect();
     let (facts, _) = archive::read_all(layout)?;
+    let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
     out.extend(
         facts
             .into_iter()
-            .filter(|f| state.is_pending(f, &tombstones))
+            .filter(|f| pending.is_pending(f))
             .filter(|f| normalize(&f.text).contains(&needle))
             .map(|f| Candidate {
                 kind: "fact".into(),
@@ -70,8 +71,8 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
 /// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`). Returns what
 /// was forgotten.
 pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
-    let _lock = consolidate::lock(layout)?;
-    let run = consolidate::new_run_id();
+    let _lock = entries::lock(layout)?;
+    let run = consolidate::new_run_id(&crate::clock::Clock::System);
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();
     let (facts, _) = archive::read_all(layout)?;
     let mut doc = Document::read(&layout.entries_file())?;
@@ -135,9 +136,7 @@ pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
             text: f.text.clone(),
         });
     }
-    bail!(
-        "no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)"
-    )
+    Err(crate::Error::NotFound { id: id.to_string() })
 }
 
 /// The journal records of an entry's lineage, oldest first: its own, and
@@ -161,31 +160,4 @@ pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
         .into_iter()
         .filter(|r| ids.contains(&r.entry) || r.into.as_deref().is_some_and(|i| ids.contains(i)))
         .collect())
-}
-
-/// A record as one readable paragraph.
-pub fn render_record(r: &Record) -> String {
-    let op = serde_json::to_value(r.op)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    let mut out = format!("{}  {:<11} {}", r.ts, op, r.entry);
-    if let Some(into) = &r.into {
-        out.push_str(&format!(" → merged into {into}"));
-    }
-    out.push_str(&format!("  (run {}", r.run));
-    if let Some(m) = &r.model {
-        out.push_str(&format!(", {m}"));
-    }
-    out.push_str(")\n");
-    if let Some(b) = &r.before {
-        out.push_str(&format!("    before: {}\n", b.replace('\n', " ")));
-    }
-    if let Some(a) = &r.after {
-        out.push_str(&format!("    after:  {}\n", a.replace('\n', " ")));
-    }
-    if !r.sources.is_empty() {
-        out.push_str(&format!("    facts:  {}\n", r.sources.join(", ")));
-    }
-    out
 }

@@ -6,27 +6,27 @@
 
 use std::time::Duration;
 
-use anyhow::anyhow;
+use crate::Error;
 
 /// Why a POST did not succeed.
 pub enum Failure {
     /// A status that retrying will not change, with the body's start.
     Status(reqwest::StatusCode, String),
     /// Retries used up (or the request could not be built).
-    Gave(anyhow::Error),
+    Gave(crate::Error),
 }
 
 impl Failure {
-    pub fn into_error(self, url: &str) -> anyhow::Error {
+    pub(crate) fn into_error(self, url: &str) -> crate::Error {
         match self {
-            Failure::Status(s, body) => anyhow!("{url} answered {s}: {body}"),
+            Failure::Status(s, body) => Error::Service(format!("{url} answered {s}: {body}")),
             Failure::Gave(e) => e,
         }
     }
 }
 
 /// POST `body` to `url`; the first successful response.
-pub async fn post_json(
+pub(crate) async fn post_json(
     client: &reqwest::Client,
     url: &str,
     api_key: Option<&str>,
@@ -35,7 +35,7 @@ pub async fn post_json(
     what: &str,
 ) -> Result<reqwest::Response, Failure> {
     let max_attempts = max_attempts.max(1);
-    let mut last_err = anyhow!("no attempt made");
+    let mut last_err = Error::Service("no attempt made".into());
     for attempt in 0..max_attempts {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(200 << (attempt - 1).min(6))).await;
@@ -58,10 +58,10 @@ pub async fn post_json(
                 if !(status.is_server_error() || status.as_u16() == 429) {
                     return Err(Failure::Status(status, text));
                 }
-                last_err = anyhow!("{url} answered {status}: {text}");
+                last_err = Error::Service(format!("{url} answered {status}: {text}"));
             }
-            Err(e) if e.is_timeout() => last_err = anyhow!("{url} timed out: {e}"),
-            Err(e) => last_err = anyhow!("cannot reach {url}: {e}"),
+            Err(e) if e.is_timeout() => last_err = Error::Service(format!("{url} timed out: {e}")),
+            Err(e) => last_err = Error::Service(format!("cannot reach {url}: {e}")),
         }
         tracing::warn!(attempt = attempt + 1, error = %last_err, "{what} request failed");
     }

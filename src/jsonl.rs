@@ -24,10 +24,8 @@ pub struct BadLine {
 /// Malformed lines are logged (file and line) and returned in the second
 /// element so callers such as `memd status` can show them.
 pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine>)> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
-        Err(e) => return Err(e),
+    let Some(bytes) = crate::atomic::read_if_exists(path)? else {
+        return Ok((Vec::new(), Vec::new()));
     };
     let text = String::from_utf8_lossy(&bytes);
     let mut records = Vec::new();

@@ -7,8 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-
+use crate::error::{Context, Result};
 use crate::{atomic, config, entries, memory_md};
 
 /// Paths of one memory directory.
@@ -26,19 +25,11 @@ impl Layout {
     /// The memory directory at `root`, or an error if it is not one.
     pub fn open(root: impl Into<PathBuf>) -> Result<Layout> {
         let layout = Layout::new(root);
-        if !layout.root.is_dir() {
-            bail!(
-                "{} does not exist or is not a directory; create a memory directory with `memd init {}`",
-                layout.root.display(),
-                layout.root.display()
-            );
-        }
-        if !layout.archive_dir().is_dir() {
-            bail!(
-                "{} is not a memory directory (it has no archive/ folder); create one with `memd init {}` or pick another with --dir / MEMD_DIR",
-                layout.root.display(),
-                layout.root.display()
-            );
+        if !layout.root.is_dir() || !layout.archive_dir().is_dir() {
+            return Err(crate::Error::NotMemoryDir {
+                exists: layout.root.is_dir(),
+                path: layout.root,
+            });
         }
         Ok(layout)
     }
@@ -46,7 +37,7 @@ impl Layout {
     pub fn config_file(&self) -> PathBuf {
         self.root.join("memd.toml")
     }
-    pub fn archive_dir(&self) -> PathBuf {
+    pub(crate) fn archive_dir(&self) -> PathBuf {
         self.root.join("archive")
     }
     /// The daily log for `day` (`YYYY-MM-DD`).
@@ -83,7 +74,7 @@ impl Layout {
     }
 
     /// Days that have an archive file, oldest first.
-    pub fn archive_days(&self) -> Result<Vec<String>> {
+    pub(crate) fn archive_days(&self) -> Result<Vec<String>> {
         let mut days = Vec::new();
         let dir = self.archive_dir();
         for entry in
@@ -121,7 +112,7 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Whether `s` is a `YYYY-MM-DD` date.
-pub fn is_day(s: &str) -> bool {
+pub(crate) fn is_day(s: &str) -> bool {
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
 }
 

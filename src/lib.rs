@@ -22,72 +22,91 @@
 //! Each file format has exactly one owning module, and nothing else writes
 //! that file:
 //!
-//! | file                           | module        |
-//! |--------------------------------|---------------|
-//! | `memd.toml`                    | [`config`]    |
-//! | `archive/YYYY-MM-DD.md`        | [`archive`]   |
-//! | `consolidated/memory.md`       | [`entries`]   |
-//! | `consolidated/journal.jsonl`   | [`journal`]   |
-//! | `MEMORY.md`                    | [`memory_md`] |
-//! | `.tombstones.jsonl`            | [`tombstones`]|
-//! | `.recall_log.jsonl`            | [`recall`]    |
-//! | `.consolidation_state.json`    | [`state`]     |
-//! | `.memd/watch.json`             | [`watch`]     |
-//! | `.memd/daemon.json`            | [`daemon`]    |
+//! | file                                   | module          |
+//! |----------------------------------------|-----------------|
+//! | `memd.toml`                            | [`config`]      |
+//! | `archive/YYYY-MM-DD.md`                | [`archive`]     |
+//! | `consolidated/memory.md` (and its lock `.memd/consolidate.lock`) | [`entries`] |
+//! | `consolidated/journal.jsonl`           | [`journal`]     |
+//! | `MEMORY.md`                            | [`memory_md`]   |
+//! | `.tombstones.jsonl`                    | [`tombstones`]  |
+//! | `.recall_log.jsonl`                    | [`recall`]      |
+//! | `.consolidation_state.json`            | [`state`]       |
+//! | `.memd/watch.json`                     | [`watch`]       |
+//! | `.memd/daemon.json`, `.memd/daemon.lock` | [`daemon_info`] |
+//! | `.memd/index/`                         | [`index`]       |
+//! | `.memd/cache/`                         | [`embed`]       |
 //!
-//! Consolidation is [`consolidate`] (gate, pending facts, clusters from
-//! [`consolidate::cluster`], the judge's ops validated by
-//! [`consolidate::ops`], a second look at each ADD beside entries, apply,
-//! watermark), asking an [`llm`] with the
-//! templates of [`prompts`] or, with no LLM configured, its built-in judge;
-//! it ends with [`promote`] (MEMORY.md) and an [`index`] sync. [`forget`]
-//! removes and tombstones an entry and reads lineage back from the journal.
-//! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search and
-//! is kept in step by [`watch`]; [`lock`] keeps two runs from writing the
-//! entries at once.
+//! Consolidation is [`consolidate`], a pipeline with one file per stage:
+//! gate → plan (inputs, [`pending`] facts, restatements, clusters) → judge
+//! (an [`llm`] with the templates of [`prompts`], or the built-in judge) →
+//! reply (parse → validate → repair → validate) → apply → commit (journal,
+//! state) → promote (MEMORY.md, [`consolidate::promote`]). It takes an embedder, not the index,
+//! and a [`clock`]; whoever owns the index syncs it after the run
+//! ([`service::consolidate_then_sync`]). [`forget`] removes and tombstones
+//! an entry and reads lineage back from the journal. The derived [`index`]
+//! (LanceDB, vectors from [`embed`]) serves search and is kept in step by
+//! [`watch`]; [`entries::lock`] (a [`lock`]) keeps two writers of the
+//! entries apart.
 //!
-//! Front ends: the binary (`src/main.rs`, argument parsing only), the
-//! daemon ([`daemon`]: watcher, consolidation loop, index upkeep) with its
-//! HTTP API ([`api`]), and the MCP server ([`mcp`]). The CLI and MCP reach
-//! the index through [`service`], which goes through the daemon's API when
-//! one runs (it owns the index) and works in process otherwise.
+//! Front ends: the binary (`src/main.rs` parses, dispatches to a command of
+//! `src/cli/` and maps errors to exit codes), the daemon ([`daemon`]:
+//! watcher, consolidation loop, index upkeep; given its listener and a
+//! shutdown future, stopped through [`shutdown`]) with its HTTP API
+//! ([`api`]), and the MCP server ([`mcp`]). The CLI and MCP reach the index
+//! through [`service`], which goes through the daemon's API when one runs
+//! (it owns the index) and works in process otherwise; `add`, the API and
+//! MCP share its one add path.
+//!
+//! Errors are one enum, [`Error`]; callers branch on [`error::Kind`], never
+//! on message text. `anyhow` is for the edges only (the binary, `eval`,
+//! `bench`).
 //!
 //! Shared mechanics live in small helpers: [`layout`] knows where every file
 //! is and creates a directory, [`atomic`] replaces a file so that no reader
-//! ever sees half of it, [`jsonl`] reads and appends JSON-lines files
-//! tolerantly, [`http`] POSTs JSON with retries for the embedder and the LLM
-//! client, [`text`] holds the normalisation and hashing every module must
-//! agree on. [`status`] gathers the read-only report behind `memd status`,
-//! and [`bench`] holds the benchmarks behind `memd bench`.
+//! ever sees half of it (and is where a missing file reads as empty),
+//! [`jsonl`] reads and appends JSON-lines files tolerantly, [`http`] POSTs
+//! JSON with retries for the embedder and the LLM client, [`text`] holds
+//! the normalisation and hashing every module must agree on. [`status`]
+//! gathers the read-only report behind `memd status`. With the `lab`
+//! feature, [`eval`] and [`bench`] hold the evaluations and benchmarks
+//! behind `memd eval` and `memd bench`.
 
-pub mod api;
+pub(crate) mod api;
 pub mod archive;
 pub mod atomic;
+#[cfg(feature = "lab")]
 pub mod bench;
+pub mod clock;
 pub mod config;
 pub mod consolidate;
 pub mod daemon;
+pub(crate) mod daemon_info;
 pub mod embed;
 pub mod entries;
+pub mod error;
+#[cfg(feature = "lab")]
 pub mod eval;
 pub mod forget;
-pub mod http;
+pub(crate) mod http;
 pub mod index;
 pub mod journal;
 pub mod jsonl;
 pub mod layout;
 pub mod llm;
-pub mod lock;
+pub(crate) mod lock;
 pub mod mcp;
 pub mod memory_md;
-pub mod promote;
-pub mod prompts;
+pub(crate) mod pending;
+pub(crate) mod prompts;
 pub mod recall;
 pub mod service;
+pub mod shutdown;
 pub mod state;
 pub mod status;
 pub mod text;
 pub mod tombstones;
 pub mod watch;
 
+pub use error::{Error, Result};
 pub use layout::Layout;

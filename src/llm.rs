@@ -11,10 +11,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::config;
+use crate::error::{Context, Result, bail};
 use crate::http::Failure;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result};
 use fs4::fs_std::FileExt;
 
 /// A held lock; released on drop (or by the OS when the process dies).
@@ -18,7 +18,7 @@ pub struct Guard {
 /// Take the lock at `path` without waiting; `None` when another process (or
 /// another handle in this one) holds it. The holder's pid is written into
 /// the file.
-pub fn try_lock(path: &Path) -> Result<Option<Guard>> {
+pub(crate) fn try_lock(path: &Path) -> Result<Option<Guard>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -41,22 +41,22 @@ pub fn try_lock(path: &Path) -> Result<Option<Guard>> {
 
 /// [`try_lock`], with an error naming the holder's pid when it is held.
 /// `what` names the holder.
-pub fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
+pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
     match try_lock(path)? {
         Some(g) => Ok(g),
         None => {
             let holder = std::fs::read_to_string(path).unwrap_or_default();
-            bail!(
-                "{what} is already running (pid {}); try again when it has finished",
-                holder.trim()
-            )
+            Err(crate::Error::Busy {
+                what: what.to_string(),
+                pid: holder.trim().parse().ok(),
+            })
         }
     }
 }
 
 /// Whether some process holds the lock at `path` (probed with a shared
 /// lock, released at once; the file is not touched).
-pub fn is_held(path: &Path) -> bool {
+pub(crate) fn is_held(path: &Path) -> bool {
     let Ok(file) = File::open(path) else {
         return false;
     };

@@ -3,25 +3,41 @@
 //!
 //! The protocol part is small enough to keep here rather than take a
 //! framework: newline-delimited JSON-RPC 2.0 on stdin/stdout, the methods
-//! `initialize`, `ping`, `tools/list` and `tools/call`, notifications
-//! ignored. Logs go to stderr, never stdout. The tools call
-//! [`crate::service`], so they go through the daemon when one runs.
+//! `initialize`, `ping`, `tools/list`, `tools/call`, `resources/list` and
+//! `resources/read`, notifications ignored. Logs go to stderr, never
+//! stdout. The tools call [`crate::service`], so they go through the
+//! daemon when one runs.
+//!
+//! Why not the official Rust SDK (`rmcp`): it builds from crates.io, but
+//! its stdio transport drops a line that is not JSON without an answer and
+//! reads lines of any length, where memd answers every unreadable line
+//! with JSON-RPC's parse error (-32700) and must bound what one line can
+//! cost; those are the properties the front end has to guarantee, and
+//! this loop is where they are kept.
 //!
 //! Tools: `remember` {text, category?, session?}, `recall` {query, k?},
-//! `forget` {id}, `core_memory` {}, `consolidate` {force?}.
+//! `forget` {id}, `core_memory` {}, `consolidate` {force?}. Resource:
+//! `memd://MEMORY.md`, the always-in-prompt memory (the same text as
+//! `core_memory`), for clients that attach resources to the prompt.
 
-use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::archive;
 use crate::config::Config;
+use crate::error::{Context, Result, bail};
 use crate::service::Backend;
 use crate::{Layout, consolidate};
 
 /// The protocol version answered when the client asks for none we know.
 const PROTOCOL_VERSION: &str = "2025-06-18";
 const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
+
+/// The one resource: MEMORY.md.
+const CORE_URI: &str = "memd://MEMORY.md";
+
+/// MCP's error code for a resource that does not exist.
+const RESOURCE_NOT_FOUND: i64 = -32002;
 
 fn tools() -> Value {
     json!([
@@ -101,8 +117,16 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
                 None,
                 false,
             );
-            let a = archive::append_now(layout, &facts)?;
-            Ok(format!("remembered as {}", a[0].id))
+            let added = backend.add(layout, config, &facts, true).await?;
+            let mut out = format!("remembered as {}", added[0].fact.id);
+            for h in &added[0].similar {
+                out.push_str(&format!(
+                    "\nsimilar entry {}: {}",
+                    h.id,
+                    h.text.replace('\n', " ")
+                ));
+            }
+            Ok(out)
         }
         "recall" => {
             let q = str_arg(args, "query")?;
@@ -132,7 +156,7 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
             let gone = backend.forget(layout, config, str_arg(args, "id")?).await?;
             Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
         }
-        "core_memory" => Ok(std::fs::read_to_string(layout.memory_md()).unwrap_or_default()),
+        "core_memory" => Ok(core_memory(layout)),
         "consolidate" => {
             let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
             let r = backend
@@ -151,12 +175,17 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
     }
 }
 
+/// MEMORY.md's text, for the `core_memory` tool and the resource.
+fn core_memory(layout: &Layout) -> String {
+    std::fs::read_to_string(layout.memory_md()).unwrap_or_default()
+}
+
 fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
 /// The reply to one JSON-RPC message (`None` for a notification).
-pub async fn handle(layout: &Layout, config: &Config, line: &str) -> Option<Value> {
+pub(crate) async fn handle(layout: &Layout, config: &Config, line: &str) -> Option<Value> {
     let msg: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
@@ -177,13 +206,32 @@ pub async fn handle(layout: &Layout, config: &Config, line: &str) -> Option<Valu
             };
             json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}},
+                "capabilities": {
+                    "tools": {"listChanged": false},
+                    "resources": {"listChanged": false, "subscribe": false}
+                },
                 "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
                 "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
             })
         }
         "ping" => json!({}),
         "tools/list" => json!({ "tools": tools() }),
+        "resources/list" => json!({ "resources": [{
+            "uri": CORE_URI,
+            "name": "MEMORY.md",
+            "description": "The always-relevant memory to keep in mind for this conversation.",
+            "mimeType": "text/markdown"
+        }]}),
+        "resources/read" => match params["uri"].as_str() {
+            Some(CORE_URI) => {
+                let text = core_memory(layout);
+                json!({ "contents": [{"uri": CORE_URI, "mimeType": "text/markdown", "text": text}] })
+            }
+            other => {
+                let msg = format!("no resource {}", other.unwrap_or("(no uri)"));
+                return Some(error(id, RESOURCE_NOT_FOUND, msg));
+            }
+        },
         "tools/call" => {
             let name = params["name"].as_str().unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or(json!({}));

@@ -14,13 +14,13 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 
 pub const BEGIN: &str = "<!-- memd:begin -->";
 pub const END: &str = "<!-- memd:end -->";
 
 /// What `memd init` writes.
-pub const EMPTY_FILE: &str = "# MEMORY\n\n\
+pub(crate) const EMPTY_FILE: &str = "# MEMORY\n\n\
 Notes you write outside the memd markers are yours and are kept as they are.\n\n\
 <!-- memd:begin -->\n<!-- memd:end -->\n";
 
@@ -89,12 +89,14 @@ impl MemoryMd {
     }
 
     pub fn read(path: &Path) -> Result<MemoryMd> {
-        match std::fs::read(path) {
-            Ok(b) => MemoryMd::parse(&String::from_utf8_lossy(&b))
-                .with_context(|| format!("reading {}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(MemoryMd::default()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-        }
+        let read = crate::atomic::read_if_exists(path);
+        let Some(b) = read.with_context(|| format!("reading {}", path.display()))? else {
+            return Ok(MemoryMd::default());
+        };
+        MemoryMd::parse(&String::from_utf8_lossy(&b)).map_err(|e| crate::Error::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
     }
 
     /// The generated lines currently in the file.

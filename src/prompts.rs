@@ -8,13 +8,12 @@
 //! one, read at every run, so a prompt can be tuned without a rebuild.
 //! Placeholders are `{{name}}`.
 
-use anyhow::{Context, Result};
-
 use crate::Layout;
+use crate::error::{Context, Result};
 
-pub const CONSOLIDATE: &str = "consolidate.md";
-pub const UPDATE: &str = "update.md";
-pub const PROMOTE: &str = "promote.md";
+pub(crate) const CONSOLIDATE: &str = "consolidate.md";
+pub(crate) const UPDATE: &str = "update.md";
+pub(crate) const PROMOTE: &str = "promote.md";
 
 fn built_in(name: &str) -> Option<&'static str> {
     match name {
@@ -29,12 +28,12 @@ fn built_in(name: &str) -> Option<&'static str> {
 /// built-in one.
 pub fn load(layout: &Layout, name: &str) -> Result<String> {
     let path = layout.root.join("prompts").join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => built_in(name)
+    let read = crate::atomic::read_if_exists(&path);
+    match read.with_context(|| format!("reading {}", path.display()))? {
+        Some(b) => String::from_utf8(b).with_context(|| format!("{}: not UTF-8", path.display())),
+        None => built_in(name)
             .map(String::from)
             .with_context(|| format!("no built-in prompt {name}")),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
 }
 

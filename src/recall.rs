@@ -4,9 +4,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Context, Result};
 use crate::jsonl;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ pub struct Usage {
     pub weight: f64,
 }
 
-pub const WEIGHT_HALF_LIFE_DAYS: f64 = 14.0;
+pub(crate) const WEIGHT_HALF_LIFE_DAYS: f64 = 14.0;
 
 /// Summarise the log by id.
 pub fn summary(path: &Path) -> Result<HashMap<String, Usage>> {

@@ -1,17 +1,71 @@
 //! What the front ends (CLI, MCP) ask of memd, answered through the
 //! daemon's API when a daemon serves the directory (it owns the index, so
 //! nothing else opens the table for writing) and in process otherwise.
-//! Appending a fact is a file write and never needs the daemon.
+//! Appending a fact is a file write and never needs the daemon; the
+//! similar entries shown after it come from whoever owns the index.
 
-use anyhow::{Context, Result, anyhow};
 use serde::de::DeserializeOwned;
 
+use crate::archive::{self, Appended, NewFact};
 use crate::config::Config;
 use crate::consolidate::{self, Report};
+use crate::error::{Context, Result, err};
 use crate::forget::Candidate;
 use crate::index::search::Hit;
 use crate::index::{Index, SyncReport};
-use crate::{Layout, daemon};
+use crate::{Layout, daemon_info};
+
+/// How many similar entries an add shows per fact.
+pub(crate) const SIMILAR_SHOWN: usize = 3;
+
+/// Past this many facts in one add, no similar entries are looked up (a
+/// bulk import is not read fact by fact).
+pub(crate) const SIMILAR_MAX_FACTS: usize = 20;
+
+/// One appended fact and the existing entries most like it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Added {
+    #[serde(flatten)]
+    pub fact: Appended,
+    pub similar: Vec<Hit>,
+}
+
+/// For each text, the entries of `index` most like it: the one lookup
+/// behind `memd add`, `POST /v1/facts` and MCP's `remember`.
+pub(crate) async fn similar_in(index: &Index, texts: &[String]) -> Result<Vec<Vec<Hit>>> {
+    let mut out = Vec::with_capacity(texts.len());
+    for t in texts {
+        out.push(index.similar_entries(t, SIMILAR_SHOWN).await?);
+    }
+    Ok(out)
+}
+
+/// Consolidate, then bring the index in step: the owner's `index`, or one
+/// opened here. A failed sync is a warning in the report, never an error:
+/// the files are what counts, and the next search or reindex catches up.
+pub(crate) async fn consolidate_then_sync(
+    layout: &Layout,
+    config: &Config,
+    opts: consolidate::Options,
+    index: Option<&Index>,
+) -> Result<Report> {
+    let embedder = index.map(Index::embedder);
+    let mut report = consolidate::run_with(layout, config, opts, embedder).await?;
+    if report.skipped.is_some() || opts.dry_run {
+        return Ok(report);
+    }
+    let synced = match index {
+        Some(i) => i.sync().await,
+        None => async { Index::open(layout, config).await?.sync().await }.await,
+    };
+    if let Err(e) = synced {
+        let w =
+            format!("index not updated ({e:#}); the next search or `memd reindex` will catch up");
+        tracing::warn!("{w}");
+        report.warnings.push(w);
+    }
+    Ok(report)
+}
 
 /// Where commands go.
 pub enum Backend {
@@ -27,7 +81,7 @@ pub enum Backend {
 
 impl Backend {
     pub fn for_dir(layout: &Layout) -> Backend {
-        match daemon::running(layout) {
+        match daemon_info::running(layout) {
             Some(info) => Backend::Daemon {
                 base: format!("http://{}", info.listen),
                 pid: info.pid,
@@ -62,9 +116,10 @@ impl Backend {
         else {
             unreachable!("only called for a daemon")
         };
-        let mut url = reqwest::Url::parse(base)?;
+        let mut url =
+            reqwest::Url::parse(base).map_err(|e| err!("bad daemon address {base}: {e}"))?;
         url.path_segments_mut()
-            .map_err(|_| anyhow!("bad daemon address {base}"))?
+            .map_err(|_| err!("bad daemon address {base}"))?
             .extend(segments);
         let path = url.path().to_string();
         let mut req = http.request(method, url.clone()).query(query);
@@ -85,9 +140,61 @@ impl Backend {
             .with_context(|| format!("the daemon's reply to {path} is not JSON"))?;
         if !status.is_success() {
             let msg = value["error"].as_str().unwrap_or("no detail");
-            return Err(anyhow!("the daemon answered {status}: {msg}"));
+            return Err(crate::Error::Daemon {
+                status: status.as_u16(),
+                message: msg.to_string(),
+            });
         }
         serde_json::from_value(value).with_context(|| format!("unexpected reply to {path}"))
+    }
+
+    /// Append `facts` (a file write, durable before this returns), then,
+    /// when `similar` and the batch is small, look up the entries most like
+    /// each one. The lookup is information only: once the facts are written
+    /// its failure is a warning, never an error.
+    pub async fn add(
+        &self,
+        layout: &Layout,
+        config: &Config,
+        facts: &[NewFact],
+        similar: bool,
+    ) -> Result<Vec<Added>> {
+        let appended = archive::append_now(layout, facts)?;
+        let texts: Vec<String> = appended.iter().map(|a| a.text.clone()).collect();
+        let mut found = Vec::new();
+        if similar && facts.len() <= SIMILAR_MAX_FACTS {
+            match self.similar(layout, config, &texts).await {
+                Ok(s) => found = s,
+                Err(e) => tracing::warn!("similar entries not shown: {e:#}"),
+            }
+        }
+        found.resize(appended.len(), Vec::new());
+        Ok(appended
+            .into_iter()
+            .zip(found)
+            .map(|(fact, similar)| Added { fact, similar })
+            .collect())
+    }
+
+    /// For each text, the entries most like it, from whoever owns the index.
+    async fn similar(
+        &self,
+        layout: &Layout,
+        config: &Config,
+        texts: &[String],
+    ) -> Result<Vec<Vec<Hit>>> {
+        match self {
+            Backend::InProcess => {
+                let index = Index::open(layout, config).await?;
+                index.sync().await?;
+                similar_in(&index, texts).await
+            }
+            Backend::Daemon { .. } => {
+                let body = serde_json::json!({ "texts": texts });
+                self.call(reqwest::Method::POST, &["v1", "similar"], &[], Some(body))
+                    .await
+            }
+        }
     }
 
     pub async fn search(
@@ -118,7 +225,7 @@ impl Backend {
         opts: consolidate::Options,
     ) -> Result<Report> {
         match self {
-            Backend::InProcess => consolidate::run(layout, config, opts).await,
+            Backend::InProcess => consolidate_then_sync(layout, config, opts, None).await,
             Backend::Daemon { .. } => {
                 let body = serde_json::json!({"force": opts.force, "dry_run": opts.dry_run});
                 self.call(

@@ -11,10 +11,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::archive::Fact;
+use crate::error::{Context, Result};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -47,15 +47,15 @@ impl State {
     /// valid JSON is an error, not a reset: a reset would re-consolidate
     /// everything.
     pub fn load(path: &Path) -> Result<State> {
-        match std::fs::read(path) {
-            Ok(b) => serde_json::from_slice(&b).with_context(|| {
+        let read = crate::atomic::read_if_exists(path);
+        match read.with_context(|| format!("reading {}", path.display()))? {
+            Some(b) => serde_json::from_slice(&b).with_context(|| {
                 format!(
                     "{} is not valid JSON; fix it by hand (deleting it makes the next run revisit every fact)",
                     path.display()
                 )
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            None => Ok(State::default()),
         }
     }
 
@@ -72,12 +72,6 @@ impl State {
             .as_deref()
             .is_some_and(|d| fact.day.as_str() <= d)
             || self.watermark.done.contains(&fact.id)
-    }
-
-    /// Whether `fact` still waits for consolidation: not behind the
-    /// watermark and not forgotten.
-    pub fn is_pending(&self, fact: &Fact, tombstones: &crate::tombstones::Tombstones) -> bool {
-        !self.is_done(fact) && !tombstones.covers(&fact.id, &fact.text)
     }
 
     /// Mark facts consolidated, then fold whole days before `today` into

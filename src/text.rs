@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha256};
 
 /// The comparison form of a fact or entry text.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let trimmed =
         folded.trim_end_matches(|c: char| c.is_ascii_punctuation() || c == '…' || c == '。');
@@ -26,7 +26,7 @@ pub fn short_hash(data: &str, len: usize) -> String {
 }
 
 /// The 8-hex-digit hash of a text's normalised form; the middle of a fact id.
-pub fn norm_hash(text: &str) -> String {
+pub(crate) fn norm_hash(text: &str) -> String {
     short_hash(&normalize(text), 8)
 }
 
@@ -44,7 +44,7 @@ const STOP: &[&str] = &[
 /// inside words, stop words dropped. Used where code must judge whether one
 /// text still says what another said (never whether two facts are the
 /// same: that is the judge's call).
-pub fn content_words(text: &str) -> std::collections::HashSet<String> {
+pub(crate) fn content_words(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .map(|w| {
             let w = w.trim_matches('\'').to_lowercase();
@@ -57,7 +57,7 @@ pub fn content_words(text: &str) -> std::collections::HashSet<String> {
 
 /// The share of `of`'s content words that `within` also has (1.0 when `of`
 /// has none).
-pub fn coverage(of: &str, within: &str) -> f32 {
+pub(crate) fn coverage(of: &str, within: &str) -> f32 {
     let words = content_words(of);
     if words.is_empty() {
         return 1.0;

@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Context, Result};
 use crate::jsonl;
 use crate::text::normalize;
 
@@ -58,7 +58,7 @@ impl Tombstones {
         Ok(Tombstones::from_vec(all))
     }
 
-    pub fn from_vec(all: Vec<Tombstone>) -> Tombstones {
+    pub(crate) fn from_vec(all: Vec<Tombstone>) -> Tombstones {
         let texts = all.iter().map(|t| t.text.clone()).collect();
         let facts = all.iter().flat_map(|t| t.sources.iter().cloned()).collect();
         Tombstones { all, texts, facts }

@@ -9,12 +9,12 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use notify_debouncer_full::notify::RecursiveMode;
 use serde::{Deserialize, Serialize};
 
-use crate::Layout;
+use crate::Result;
 use crate::index::Index;
+use crate::{Error, Layout};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Health {
@@ -75,8 +75,11 @@ pub async fn run(
                 let _ = tx.send(());
             }
         },
-    )?;
-    debouncer.watch(&layout.root, RecursiveMode::Recursive)?;
+    )
+    .map_err(|e| Error::msg(format!("cannot watch files: {e}")))?;
+    debouncer
+        .watch(&layout.root, RecursiveMode::Recursive)
+        .map_err(|e| Error::msg(format!("cannot watch {}: {e}", layout.root.display())))?;
 
     let mut health = Health {
         pid: std::process::id(),

@@ -17,8 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use anyhow::Result;
-
+use crate::Result;
 use crate::text::content_words;
 
 /// Neighbour-gathering knobs.

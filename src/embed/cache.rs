@@ -11,10 +11,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Result;
 use sha2::{Digest, Sha256};
 
 use super::Embedder;
+use crate::Result;
 
 type Key = [u8; 16];
 
@@ -54,7 +54,8 @@ impl Cached {
         })
     }
 
-    pub fn inner(&self) -> &Arc<dyn Embedder> {
+    #[cfg(feature = "lab")]
+    pub(crate) fn inner(&self) -> &Arc<dyn Embedder> {
         &self.inner
     }
 

@@ -5,11 +5,10 @@
 //! only sees shared surface forms ("coffee" ~ "coffee"), never meaning
 //! ("coffee" ≁ "espresso"). Use it on machines too small for `minilm`.
 
-use anyhow::Result;
-
 use super::{Embedder, normalize};
+use crate::Result;
 
-pub const DIM: usize = 512;
+pub(crate) const DIM: usize = 512;
 
 pub struct Lexical;
 

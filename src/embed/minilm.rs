@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
@@ -14,6 +13,7 @@ use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
 use super::{Embedder, normalize};
 use crate::config;
+use crate::error::{Context, Result, bail, err};
 
 /// The model directory: the config key, else the default cache location.
 pub fn model_dir(cfg: &config::Embedder) -> PathBuf {
@@ -49,14 +49,14 @@ impl MiniLm {
         let config: BertConfig = serde_json::from_slice(&std::fs::read(dir.join("config.json"))?)
             .context("reading config.json")?;
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
-            .map_err(|e| anyhow!("reading tokenizer.json: {e}"))?;
+            .map_err(|e| err!("reading tokenizer.json: {e}"))?;
         tokenizer.with_padding(Some(PaddingParams::default()));
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: 256,
                 ..Default::default()
             }))
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(|e| err!("{e}"))?;
         // Safety: the file is memory-mapped read-only; memd never writes it.
         let vb = unsafe {
             VarBuilder::from_mmaped_safetensors(
@@ -80,7 +80,7 @@ impl Inner {
             let enc = self
                 .tokenizer
                 .encode_batch(chunk.to_vec(), true)
-                .map_err(|e| anyhow!("tokenizing: {e}"))?;
+                .map_err(|e| err!("tokenizing: {e}"))?;
             let ids: Vec<Tensor> = enc
                 .iter()
                 .map(|e| Tensor::new(e.get_ids(), &Device::Cpu))

@@ -17,8 +17,7 @@ pub mod openai;
 
 use std::sync::Arc;
 
-use anyhow::Result;
-
+use crate::Result;
 use crate::config::{self, EmbedderKind};
 
 #[async_trait::async_trait]
@@ -32,6 +31,17 @@ pub trait Embedder: Send + Sync {
 }
 
 /// The embedder the configuration asks for.
+/// Where embeddings are cached for a memory directory (`.memd/cache`).
+pub(crate) fn cache_dir(layout: &crate::Layout) -> std::path::PathBuf {
+    layout.runtime_dir().join("cache")
+}
+
+/// The configured embedder behind the directory's cache, for a process
+/// that needs vectors but not the index (consolidation without a daemon).
+pub(crate) fn cached(layout: &crate::Layout, cfg: &config::Embedder) -> Result<cache::Cached> {
+    cache::Cached::open(from_config(cfg)?, &cache_dir(layout))
+}
+
 pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     Ok(match cfg.kind {
         EmbedderKind::Minilm => Arc::new(minilm::MiniLm::load(&minilm::model_dir(cfg))?),
@@ -41,7 +51,7 @@ pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
 }
 
 /// Scale `v` to unit length (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
+pub(crate) fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
@@ -62,7 +72,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// that memory stays bounded: consolidation asks this for thousands of
 /// facts against tens of thousands of entries, where one index search per
 /// fact would take minutes.
-pub fn nearest(
+pub(crate) fn nearest(
     vectors: &[Vec<f32>],
     queries: &[usize],
     candidates: usize,
@@ -95,7 +105,7 @@ pub fn nearest(
 
 /// The `k` best (index, score) of `scores` other than `skip`, best first
 /// (ties to the lower index), in one pass without sorting the row.
-pub fn top_k(scores: &[f32], k: usize, skip: usize) -> Vec<(usize, f32)> {
+pub(crate) fn top_k(scores: &[f32], k: usize, skip: usize) -> Vec<(usize, f32)> {
     let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
     for (j, &s) in scores.iter().enumerate() {
         if j == skip || (best.len() == k && s <= best[k - 1].1) {

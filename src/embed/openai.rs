@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use super::{Embedder, normalize};
 use crate::config;
+use crate::error::{Context, Result, bail};
 
 pub struct OpenAi {
     client: reqwest::Client,

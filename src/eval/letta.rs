@@ -18,7 +18,7 @@
 //!   (`beside`: the stale entry stays), or no entry names it (`lost`);
 //! - others touched: entries of the other facts whose text changed;
 //! - invented: entries the judge wrote that say what no fact of the set
-//!   said (words or a number from nowhere, as [`ops::invented`] counts
+//!   said (words or a number from nowhere, as [`faithful::invented`] counts
 //!   them).
 
 use std::collections::{BTreeMap, HashSet};
@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, NewFact};
 use crate::config::Config;
-use crate::consolidate::{self, Options, ops};
+use crate::consolidate::{self, Options, faithful};
 use crate::entries::{Document, Entry};
 use crate::text::{content_words, coverage};
 use crate::{Layout, layout};
@@ -85,7 +85,7 @@ pub struct LettaReport {
     pub updates: Updates,
     pub others_touched: usize,
     /// Entries written by the judge (after an ingest, or changed by an
-    /// update) that say what no fact of the set says ([`ops::invented`]).
+    /// update) that say what no fact of the set says ([`faithful::invented`]).
     pub invented: usize,
     /// One line per update row: "set S row R: outcome[, N others touched]".
     pub outcomes: Vec<String>,
@@ -200,13 +200,8 @@ pub async fn run(
         sets: chosen.clone(),
         ..Default::default()
     };
-    let force = Options {
-        force: true,
-        dry_run: false,
-    };
     for set in chosen {
         let rows = &by_set[&set];
-        let facts = &rows[0].facts;
         let tmp = tempfile::tempdir()?;
         let root = match keep {
             Some(k) => {
@@ -220,6 +215,51 @@ pub async fn run(
             }
             None => tmp.path().to_path_buf(),
         };
+        let set_run = SetRun::ingest(&root, rows, &config, &mut report).await?;
+        tracing::info!(set, entries = set_run.before.len(), "set ingested");
+        for (n, row) in rows.iter().take(max_updates).enumerate() {
+            let (outcome, touched) = set_run.update(n, row, &config, &mut report).await?;
+            let line = match touched {
+                0 => format!("set {set} row {n}: {outcome}"),
+                t => format!("set {set} row {n}: {outcome}, {t} others touched"),
+            };
+            tracing::info!("{line}");
+            report.outcomes.push(line);
+        }
+    }
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+const FORCE: Options = Options {
+    force: true,
+    dry_run: false,
+};
+
+/// One fact set, ingested: the base directory every update row copies.
+struct SetRun {
+    root: std::path::PathBuf,
+    base: Layout,
+    facts: Vec<String>,
+    /// The archive ids of `facts`, in order.
+    ids: Vec<String>,
+    /// The entries after the ingest.
+    before: Vec<Entry>,
+    /// Everything the judge was shown across the set (facts, new facts,
+    /// days): what an entry may say without inventing.
+    said: Vec<String>,
+}
+
+impl SetRun {
+    /// Ingest the set's facts into `root/base`, consolidate, and score the
+    /// ingest: false merges, facts lost, invented entries.
+    async fn ingest(
+        root: &Path,
+        rows: &[Row],
+        config: &Config,
+        report: &mut LettaReport,
+    ) -> Result<SetRun> {
+        let facts = rows[0].facts.clone();
         let base = layout::init(&root.join("base"))?;
         let new: Vec<NewFact> = facts
             .iter()
@@ -232,8 +272,8 @@ pub async fn run(
             .into_iter()
             .map(|a| a.id)
             .collect();
-        let r = consolidate::run(&base, &config, force).await?;
-        add_usage(&mut report, &r);
+        let r = crate::service::consolidate_then_sync(&base, config, FORCE, None).await?;
+        add_usage(report, &r);
         let before = entries_of(&base)?;
         report.facts += facts.len();
         report.entries_after_ingest += before.len();
@@ -249,103 +289,115 @@ pub async fn run(
             })
             .sum::<usize>();
         report.facts_lost += facts.iter().filter(|f| !carried(f, &before)).count();
-        let mut said: Vec<&str> = facts.iter().map(String::as_str).collect();
-        said.extend(rows.iter().map(|r| r.new_fact.as_str()));
-        said.extend([INGEST_DAY, UPDATE_DAY]);
-        let invents = |e: &Entry| !ops::invented(&e.text, &said).is_empty();
-        report.invented += before.iter().filter(|e| invents(e)).count();
-        tracing::info!(set, entries = before.len(), "set ingested");
+        let mut said: Vec<String> = facts.clone();
+        said.extend(rows.iter().map(|r| r.new_fact.clone()));
+        said.extend([INGEST_DAY.to_string(), UPDATE_DAY.to_string()]);
+        let run = SetRun {
+            root: root.to_path_buf(),
+            base,
+            facts,
+            ids,
+            before,
+            said,
+        };
+        report.invented += run.before.iter().filter(|e| run.invents(e)).count();
+        Ok(run)
+    }
 
-        for (n, row) in rows.iter().take(max_updates).enumerate() {
-            let dir = root.join(format!("update-{n}"));
-            layout::copy_dir(&base.root, &dir)?;
-            let layout = Layout::open(&dir)?;
-            let new_id = archive::append(
-                &layout,
-                UPDATE_DAY,
-                "09:00:00",
-                &[NewFact {
-                    text: row.new_fact.clone(),
-                    ..Default::default()
-                }],
-            )?
+    fn invents(&self, e: &Entry) -> bool {
+        let said: Vec<&str> = self.said.iter().map(String::as_str).collect();
+        !faithful::invented(&e.text, &said).is_empty()
+    }
+
+    /// Update row `n` on a copy of the base: add its new fact, consolidate,
+    /// score. Returns the outcome and how many other entries it touched.
+    async fn update(
+        &self,
+        n: usize,
+        row: &Row,
+        config: &Config,
+        report: &mut LettaReport,
+    ) -> Result<(&'static str, usize)> {
+        let dir = self.root.join(format!("update-{n}"));
+        layout::copy_dir(&self.base.root, &dir)?;
+        let layout = Layout::open(&dir)?;
+        let fact = NewFact {
+            text: row.new_fact.clone(),
+            ..Default::default()
+        };
+        let new_id = archive::append(&layout, UPDATE_DAY, "09:00:00", &[fact])?
             .remove(0)
             .id;
-            let r = consolidate::run(&layout, &config, force).await?;
-            add_usage(&mut report, &r);
-            let after = entries_of(&layout)?;
-            report.update_rows += 1;
-            let superseded: HashSet<usize> = row.supersedes.iter().copied().collect();
-            let (was, now) = (&row.answer_before, &row.answer_after);
-            let mut scored = None;
-            for &s in &superseded {
-                let Some(id) = ids.get(s) else { continue };
-                let text = holder(&after, id)
-                    .map(|e| e.text.clone())
-                    .unwrap_or_default();
-                let old = holder(&before, id)
-                    .map(|e| e.text.clone())
-                    .unwrap_or_default();
-                if text != old && contains(&text, now) {
-                    let lower = text.to_lowercase();
-                    scored = Some(
-                        if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
-                            report.updates.history += 1;
-                            "history"
-                        } else {
-                            report.updates.current_only += 1;
-                            "current only"
-                        },
-                    );
-                    break;
-                }
+        let r = crate::service::consolidate_then_sync(&layout, config, FORCE, None).await?;
+        add_usage(report, &r);
+        let after = entries_of(&layout)?;
+        report.update_rows += 1;
+        let done = crate::state::State::load(&layout.state_file())?;
+        let pending = holder(&after, &new_id).is_none()
+            && !done.watermark.done.contains(&new_id)
+            && done.watermark.through_day.as_deref() < Some(UPDATE_DAY);
+        let outcome = self.outcome(row, &after, pending, report);
+        let touched_before = report.others_touched;
+        // The other facts: still carried, and their entries untouched.
+        for (i, f) in self.facts.iter().enumerate() {
+            if row.supersedes.contains(&i) {
+                continue;
             }
-            let done = crate::state::State::load(&layout.state_file())?;
-            let pending = holder(&after, &new_id).is_none()
-                && !done.watermark.done.contains(&new_id)
-                && done.watermark.through_day.as_deref() < Some(UPDATE_DAY);
-            let outcome = if let Some(o) = scored {
-                o
-            } else if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, &after)
-            {
-                report.updates.beside += 1;
-                "beside"
-            } else if pending {
-                report.updates.pending += 1;
-                "pending"
-            } else {
-                report.updates.lost += 1;
+            if !carried(f, &after) {
                 report.facts_lost += 1;
-                "lost"
-            };
-            let touched_before = report.others_touched;
-            // The other facts: still carried, and their entries untouched.
-            for (i, f) in facts.iter().enumerate() {
-                if superseded.contains(&i) {
-                    continue;
-                }
-                if !carried(f, &after) {
-                    report.facts_lost += 1;
-                }
-                let was = holder(&before, &ids[i]).map(|e| e.text.clone());
-                let is = holder(&after, &ids[i]).map(|e| e.text.clone());
-                if was != is {
-                    report.others_touched += 1;
-                }
             }
-            report.invented += after
-                .iter()
-                .filter(|e| !before.iter().any(|b| b.text == e.text) && invents(e))
-                .count();
-            let touched = report.others_touched - touched_before;
-            let line = match touched {
-                0 => format!("set {set} row {n}: {outcome}"),
-                t => format!("set {set} row {n}: {outcome}, {t} others touched"),
-            };
-            tracing::info!("{line}");
-            report.outcomes.push(line);
+            let was = holder(&self.before, &self.ids[i]).map(|e| e.text.clone());
+            let is = holder(&after, &self.ids[i]).map(|e| e.text.clone());
+            if was != is {
+                report.others_touched += 1;
+            }
+        }
+        report.invented += after
+            .iter()
+            .filter(|e| !self.before.iter().any(|b| b.text == e.text) && self.invents(e))
+            .count();
+        Ok((outcome, report.others_touched - touched_before))
+    }
+
+    /// What became of an update: kept as history or current only in the
+    /// superseded fact's entry, added beside it, still pending, or lost.
+    fn outcome(
+        &self,
+        row: &Row,
+        after: &[Entry],
+        pending: bool,
+        report: &mut LettaReport,
+    ) -> &'static str {
+        let superseded: HashSet<usize> = row.supersedes.iter().copied().collect();
+        let (was, now) = (&row.answer_before, &row.answer_after);
+        for &s in &superseded {
+            let Some(id) = self.ids.get(s) else { continue };
+            let text = holder(after, id)
+                .map(|e| e.text.clone())
+                .unwrap_or_default();
+            let old = holder(&self.before, id)
+                .map(|e| e.text.clone())
+                .unwrap_or_default();
+            if text != old && contains(&text, now) {
+                let lower = text.to_lowercase();
+                if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
+                    report.updates.history += 1;
+                    return "history";
+                }
+                report.updates.current_only += 1;
+                return "current only";
+            }
+        }
+        if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, after) {
+            report.updates.beside += 1;
+            "beside"
+        } else if pending {
+            report.updates.pending += 1;
+            "pending"
+        } else {
+            report.updates.lost += 1;
+            report.facts_lost += 1;
+            "lost"
         }
     }
-    report.wall_seconds = started.elapsed().as_secs_f64();
-    Ok(report)
 }

@@ -72,10 +72,6 @@ pub async fn run(
         judge: consolidate::Judge::label(&config),
         ..Default::default()
     };
-    let force = Options {
-        force: true,
-        dry_run: false,
-    };
     for conv in all.iter().take(conversations) {
         let tmp = tempfile::tempdir()?;
         let layout = layout::init(tmp.path())?;
@@ -83,42 +79,15 @@ pub async fn run(
         let mut by_dia: HashMap<String, Vec<String>> = HashMap::new();
         let mut ingested = 0;
         for s in 1..=sessions {
-            let Some(obs) = conv["observation"][format!("session_{s}_observation")].as_object()
-            else {
+            let Some(facts) = session_facts(conv, s, &layout, &mut by_dia)? else {
                 break;
             };
-            let day = conv["conversation"][format!("session_{s}_date_time")]
-                .as_str()
-                .and_then(day_of)
-                .with_context(|| format!("session {s} has no readable date"))?;
-            let mut facts = Vec::new();
-            let mut cites = Vec::new();
-            for (speaker, list) in obs {
-                for item in list.as_array().into_iter().flatten() {
-                    let (Some(text), Some(dia)) = (item[0].as_str(), item[1].as_str()) else {
-                        continue;
-                    };
-                    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                    if text.is_empty() {
-                        continue;
-                    }
-                    facts.push(NewFact {
-                        text,
-                        session: Some(format!("s{s}")),
-                        category: Some(speaker.clone()),
-                        key: None,
-                    });
-                    cites.push(dia.to_string());
-                }
-            }
-            let appended = archive::append(&layout, &day, "12:00:00", &facts)?;
-            for (a, dia) in appended.into_iter().zip(cites) {
-                for d in dia.split([',', ';', ' ']).filter(|d| !d.is_empty()) {
-                    by_dia.entry(d.to_string()).or_default().push(a.id.clone());
-                }
-            }
-            report.facts += facts.len();
-            let r = consolidate::run(&layout, &config, force).await?;
+            report.facts += facts;
+            let force = Options {
+                force: true,
+                dry_run: false,
+            };
+            let r = crate::service::consolidate_then_sync(&layout, &config, force, None).await?;
             report.llm_calls += r.llm_calls;
             report.prompt_tokens += r.prompt_tokens;
             report.completion_tokens += r.completion_tokens;
@@ -128,37 +97,91 @@ pub async fn run(
         report.sessions += ingested;
         let doc = Document::read(&layout.entries_file())?;
         report.entries += doc.entries().count();
+        let index = Index::open(&layout, &config).await?;
+        index.sync().await?;
+        let asked = Questions {
+            doc: &doc,
+            by_dia: &by_dia,
+            ingested,
+        };
+        asked.ask(conv, &index, &mut report).await?;
+        report.conversations += 1;
+    }
+    report.compression = report.facts as f64 / report.entries.max(1) as f64;
+    report.recall_at_10 = report.found_at_10 as f64 / report.questions.max(1) as f64;
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Append session `s`'s observations as facts (category: the speaker) and
+/// note which facts cite which dialogue ids; how many facts, or `None`
+/// when the conversation has no such session.
+fn session_facts(
+    conv: &Value,
+    s: usize,
+    layout: &crate::Layout,
+    by_dia: &mut HashMap<String, Vec<String>>,
+) -> Result<Option<usize>> {
+    let Some(obs) = conv["observation"][format!("session_{s}_observation")].as_object() else {
+        return Ok(None);
+    };
+    let day = conv["conversation"][format!("session_{s}_date_time")]
+        .as_str()
+        .and_then(day_of)
+        .with_context(|| format!("session {s} has no readable date"))?;
+    let mut facts = Vec::new();
+    let mut cites = Vec::new();
+    for (speaker, list) in obs {
+        for item in list.as_array().into_iter().flatten() {
+            let (Some(text), Some(dia)) = (item[0].as_str(), item[1].as_str()) else {
+                continue;
+            };
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if text.is_empty() {
+                continue;
+            }
+            facts.push(NewFact {
+                text,
+                session: Some(format!("s{s}")),
+                category: Some(speaker.clone()),
+                key: None,
+            });
+            cites.push(dia.to_string());
+        }
+    }
+    let appended = archive::append(layout, &day, "12:00:00", &facts)?;
+    for (a, dia) in appended.into_iter().zip(cites) {
+        for d in dia.split([',', ';', ' ']).filter(|d| !d.is_empty()) {
+            by_dia.entry(d.to_string()).or_default().push(a.id.clone());
+        }
+    }
+    Ok(Some(facts.len()))
+}
+
+/// What scoring a conversation's questions needs.
+struct Questions<'a> {
+    doc: &'a Document,
+    by_dia: &'a HashMap<String, Vec<String>>,
+    /// Sessions ingested: questions about later ones are not asked.
+    ingested: usize,
+}
+
+impl Questions<'_> {
+    /// Ask each question of categories 1–4 whose evidence was ingested; a
+    /// hit is any of the evidence facts, their entries or core lines in the
+    /// top 10.
+    async fn ask(&self, conv: &Value, index: &Index, report: &mut LocomoReport) -> Result<()> {
         // Fact id → the entry that holds it.
-        let holder: HashMap<String, String> = doc
+        let holder: HashMap<String, String> = self
+            .doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
             .flat_map(|m| m.sources.iter().map(|s| (s.clone(), m.id.clone())))
             .collect();
-        let index = Index::open(&layout, &config).await?;
-        index.sync().await?;
         for qa in conv["qa"].as_array().into_iter().flatten() {
-            let category = qa["category"].as_u64().unwrap_or(0);
-            if !(1..=4).contains(&category) {
+            let Some(facts) = self.evidence(qa) else {
                 continue;
-            }
-            let evidence: Vec<&str> = qa["evidence"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            if evidence.is_empty()
-                || evidence
-                    .iter()
-                    .any(|d| session_of(d).is_none_or(|s| s > ingested))
-            {
-                continue;
-            }
-            let facts: HashSet<&String> = evidence
-                .iter()
-                .filter_map(|d| by_dia.get(*d))
-                .flatten()
-                .collect();
+            };
             if facts.is_empty() {
                 report.questions_skipped += 1;
                 continue;
@@ -178,10 +201,33 @@ pub async fn run(
                 report.found_at_10 += 1;
             }
         }
-        report.conversations += 1;
+        Ok(())
     }
-    report.compression = report.facts as f64 / report.entries.max(1) as f64;
-    report.recall_at_10 = report.found_at_10 as f64 / report.questions.max(1) as f64;
-    report.wall_seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+
+    /// The archive facts a question's evidence cites; `None` when the
+    /// question is not asked (another category, no evidence, or evidence
+    /// from a session not ingested).
+    fn evidence(&self, qa: &Value) -> Option<HashSet<&String>> {
+        let category = qa["category"].as_u64().unwrap_or(0);
+        if !(1..=4).contains(&category) {
+            return None;
+        }
+        let evidence: Vec<&str> = qa["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let later = |d: &&str| session_of(d).is_none_or(|s| s > self.ingested);
+        if evidence.is_empty() || evidence.iter().any(later) {
+            return None;
+        }
+        Some(
+            evidence
+                .iter()
+                .filter_map(|d| self.by_dia.get(*d))
+                .flatten()
+                .collect(),
+        )
+    }
 }

@@ -21,7 +21,7 @@ use crate::embed::{self, Embedder, cache::Cached};
 pub mod letta;
 pub mod locomo;
 
-pub const KS: [usize; 4] = [1, 5, 8, 20];
+pub(crate) const KS: [usize; 4] = [1, 5, 8, 20];
 
 #[derive(Debug, Serialize)]
 pub struct NeighbourReport {

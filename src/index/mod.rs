@@ -17,7 +17,6 @@ pub mod search;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -29,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::embed::{self, cache::Cached};
 use crate::entries::{Document, text_hash};
+use crate::error::{Context, Result};
 use crate::memory_md::MemoryMd;
 use crate::state::State;
 use crate::text::short_hash;
@@ -41,11 +41,11 @@ const TABLE: &str = "memory";
 /// only add build time. Measured (`memd bench index --rows 10000`, 2 cores):
 /// at 10k rows hybrid search p50 is 23.5 ms with a flat scan and 10.7 ms
 /// with IVF_HNSW_SQ, which costs about 4 s to build once.
-pub const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
+pub(crate) const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
 
 /// Small fragments (each single-fact sync writes one) that make the daemon
 /// compact the table: every search visits every fragment.
-pub const COMPACT_SMALL_FRAGMENTS: usize = 32;
+pub(crate) const COMPACT_SMALL_FRAGMENTS: usize = 32;
 
 /// Fewer small fragments are enough for a compaction once no rows have been
 /// added for [`COMPACT_IDLE`]: measured (`memd bench index --rows 10000`,
@@ -53,7 +53,7 @@ pub const COMPACT_SMALL_FRAGMENTS: usize = 32;
 /// 10k-row fragment take hybrid search p50 from ~8 to ~19 ms, so a quiet
 /// daemon tidies up for the next search, while a burst of writes is not
 /// slowed by a rewrite every few appends.
-pub const COMPACT_IDLE_SMALL_FRAGMENTS: usize = 3;
+pub(crate) const COMPACT_IDLE_SMALL_FRAGMENTS: usize = 3;
 pub const COMPACT_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Small fragments past which a sync compacts the table itself (when no
@@ -63,12 +63,46 @@ const INLINE_COMPACT_SMALL_FRAGMENTS: usize = 4 * COMPACT_SMALL_FRAGMENTS;
 /// How many rows may wait outside the indices before they are folded in.
 const FOLD_UNINDEXED_ROWS: usize = 1_000;
 
+/// What a row of the index stands for (the `kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowKind {
+    /// A pending archive fact.
+    Fact,
+    /// An entry of `consolidated/memory.md`.
+    Entry,
+    /// A generated line of `MEMORY.md`.
+    Core,
+}
+
+impl RowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowKind::Fact => "fact",
+            RowKind::Entry => "entry",
+            RowKind::Core => "core",
+        }
+    }
+
+    /// The kind a `kind` column value names.
+    pub fn parse(s: &str) -> Option<RowKind> {
+        [RowKind::Fact, RowKind::Entry, RowKind::Core]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RowKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One row of the index.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     pub id: String,
-    /// `fact`, `entry` or `core`.
-    pub kind: String,
+    pub kind: RowKind,
     /// Path of the source file, relative to the memory directory.
     pub source: String,
     pub day: Option<String>,
@@ -207,7 +241,7 @@ impl Index {
         if have.as_ref() != Some(&want) {
             crate::atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
         }
-        let embedder = Cached::open(embedder, &layout.runtime_dir().join("cache"))?;
+        let embedder = Cached::open(embedder, &embed::cache_dir(layout))?;
         Ok(Index {
             layout: layout.clone(),
             table,
@@ -262,44 +296,16 @@ impl Index {
             return Ok(report);
         }
         let wanted: HashSet<&str> = changed.iter().map(|s| s.as_str()).collect();
-        let mut desired = desired_rows_for(&self.layout, Some(&wanted))?;
+        let desired = desired_rows_for(&self.layout, Some(&wanted))?;
         let sources: Vec<String> = changed
             .iter()
             .map(|s| s.to_string())
             .chain(gone.iter().cloned())
             .collect();
         let existing = self.rows_of(&sources).await?;
-        let mut batches: Vec<RecordBatch> = Vec::new();
-        let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        // Embed first, file by file (the cache keeps each file's vectors, so
-        // a failure part-way loses no finished work), and nothing has been
-        // deleted yet if it fails. Then one delete and one add for the
-        // whole sync: every commit writes a fragment, and every search
-        // visits every fragment (a 10k-row table built one commit per day
-        // file searched ~25% slower than the same rows in one fragment).
-        for source in &sources {
-            let rows = with_hashes(desired.remove(source).unwrap_or_default());
-            let have = existing.get(source);
-            let want: HashMap<&str, &str> = rows
-                .iter()
-                .map(|(r, h)| (r.id.as_str(), h.as_str()))
-                .collect();
-            for (id, h) in have.into_iter().flatten() {
-                if want.get(id.as_str()) != Some(&h.as_str()) {
-                    stale.entry(source).or_default().push(id);
-                }
-            }
-            let new: Vec<&(Row, String)> = rows
-                .iter()
-                .filter(|(r, h)| have.and_then(|m| m.get(&r.id)) != Some(h))
-                .collect();
-            if !new.is_empty() {
-                let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
-                let vectors = self.embedder.embed(&texts).await?;
-                report.rows_added += new.len();
-                batches.push(self.batch(&new, vectors)?);
-            }
-        }
+        let (batches, stale) = self
+            .embed_changes(&sources, desired, &existing, &mut report)
+            .await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
         if !stale.is_empty() {
@@ -335,6 +341,49 @@ impl Index {
             &serde_json::to_vec_pretty(&fingerprints)?,
         )?;
         Ok(report)
+    }
+
+    /// The rows to add (embedded, as batches) and the ids to delete, per
+    /// source. Embedding comes first, file by file (the cache keeps each
+    /// file's vectors, so a failure part-way loses no finished work), and
+    /// nothing has been deleted yet if it fails; the caller then does one
+    /// delete and one add for the whole sync: every commit writes a
+    /// fragment, and every search visits every fragment (a 10k-row table
+    /// built one commit per day file searched ~25% slower than the same
+    /// rows in one fragment).
+    async fn embed_changes<'a>(
+        &self,
+        sources: &'a [String],
+        mut desired: HashMap<String, Vec<Row>>,
+        existing: &'a HashMap<String, HashMap<String, String>>,
+        report: &mut SyncReport,
+    ) -> Result<(Vec<RecordBatch>, BTreeMap<&'a str, Vec<&'a str>>)> {
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for source in sources {
+            let rows = with_hashes(desired.remove(source).unwrap_or_default());
+            let have = existing.get(source);
+            let want: HashMap<&str, &str> = rows
+                .iter()
+                .map(|(r, h)| (r.id.as_str(), h.as_str()))
+                .collect();
+            for (id, h) in have.into_iter().flatten() {
+                if want.get(id.as_str()) != Some(&h.as_str()) {
+                    stale.entry(source).or_default().push(id);
+                }
+            }
+            let new: Vec<&(Row, String)> = rows
+                .iter()
+                .filter(|(r, h)| have.and_then(|m| m.get(&r.id)) != Some(h))
+                .collect();
+            if !new.is_empty() {
+                let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
+                let vectors = self.embedder.embed(&texts).await?;
+                report.rows_added += new.len();
+                batches.push(self.batch(&new, vectors)?);
+            }
+        }
+        Ok((batches, stale))
     }
 
     /// source → (id → hash) of the rows of the given source files, in one
@@ -397,7 +446,7 @@ impl Index {
             schema(self.dim),
             vec![
                 col(&|(r, _)| Some(r.id.clone())),
-                col(&|(r, _)| Some(r.kind.clone())),
+                col(&|(r, _)| Some(r.kind.as_str().to_string())),
                 col(&|(r, _)| Some(r.source.clone())),
                 col(&|(r, _)| r.day.clone()),
                 col(&|(r, _)| Some(r.text.clone())),
@@ -467,7 +516,12 @@ impl Index {
     /// The baseline memd is benchmarked against: re-embed every row of a
     /// source file without the cache, delete all its rows, add them all
     /// back. Returns how many texts were embedded. Not used by memd itself.
-    pub async fn rewrite_source_uncached(&self, layout: &Layout, source: &str) -> Result<usize> {
+    #[cfg(feature = "lab")]
+    pub(crate) async fn rewrite_source_uncached(
+        &self,
+        layout: &Layout,
+        source: &str,
+    ) -> Result<usize> {
         let rows = desired_rows(layout)?.remove(source).unwrap_or_default();
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let vectors = self.embedder.inner().embed(&texts).await?;
@@ -483,7 +537,7 @@ impl Index {
     /// Empty the table and forget every file's fingerprint, so the next sync
     /// rebuilds everything (`reindex --clear` while the daemon holds the
     /// table open; the embedding cache keeps it cheap).
-    pub async fn reset(&self) -> Result<()> {
+    pub(crate) async fn reset(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
         *self.last_sync_start.lock().unwrap() = None;
         self.table.delete("true").await?;
@@ -586,7 +640,7 @@ fn synced_fingerprints(layout: &Layout) -> BTreeMap<String, String> {
 
 /// Whether each source file is indexed as it is now: `fresh`, `stale` or
 /// `not indexed` (for `memd status`; reads no table).
-pub fn freshness(layout: &Layout) -> Result<BTreeMap<String, &'static str>> {
+pub(crate) fn freshness(layout: &Layout) -> Result<BTreeMap<String, &'static str>> {
     let synced = synced_fingerprints(layout);
     Ok(source_fingerprints(layout)?
         .into_iter()
@@ -617,11 +671,14 @@ fn sql_str(s: &str) -> String {
 /// fingerprint (and of the entries', which tombstones filter too).
 fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
     let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    // What decides which facts are pending (crate::pending): the state,
+    // the tombstones and the entries' sources.
     let shared = short_hash(
         &format!(
-            "{}\u{0}{}",
+            "{}\u{0}{}\u{0}{}",
             String::from_utf8_lossy(&read(&layout.state_file())),
-            String::from_utf8_lossy(&read(&layout.tombstones_file()))
+            String::from_utf8_lossy(&read(&layout.tombstones_file())),
+            String::from_utf8_lossy(&read(&layout.entries_file()))
         ),
         16,
     );
@@ -648,8 +705,9 @@ fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
 
 /// The rows every source file should have: pending facts (behind the
 /// watermark they are represented by their entries), entries, core lines;
-/// never anything tombstoned.
-pub fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
+/// never anything tombstoned. (Benchmarks build tables from it.)
+#[cfg(feature = "lab")]
+pub(crate) fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
     desired_rows_for(layout, None)
 }
 
@@ -669,14 +727,18 @@ fn desired_rows_for(
             facts.extend(archive::read_day(layout, &day)?.facts);
         }
     }
+    // Consolidated facts are represented by their entries, so the entries'
+    // sources are read even when only a day file changed.
+    let entries = Document::read(&layout.entries_file())?;
+    let pending = crate::pending::Pending::new(&state, &tombstones, &entries);
     for f in facts {
-        if !state.is_pending(&f, &tombstones) {
+        if !pending.is_pending(&f) {
             continue;
         }
         let source = format!("archive/{}.md", f.day);
         out.entry(source.clone()).or_default().push(Row {
             id: f.id,
-            kind: "fact".into(),
+            kind: RowKind::Fact,
             source,
             day: Some(f.day),
             text: f.text,
@@ -684,11 +746,41 @@ fn desired_rows_for(
             category: f.category,
         });
     }
-    let doc = match wanted("consolidated/memory.md") {
-        true => Document::read(&layout.entries_file())?,
-        false => Document::default(),
+    let rows = match wanted("consolidated/memory.md") {
+        true => entry_rows(&entries, &tombstones),
+        false => Vec::new(),
     };
+    if !rows.is_empty() {
+        out.insert("consolidated/memory.md".into(), rows);
+    }
+    if wanted("MEMORY.md")
+        && let Ok(md) = MemoryMd::read(&layout.memory_md())
+    {
+        let rows: Vec<Row> = md
+            .lines()
+            .into_iter()
+            .filter(|l| !tombstones.covers("", &l.text))
+            .map(|l| Row {
+                id: format!("core:{}", l.entry_id),
+                kind: RowKind::Core,
+                source: "MEMORY.md".into(),
+                day: None,
+                text: l.text,
+                session: None,
+                category: None,
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.insert("MEMORY.md".into(), rows);
+        }
+    }
+    Ok(out)
+}
+
+/// The rows of the entries: each non-empty, unforgotten entry once.
+fn entry_rows(doc: &Document, tombstones: &Tombstones) -> Vec<Row> {
     let mut seen = HashSet::new();
+    let mut rows = Vec::new();
     for e in doc.entries() {
         if e.text.trim().is_empty() || tombstones.covers("", &e.text) {
             continue;
@@ -702,39 +794,19 @@ fn desired_rows_for(
         if !seen.insert(id.clone()) {
             continue;
         }
-        out.entry("consolidated/memory.md".into())
-            .or_default()
-            .push(Row {
-                id,
-                kind: "entry".into(),
-                source: "consolidated/memory.md".into(),
-                day: e
-                    .meta
-                    .as_ref()
-                    .map(|m| m.updated.clone())
-                    .filter(|d| !d.is_empty()),
-                text: e.text.clone(),
-                session: None,
-                category: None,
-            });
+        rows.push(Row {
+            id,
+            kind: RowKind::Entry,
+            source: "consolidated/memory.md".into(),
+            day: e
+                .meta
+                .as_ref()
+                .map(|m| m.updated.clone())
+                .filter(|d| !d.is_empty()),
+            text: e.text.clone(),
+            session: None,
+            category: None,
+        });
     }
-    if wanted("MEMORY.md")
-        && let Ok(md) = MemoryMd::read(&layout.memory_md())
-    {
-        for l in md.lines() {
-            if tombstones.covers("", &l.text) {
-                continue;
-            }
-            out.entry("MEMORY.md".into()).or_default().push(Row {
-                id: format!("core:{}", l.entry_id),
-                kind: "core".into(),
-                source: "MEMORY.md".into(),
-                day: None,
-                text: l.text,
-                session: None,
-                category: None,
-            });
-        }
-    }
-    Ok(out)
+    rows
 }

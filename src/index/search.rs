@@ -4,15 +4,15 @@
 
 use std::collections::HashMap;
 
-use anyhow::Context;
-use anyhow::Result;
+use crate::Result;
+use crate::error::Context;
 use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch};
 use lancedb::DistanceType;
 use lancedb::index::scalar::FullTextSearchQuery;
 use lancedb::query::{QueryBase, Select};
 use serde::Serialize;
 
-use super::{Index, collect, string_col};
+use super::{Index, RowKind, collect, string_col};
 use crate::embed::cosine;
 use crate::recall;
 use crate::text::normalize;
@@ -25,7 +25,7 @@ const RRF_K: f32 = 60.0;
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Hit {
     pub id: String,
-    pub kind: String,
+    pub kind: RowKind,
     pub text: String,
     pub score: f32,
     pub source: String,
@@ -55,7 +55,7 @@ impl Index {
                 ts: ts.clone(),
                 query: query.to_string(),
                 id: h.id.clone(),
-                kind: h.kind.clone(),
+                kind: h.kind.as_str().to_string(),
                 rank: i as u32 + 1,
             })
             .collect();
@@ -72,7 +72,7 @@ impl Index {
 
     /// The search itself, given the query's embedding (benchmarks time the
     /// two parts apart).
-    pub async fn search_with_vector(
+    pub(crate) async fn search_with_vector(
         &self,
         query: &str,
         qv: Vec<f32>,
@@ -93,84 +93,106 @@ impl Index {
         };
         let vector = vector.await??;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
-        let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
-        for batches in [vector, text] {
-            let mut rank = 0usize;
-            for b in &batches {
-                let (ids, kinds, texts, sources) = (
-                    string_col(b, "id")?,
-                    string_col(b, "kind")?,
-                    string_col(b, "text")?,
-                    string_col(b, "source")?,
-                );
-                let days = string_col(b, "day")?;
-                let vectors = b
-                    .column_by_name("vector")
-                    .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
-                    .context("index column vector missing")?;
-                for i in 0..b.num_rows() {
-                    rank += 1;
-                    let add = 1.0 / (RRF_K + rank as f32);
-                    fused
-                        .entry(ids.value(i).to_string())
-                        .and_modify(|(h, _)| h.score += add)
-                        .or_insert_with(|| {
-                            let v = vectors.value(i);
-                            let v = v
-                                .as_any()
-                                .downcast_ref::<Float32Array>()
-                                .map(|a| a.values().to_vec());
-                            (
-                                Hit {
-                                    id: ids.value(i).to_string(),
-                                    kind: kinds.value(i).to_string(),
-                                    text: texts.value(i).to_string(),
-                                    score: add,
-                                    source: sources.value(i).to_string(),
-                                    day: (!days.is_null(i)).then(|| days.value(i).to_string()),
-                                },
-                                v.unwrap_or_default(),
-                            )
-                        });
-                }
-            }
-        }
+        let fused = fuse([vector, text])?;
         let half_life = self.config.search.recency_half_life_days;
-        let today = chrono::Local::now().date_naive();
-        let mut hits: Vec<(Hit, Vec<f32>)> = fused
-            .into_values()
-            .filter(|(h, _)| !tombstones.covers(&h.id, &h.text))
-            .map(|(mut h, v)| {
-                if half_life > 0.0
-                    && let Some(d) = h
-                        .day
-                        .as_deref()
-                        .and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
-                {
-                    let age = (today - d).num_days().max(0) as f64;
-                    h.score *= (0.5 + 0.5 * 0.5f64.powf(age / half_life)) as f32;
-                }
-                (h, v)
-            })
-            .collect();
-        hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-        // Collapse near-identical hits (a fact and the entry or core line that
-        // restates it), keeping the best-ranked one.
-        let mut kept: Vec<(Hit, Vec<f32>)> = Vec::new();
-        for (h, v) in hits {
-            let dup = kept.iter().any(|(k, kv)| {
-                normalize(&k.text) == normalize(&h.text)
-                    || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE)
-            });
-            if !dup {
-                kept.push((h, v));
-            }
-            if kept.len() == k {
-                break;
+        Ok(finish(fused, &tombstones, half_life, k))
+    }
+}
+
+/// Reciprocal rank fusion of the vector and full-text result lists: each
+/// row's score is the sum of `1 / (RRF_K + rank)` over the lists it is in.
+/// Each row comes with its vector, for collapsing near duplicates.
+fn fuse(lists: [Vec<RecordBatch>; 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>> {
+    let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
+    for batches in lists {
+        let mut rank = 0usize;
+        for b in &batches {
+            let (ids, kinds, texts, sources) = (
+                string_col(b, "id")?,
+                string_col(b, "kind")?,
+                string_col(b, "text")?,
+                string_col(b, "source")?,
+            );
+            let days = string_col(b, "day")?;
+            let vectors = b
+                .column_by_name("vector")
+                .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+                .context("index column vector missing")?;
+            for i in 0..b.num_rows() {
+                rank += 1;
+                let add = 1.0 / (RRF_K + rank as f32);
+                fused
+                    .entry(ids.value(i).to_string())
+                    .and_modify(|(h, _)| h.score += add)
+                    .or_insert_with(|| {
+                        let v = vectors.value(i);
+                        let v = v
+                            .as_any()
+                            .downcast_ref::<Float32Array>()
+                            .map(|a| a.values().to_vec());
+                        (
+                            Hit {
+                                id: ids.value(i).to_string(),
+                                // Written by this module only; an
+                                // unknown value reads as a fact.
+                                kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
+                                text: texts.value(i).to_string(),
+                                score: add,
+                                source: sources.value(i).to_string(),
+                                day: (!days.is_null(i)).then(|| days.value(i).to_string()),
+                            },
+                            v.unwrap_or_default(),
+                        )
+                    });
             }
         }
-        Ok(kept.into_iter().map(|(h, _)| h).collect())
     }
+    Ok(fused)
+}
+
+/// Recency weighting, tombstones left out, best first (ties by id, so the
+/// order never depends on how the lists came back), near-identical hits
+/// collapsed; at most `k`.
+fn finish(
+    fused: HashMap<String, (Hit, Vec<f32>)>,
+    tombstones: &Tombstones,
+    half_life: f64,
+    k: usize,
+) -> Vec<Hit> {
+    let today = chrono::Local::now().date_naive();
+    let mut hits: Vec<(Hit, Vec<f32>)> = fused
+        .into_values()
+        .filter(|(h, _)| !tombstones.covers(&h.id, &h.text))
+        .map(|(mut h, v)| {
+            if half_life > 0.0
+                && let Some(d) = h
+                    .day
+                    .as_deref()
+                    .and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
+            {
+                let age = (today - d).num_days().max(0) as f64;
+                h.score *= (0.5 + 0.5 * 0.5f64.powf(age / half_life)) as f32;
+            }
+            (h, v)
+        })
+        .collect();
+    hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    // Collapse near-identical hits (a fact and the entry or core line that
+    // restates it), keeping the best-ranked one.
+    let mut kept: Vec<(Hit, Vec<f32>)> = Vec::new();
+    for (h, v) in hits {
+        let dup = kept.iter().any(|(k, kv)| {
+            normalize(&k.text) == normalize(&h.text)
+                || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE)
+        });
+        if !dup {
+            kept.push((h, v));
+        }
+        if kept.len() == k {
+            break;
+        }
+    }
+    kept.into_iter().map(|(h, _)| h).collect()
 }
 
 async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<RecordBatch>> {
@@ -191,9 +213,9 @@ async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<
 impl Index {
     /// The `k` existing entries most similar to `text` (for `memd add`,
     /// which shows them as information: it never blocks the write).
-    pub async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<Hit>> {
+    pub(crate) async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<Hit>> {
         let mut hits = self.search_unlogged(text, k * 4).await?;
-        hits.retain(|h| h.kind == "entry");
+        hits.retain(|h| h.kind == RowKind::Entry);
         hits.truncate(k);
         Ok(hits)
     }

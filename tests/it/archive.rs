@@ -197,7 +197,11 @@ fn invalid_facts_write_nothing() {
     ];
     for (facts, want) in cases {
         let err = archive::append(&layout, "2026-03-06", "12:00:00", &facts).unwrap_err();
-        assert_eq!(err.downcast_ref::<InvalidFact>(), Some(&want), "{err:#}");
+        let got = match &err {
+            memd::Error::InvalidFact(f) => Some(f),
+            _ => None,
+        };
+        assert_eq!(got, Some(&want), "{err:#}");
         assert!(!layout.archive_file("2026-03-06").exists());
     }
 }

@@ -190,3 +190,23 @@ fn the_example_memory_dir_parses_cleanly() {
         stdout(&human)
     );
 }
+
+/// Scripts and agents branch on the exit code, never on message text.
+#[test]
+fn errors_map_to_exit_codes_by_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mem");
+    // Not a memory directory: a request that cannot succeed as given.
+    assert_eq!(memd(&dir, &["status"]).status.code(), Some(2));
+    assert!(memd(&dir, &["init"]).status.success());
+    assert_eq!(memd(&dir, &["add", ""]).status.code(), Some(2));
+    // No such id.
+    let out = memd(&dir, &["forget", "e-nothere"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("e-nothere"), "{}", stderr(&out));
+    // Busy: another process holds the entries lock.
+    let layout = memd::Layout::open(&dir).unwrap();
+    let _held = memd::entries::lock(&layout).unwrap();
+    let out = memd(&dir, &["consolidate", "--force"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}

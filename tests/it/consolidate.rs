@@ -242,7 +242,7 @@ async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
 
 #[test]
 fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
-    use memd::consolidate::ops::with_history;
+    use memd::consolidate::repair::with_history;
     // Another person in the same role (Qwen 1.5B writes it this way).
     assert_eq!(
         with_history(
@@ -459,7 +459,7 @@ async fn the_gate_respects_time_volume_force_and_the_lock() {
     assert_eq!(entries(&layout).len(), 3);
 
     {
-        let _held = consolidate::lock(&layout).unwrap();
+        let _held = memd::entries::lock(&layout).unwrap();
         let err = consolidate::run(&layout, &config, FORCE).await.unwrap_err();
         assert!(format!("{err:#}").contains("already running"), "{err:#}");
         assert_eq!(entries(&layout).len(), 3);
@@ -661,10 +661,10 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
         {"op": "KEEP", "target": "E1", "from": ["F1"]},
         {"op": "REMOVE", "target": before[0].id().unwrap(), "into": "E1"}
     ]});
-    let err = memd::consolidate::ops::validate(&reply, &cluster, 20).unwrap_err();
+    let err = memd::consolidate::reply::read(&reply, &cluster, 20).unwrap_err();
     assert!(err.contains("not one of the entries shown"), "{err}");
     let reply = json!({"ops": [{"op": "ADD", "text": "f", "from": ["F1"]}, {"op": "REMOVE", "target": "E1", "into": "E1"}]});
-    assert!(memd::consolidate::ops::validate(&reply, &cluster, 20).is_err());
+    assert!(memd::consolidate::reply::read(&reply, &cluster, 20).is_err());
 }
 
 /// A memory directory whose `memd.toml` selects the lexical embedder and,
@@ -1125,7 +1125,8 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
 
 #[test]
 fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
-    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot, validate};
+    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot};
+    use memd::consolidate::reply::read as validate;
     let entry = |id: &str, text: &str| Snapshot {
         id: id.into(),
         text: text.into(),
@@ -1256,7 +1257,8 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
 /// and appended "previously" the same sentence).
 #[test]
 fn a_text_that_drops_a_facts_name_does_not_say_it() {
-    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot, validate};
+    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot};
+    use memd::consolidate::reply::read as validate;
     let cluster = Cluster {
         groups: vec![Group {
             ids: vec!["2026-02-01#00000002".into()],
@@ -1294,4 +1296,57 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The gate comes first: a run it holds back writes nothing, not even
+/// the ids a hand-written block gets on the next real run.
+#[tokio::test]
+async fn a_run_the_gate_holds_back_writes_nothing() {
+    let (_t, layout) = memory_dir();
+    std::fs::write(
+        layout.config_file(),
+        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 5\n",
+    )
+    .unwrap();
+    let config = Config::load(&layout.root).unwrap();
+    add(&layout, "2026-11-20", &["Fact one about tea"]);
+    std::fs::write(layout.entries_file(), "Written by hand, no metadata yet.\n").unwrap();
+    let before = std::fs::read(layout.entries_file()).unwrap();
+    let normal = Options::default();
+    let r = consolidate::run(&layout, &config, normal).await.unwrap();
+    assert!(r.skipped.as_deref().unwrap().contains("min_facts"), "{r:?}");
+    assert_eq!(std::fs::read(layout.entries_file()).unwrap(), before);
+    assert!(!layout.journal_file().exists());
+    // A real run adopts the block.
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert!(r.skipped.is_none());
+    assert!(entries(&layout).iter().all(|e| e.meta.is_some()));
+}
+
+/// The gate reads the run's clock: no test has to wait `min_hours`.
+#[tokio::test]
+async fn the_time_gate_opens_after_min_hours_by_the_runs_clock() {
+    use memd::clock::Clock;
+    let (_t, layout) = memory_dir();
+    std::fs::write(
+        layout.config_file(),
+        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 6.0\n",
+    )
+    .unwrap();
+    let config = Config::load(&layout.root).unwrap();
+    let at = |h: i64| {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-11-20T08:00:00+00:00").unwrap();
+        Clock::Fixed(t + chrono::Duration::hours(h))
+    };
+    let run = |clock| consolidate::run_at(&layout, &config, Options::default(), None, clock);
+    add(&layout, "2026-11-20", &["Fact one about tea"]);
+    assert!(run(at(0)).await.unwrap().skipped.is_none());
+    add(&layout, "2026-11-20", &["Fact two about chess"]);
+    let r = run(at(1)).await.unwrap();
+    assert!(r.skipped.as_deref().unwrap().contains("min_hours"), "{r:?}");
+    let r = run(at(7)).await.unwrap();
+    assert!(r.skipped.is_none(), "{r:?}");
+    assert_eq!(entries(&layout).len(), 2);
+    let state = State::load(&layout.state_file()).unwrap();
+    assert_eq!(state.last_run.as_deref(), Some("2026-11-20T15:00:00Z"));
 }

@@ -76,6 +76,51 @@ fn start(layout: &Layout, env: &[(&str, &str)]) -> Daemon {
     }
 }
 
+/// A daemon inside the test process (axum's `examples/testing` way):
+/// `memd::daemon::serve` on a runtime thread of its own, with a listener on
+/// port 0 and a shutdown the test fires.
+struct InProcess {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<memd::Result<()>>,
+}
+
+fn start_in_process(layout: &Layout) -> InProcess {
+    let config = memd::config::Config::load(&layout.root).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = layout.clone();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            memd::daemon::serve(served, config, listener, None, shutdown).await
+        })
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while memd::daemon::running(layout).is_none() {
+        assert!(!thread.is_finished(), "the daemon stopped while starting");
+        assert!(Instant::now() < deadline, "daemon did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    InProcess { base, stop, thread }
+}
+
+impl InProcess {
+    /// Fire the shutdown and wait for the daemon to finish cleanly.
+    fn stop(self) {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap().unwrap();
+    }
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !f() {
@@ -106,8 +151,12 @@ struct Http {
 
 impl Http {
     fn new(d: &Daemon, token: Option<&str>) -> Http {
+        Http::at(&d.base, token)
+    }
+
+    fn at(base: &str, token: Option<&str>) -> Http {
         Http {
-            base: d.base.clone(),
+            base: base.to_string(),
             token: token.map(String::from),
             client: reqwest::Client::new(),
         }
@@ -171,9 +220,11 @@ async fn the_http_api_adds_searches_consolidates_and_forgets() {
     let server = scripted(|_, body| faithful(body)).await;
     let (_t, layout) = memory_dir();
     write_config(&layout, Some(&server.url), "");
+    let served = layout.clone();
     tokio::task::spawn_blocking(move || {
-        let d = start(&layout, &[]);
-        let c = Http::new(&d, None);
+        let d = start_in_process(&layout);
+        let base = d.base.clone();
+        let c = Http::at(&base, None);
         let status = || c.get("/v1/status").1;
         assert_eq!(c.get("/healthz").0, 200);
 
@@ -195,7 +246,7 @@ async fn the_http_api_adds_searches_consolidates_and_forgets() {
         let big = json!({ "text": "x".repeat(2 << 20) }).to_string();
         // Its own client: the server closes a connection whose body it
         // refused, which a pooled connection would trip over next time.
-        assert_eq!(Http::new(&d, None).post("/v1/facts", big).0, 413);
+        assert_eq!(Http::at(&base, None).post("/v1/facts", big).0, 413);
         let (code, msg) = c.get("/v1/search");
         assert_eq!(code, 400);
         assert!(msg["error"].as_str().unwrap().contains("q is required"), "{msg}");
@@ -226,9 +277,11 @@ async fn the_http_api_adds_searches_consolidates_and_forgets() {
         assert_eq!(history.as_array().unwrap().last().unwrap()["op"], "FORGET");
         let s = status();
         assert_eq!((s["entries"].as_u64(), s["tombstones"].as_u64()), (Some(1), Some(1)));
+        d.stop();
     })
     .await
     .unwrap();
+    assert!(memd::daemon::running(&served).is_none());
 }
 
 #[test]
@@ -303,7 +356,7 @@ async fn sigterm_during_a_consolidation_leaves_whole_files_and_the_next_start_fi
         );
         // Locks released, files whole, facts still pending.
         assert!(memd::daemon::running(&layout).is_none());
-        assert!(memd::consolidate::lock(&layout).is_ok());
+        assert!(memd::entries::lock(&layout).is_ok());
         let entries = memd::entries::Document::read(&layout.entries_file()).unwrap();
         assert_eq!(entries.entries().count(), 0);
         memd::state::State::load(&layout.state_file()).unwrap();
@@ -402,6 +455,30 @@ fn mcp_speaks_json_rpc_over_stdio() {
             .unwrap()
             .contains("memd:begin")
     );
+    // MEMORY.md is a resource too.
+    assert!(
+        init["result"]["capabilities"]["resources"].is_object(),
+        "{init}"
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 8, "method": "resources/list"})).unwrap();
+    let uri = r["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(uri, "memd://MEMORY.md");
+    let r = ask(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read",
+        "params": {"uri": uri}}),
+    )
+    .unwrap();
+    let text = r["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(text, std::fs::read_to_string(layout.memory_md()).unwrap());
+    let r = ask(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "resources/read",
+        "params": {"uri": "memd://nothing"}}),
+    )
+    .unwrap();
+    assert_eq!(r["error"]["code"], -32002, "{r}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let (facts, _) = memd::archive::read_all(&layout).unwrap();

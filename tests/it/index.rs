@@ -298,6 +298,7 @@ fn a_missing_model_says_how_to_get_it() {
     );
 }
 
+#[cfg(feature = "lab")]
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_neighbours_measures_recall_on_labelled_pairs() {
     // Tiny data files in the same formats as ../shared/evaldata.

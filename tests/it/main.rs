@@ -8,6 +8,7 @@ mod config;
 mod consolidate;
 mod daemon;
 mod entries;
+#[cfg(feature = "lab")]
 mod eval;
 mod formats;
 mod index;

@@ -11,11 +11,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use anyhow::{Result, bail};
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::entries::Document;
+use crate::error::{Result, bail};
 use crate::llm::{self, Message};
 use crate::memory_md::{self, Line};
 use crate::recall::{self, Usage};
@@ -44,7 +44,7 @@ pub struct Candidate {
 }
 
 /// One line of text for an entry: whitespace folded, cut at a word.
-pub fn line_text(text: &str) -> String {
+pub(crate) fn line_text(text: &str) -> String {
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if folded.chars().count() <= MAX_LINE_CHARS {
         return folded;
@@ -111,11 +111,16 @@ fn built_in(ranked: &[Candidate], max: usize) -> Vec<Line> {
 }
 
 /// Rewrite the generated part of `MEMORY.md`.
-pub async fn run(layout: &Layout, config: &Config, llm: Option<&llm::Client>) -> Result<Outcome> {
-    let doc = Document::read(&layout.entries_file())?;
+/// `doc` is the entries file as the run wrote it (read once per run).
+pub async fn run(
+    layout: &Layout,
+    config: &Config,
+    doc: &Document,
+    llm: Option<&llm::Client>,
+) -> Result<Outcome> {
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let usage = recall::summary(&layout.recall_log())?;
-    let ranked = rank(&doc, &usage, &tombstones);
+    let ranked = rank(doc, &usage, &tombstones);
     let max = config.promotion.max_lines as usize;
     let mut warnings = Vec::new();
     let lines = match llm {
@@ -148,6 +153,43 @@ async fn by_llm(
     if shown.is_empty() {
         return Ok(Vec::new());
     }
+    let template = prompts::load(layout, prompts::PROMOTE)?;
+    let prompt = prompts::render(
+        &template,
+        &[
+            ("entries", &prompt_list(shown)),
+            ("max_lines", &max.to_string()),
+        ],
+    );
+    let (reply, _) = client.chat(&[Message::user(prompt)]).await?;
+    let chosen = chosen_lines(&llm::extract_json(&reply)?, shown)?;
+    // Pinned entries first, whether the model chose them or not.
+    let mut lines: Vec<Line> = Vec::new();
+    for (i, c) in shown.iter().enumerate().filter(|(_, c)| c.pinned) {
+        let text = chosen
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| line_text(&c.text));
+        lines.push(Line {
+            entry_id: c.id.clone(),
+            text,
+        });
+    }
+    for (i, text) in chosen {
+        if !shown[i].pinned {
+            lines.push(Line {
+                entry_id: shown[i].id.clone(),
+                text,
+            });
+        }
+    }
+    lines.truncate(max);
+    Ok(lines)
+}
+
+/// The candidates as the promotion prompt lists them (`E1`, `E2`, …).
+fn prompt_list(shown: &[Candidate]) -> String {
     let mut list = String::new();
     for (i, c) in shown.iter().enumerate() {
         let last = if c.usage.last.is_empty() {
@@ -164,17 +206,16 @@ async fn by_llm(
             c.text.replace('\n', " ")
         ));
     }
-    let template = prompts::load(layout, prompts::PROMOTE)?;
-    let prompt = prompts::render(
-        &template,
-        &[("entries", &list), ("max_lines", &max.to_string())],
-    );
-    let (reply, _) = client.chat(&[Message::user(prompt)]).await?;
-    let value = llm::extract_json(&reply)?;
-    let items = match &value {
-        Value::Array(a) => a.clone(),
+    list
+}
+
+/// The (candidate, line) pairs a reply chooses, each candidate once, in
+/// the reply's order; lines naming no candidate are dropped.
+fn chosen_lines(reply: &Value, shown: &[Candidate]) -> Result<Vec<(usize, String)>> {
+    let items = match reply {
+        Value::Array(a) => a,
         Value::Object(o) => match o.get("lines") {
-            Some(Value::Array(a)) => a.clone(),
+            Some(Value::Array(a)) => a,
             _ => bail!("the reply has no \"lines\" array"),
         },
         _ => bail!("the reply has no \"lines\" array"),
@@ -206,27 +247,5 @@ async fn by_llm(
     if chosen.is_empty() {
         bail!("the reply names none of the entries");
     }
-    // Pinned entries first, whether the model chose them or not.
-    let mut lines: Vec<Line> = Vec::new();
-    for (i, c) in shown.iter().enumerate().filter(|(_, c)| c.pinned) {
-        let text = chosen
-            .iter()
-            .find(|(j, _)| *j == i)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_else(|| line_text(&c.text));
-        lines.push(Line {
-            entry_id: c.id.clone(),
-            text,
-        });
-    }
-    for (i, text) in chosen {
-        if !shown[i].pinned {
-            lines.push(Line {
-                entry_id: shown[i].id.clone(),
-                text,
-            });
-        }
-    }
-    lines.truncate(max);
-    Ok(lines)
+    Ok(chosen)
 }

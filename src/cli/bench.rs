@@ -1,0 +1,191 @@
+//! `memd bench …`: memd's own speed (built with the `lab` feature).
+//! Each prints one JSON line per measured size.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use memd::bench;
+use memd::config::Config;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand)]
+enum What {
+    /// Index build, search latency and add-to-searchable at given sizes, and
+    /// incremental sync versus re-embedding the whole day file.
+    Index {
+        /// Table sizes (facts).
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+        rows: Vec<usize>,
+        /// Appends in the incremental-versus-whole-file comparison (0 skips it).
+        #[arg(long, default_value_t = 1000)]
+        appends: usize,
+        /// Rewrite the whole file after every N-th append only and count
+        /// each rewrite N times (a real model needs hours for the full
+        /// whole-file side; see `bench::reembed`).
+        #[arg(long, default_value_t = 1)]
+        whole_file_every: usize,
+        /// Embedder (default: lexical, so large tables build in minutes).
+        #[arg(long, default_value = "lexical")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
+    /// Embedding throughput (uncached) and single-text latency.
+    Embed {
+        #[arg(long, default_value_t = 2000)]
+        texts: usize,
+        /// Texts per embedder call.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        #[arg(long, default_value = "minilm")]
+        embedder: String,
+    },
+    /// Consolidation time outside the LLM (a scripted one that answers at
+    /// once), LLM calls per run and prompt tokens per fact.
+    Consolidate {
+        #[arg(long, default_value_t = 10000)]
+        entries: usize,
+        /// Pending facts per run.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        facts: Vec<usize>,
+        /// Embedder (default: lexical).
+        #[arg(long, default_value = "lexical")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
+    /// Load a real daemon from this process: concurrent clients posting
+    /// facts and searching; requests/s, latencies, and no fact lost.
+    Serve {
+        #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+        clients: Vec<usize>,
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        #[arg(long, default_value = "lexical")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
+    /// Append latency (fsync'd single facts) and batch throughput.
+    Append {
+        #[arg(long, default_value_t = 1000)]
+        singles: usize,
+        #[arg(long, default_value_t = 10000)]
+        batch_size: usize,
+        #[arg(long, default_value_t = 5)]
+        batches: usize,
+        /// Where to create the scratch directory (its file system is what
+        /// fsync measures).
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The directory's configuration with the embedder named on the command line.
+fn with_embedder(dir: &Path, name: &str) -> Result<Config> {
+    let mut config = Config::load(dir)?;
+    config.embedder.kind = super::embedder_kind(name)?;
+    Ok(config)
+}
+
+fn print_line(r: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string(r)?);
+    Ok(())
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let rt = super::runtime()?;
+    match args.what {
+        What::Index {
+            rows,
+            appends,
+            whole_file_every,
+            embedder,
+            r#in,
+        } => {
+            let config = with_embedder(dir, &embedder)?;
+            let embedder = memd::embed::from_config(&config.embedder)?;
+            rt.block_on(async {
+                for n in rows {
+                    print_line(&bench::index(&r#in, n, embedder.clone()).await?)?;
+                }
+                if appends > 0 {
+                    let r = bench::reembed(&r#in, appends, whole_file_every, embedder.clone());
+                    print_line(&r.await?)?;
+                }
+                anyhow::Ok(())
+            })
+        }
+        What::Embed {
+            texts,
+            batch,
+            embedder,
+        } => {
+            let config = with_embedder(dir, &embedder)?;
+            let embedder = memd::embed::from_config(&config.embedder)?;
+            print_line(&rt.block_on(bench::embed(texts, batch, embedder))?)
+        }
+        What::Consolidate {
+            entries,
+            facts,
+            embedder,
+            r#in,
+        } => {
+            let config = with_embedder(dir, &embedder)?;
+            rt.block_on(async {
+                for n in facts {
+                    print_line(&bench::consolidate(&r#in, entries, n, config.clone()).await?)?;
+                }
+                anyhow::Ok(())
+            })
+        }
+        What::Serve {
+            clients,
+            seconds,
+            embedder,
+            r#in,
+        } => {
+            super::embedder_kind(&embedder)?;
+            rt.block_on(async {
+                for n in clients {
+                    print_line(&bench::serve(&r#in, n, seconds.min(600), &embedder).await?)?;
+                }
+                anyhow::Ok(())
+            })
+        }
+        What::Append {
+            singles,
+            batch_size,
+            batches,
+            r#in,
+            json,
+        } => append(&r#in, singles, batch_size, batches, json),
+    }
+}
+
+fn append(at: &Path, singles: usize, batch_size: usize, batches: usize, json: bool) -> Result<()> {
+    let r = bench::append(at, singles, batch_size, batches)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!("append benchmark in {}", r.dir);
+    println!(
+        "single fact (lock, write, fsync): n={} p50={:.3} ms p99={:.3} ms max={:.3} ms",
+        r.single_appends, r.single_p50_ms, r.single_p99_ms, r.single_max_ms
+    );
+    println!(
+        "batch ({} x {} facts, one fsync each): {:.0} facts/s",
+        r.batches, r.batch_size, r.batch_facts_per_second
+    );
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! `memd forget ID` / `memd forget --match TEXT [--yes]`
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use memd::service::Backend;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Entry id (e-…) or archive fact id (DAY#HASH).
+    id: Option<String>,
+    /// List entries and pending facts containing TEXT instead.
+    #[arg(long, value_name = "TEXT", conflicts_with = "id")]
+    r#match: Option<String>,
+    /// With --match: forget everything listed.
+    #[arg(long, requires = "match")]
+    yes: bool,
+}
+
+/// The ids to forget: the one given, or (with `--yes`) every candidate
+/// matching the text. `None` when there is nothing to do.
+fn chosen(layout: &memd::Layout, args: Args) -> Result<Option<Vec<String>>> {
+    let text = match (args.id, args.r#match) {
+        (Some(id), _) => return Ok(Some(vec![id])),
+        (None, Some(text)) => text,
+        (None, None) => bail!("give an id to forget, or --match TEXT to list candidates"),
+    };
+    let found = memd::forget::candidates(layout, &text)?;
+    if found.is_empty() {
+        println!("nothing matches {text:?}");
+        return Ok(None);
+    }
+    for c in &found {
+        println!("{:<5}  {}  {}", c.kind, c.id, super::one_line(&c.text));
+    }
+    if !args.yes {
+        println!(
+            "\nnothing forgotten yet: `memd forget ID` forgets one, `--match {text:?} --yes` all of these"
+        );
+        return Ok(None);
+    }
+    Ok(Some(found.into_iter().map(|c| c.id).collect()))
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let layout = memd::Layout::open(dir)?;
+    let Some(ids) = chosen(&layout, args)? else {
+        return Ok(());
+    };
+    let config = memd::config::Config::load(&layout.root)?;
+    let backend = Backend::for_dir(&layout);
+    let rt = super::runtime()?;
+    for id in ids {
+        let gone = rt.block_on(backend.forget(&layout, &config, &id))?;
+        let text = super::one_line(&gone.text);
+        println!("forgot {} {}: {text}", gone.kind, gone.id);
+    }
+    Ok(())
+}

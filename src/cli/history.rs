@@ -1,0 +1,56 @@
+//! `memd history ID`
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use memd::journal::Record;
+
+#[derive(clap::Args)]
+pub struct Args {
+    id: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let layout = memd::Layout::open(dir)?;
+    let records = memd::forget::history(&layout, &args.id)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+    } else if records.is_empty() {
+        println!("no journal records for {}", args.id);
+    } else {
+        for r in &records {
+            print!("{}", render(r));
+        }
+    }
+    Ok(())
+}
+
+/// A record as one readable paragraph.
+fn render(r: &Record) -> String {
+    let op = serde_json::to_value(r.op)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let mut out = format!("{}  {:<11} {}", r.ts, op, r.entry);
+    if let Some(into) = &r.into {
+        out.push_str(&format!(" → merged into {into}"));
+    }
+    out.push_str(&format!("  (run {}", r.run));
+    if let Some(m) = &r.model {
+        out.push_str(&format!(", {m}"));
+    }
+    out.push_str(")\n");
+    if let Some(b) = &r.before {
+        out.push_str(&format!("    before: {}\n", super::one_line(b)));
+    }
+    if let Some(a) = &r.after {
+        out.push_str(&format!("    after:  {}\n", super::one_line(a)));
+    }
+    if !r.sources.is_empty() {
+        out.push_str(&format!("    facts:  {}\n", r.sources.join(", ")));
+    }
+    out
+}

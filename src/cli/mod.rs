@@ -1,0 +1,128 @@
+//! The `memd` command line: one file per command, each with its clap
+//! `Args` and a `run` (after jj's `cli/src/commands/`). Commands print;
+//! the library returns data.
+
+mod add;
+#[cfg(feature = "lab")]
+mod bench;
+mod consolidate;
+#[cfg(feature = "lab")]
+mod eval;
+mod forget;
+mod history;
+mod init;
+mod mcp;
+mod reindex;
+mod search;
+mod serve;
+mod status;
+mod watch;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use memd::Layout;
+use memd::config::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "memd",
+    version,
+    about = "Long-term memory for AI agents, kept as plain markdown"
+)]
+pub struct Cli {
+    /// The memory directory (default: $MEMD_DIR, else the current directory).
+    #[arg(long, global = true, env = "MEMD_DIR")]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a memory directory (default: --dir, else the current directory).
+    Init(init::Args),
+    /// Append a fact to today's archive and print its id.
+    Add(add::Args),
+    /// Hybrid search (vector + full text) over facts, entries and MEMORY.md.
+    /// Syncs files that changed first.
+    Search(search::Args),
+    /// Fold pending archive facts into consolidated/memory.md and refresh
+    /// MEMORY.md (gated by time and volume; --force skips the gate).
+    Consolidate(consolidate::Args),
+    /// Forget an entry (or a pending fact) for good: it is removed and
+    /// tombstoned, so neither a reindex nor a restatement brings it back.
+    Forget(forget::Args),
+    /// Print an entry's lineage from the journal (entries merged into it
+    /// included).
+    History(history::Args),
+    /// Bring the index in step with the files; --clear rebuilds it from scratch.
+    Reindex(reindex::Args),
+    /// Keep the index in step with the files until interrupted (file events
+    /// plus a periodic reconcile).
+    Watch(watch::Args),
+    /// Show the state of the memory directory and the configuration in force.
+    Status(status::Args),
+    /// Run the daemon for this directory: watcher, consolidation loop,
+    /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
+    Serve(serve::Args),
+    /// A Model Context Protocol server on stdin/stdout (tools: remember,
+    /// recall, forget, core_memory, consolidate).
+    Mcp(mcp::Args),
+    /// Measure memory quality on the public evaluation data.
+    #[cfg(feature = "lab")]
+    Eval(eval::Args),
+    /// Measure memd's own speed.
+    #[cfg(feature = "lab")]
+    Bench(bench::Args),
+}
+
+/// Run the parsed command.
+pub fn run(cli: Cli) -> Result<()> {
+    let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
+    match cli.command {
+        Command::Init(args) => init::run(&dir, args),
+        Command::Add(args) => add::run(&dir, args),
+        Command::Search(args) => search::run(&dir, args),
+        Command::Consolidate(args) => consolidate::run(&dir, args),
+        Command::Forget(args) => forget::run(&dir, args),
+        Command::History(args) => history::run(&dir, args),
+        Command::Reindex(args) => reindex::run(&dir, args),
+        Command::Watch(args) => watch::run(&dir, args),
+        Command::Status(args) => status::run(&dir, args),
+        Command::Serve(args) => serve::run(&dir, args),
+        Command::Mcp(args) => mcp::run(&dir, args),
+        #[cfg(feature = "lab")]
+        Command::Eval(args) => eval::run(&dir, args),
+        #[cfg(feature = "lab")]
+        Command::Bench(args) => bench::run(&dir, args),
+    }
+}
+
+/// The memory directory at `dir` and its configuration.
+fn open(dir: &Path) -> Result<(Layout, Config)> {
+    let layout = Layout::open(dir)?;
+    let config = Config::load(&layout.root)?;
+    Ok((layout, config))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// `--embedder NAME`, read the way `[embedder] kind` is read.
+#[cfg(feature = "lab")]
+fn embedder_kind(name: &str) -> Result<memd::config::EmbedderKind> {
+    use anyhow::Context;
+    serde_json::from_value(serde_json::Value::String(name.to_string()))
+        .context("--embedder takes minilm, openai or lexical")
+}
+
+/// A text on one line, for listings.
+fn one_line(text: &str) -> String {
+    text.replace('\n', " ")
+}

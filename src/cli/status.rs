@@ -1,0 +1,112 @@
+//! `memd status`
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use memd::status::Report;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let (layout, config) = super::open(dir)?;
+    let report = memd::status::gather(&layout, &config)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(())
+}
+
+fn render(r: &Report) -> String {
+    let mut out = files(r);
+    out.push_str(&processes(r));
+    if !r.warnings.is_empty() {
+        out.push_str("warnings\n");
+        for w in &r.warnings {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out.push_str("\nconfiguration in force\n");
+    for line in r.config.to_toml().lines() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
+}
+
+/// The files: archive, entries, tombstones, pending, judge, index.
+fn files(r: &Report) -> String {
+    let mut out = format!("memory directory  {}\n", r.dir);
+    out.push_str(&format!(
+        "archive           {} facts over {} days\n",
+        r.facts,
+        r.days.len()
+    ));
+    for d in r.days.iter().rev().take(7) {
+        out.push_str(&format!("  {}      {}\n", d.day, d.facts));
+    }
+    if r.days.len() > 7 {
+        out.push_str(&format!("  … {} earlier days\n", r.days.len() - 7));
+    }
+    out.push_str(&format!(
+        "entries           {} ({} pinned, {} unreviewed, {} edited by hand, {} hand-written awaiting metadata)\n",
+        r.entries,
+        r.entries_pinned,
+        r.entries_unreviewed,
+        r.entries_edited_by_hand,
+        r.entries_unsaved_hand_written
+    ));
+    out.push_str(&format!("tombstones        {}\n", r.tombstones));
+    out.push_str(&format!("pending facts     {}\n", r.pending_facts));
+    out.push_str(&format!(
+        "last consolidated {}\n",
+        r.last_consolidation.as_deref().unwrap_or("never")
+    ));
+    out.push_str(&format!("judge             {}\n", r.judge));
+    let stale: Vec<_> = r.index.iter().filter(|(_, s)| **s != "fresh").collect();
+    out.push_str(&format!(
+        "index             {} of {} files fresh\n",
+        r.index.len() - stale.len(),
+        r.index.len()
+    ));
+    for (source, state) in stale {
+        out.push_str(&format!("  {source}: {state}\n"));
+    }
+    out
+}
+
+/// The processes: daemon and watcher.
+fn processes(r: &Report) -> String {
+    let mut out = match &r.daemon {
+        Some(d) => format!(
+            "daemon            running (pid {}, http://{}{}, since {})\n",
+            d.pid,
+            d.listen,
+            if d.token { ", token required" } else { "" },
+            d.started
+        ),
+        None => "daemon            not running (memd serve)\n".to_string(),
+    };
+    match &r.watcher {
+        Some(w) => out.push_str(&format!(
+            "watcher           {} (pid {}, {} events, {} syncs, last sync {}{})\n",
+            if w.alive { "running" } else { "not running" },
+            w.health.pid,
+            w.health.events,
+            w.health.syncs,
+            w.health.last_sync.as_deref().unwrap_or("never"),
+            w.health
+                .last_error
+                .as_deref()
+                .map(|e| format!(", last error: {e}"))
+                .unwrap_or_default()
+        )),
+        None => out.push_str("watcher           never run (memd watch; search syncs on its own)\n"),
+    }
+    out
+}

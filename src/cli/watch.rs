@@ -1,0 +1,35 @@
+//! `memd watch`
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use memd::index::Index;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value_t = 30)]
+    reconcile_seconds: u64,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let (layout, config) = super::open(dir)?;
+    if let Some(d) = memd::daemon::running(&layout) {
+        bail!(
+            "the daemon (pid {}, {}) already watches this directory",
+            d.pid,
+            d.listen
+        );
+    }
+    let reconcile = Duration::from_secs(args.reconcile_seconds.max(1));
+    let watched = super::runtime()?.block_on(async {
+        let index = Index::open(&layout, &config).await?;
+        eprintln!("memd: watching {} (Ctrl-C to stop)", layout.root.display());
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        memd::watch::run(&layout, &index, reconcile, stop).await
+    });
+    Ok(watched?)
+}

@@ -1,0 +1,47 @@
+//! Commit: after the entries file, the journal and then the state. A crash
+//! between them loses a lineage record at worst, never a fact: the entries
+//! already name their facts in `sources`, so no run decides them again.
+
+use super::apply::Applied;
+use super::judge::{Decision, Planned};
+use super::pause_point;
+use crate::Layout;
+use crate::Result;
+use crate::archive::Fact;
+use crate::journal;
+use crate::state::State;
+
+/// Journal the applied ops, then save the state: the facts done (applied
+/// or `settled` without a decision), retry counts of clusters whose replies
+/// stayed invalid, and the run. Returns how many facts are done.
+pub(crate) fn commit(
+    layout: &Layout,
+    applied: &Applied,
+    planned: &[Planned],
+    settled: &[String],
+    facts: &[Fact],
+    mut state: State,
+    (run_id, today, timestamp): (&str, &str, String),
+) -> Result<usize> {
+    journal::append(&layout.journal_file(), &applied.records)?;
+    pause_point(layout, "journal-written");
+    for p in planned {
+        if let Decision::Failed {
+            counted: true,
+            error,
+        } = &p.decision
+        {
+            for id in p.cluster.fact_ids() {
+                state.retries.insert(id.to_string(), p.failures);
+            }
+            tracing::warn!(error = %error, "cluster held back: its facts stay pending");
+        }
+    }
+    let done = settled.iter().chain(&applied.done).map(String::as_str);
+    state.mark_done(done, facts, today);
+    state.last_run = Some(timestamp);
+    state.last_run_id = Some(run_id.to_string());
+    state.save(&layout.state_file())?;
+    pause_point(layout, "state-written");
+    Ok(facts.iter().filter(|f| state.is_done(f)).count())
+}

@@ -1,0 +1,28 @@
+//! The gate: whether a run may start. The time gate needs only the state
+//! file, so it is checked first and a run it holds back reads nothing else
+//! and writes nothing; the volume gate needs the pending facts. `--force`
+//! skips both, never the lock.
+
+use chrono::{DateTime, FixedOffset};
+
+use crate::config::Config;
+use crate::state::State;
+
+/// Why the time gate holds the run back (`min_hours` since the last run,
+/// as of `now`).
+pub fn time(state: &State, config: &Config, now: DateTime<FixedOffset>) -> Option<String> {
+    let min_hours = config.consolidation.min_hours;
+    let last = state
+        .last_run
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    let hours = (now - last).num_seconds() as f64 / 3600.0;
+    (hours < min_hours).then(|| format!("last run {hours:.1} h ago, min_hours is {min_hours}"))
+}
+
+/// Why the volume gate holds the run back (`min_facts` pending).
+pub fn volume(pending: usize, config: &Config) -> Option<String> {
+    let min_facts = config.consolidation.min_facts;
+    ((pending as u64) < min_facts as u64)
+        .then(|| format!("{pending} pending facts, min_facts is {min_facts}"))
+}

@@ -1,0 +1,300 @@
+//! Decide: the judge of each cluster — an LLM (one call per cluster,
+//! bounded concurrency, an invalid reply asked again naming what was
+//! wrong) or, with no LLM configured, the built-in judge (exact
+//! restatements KEEP, everything else ADD).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+
+use super::ops::{self, Cluster, Group, Op, Snapshot};
+use super::{reply, second_look};
+use crate::Result;
+use crate::config::Config;
+use crate::llm::{self, Message};
+use crate::prompts;
+use crate::state::State;
+use crate::text::short_hash;
+
+/// Who decides what the pending facts do to the entries.
+pub enum Judge {
+    /// No LLM configured: exact restatements KEEP, everything else ADD.
+    BuiltIn,
+    Llm(llm::Client),
+}
+
+impl Judge {
+    pub fn from_config(config: &Config) -> Result<Judge> {
+        Ok(if config.llm.configured() {
+            Judge::Llm(llm::Client::new(&config.llm)?)
+        } else {
+            Judge::BuiltIn
+        })
+    }
+
+    /// A short name for run and evaluation reports.
+    pub(crate) fn label(config: &Config) -> String {
+        if config.llm.configured() {
+            format!("llm {} at {}", config.llm.model, config.llm.base_url)
+        } else {
+            "built-in".into()
+        }
+    }
+
+    /// One line for `memd status`: which judge, and what that means.
+    pub fn describe(config: &Config) -> String {
+        if config.llm.configured() {
+            format!("llm: {} at {}", config.llm.model, config.llm.base_url)
+        } else {
+            "built-in (no LLM configured: exact restatements merge, everything else is added; \
+             promotion ranks by recall and recency)"
+                .into()
+        }
+    }
+}
+
+/// What a cluster's judge decided.
+#[derive(Debug, Clone)]
+pub(crate) enum Decision {
+    Ops(Vec<Op>),
+    /// Replies stayed invalid past `max_retries`: add the facts verbatim.
+    Fallback(String),
+    /// No usable reply this run; the facts stay pending. `counted` when the
+    /// replies were invalid (as opposed to the LLM being unreachable).
+    Failed {
+        error: String,
+        counted: bool,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub cluster: Cluster,
+    pub decision: Decision,
+    pub model: String,
+    pub prompt_hash: Option<String>,
+    /// Invalid replies so far for these facts (across runs).
+    pub failures: u32,
+}
+
+impl Planned {
+    /// A decision of the built-in judge: one op on one group of facts.
+    pub(crate) fn built_in(op: Op, group: Group, entry: Option<Snapshot>) -> Planned {
+        Planned {
+            decision: Decision::Ops(vec![op]),
+            cluster: Cluster {
+                groups: vec![group],
+                entries: entry.into_iter().collect(),
+            },
+            model: "built-in".into(),
+            prompt_hash: None,
+            failures: 0,
+        }
+    }
+}
+
+/// What the LLM judge of a run spent.
+#[derive(Debug, Default)]
+pub struct Spent {
+    pub calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub llm_ms: f64,
+}
+
+/// The LLM's decision for each cluster, in cluster order.
+pub(crate) async fn decide_all(
+    client: &llm::Client,
+    config: &Config,
+    templates: (&str, Option<&str>),
+    clusters: Vec<Cluster>,
+    state: &State,
+) -> (Vec<Planned>, Spent) {
+    let budget = Mutex::new(config.consolidation.remove_budget);
+    let (calls, tokens, completion) = (AtomicUsize::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let spent = Mutex::new(Duration::ZERO);
+    let ctx = Ctx {
+        client,
+        template: templates.0,
+        update_template: templates.1,
+        max_retries: config.consolidation.max_retries,
+        budget: &budget,
+        calls: &calls,
+        tokens: &tokens,
+        completion: &completion,
+        spent: &spent,
+    };
+    let mut decided: Vec<(usize, Planned)> =
+        futures::stream::iter(clusters.into_iter().enumerate().map(|(i, c)| {
+            let failures = c
+                .fact_ids()
+                .filter_map(|id| state.retries.get(id))
+                .max()
+                .copied()
+                .unwrap_or(0);
+            let ctx = &ctx;
+            async move { (i, ctx.decide(c, failures).await) }
+        }))
+        .buffer_unordered(config.consolidation.concurrency.max(1) as usize)
+        .collect()
+        .await;
+    decided.sort_by_key(|(i, _)| *i);
+    let spent = Spent {
+        calls: calls.into_inner(),
+        prompt_tokens: tokens.into_inner(),
+        completion_tokens: completion.into_inner(),
+        llm_ms: spent.into_inner().unwrap().as_secs_f64() * 1000.0,
+    };
+    (decided.into_iter().map(|(_, p)| p).collect(), spent)
+}
+
+/// What the LLM judge shares across concurrent cluster calls.
+struct Ctx<'a> {
+    client: &'a llm::Client,
+    template: &'a str,
+    /// `prompts/update.md` when `check_updates` is on.
+    update_template: Option<&'a str>,
+    max_retries: u32,
+    /// REMOVEs the run may still apply.
+    budget: &'a Mutex<u32>,
+    calls: &'a AtomicUsize,
+    tokens: &'a AtomicU64,
+    completion: &'a AtomicU64,
+    spent: &'a Mutex<Duration>,
+}
+
+/// Each run asks a cluster at most this often (the second time naming what
+/// was wrong); past that it waits for the next run, so that a model having
+/// a bad moment gets another chance before facts are added verbatim.
+const CALLS_PER_RUN: u32 = 2;
+
+impl Ctx<'_> {
+    async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
+        let (entries, facts) = ops::prompt_lists(&cluster);
+        let prompt = prompts::render(self.template, &[("entries", &entries), ("facts", &facts)]);
+        let prompt_hash = short_hash(&prompt, 16);
+        let planned = |decision, failures| Planned {
+            cluster: cluster.clone(),
+            decision,
+            model: self.client.model().to_string(),
+            prompt_hash: Some(prompt_hash.clone()),
+            failures,
+        };
+        if failures > self.max_retries {
+            return planned(
+                Decision::Fallback("earlier replies were invalid".into()),
+                failures,
+            );
+        }
+        let mut messages = vec![Message::user(prompt.clone())];
+        let mut last_error = String::new();
+        for _ in 0..CALLS_PER_RUN {
+            let reply = match self.ask(&messages).await {
+                Ok(r) => r,
+                Err(e) => {
+                    return planned(
+                        Decision::Failed {
+                            error: format!("{e:#}"),
+                            counted: false,
+                        },
+                        failures,
+                    );
+                }
+            };
+            let verdict = llm::extract_json(&reply)
+                .map_err(|e| e.to_string())
+                .and_then(|v| {
+                    let mut budget = self.budget.lock().unwrap();
+                    let ops = reply::read(&v, &cluster, *budget)?;
+                    *budget -= ops
+                        .iter()
+                        .filter(|o| matches!(o, Op::Remove { .. }))
+                        .count() as u32;
+                    Ok(ops)
+                });
+            match verdict {
+                Ok(ops) => {
+                    let ops = self.second_look(ops, &cluster).await;
+                    return planned(Decision::Ops(ops), failures);
+                }
+                Err(error) => {
+                    failures += 1;
+                    tracing::warn!(failures, error = %error, "invalid LLM reply");
+                    if failures > self.max_retries {
+                        return planned(Decision::Fallback(error), failures);
+                    }
+                    messages.push(Message::assistant(reply));
+                    messages.push(Message::user(format!(
+                        "That reply cannot be used: {error}. Reply again with the complete JSON, following the rules."
+                    )));
+                    last_error = error;
+                }
+            }
+        }
+        planned(
+            Decision::Failed {
+                error: last_error,
+                counted: true,
+            },
+            failures,
+        )
+    }
+
+    /// One chat call, counted in the run's calls, tokens and LLM time.
+    async fn ask(&self, messages: &[Message]) -> Result<String> {
+        use std::sync::atomic::Ordering;
+        let started = Instant::now();
+        let reply = self.client.chat(messages).await;
+        *self.spent.lock().unwrap() += started.elapsed();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let (reply, usage) = reply?;
+        let tokens = if usage.prompt_tokens > 0 {
+            usage.prompt_tokens
+        } else {
+            // The usual estimate when a server does not report usage.
+            let sent: usize = messages.iter().map(|m| m.content.len()).sum();
+            (sent / 4) as u64
+        };
+        self.tokens.fetch_add(tokens, Ordering::Relaxed);
+        self.completion
+            .fetch_add(usage.completion_tokens, Ordering::Relaxed);
+        Ok(reply)
+    }
+
+    /// The second look at each ADD of a valid reply (see
+    /// [`second_look::update_candidates`]): an ADD the judge says makes an entry
+    /// out of date becomes a REPLACE keeping the old text as history. No
+    /// answer, or one naming no candidate, leaves the ADD: the default is
+    /// keep.
+    async fn second_look(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
+        let Some(template) = self.update_template else {
+            return ops;
+        };
+        for i in 0..ops.len() {
+            let candidates = second_look::update_candidates(&ops, i, cluster);
+            if candidates.is_empty() {
+                continue;
+            }
+            let question = second_look::update_question(&ops, i, cluster, &candidates);
+            let (entries, fact) = ops::prompt_lists(&question);
+            let prompt = prompts::render(template, &[("entries", &entries), ("fact", &fact)]);
+            let answer = match self.ask(&[Message::user(prompt)]).await {
+                Ok(reply) => llm::extract_json(&reply).ok(),
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "second look failed; the ADD stays");
+                    None
+                }
+            };
+            if let Some(k) = answer
+                .as_ref()
+                .and_then(|v| second_look::outdated(v, &question))
+            {
+                second_look::make_update(&mut ops, i, cluster, candidates[k]);
+                tracing::info!(entry = %cluster.entries[candidates[k]].id, "second look: the ADD updates an entry");
+            }
+        }
+        ops
+    }
+}

@@ -1,0 +1,242 @@
+//! memd's one error type (after jj-lib's thiserror enums). Callers branch
+//! on [`Error::kind`]: the HTTP API maps it to a status code, the command
+//! line to an exit code; neither ever looks at message text. `anyhow` stays
+//! at the edges (the binary, the evaluations and the benchmarks).
+//!
+//! [`Context`] adds what memd was doing to any error, as `anyhow`'s does;
+//! the kind of a wrapped error is still found ([`Error::kind`] looks
+//! through the wrapping), and its text is the whole chain, outermost first
+//! ("reading a.md: permission denied"), whatever the formatter.
+
+use std::fmt::Display;
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Any other error, kept whole for its message and source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another process holds a lock this needs; try again later.
+    #[error("{what} is already running (pid {}); try again when it has finished", pid_text(.pid))]
+    Busy { what: String, pid: Option<u32> },
+    /// Another daemon serves this memory directory.
+    #[error(
+        "a memd daemon already serves {} (pid {}, listening on {}); stop it first",
+        .dir.display(), pid_text(.pid), .listen.as_deref().unwrap_or("?")
+    )]
+    DaemonRunning {
+        dir: PathBuf,
+        pid: Option<u32>,
+        listen: Option<String>,
+    },
+    /// No entry or archive fact has this id.
+    #[error(
+        "no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)"
+    )]
+    NotFound { id: String },
+    /// The directory is not a memory directory (or does not exist).
+    #[error("{}", not_memory_dir(.path, .exists))]
+    NotMemoryDir { path: PathBuf, exists: bool },
+    /// Input that an append refuses before writing anything.
+    #[error(transparent)]
+    InvalidFact(#[from] InvalidFact),
+    /// A request that cannot succeed as given (an argument, a setting).
+    #[error("{0}")]
+    Invalid(String),
+    /// A file memd will not guess about; the user must fix it by hand.
+    #[error("{}: {message}", .path.display())]
+    Corrupt { path: PathBuf, message: String },
+    /// The daemon answered a request with an error status.
+    #[error("the daemon answered {status}: {message}")]
+    Daemon { status: u16, message: String },
+    /// Reading or writing a file (or a socket) failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The index (LanceDB, Arrow) failed.
+    #[error("index: {0}")]
+    Index(BoxError),
+    /// Embedding failed (the model, its tokenizer, or an embedding service).
+    #[error("embedding: {0}")]
+    Embed(BoxError),
+    /// An HTTP service (the LLM, an embedding server) failed, or answered
+    /// what memd cannot use.
+    #[error("{0}")]
+    Service(String),
+    /// JSON that does not parse as what it should be.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Anything else, said in words.
+    #[error("{0}")]
+    Message(String),
+    /// What memd was doing when `source` happened.
+    #[error("{context}: {cause}")]
+    Context { context: String, cause: Box<Error> },
+}
+
+fn pid_text(pid: &Option<u32>) -> String {
+    pid.map_or("?".into(), |p| p.to_string())
+}
+
+fn not_memory_dir(path: &std::path::Path, exists: &bool) -> String {
+    let p = path.display();
+    if *exists {
+        format!(
+            "{p} is not a memory directory (it has no archive/ folder); create one with `memd init {p}` or pick another with --dir / MEMD_DIR"
+        )
+    } else {
+        format!(
+            "{p} does not exist or is not a directory; create a memory directory with `memd init {p}`"
+        )
+    }
+}
+
+/// A fact an append refuses before writing anything (the number is the
+/// fact's position in the batch, from 1).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InvalidFact {
+    #[error("fact {0}: text is empty")]
+    Empty(usize),
+    #[error("fact {0}: a fact is one line; split multi-line text into several facts")]
+    MultiLine(usize),
+    #[error("fact {0}: text may not contain `<!-- key:` (reserved for idempotency keys)")]
+    ReservedMarker(usize),
+    #[error("fact {0}: category {1:?} must be letters, digits, '-' or '_' (at most 40)")]
+    Category(usize, String),
+    #[error("fact {0}: session {1:?} must be one line without '·'")]
+    Session(usize, String),
+    #[error("fact {0}: key {1:?} must be 1-200 characters without spaces or `-->`")]
+    Key(usize, String),
+}
+
+/// What kind of failure a caller is looking at, for exit and status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Busy,
+    NotFound,
+    /// The request itself is wrong (bad fact, not a memory directory).
+    Invalid,
+    /// A file needs a person's attention.
+    Corrupt,
+    /// Anything else: I/O, the index, an LLM or embedder, a bug.
+    Other,
+}
+
+impl Error {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Busy { .. } | Error::DaemonRunning { .. } => Kind::Busy,
+            Error::NotFound { .. } => Kind::NotFound,
+            Error::NotMemoryDir { .. } | Error::InvalidFact(_) | Error::Invalid(_) => Kind::Invalid,
+            Error::Corrupt { .. } => Kind::Corrupt,
+            Error::Daemon { status, .. } => match status {
+                409 => Kind::Busy,
+                404 => Kind::NotFound,
+                400 | 413 | 422 => Kind::Invalid,
+                _ => Kind::Other,
+            },
+            Error::Context { cause, .. } => cause.kind(),
+            _ => Kind::Other,
+        }
+    }
+
+    /// An error said in words.
+    pub fn msg(m: impl Display) -> Error {
+        Error::Message(m.to_string())
+    }
+
+    /// `self`, with what memd was doing.
+    pub fn context(self, c: impl Display) -> Error {
+        Error::Context {
+            context: c.to_string(),
+            cause: Box::new(self),
+        }
+    }
+}
+
+impl From<lancedb::Error> for Error {
+    fn from(e: lancedb::Error) -> Error {
+        Error::Index(Box::new(e))
+    }
+}
+
+impl From<arrow_schema::ArrowError> for Error {
+    fn from(e: arrow_schema::ArrowError) -> Error {
+        Error::Index(Box::new(e))
+    }
+}
+
+impl From<candle_core::Error> for Error {
+    fn from(e: candle_core::Error) -> Error {
+        Error::Embed(Box::new(e))
+    }
+}
+
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Error {
+        Error::Service(e.to_string())
+    }
+}
+
+impl From<BoxError> for Error {
+    fn from(e: BoxError) -> Error {
+        Error::Message(e.to_string())
+    }
+}
+
+impl From<tokio::task::JoinError> for Error {
+    fn from(e: tokio::task::JoinError) -> Error {
+        Error::msg(format!("background task failed: {e}"))
+    }
+}
+
+impl From<std::string::FromUtf8Error> for Error {
+    fn from(e: std::string::FromUtf8Error) -> Error {
+        Error::msg(e)
+    }
+}
+
+/// Add what memd was doing to an error (as `anyhow::Context` does), or
+/// turn a missing value into an error.
+pub trait Context<T> {
+    fn context<C: Display>(self, c: C) -> Result<T>;
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T>;
+}
+
+impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
+    fn context<C: Display>(self, c: C) -> Result<T> {
+        self.map_err(|e| e.into().context(c))
+    }
+
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
+        self.map_err(|e| e.into().context(f()))
+    }
+}
+
+impl<T> Context<T> for Option<T> {
+    fn context<C: Display>(self, c: C) -> Result<T> {
+        self.ok_or_else(|| Error::msg(c))
+    }
+
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
+        self.ok_or_else(|| Error::msg(f()))
+    }
+}
+
+/// Return early with an error said in words (`anyhow::bail!` for memd).
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err($crate::Error::Message(format!($($arg)*)))
+    };
+}
+pub(crate) use bail;
+
+/// An error said in words (`anyhow::anyhow!` for memd).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::Error::Message(format!($($arg)*))
+    };
+}
+pub(crate) use err;

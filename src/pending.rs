@@ -1,0 +1,64 @@
+//! Which archive facts still wait for consolidation: the one definition,
+//! used by consolidation, `memd status`, `memd forget` and the index.
+//!
+//! A fact is settled when it is behind the watermark (the state says a
+//! run folded it), forgotten (a tombstone covers it), or already in some
+//! entry's `sources` (a run that wrote the entries but died before the
+//! state). Every other fact is pending.
+
+use std::collections::HashSet;
+
+use crate::archive::Fact;
+use crate::entries::Document;
+use crate::state::State;
+use crate::tombstones::Tombstones;
+
+/// Why a fact needs no decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Behind the watermark.
+    Done,
+    /// A tombstone covers it.
+    Forgotten,
+    /// Some entry's `sources` names it.
+    InEntry,
+}
+
+/// What decides whether a fact is pending.
+pub struct Pending<'a> {
+    state: &'a State,
+    tombstones: &'a Tombstones,
+    sources: HashSet<&'a str>,
+}
+
+impl<'a> Pending<'a> {
+    pub fn new(state: &'a State, tombstones: &'a Tombstones, doc: &'a Document) -> Pending<'a> {
+        let sources = doc
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(String::as_str))
+            .collect();
+        Pending {
+            state,
+            tombstones,
+            sources,
+        }
+    }
+
+    /// `None` when `fact` is pending; otherwise why it is settled.
+    pub(crate) fn settled(&self, fact: &Fact) -> Option<Settled> {
+        if self.state.is_done(fact) {
+            Some(Settled::Done)
+        } else if self.tombstones.covers(&fact.id, &fact.text) {
+            Some(Settled::Forgotten)
+        } else if self.sources.contains(fact.id.as_str()) {
+            Some(Settled::InEntry)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn is_pending(&self, fact: &Fact) -> bool {
+        self.settled(fact).is_none()
+    }
+}
