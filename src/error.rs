@@ -47,8 +47,13 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// A file memd will not guess about; the user must fix it by hand.
-    #[error("{}: {message}", .path.display())]
-    Corrupt { path: PathBuf, message: String },
+    #[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Corrupt {
+        path: PathBuf,
+        /// 1-based, when the problem has one.
+        line: Option<usize>,
+        message: String,
+    },
     /// The daemon answered a request with an error status.
     #[error("the daemon answered {status}: {message}")]
     Daemon { status: u16, message: String },

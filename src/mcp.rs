@@ -169,10 +169,32 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
                     },
                 )
                 .await?;
-            Ok(r.render())
+            Ok(run_summary(&r))
         }
         other => bail!("unknown tool {other:?}"),
     }
+}
+
+/// The `consolidate` tool's answer: what the run did, for a model to read.
+fn run_summary(r: &consolidate::Report) -> String {
+    if let Some(why) = &r.skipped {
+        return format!("not run: {why} (call with force: true to run anyway)");
+    }
+    let a = &r.applied;
+    let mut out = format!(
+        "run {}: {} pending facts -> {} added, {} replaced, {} merged away, {} restated; MEMORY.md has {} lines",
+        r.run_id, r.pending_facts, a.add, a.replace, a.remove, a.keep, r.promoted_lines
+    );
+    let held = r.skipped_hand_edited + r.failed_clusters;
+    if held > 0 {
+        out.push_str(&format!(
+            "; {held} ops or clusters held back, their facts stay pending"
+        ));
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("\nwarning: {w}"));
+    }
+    out
 }
 
 /// MEMORY.md's text, for the `core_memory` tool and the resource.

@@ -95,6 +95,7 @@ impl MemoryMd {
         };
         MemoryMd::parse(&String::from_utf8_lossy(&b)).map_err(|e| crate::Error::Corrupt {
             path: path.to_path_buf(),
+            line: None,
             message: e.to_string(),
         })
     }

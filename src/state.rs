@@ -49,11 +49,12 @@ impl State {
     pub fn load(path: &Path) -> Result<State> {
         let read = crate::atomic::read_if_exists(path);
         match read.with_context(|| format!("reading {}", path.display()))? {
-            Some(b) => serde_json::from_slice(&b).with_context(|| {
-                format!(
-                    "{} is not valid JSON; fix it by hand (deleting it makes the next run revisit every fact)",
-                    path.display()
-                )
+            Some(b) => serde_json::from_slice(&b).map_err(|e| crate::Error::Corrupt {
+                path: path.to_path_buf(),
+                line: Some(e.line()),
+                message: format!(
+                    "not valid JSON ({e}); fix it by hand (deleting it makes the next run revisit every fact)"
+                ),
             }),
             None => Ok(State::default()),
         }

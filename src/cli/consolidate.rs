@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::consolidate::Options;
+use memd::consolidate::{Options, Report};
 use memd::service::Backend;
 
 #[derive(clap::Args)]
@@ -34,7 +34,75 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", report.render());
+        print!("{}", render(&report));
     }
     Ok(())
+}
+
+/// The report as the command line shows it: for a dry run each cluster's
+/// planned ops as a diff, then what the run did.
+fn render(r: &Report) -> String {
+    if let Some(why) = &r.skipped {
+        return format!("consolidation skipped: {why} (--force runs it anyway)\n");
+    }
+    let mut out = String::new();
+    if r.dry_run {
+        out.push_str("dry run: nothing was written\n\n");
+        for (i, c) in r.cluster_reports.iter().enumerate() {
+            out.push_str(&format!(
+                "cluster {} ({}; {} facts, {} entries)\n",
+                i + 1,
+                c.decision,
+                c.facts.len(),
+                c.entries.len()
+            ));
+            out.push_str(&c.diff);
+            if let Some(e) = &c.error {
+                out.push_str(&format!("  ! {e}\n"));
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "run {} ({}): {} pending facts, {} restatements, {} clusters, {} LLM calls\n",
+        r.run_id, r.judge, r.pending_facts, r.restatements, r.clusters, r.llm_calls
+    ));
+    let a = &r.applied;
+    let done = if r.dry_run { "planned" } else { "applied" };
+    out.push_str(&format!(
+        "{} ADD, {} REPLACE, {} REMOVE, {} KEEP {done}\n",
+        a.add, a.replace, a.remove, a.keep
+    ));
+    out.push_str(&held_back(r));
+    if !r.dry_run {
+        out.push_str(&format!("{} lines in MEMORY.md\n", r.promoted_lines));
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+/// What the run could not do, and what became of those facts.
+fn held_back(r: &Report) -> String {
+    let mut out = String::new();
+    if r.skipped_hand_edited > 0 {
+        out.push_str(&format!(
+            "{} ops skipped: their entry was edited by hand during the run (facts stay pending)\n",
+            r.skipped_hand_edited
+        ));
+    }
+    if r.failed_clusters > 0 {
+        out.push_str(&format!(
+            "{} clusters got no usable reply (facts stay pending)\n",
+            r.failed_clusters
+        ));
+    }
+    if r.fallback_facts > 0 {
+        out.push_str(&format!(
+            "{} facts added verbatim and marked unreviewed\n",
+            r.fallback_facts
+        ));
+    }
+    out
 }

@@ -1,5 +1,5 @@
-//! The run report: what a consolidation run did, for the command line,
-//! the API and MCP (which all show the same text, [`Report::render`]).
+//! The run report: what a consolidation run did, as data; each front end
+//! (the command line, the API, MCP) presents it its own way.
 
 use serde::{Deserialize, Serialize};
 
@@ -60,75 +60,6 @@ pub struct Report {
     pub total_ms: f64,
     /// Summed time of the LLM calls (they overlap with `concurrency` > 1).
     pub llm_ms: f64,
-}
-
-impl Report {
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        if let Some(why) = &self.skipped {
-            return format!("consolidation skipped: {why} (--force runs it anyway)\n");
-        }
-        if self.dry_run {
-            out.push_str("dry run: nothing was written\n\n");
-            for (i, c) in self.cluster_reports.iter().enumerate() {
-                out.push_str(&format!(
-                    "cluster {} ({}; {} facts, {} entries)\n",
-                    i + 1,
-                    c.decision,
-                    c.facts.len(),
-                    c.entries.len()
-                ));
-                out.push_str(&c.diff);
-                if let Some(e) = &c.error {
-                    out.push_str(&format!("  ! {e}\n"));
-                }
-            }
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "run {} ({}): {} pending facts, {} restatements, {} clusters, {} LLM calls\n",
-            self.run_id,
-            self.judge,
-            self.pending_facts,
-            self.restatements,
-            self.clusters,
-            self.llm_calls
-        ));
-        let a = &self.applied;
-        out.push_str(&format!(
-            "{} ADD, {} REPLACE, {} REMOVE, {} KEEP{}\n",
-            a.add,
-            a.replace,
-            a.remove,
-            a.keep,
-            if self.dry_run { " planned" } else { " applied" }
-        ));
-        if self.skipped_hand_edited > 0 {
-            out.push_str(&format!(
-                "{} ops skipped: their entry was edited by hand during the run (facts stay pending)\n",
-                self.skipped_hand_edited
-            ));
-        }
-        if self.failed_clusters > 0 {
-            out.push_str(&format!(
-                "{} clusters got no usable reply (facts stay pending)\n",
-                self.failed_clusters
-            ));
-        }
-        if self.fallback_facts > 0 {
-            out.push_str(&format!(
-                "{} facts added verbatim and marked unreviewed\n",
-                self.fallback_facts
-            ));
-        }
-        if !self.dry_run {
-            out.push_str(&format!("{} lines in MEMORY.md\n", self.promoted_lines));
-        }
-        for w in &self.warnings {
-            out.push_str(&format!("warning: {w}\n"));
-        }
-        out
-    }
 }
 
 pub(crate) fn count(c: &mut Counts, ops: &[Op]) {
