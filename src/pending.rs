@@ -36,12 +36,21 @@ impl<'a> Pending<'a> {
         let sources = doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(String::as_str))
-            .collect();
+            .flat_map(|m| m.sources.iter().map(String::as_str));
+        Pending::with_sources(state, tombstones, sources)
+    }
+
+    /// The same rule, given the entries' sources (see
+    /// [`crate::entries::sources`]) instead of the document.
+    pub fn with_sources(
+        state: &'a State,
+        tombstones: &'a Tombstones,
+        sources: impl IntoIterator<Item = &'a str>,
+    ) -> Pending<'a> {
         Pending {
             state,
             tombstones,
-            sources,
+            sources: sources.into_iter().collect(),
         }
     }
 

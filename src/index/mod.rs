@@ -37,6 +37,9 @@ use crate::{Layout, archive, config::Config};
 
 const TABLE: &str = "memory";
 
+/// The `source` of the entries' rows.
+const ENTRIES_SOURCE: &str = "consolidated/memory.md";
+
 /// Below this many rows a flat vector scan is fast enough and an index would
 /// only add build time. Measured (`memd bench index --rows 10000`, 2 cores):
 /// at 10k rows hybrid search p50 is 23.5 ms with a flat scan and 10.7 ms
@@ -166,6 +169,11 @@ pub struct Index {
     last_sync_start: std::sync::Mutex<Option<std::time::Instant>>,
     /// When a sync last added rows (for [`Index::compact_if_needed`]).
     last_added: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The entries' sources as last read, with the entries file's
+    /// fingerprint: every sync of a day file needs them (a fact in one is
+    /// not pending, [`crate::pending`]); a daemon reads them once per
+    /// change of the file.
+    sources: std::sync::Mutex<Option<(String, Arc<HashSet<String>>)>>,
 }
 
 fn schema(dim: usize) -> SchemaRef {
@@ -251,6 +259,7 @@ impl Index {
             sync_lock: tokio::sync::Mutex::new(()),
             last_sync_start: std::sync::Mutex::new(None),
             last_added: std::sync::Mutex::new(None),
+            sources: std::sync::Mutex::new(None),
         })
     }
 
@@ -296,7 +305,8 @@ impl Index {
             return Ok(report);
         }
         let wanted: HashSet<&str> = changed.iter().map(|s| s.as_str()).collect();
-        let desired = desired_rows_for(&self.layout, Some(&wanted))?;
+        let sources = self.sources(current.get(ENTRIES_SOURCE))?;
+        let desired = desired_rows_for(&self.layout, Some(&wanted), &sources)?;
         let sources: Vec<String> = changed
             .iter()
             .map(|s| s.to_string())
@@ -384,6 +394,22 @@ impl Index {
             }
         }
         Ok((batches, stale))
+    }
+
+    /// The entries' sources, from the cache when the entries file's
+    /// fingerprint is the one cached.
+    fn sources(&self, fingerprint: Option<&String>) -> Result<Arc<HashSet<String>>> {
+        let mut cache = self.sources.lock().unwrap();
+        if let (Some(want), Some((have, sources))) = (fingerprint, cache.as_ref())
+            && want == have
+        {
+            return Ok(sources.clone());
+        }
+        let sources = Arc::new(crate::entries::sources(&self.layout.entries_file())?);
+        if let Some(f) = fingerprint {
+            *cache = Some((f.clone(), sources.clone()));
+        }
+        Ok(sources)
     }
 
     /// source → (id → hash) of the rows of the given source files, in one
@@ -671,6 +697,11 @@ fn sql_str(s: &str) -> String {
 /// fingerprint (and of the entries', which tombstones filter too).
 fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
     let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    let hash = |p: &std::path::Path| {
+        p.exists()
+            .then(|| short_hash(&String::from_utf8_lossy(&read(p)), 16))
+    };
+    let entries = hash(&layout.entries_file());
     // What decides which facts are pending (crate::pending): the state,
     // the tombstones and the entries' sources.
     let shared = short_hash(
@@ -678,28 +709,24 @@ fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
             "{}\u{0}{}\u{0}{}",
             String::from_utf8_lossy(&read(&layout.state_file())),
             String::from_utf8_lossy(&read(&layout.tombstones_file())),
-            String::from_utf8_lossy(&read(&layout.entries_file()))
+            entries.as_deref().unwrap_or("")
         ),
         16,
     );
     let mut out = BTreeMap::new();
-    let mut add = |source: String, path: std::path::PathBuf| {
-        if path.exists() {
-            let bytes = read(&path);
-            out.insert(
-                source,
-                format!(
-                    "{}-{shared}",
-                    short_hash(&String::from_utf8_lossy(&bytes), 16)
-                ),
-            );
+    let mut add = |source: String, own: Option<String>| {
+        if let Some(own) = own {
+            out.insert(source, format!("{own}-{shared}"));
         }
     };
     for day in layout.archive_days()? {
-        add(format!("archive/{day}.md"), layout.archive_file(&day));
+        add(
+            format!("archive/{day}.md"),
+            hash(&layout.archive_file(&day)),
+        );
     }
-    add("consolidated/memory.md".into(), layout.entries_file());
-    add("MEMORY.md".into(), layout.memory_md());
+    add(ENTRIES_SOURCE.into(), entries);
+    add("MEMORY.md".into(), hash(&layout.memory_md()));
     Ok(out)
 }
 
@@ -708,7 +735,11 @@ fn source_fingerprints(layout: &Layout) -> Result<BTreeMap<String, String>> {
 /// never anything tombstoned. (Benchmarks build tables from it.)
 #[cfg(feature = "lab")]
 pub(crate) fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>> {
-    desired_rows_for(layout, None)
+    desired_rows_for(
+        layout,
+        None,
+        &crate::entries::sources(&layout.entries_file())?,
+    )
 }
 
 /// [`desired_rows`] for only the sources in `only` (all when `None`): a
@@ -716,6 +747,7 @@ pub(crate) fn desired_rows(layout: &Layout) -> Result<HashMap<String, Vec<Row>>>
 fn desired_rows_for(
     layout: &Layout,
     only: Option<&HashSet<&str>>,
+    sources: &HashSet<String>,
 ) -> Result<HashMap<String, Vec<Row>>> {
     let wanted = |source: &str| only.is_none_or(|o| o.contains(source));
     let state = State::load(&layout.state_file())?;
@@ -728,9 +760,9 @@ fn desired_rows_for(
         }
     }
     // Consolidated facts are represented by their entries, so the entries'
-    // sources are read even when only a day file changed.
-    let entries = Document::read(&layout.entries_file())?;
-    let pending = crate::pending::Pending::new(&state, &tombstones, &entries);
+    // sources count even when only a day file changed.
+    let sources = sources.iter().map(String::as_str);
+    let pending = crate::pending::Pending::with_sources(&state, &tombstones, sources);
     for f in facts {
         if !pending.is_pending(&f) {
             continue;
@@ -746,12 +778,12 @@ fn desired_rows_for(
             category: f.category,
         });
     }
-    let rows = match wanted("consolidated/memory.md") {
-        true => entry_rows(&entries, &tombstones),
+    let rows = match wanted(ENTRIES_SOURCE) {
+        true => entry_rows(&Document::read(&layout.entries_file())?, &tombstones),
         false => Vec::new(),
     };
     if !rows.is_empty() {
-        out.insert("consolidated/memory.md".into(), rows);
+        out.insert(ENTRIES_SOURCE.into(), rows);
     }
     if wanted("MEMORY.md")
         && let Ok(md) = MemoryMd::read(&layout.memory_md())
@@ -797,7 +829,7 @@ fn entry_rows(doc: &Document, tombstones: &Tombstones) -> Vec<Row> {
         rows.push(Row {
             id,
             kind: RowKind::Entry,
-            source: "consolidated/memory.md".into(),
+            source: ENTRIES_SOURCE.into(),
             day: e
                 .meta
                 .as_ref()

@@ -209,7 +209,11 @@ fn errors_map_to_exit_codes_by_kind() {
     std::fs::write(layout.state_file(), "{\n  \"watermark\": [\n").unwrap();
     let out = memd(&dir, &["consolidate", "--force"]);
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains(".consolidation_state.json:3"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(".consolidation_state.json:3"),
+        "{}",
+        stderr(&out)
+    );
     std::fs::remove_file(layout.state_file()).unwrap();
     // Busy: another process holds the entries lock.
     let _held = memd::entries::lock(&layout).unwrap();
