@@ -31,12 +31,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         dry_run: args.dry_run,
     };
     let report = super::runtime()?.block_on(backend.consolidate(&layout, &config, opts))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render(&report));
-    }
-    Ok(())
+    super::emit(args.json, &report, render)
 }
 
 /// The report as the command line shows it: for a dry run each cluster's

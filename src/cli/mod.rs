@@ -122,6 +122,16 @@ fn embedder_kind(name: &str) -> Result<memd::config::EmbedderKind> {
         .context("--embedder takes minilm, openai or lexical")
 }
 
+/// Print `value` as pretty JSON with `--json`, else as `text` renders it.
+fn emit<T: serde::Serialize>(json: bool, value: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", text(value));
+    }
+    Ok(())
+}
+
 /// A text on one line, for listings.
 fn one_line(text: &str) -> String {
     text.replace('\n', " ")

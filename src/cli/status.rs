@@ -15,12 +15,7 @@ pub struct Args {
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let (layout, config) = super::open(dir)?;
     let report = memd::status::gather(&layout, &config)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render(&report));
-    }
-    Ok(())
+    super::emit(args.json, &report, render)
 }
 
 fn render(r: &Report) -> String {
