@@ -45,6 +45,8 @@ pub struct State {
     pub config: Config,
     pub index: Arc<Index>,
     pub token: Option<String>,
+    /// The address the daemon is bound to (for the `Host` check).
+    pub bound: std::net::SocketAddr,
     /// Long requests give up when it fires.
     pub shutdown: Shutdown,
 }
@@ -118,30 +120,26 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/status", get(status))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), auth))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
 
-async fn auth(
+/// Refuse what [`crate::guard`] refuses, before any route runs.
+async fn guard(
     axum::extract::State(state): axum::extract::State<Shared>,
     req: Request,
     next: Next,
 ) -> Response {
-    if let Some(token) = &state.token {
-        let sent = req
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if sent != Some(token.as_str()) {
-            return ApiError(
-                StatusCode::UNAUTHORIZED,
-                "this daemon needs `Authorization: Bearer <MEMD_TOKEN>`".into(),
-            )
-            .into_response();
+    let origins = &state.config.server.allowed_origins;
+    let refused = crate::guard::refuse(req.headers(), state.bound, origins, state.token.as_deref());
+    match refused {
+        Some((code, msg)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
+            tracing::info!(status = code, "request refused: {msg}");
+            ApiError(status, msg).into_response()
         }
+        None => next.run(req).await,
     }
-    next.run(req).await
 }
 
 #[derive(Deserialize)]

@@ -155,12 +155,16 @@ impl Default for Embedder {
 #[serde(deny_unknown_fields, default)]
 pub struct Server {
     pub listen: String,
+    /// Web origins (`http://localhost:3000`) whose pages may call the API;
+    /// requests from any other page are refused.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for Server {
     fn default() -> Self {
         Server {
             listen: "127.0.0.1:7437".into(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -287,6 +291,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "listen",
         "address of the HTTP API (non-loopback needs MEMD_TOKEN)",
     ),
+    (
+        "server",
+        "allowed_origins",
+        "web origins whose pages may call the API, e.g. [\"http://localhost:3000\"] (comma-separated in MEMD_SERVER_ALLOWED_ORIGINS); other pages are refused",
+    ),
 ];
 
 /// The text `memd init` writes: every key with its default, commented out.
@@ -381,6 +390,13 @@ fn typed_like(default: &toml::Value, raw: &str) -> Result<toml::Value> {
             raw.trim()
                 .parse()
                 .map_err(|_| err!("expected true or false"))?,
+        ),
+        toml::Value::Array(_) => toml::Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| toml::Value::String(s.to_string()))
+                .collect(),
         ),
         other => bail!(
             "cannot override a {} from the environment",

@@ -82,6 +82,7 @@ pub async fn serve(
         config: config.clone(),
         index: index.clone(),
         token,
+        bound: local,
         shutdown: stop.clone(),
     });
     let watcher = crate::watch::run(&layout, &index, RECONCILE_EVERY, stop.recv());

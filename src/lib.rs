@@ -88,6 +88,7 @@ pub mod error;
 #[cfg(feature = "lab")]
 pub mod eval;
 pub mod forget;
+pub(crate) mod guard;
 pub(crate) mod http;
 pub mod index;
 pub mod journal;

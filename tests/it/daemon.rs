@@ -485,3 +485,77 @@ fn mcp_speaks_json_rpc_over_stdio() {
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].session.as_deref(), Some("mcp"));
 }
+
+/// One raw HTTP/1.1 request (headers as given, no others but
+/// `Connection: close`); the status code.
+fn raw_status(base: &str, method: &str, path: &str, headers: &[&str], body: &str) -> u16 {
+    use std::io::Read;
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    for h in headers {
+        req.push_str(&format!("{h}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// Any page a user opens can reach 127.0.0.1: a rebound DNS name, a
+/// cross-origin fetch, an `<img>` GET and a text/plain POST are refused
+/// before any route runs (nothing searched, logged or consolidated).
+#[test]
+fn web_pages_and_rebound_host_names_are_refused() {
+    let (_t, layout) = memory_dir();
+    let origins = "[server]\nallowed_origins = [\"http://localhost:3000\"]\n";
+    write_config(&layout, None, origins);
+    add(&layout, "2026-11-20", &["Drinks flat white coffee"]);
+    let d = start_in_process(&layout);
+    let port = d.base.rsplit(':').next().unwrap().to_string();
+    let own = format!("Host: 127.0.0.1:{port}");
+    let get = |headers: &[&str]| raw_status(&d.base, "GET", "/v1/search?q=coffee", headers, "");
+    let searched = || {
+        std::fs::read_to_string(layout.recall_log())
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    assert_eq!(get(&["Host: evil.example"]), 403);
+    assert_eq!(get(&[&format!("Host: evil.example:{port}")]), 403);
+    assert_eq!(get(&[&own, "Origin: http://evil.example"]), 403);
+    assert_eq!(get(&[&own, "Origin: null"]), 403);
+    assert_eq!(get(&[&own, "Sec-Fetch-Site: cross-site"]), 403);
+    let post = raw_status(
+        &d.base,
+        "POST",
+        "/v1/consolidate",
+        &[
+            &own,
+            "Origin: http://evil.example",
+            "Content-Type: text/plain",
+        ],
+        "{\"force\": true}",
+    );
+    assert_eq!(post, 403);
+    assert_eq!(searched(), 0, "a refused search was logged as a recall");
+    let state = memd::state::State::load(&layout.state_file()).unwrap();
+    assert!(
+        state.last_run.is_none(),
+        "a refused POST ran a consolidation"
+    );
+
+    // This daemon's own names, tools that send no browser headers, and the
+    // configured origin get through.
+    assert_eq!(get(&[&own]), 200);
+    assert_eq!(get(&[&format!("Host: localhost:{port}")]), 200);
+    assert_eq!(get(&[&own, "Sec-Fetch-Site: none"]), 200);
+    assert_eq!(get(&[&own, "Origin: http://localhost:3000"]), 200);
+    assert!(searched() > 0);
+    d.stop();
+}
