@@ -1,12 +1,14 @@
 //! `.consolidation_state.json`: the watermark (by fact), the last run and
 //! retry counts.
 //!
-//! The watermark is "every fact of every day up to `through_day`" plus the
-//! ids of later facts already consolidated. A plain position would not do:
-//! when one cluster of a run fails, only its facts stay pending while the
-//! facts of the clusters that applied are done, so the set of done facts
-//! after the watermark can have holes. Whole past days collapse into
-//! `through_day`, so the set stays small.
+//! The watermark is the set of ids of the facts runs have decided. It is
+//! per fact and only per fact: a position, or a day up to which "every
+//! fact is done", would hide a fact that lands on an earlier day later (an
+//! appender in another time zone, a line added by hand to an old day file),
+//! and a hidden fact is never consolidated. Older versions folded whole
+//! days into `through_day`; it is still read (so such files load) but
+//! decides nothing: the facts of those days are in their entries'
+//! `sources`, which settle them ([`crate::pending`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -19,10 +21,10 @@ use crate::error::{Context, Result};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Watermark {
-    /// Every fact of this day and earlier days is consolidated.
+    /// Written by older versions; decides nothing (see the module doc).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub through_day: Option<String>,
-    /// Consolidated facts of later days.
+    /// The facts runs have decided.
     pub done: BTreeSet<String>,
 }
 
@@ -66,47 +68,16 @@ impl State {
         crate::atomic::write(path, &bytes).with_context(|| format!("writing {}", path.display()))
     }
 
-    /// Whether `fact` is behind the watermark.
+    /// Whether a run has decided `fact` (by its id, never its day).
     pub fn is_done(&self, fact: &Fact) -> bool {
-        self.watermark
-            .through_day
-            .as_deref()
-            .is_some_and(|d| fact.day.as_str() <= d)
-            || self.watermark.done.contains(&fact.id)
+        self.watermark.done.contains(&fact.id)
     }
 
-    /// Mark facts consolidated, then fold whole days before `today` into
-    /// `through_day`. `all` is every fact of the archive.
-    pub fn mark_done<'a>(
-        &mut self,
-        ids: impl IntoIterator<Item = &'a str>,
-        all: &[Fact],
-        today: &str,
-    ) {
+    /// Record facts as decided; their retry counts are done with too.
+    pub fn mark_done<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
         for id in ids {
             self.watermark.done.insert(id.to_string());
             self.retries.remove(id);
-        }
-        let mut days: BTreeMap<&str, Vec<&Fact>> = BTreeMap::new();
-        for f in all {
-            days.entry(f.day.as_str()).or_default().push(f);
-        }
-        for (day, facts) in days {
-            if self
-                .watermark
-                .through_day
-                .as_deref()
-                .is_some_and(|d| day <= d)
-            {
-                continue;
-            }
-            if day >= today || !facts.iter().all(|f| self.watermark.done.contains(&f.id)) {
-                break;
-            }
-            for f in facts {
-                self.watermark.done.remove(&f.id);
-            }
-            self.watermark.through_day = Some(day.to_string());
         }
     }
 }

@@ -7,22 +7,20 @@ use super::judge::{Decision, Planned};
 use super::pause_point;
 use crate::Layout;
 use crate::Result;
-use crate::archive::Fact;
 use crate::journal;
 use crate::state::State;
 
 /// Journal the applied ops, then save the state: the facts done (applied
 /// or `settled` without a decision), retry counts of clusters whose replies
-/// stayed invalid, and the run. Returns how many facts are done.
+/// stayed invalid, and the run. Returns the state as saved.
 pub(crate) fn commit(
     layout: &Layout,
     applied: &Applied,
     planned: &[Planned],
     settled: &[String],
-    facts: &[Fact],
     mut state: State,
-    (run_id, today, timestamp): (&str, &str, String),
-) -> Result<usize> {
+    (run_id, timestamp): (&str, String),
+) -> Result<State> {
     journal::append(&layout.journal_file(), &applied.records)?;
     pause_point(layout, "journal-written");
     for p in planned {
@@ -38,10 +36,10 @@ pub(crate) fn commit(
         }
     }
     let done = settled.iter().chain(&applied.done).map(String::as_str);
-    state.mark_done(done, facts, today);
+    state.mark_done(done);
     state.last_run = Some(timestamp);
     state.last_run_id = Some(run_id.to_string());
     state.save(&layout.state_file())?;
     pause_point(layout, "state-written");
-    Ok(facts.iter().filter(|f| state.is_done(f)).count())
+    Ok(state)
 }

@@ -186,16 +186,10 @@ pub async fn run_at(
     pause_point(layout, "entries-written");
     report.applied = applied.counts.clone();
     report.skipped_hand_edited = applied.skipped;
-    let run = (report.run_id.as_str(), today.as_str(), clock.timestamp());
-    report.facts_done = commit::commit(
-        layout,
-        &applied,
-        &planned,
-        &settled,
-        &inputs.facts,
-        state,
-        run,
-    )?;
+    let run = (report.run_id.as_str(), clock.timestamp());
+    let state = commit::commit(layout, &applied, &planned, &settled, state, run)?;
+    let rule = crate::pending::Pending::new(&state, &inputs.tombstones, &entries);
+    report.facts_done = inputs.facts.iter().filter(|f| !rule.is_pending(f)).count();
     promote(layout, config, &judge, &entries, &mut report).await;
     report.total_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(report)

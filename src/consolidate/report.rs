@@ -52,7 +52,7 @@ pub struct Report {
     pub failed_clusters: usize,
     /// Facts added verbatim and marked unreviewed.
     pub fallback_facts: usize,
-    /// Facts behind the watermark after this run.
+    /// Facts settled after this run (decided, in an entry, or forgotten).
     pub facts_done: usize,
     pub promoted_lines: usize,
     pub cluster_reports: Vec<ClusterReport>,

@@ -333,9 +333,7 @@ impl SetRun {
         let after = entries_of(&layout)?;
         report.update_rows += 1;
         let done = crate::state::State::load(&layout.state_file())?;
-        let pending = holder(&after, &new_id).is_none()
-            && !done.watermark.done.contains(&new_id)
-            && done.watermark.through_day.as_deref() < Some(UPDATE_DAY);
+        let pending = holder(&after, &new_id).is_none() && !done.watermark.done.contains(&new_id);
         let outcome = self.outcome(row, &after, pending, report);
         let touched_before = report.others_touched;
         // The other facts: still carried, and their entries untouched.

@@ -220,3 +220,71 @@ fn errors_map_to_exit_codes_by_kind() {
     let out = memd(&dir, &["consolidate", "--force"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
+
+fn pending(dir: &std::path::Path) -> u64 {
+    let out = memd(dir, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["pending_facts"].as_u64().unwrap()
+}
+
+fn memd_in_tz(dir: &std::path::Path, tz: &str, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("MEMD_DIR")
+        .env("TZ", tz)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// Whether a fact is pending is decided per fact, never per day: a fact
+/// that lands on a day a run already finished (an appender 26 hours
+/// behind in another time zone, or a line added by hand to an old day
+/// file) is still consolidated.
+#[test]
+fn a_fact_on_a_day_already_consolidated_is_still_pending() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(memd(dir, &["init"]).status.success());
+    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
+    let (behind, ahead) = ("Etc/GMT+12", "Etc/GMT-14");
+    memd_in_tz(
+        dir,
+        behind,
+        &["add", "--no-similar", "Keeps bees on the roof"],
+    );
+    // A run 26 hours ahead: the appender's day is over for it.
+    memd_in_tz(dir, ahead, &["consolidate", "--force"]);
+    assert_eq!(pending(dir), 0);
+
+    memd_in_tz(
+        dir,
+        behind,
+        &["add", "--no-similar", "Plays the cello on Sundays"],
+    );
+    assert_eq!(pending(dir), 1, "a fact on a consolidated day is hidden");
+    let day = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut text = std::fs::read_to_string(&day).unwrap();
+    text.push_str("- Owns a red canoe\n");
+    std::fs::write(&day, text).unwrap();
+    assert_eq!(
+        pending(dir),
+        2,
+        "a line added by hand to an old day is hidden"
+    );
+
+    memd_in_tz(dir, ahead, &["consolidate", "--force"]);
+    assert_eq!(pending(dir), 0);
+    let entries = std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap();
+    for fact in ["cello", "canoe", "bees"] {
+        assert!(entries.contains(fact), "{fact} missing from\n{entries}");
+    }
+}

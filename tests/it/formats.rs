@@ -164,8 +164,12 @@ fn fact(id: &str) -> Fact {
     }
 }
 
+/// The watermark is per fact: an earlier fact stays pending whatever is
+/// done after it, and a day whose facts were all done is never closed to
+/// a fact that lands on it later. `through_day` from older versions is
+/// read and decides nothing.
 #[test]
-fn the_watermark_has_holes_and_folds_whole_days() {
+fn the_watermark_has_holes_and_never_closes_a_day() {
     let all: Vec<Fact> = [
         "2026-01-01#a",
         "2026-01-01#b",
@@ -177,19 +181,19 @@ fn the_watermark_has_holes_and_folds_whole_days() {
     .collect();
     let mut s = State::default();
     s.retries.insert("2026-01-01#b".into(), 2);
-    s.mark_done(["2026-01-01#b", "2026-01-02#c"], &all, "2026-01-03");
-    // 01-01#a is still pending: nothing folds, the later fact is a hole.
-    assert_eq!(s.watermark.through_day, None);
+    s.mark_done(["2026-01-01#b", "2026-01-02#c"]);
+    // 01-01#a is still pending: the later facts are a hole after it.
     assert!(!s.is_done(&all[0]) && s.is_done(&all[1]) && s.is_done(&all[2]));
     assert!(s.retries.is_empty());
-    s.mark_done(["2026-01-01#a", "2026-01-03#d"], &all, "2026-01-03");
-    // Whole past days fold; today stays open because more facts may come.
-    assert_eq!(s.watermark.through_day.as_deref(), Some("2026-01-02"));
-    assert_eq!(
-        s.watermark.done.iter().cloned().collect::<Vec<_>>(),
-        vec!["2026-01-03#d".to_string()]
-    );
+    s.mark_done(["2026-01-01#a", "2026-01-03#d"]);
     assert!(all.iter().all(|f| s.is_done(f)));
+    assert_eq!(s.watermark.through_day, None);
+    // A fact that lands later on a day whose facts were all done.
+    assert!(!s.is_done(&fact("2026-01-01#e")));
+    let old: State =
+        serde_json::from_str(r#"{"watermark": {"through_day": "2026-01-02", "done": []}}"#)
+            .unwrap();
+    assert!(!old.is_done(&all[0]));
 
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("state.json");
