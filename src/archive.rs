@@ -25,7 +25,6 @@
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::ops::Range;
 
 use fs4::fs_std::FileExt;
@@ -472,10 +471,9 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     }
     let out = lines(&mut buf, (day, time), &today, yesterday.as_ref(), facts);
     if out.iter().any(|a| a.written) {
-        file.write_all(buf.as_bytes())
-            .with_context(|| format!("appending to {}", path.display()))?;
-        file.sync_data()
-            .with_context(|| format!("syncing {}", path.display()))?;
+        let len = bytes.len() as u64;
+        crate::atomic::append_whole(&mut file, len, buf.as_bytes())
+            .with_context(|| format!("appending to {} (nothing was written)", path.display()))?;
         if !existed {
             crate::atomic::sync_dir(&layout.archive_dir())?;
         }

@@ -1,6 +1,7 @@
-//! Whole files: replacement that a reader never sees half done, the
-//! clean-up of what an interrupted replacement left, and the one place
-//! where a missing file reads as empty.
+//! Whole files and whole appends: replacement that a reader never sees
+//! half done, appends that land whole or not at all, the clean-up of what
+//! an interrupted replacement left, and the one place where a missing file
+//! reads as empty.
 //!
 //! Write a temp file in the same directory (so the rename stays on one file
 //! system), fsync it, rename it over the target, then fsync the directory so
@@ -47,6 +48,22 @@ pub fn write_with_hook(
     before_rename()?;
     tmp.persist(path).map_err(|e| e.error)?;
     sync_dir(dir)
+}
+
+/// Append `bytes` to `file` (opened for appending, its lock held by the
+/// caller, `len` bytes long before this append) and fsync: all or nothing.
+/// If the write or the sync fails part-way (a full disk, a file-size
+/// limit), the file is cut back to `len`, so no fragment of the append is
+/// left for a reader to take as data and a retry writes it whole once.
+pub fn append_whole(file: &mut File, len: u64, bytes: &[u8]) -> io::Result<()> {
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    if let Err(e) = written {
+        if let Err(undo) = file.set_len(len).and_then(|()| file.sync_data()) {
+            tracing::error!(error = %undo, "could not cut back a failed append");
+        }
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// The bytes of `path`, or `None` when there is no such file.

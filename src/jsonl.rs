@@ -6,7 +6,7 @@
 //! files are only ever appended to.
 
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use fs4::fs_std::FileExt;
@@ -70,9 +70,7 @@ pub fn append<T: Serialize>(path: &Path, records: &[T]) -> io::Result<()> {
     if len > 0 && !ends_with_newline(path, len)? {
         buf.insert(0, b'\n');
     }
-    file.write_all(&buf)?;
-    file.sync_data()?;
-    Ok(())
+    crate::atomic::append_whole(&mut file, len, &buf)
 }
 
 /// Whether the last byte of the file at `path` (of length `len`) is a newline.

@@ -11,6 +11,15 @@ use memd::error::Kind;
 mod cli;
 
 fn main() -> ExitCode {
+    // Past a file-size limit (RLIMIT_FSIZE) the kernel kills a writer with
+    // SIGXFSZ in the middle of its write, before it can cut a half-written
+    // append back. Ignored, the write fails with EFBIG instead, and the
+    // append undoes itself (memd::atomic::append_whole).
+    // SAFETY: setting a signal's disposition to SIG_IGN at start, before
+    // any thread exists, races with nothing.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MEMD_LOG")

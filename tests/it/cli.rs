@@ -288,3 +288,52 @@ fn a_fact_on_a_day_already_consolidated_is_still_pending() {
         assert!(entries.contains(fact), "{fact} missing from\n{entries}");
     }
 }
+
+/// An append is all or nothing: a write that fails part-way (a file-size
+/// limit here; a full disk fails the same way) leaves the day file as it
+/// was, and the retry writes the fact once.
+#[test]
+fn an_append_that_fails_part_way_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(memd(dir, &["init"]).status.success());
+    let small = memd(dir, &["add", "--no-similar", "Short fact first"]);
+    assert!(small.status.success(), "{}", stderr(&small));
+    let day = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let before = std::fs::read(&day).unwrap();
+    let big = format!("Remembers {}", "a long list of things ".repeat(300).trim_end());
+    let limited = std::process::Command::new("sh")
+        .args(["-c", "ulimit -f 4; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["add", "--no-similar", "--key", "big1", &big])
+        .env_remove("MEMD_DIR")
+        .output()
+        .unwrap();
+    assert!(!limited.status.success());
+    assert!(
+        stderr(&limited).contains("nothing was written"),
+        "{}",
+        stderr(&limited)
+    );
+    assert_eq!(
+        std::fs::read(&day).unwrap(),
+        before,
+        "a fragment of the fact was left"
+    );
+
+    for _ in 0..2 {
+        let out = memd(dir, &["add", "--no-similar", "--key", "big1", &big]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let (facts, warnings) = memd::archive::read_all(&memd::Layout::open(dir).unwrap()).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(facts.iter().filter(|f| f.text == big).count(), 1);
+    assert_eq!(facts.len(), 2);
+}
