@@ -279,16 +279,19 @@ async fn history(
     ok(forget::history(&s.layout, &id)?)
 }
 
+/// `MEMORY.md` byte for byte (a missing file is empty). Only a file that
+/// is UTF-8 is labelled so; a byte that is not is served as it is, never
+/// dropped or replaced.
 async fn memory(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
-    let text = std::fs::read_to_string(s.layout.memory_md()).unwrap_or_default();
-    Ok((
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/markdown; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response())
+    let path = s.layout.memory_md();
+    let bytes = crate::atomic::read_if_exists(&path)
+        .map_err(|e| crate::Error::from(e).context(format!("reading {}", path.display())))?
+        .unwrap_or_default();
+    let kind = match std::str::from_utf8(&bytes) {
+        Ok(_) => "text/markdown; charset=utf-8",
+        Err(_) => "text/markdown",
+    };
+    Ok(([(axum::http::header::CONTENT_TYPE, kind)], bytes).into_response())
 }
 
 async fn status(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {

@@ -36,6 +36,9 @@ const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
 /// The one resource: MEMORY.md.
 const CORE_URI: &str = "memd://MEMORY.md";
 
+/// JSON-RPC's code for a request that failed inside the server.
+const INTERNAL_ERROR: i64 = -32603;
+
 /// MCP's error code for a resource that does not exist.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
@@ -156,7 +159,7 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
             let gone = backend.forget(layout, config, str_arg(args, "id")?).await?;
             Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
         }
-        "core_memory" => Ok(core_memory(layout)),
+        "core_memory" => core_memory(layout),
         "consolidate" => {
             let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
             let r = backend
@@ -197,9 +200,22 @@ fn run_summary(r: &consolidate::Report) -> String {
     out
 }
 
-/// MEMORY.md's text, for the `core_memory` tool and the resource.
-fn core_memory(layout: &Layout) -> String {
-    std::fs::read_to_string(layout.memory_md()).unwrap_or_default()
+/// MEMORY.md's text, for the `core_memory` tool and the resource (a
+/// missing file is empty). MCP carries text, so a file that is not UTF-8
+/// is a clear error, never an empty answer or a lossy one.
+fn core_memory(layout: &Layout) -> Result<String> {
+    let path = layout.memory_md();
+    let read = crate::atomic::read_if_exists(&path);
+    let bytes = read.with_context(|| format!("reading {}", path.display()))?;
+    String::from_utf8(bytes.unwrap_or_default()).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        crate::Error::Corrupt {
+            path,
+            line: Some(line),
+            message: format!("not UTF-8 (byte {at}); MCP carries text only, fix the file by hand"),
+        }
+    })
 }
 
 fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
@@ -246,7 +262,10 @@ pub(crate) async fn handle(layout: &Layout, config: &Config, line: &str) -> Opti
         }]}),
         "resources/read" => match params["uri"].as_str() {
             Some(CORE_URI) => {
-                let text = core_memory(layout);
+                let text = match core_memory(layout) {
+                    Ok(t) => t,
+                    Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
+                };
                 json!({ "contents": [{"uri": CORE_URI, "mimeType": "text/markdown", "text": text}] })
             }
             other => {
@@ -273,18 +292,72 @@ pub(crate) async fn handle(layout: &Layout, config: &Config, line: &str) -> Opti
 
 /// Serve MCP on stdin/stdout until stdin closes.
 pub async fn serve_stdio(layout: Layout, config: Config) -> Result<()> {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut input = BufReader::new(tokio::io::stdin());
     let mut out = tokio::io::stdout();
-    while let Some(line) = lines.next_line().await? {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(reply) = handle(&layout, &config, &line).await {
+    let mut buf = Vec::new();
+    loop {
+        let reply = match read_line(&mut input, &mut buf).await? {
+            Line::End => return Ok(()),
+            Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
+            Line::Bytes => match std::str::from_utf8(&buf) {
+                Ok(line) if line.trim().is_empty() => None,
+                Ok(line) => handle(&layout, &config, line).await,
+                Err(e) => Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
+            },
+        };
+        if let Some(reply) = reply {
             let mut bytes = serde_json::to_vec(&reply)?;
             bytes.push(b'\n');
             out.write_all(&bytes).await?;
             out.flush().await?;
         }
     }
-    Ok(())
+}
+
+/// JSON-RPC's code for a message that cannot be read.
+const PARSE_ERROR: i64 = -32700;
+
+/// The longest message line read; a longer one is skipped and answered
+/// with a parse error, so one line cannot cost unbounded memory.
+const MAX_LINE: usize = 4 << 20;
+
+fn too_long() -> String {
+    format!("parse error: a message longer than {MAX_LINE} bytes is not read")
+}
+
+/// What one read of a line gave.
+enum Line {
+    /// A line (without its newline) is in the buffer.
+    Bytes,
+    /// A line longer than [`MAX_LINE`], skipped to its end.
+    TooLong,
+    /// The input is closed.
+    End,
+}
+
+/// Read one line of raw bytes into `buf`, at most [`MAX_LINE`] of them.
+async fn read_line(
+    input: &mut BufReader<tokio::io::Stdin>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    use tokio::io::AsyncReadExt;
+    buf.clear();
+    let limit = MAX_LINE as u64 + 1;
+    if (&mut *input).take(limit).read_until(b'\n', buf).await? == 0 {
+        return Ok(Line::End);
+    }
+    if buf.ends_with(b"\n") {
+        buf.pop();
+        return Ok(Line::Bytes);
+    }
+    if buf.len() <= MAX_LINE {
+        return Ok(Line::Bytes); // the last line, without a newline
+    }
+    // Skip the rest of the long line, a bounded chunk at a time.
+    while {
+        buf.clear();
+        let n = (&mut *input).take(limit).read_until(b'\n', buf).await?;
+        n > 0 && !buf.ends_with(b"\n")
+    } {}
+    Ok(Line::TooLong)
 }

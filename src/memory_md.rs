@@ -49,36 +49,55 @@ impl Line {
     }
 }
 
-/// `MEMORY.md` split at its markers.
+/// `MEMORY.md` split at its markers. The user's parts are kept as bytes:
+/// a byte that is not UTF-8 there (a Latin-1 `é` pasted by hand) is
+/// written back exactly as it was, never as U+FFFD.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryMd {
     /// Everything up to and including the begin marker's line (or the whole
     /// file when it has no markers).
-    before: String,
+    before: Vec<u8>,
     generated: String,
     /// The end marker's line and everything after it.
-    after: String,
+    after: Vec<u8>,
     has_markers: bool,
 }
 
+/// Where `needle` starts in `hay`, every time.
+fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    hay.windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 impl MemoryMd {
-    pub fn parse(src: &str) -> Result<MemoryMd> {
-        let begins: Vec<usize> = src.match_indices(BEGIN).map(|(i, _)| i).collect();
-        let ends: Vec<usize> = src.match_indices(END).map(|(i, _)| i).collect();
+    pub fn parse(src: &[u8]) -> Result<MemoryMd> {
+        let begins = find_all(src, BEGIN.as_bytes());
+        let ends = find_all(src, END.as_bytes());
+        let newline_after = |at: usize| {
+            src[at..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map(|i| at + i + 1)
+        };
         match (begins.as_slice(), ends.as_slice()) {
             ([], []) => Ok(MemoryMd {
-                before: src.to_string(),
+                before: src.to_vec(),
                 ..Default::default()
             }),
             ([b], [e]) if b < e => {
-                let gen_start = src[*b..].find('\n').map(|i| b + i + 1).unwrap_or(src.len());
-                let gen_start = gen_start.min(*e);
-                let line_start = src[..*e].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                let gen_start = newline_after(*b).unwrap_or(src.len()).min(*e);
+                let line_start = src[..*e]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |i| i + 1);
                 let gen_end = line_start.max(gen_start);
                 Ok(MemoryMd {
-                    before: src[..gen_start].to_string(),
-                    generated: src[gen_start..gen_end].to_string(),
-                    after: src[gen_end..].to_string(),
+                    before: src[..gen_start].to_vec(),
+                    generated: String::from_utf8_lossy(&src[gen_start..gen_end]).into_owned(),
+                    after: src[gen_end..].to_vec(),
                     has_markers: true,
                 })
             }
@@ -93,7 +112,7 @@ impl MemoryMd {
         let Some(b) = read.with_context(|| format!("reading {}", path.display()))? else {
             return Ok(MemoryMd::default());
         };
-        MemoryMd::parse(&String::from_utf8_lossy(&b)).map_err(|e| crate::Error::Corrupt {
+        MemoryMd::parse(&b).map_err(|e| crate::Error::Corrupt {
             path: path.to_path_buf(),
             line: None,
             message: e.to_string(),
@@ -107,28 +126,29 @@ impl MemoryMd {
 
     /// The file with its generated part replaced by `lines`. A file without
     /// markers gets them appended after the user's text.
-    pub fn with_lines(&self, lines: &[Line]) -> String {
+    pub fn with_lines(&self, lines: &[Line]) -> Vec<u8> {
         let mut generated = String::new();
         for l in lines {
             generated.push_str(&l.render());
             generated.push('\n');
         }
+        let mut out = self.before.clone();
         if self.has_markers {
-            let mut before = self.before.clone();
-            if !before.ends_with('\n') {
-                before.push('\n');
+            if !out.ends_with(b"\n") {
+                out.push(b'\n');
             }
-            format!("{before}{generated}{}", self.after)
-        } else {
-            let mut out = self.before.clone();
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
-            if !out.is_empty() && !out.ends_with("\n\n") {
-                out.push('\n');
-            }
-            format!("{out}{BEGIN}\n{generated}{END}\n")
+            out.extend_from_slice(generated.as_bytes());
+            out.extend_from_slice(&self.after);
+            return out;
         }
+        if !out.is_empty() && !out.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        if !out.is_empty() && !out.ends_with(b"\n\n") {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(format!("{BEGIN}\n{generated}{END}\n").as_bytes());
+        out
     }
 }
 
@@ -138,10 +158,9 @@ pub fn write_lines(path: &Path, lines: &[Line]) -> Result<bool> {
     let current = std::fs::read(path).ok();
     let parsed = MemoryMd::read(path)?;
     let next = parsed.with_lines(lines);
-    if current.as_deref() == Some(next.as_bytes()) {
+    if current.as_deref() == Some(next.as_slice()) {
         return Ok(false);
     }
-    crate::atomic::write(path, next.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
+    crate::atomic::write(path, &next).with_context(|| format!("writing {}", path.display()))?;
     Ok(true)
 }

@@ -306,7 +306,10 @@ fn an_append_that_fails_part_way_leaves_nothing_behind() {
         .unwrap()
         .path();
     let before = std::fs::read(&day).unwrap();
-    let big = format!("Remembers {}", "a long list of things ".repeat(300).trim_end());
+    let big = format!(
+        "Remembers {}",
+        "a long list of things ".repeat(300).trim_end()
+    );
     let limited = std::process::Command::new("sh")
         .args(["-c", "ulimit -f 4; exec \"$0\" \"$@\""])
         .arg(env!("CARGO_BIN_EXE_memd"))

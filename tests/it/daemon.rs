@@ -559,3 +559,90 @@ fn web_pages_and_rebound_host_names_are_refused() {
     assert!(searched() > 0);
     d.stop();
 }
+
+/// One line of bytes that is not UTF-8, or one too long to read, gets a
+/// parse error and the server goes on; a MEMORY.md that is not UTF-8 is a
+/// clear error to the model, never an empty memory.
+#[test]
+fn mcp_answers_bad_bytes_with_a_parse_error_and_goes_on() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let mut md = std::fs::read(layout.memory_md()).unwrap();
+    md.extend_from_slice(b"Caf\xe9 notes kept by hand\n");
+    std::fs::write(layout.memory_md(), &md).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(&layout.root)
+        .arg("mcp")
+        .env_remove("MEMD_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut reply = || -> Value {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    stdin
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"p\xffing\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let long = vec![b'x'; 5 << 20];
+    stdin.write_all(&long).unwrap();
+    stdin
+        .write_all(b"\n{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"ping\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let r = reply();
+    assert_eq!(r["id"], 2, "{r}");
+    assert!(r["result"].is_object(), "{r}");
+
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "core_memory", "arguments": {}}});
+    writeln!(stdin, "{call}").unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("not UTF-8"), "{text}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read(layout.memory_md()).unwrap(), md);
+}
+
+/// The API serves MEMORY.md byte for byte, and a run that rewrites its
+/// generated part keeps the user's bytes outside the markers as they are.
+#[test]
+fn memory_md_bytes_are_served_and_kept_as_they_are() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let mut md = std::fs::read(layout.memory_md()).unwrap();
+    md.extend_from_slice(b"Caf\xe9 notes kept by hand\n");
+    std::fs::write(layout.memory_md(), &md).unwrap();
+    let d = start_in_process(&layout);
+    let body = run(async {
+        let resp = reqwest::get(format!("{}/v1/memory", d.base)).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        resp.bytes().await.unwrap().to_vec()
+    });
+    assert_eq!(body, md);
+    d.stop();
+
+    add(&layout, "2026-11-20", &["Drinks flat white coffee"]);
+    let out = memd(&layout.root, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = std::fs::read(layout.memory_md()).unwrap();
+    assert!(
+        after.windows(5).any(|w| w == b"Caf\xe9 "),
+        "the user's byte was rewritten"
+    );
+    assert!(String::from_utf8_lossy(&after).contains("flat white"));
+}

@@ -43,13 +43,13 @@ fn memory_md_keeps_user_text_outside_the_markers() {
 
 #[test]
 fn memory_md_without_markers_gets_them_appended() {
-    let md = MemoryMd::parse("just my notes").unwrap();
+    let md = MemoryMd::parse(b"just my notes").unwrap();
     let out = md.with_lines(&[Line {
         entry_id: "e-1".into(),
         text: "x".into(),
     }]);
     assert_eq!(
-        out,
+        String::from_utf8(out).unwrap(),
         format!(
             "just my notes\n\n{}\n- x <!-- e-1 -->\n{}\n",
             memory_md::BEGIN,
@@ -65,7 +65,7 @@ fn broken_markers_are_an_error_not_a_guess() {
         format!("{}\n{}", memory_md::END, memory_md::BEGIN),
         format!("{0}\n{0}\n{1}", memory_md::BEGIN, memory_md::END),
     ] {
-        let err = MemoryMd::parse(&src).unwrap_err().to_string();
+        let err = MemoryMd::parse(src.as_bytes()).unwrap_err().to_string();
         assert!(err.contains("broken memd markers"), "{err}");
     }
 }
