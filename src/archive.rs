@@ -626,13 +626,7 @@ impl DayText {
 
     /// How many facts of the day already have the normalised hash `hash`.
     fn occurrences(&self, text: &str, hash: &str) -> usize {
-        let folded = self.folded.get_or_init(|| {
-            self.src
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .to_lowercase()
-        });
+        let folded = self.folded.get_or_init(|| crate::text::fold(&self.src));
         if !folded.contains(&crate::text::normalize(text)) {
             return 0;
         }

@@ -1,17 +1,48 @@
 //! Normalisation and hashing that every module must agree on.
 //!
 //! Fact ids, free merging of exact restatements and tombstone matching all
-//! compare *normalised* text, so the rule lives in one place: lowercase,
-//! whitespace folded to single spaces, trailing punctuation dropped.
+//! compare *normalised* text, so the rule lives in one place: Unicode NFKC
+//! (full-width letters, ligatures and the like become their plain form),
+//! invisible format characters dropped (a zero-width space must not make a
+//! forgotten fact new again), whitespace folded to single spaces, trailing
+//! punctuation dropped, lowercase. A text left with no letter or digit
+//! (`---`, `!!!`) is compared by its own characters instead, so that such
+//! facts stay distinct and no tombstone can cover them all.
 
 use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
+
+/// Characters that show nothing: format characters (zero-width space and
+/// joiners, directional marks and isolates, word joiner, soft hyphen, the
+/// byte-order mark) and variation selectors.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// NFKC, invisible characters dropped, whitespace folded, lowercase: the
+/// base of [`normalize`], and what a search for a normalised text inside a
+/// longer one must run over.
+pub(crate) fn fold(text: &str) -> String {
+    let plain: String = text.nfkc().filter(|c| !invisible(*c)).collect();
+    plain
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
 
 /// The comparison form of a fact or entry text.
 pub(crate) fn normalize(text: &str) -> String {
-    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let trimmed =
-        folded.trim_end_matches(|c: char| c.is_ascii_punctuation() || c == '…' || c == '。');
-    trimmed.to_lowercase()
+    let folded = fold(text);
+    if !folded.chars().any(char::is_alphanumeric) {
+        return folded;
+    }
+    folded
+        .trim_end_matches(|c: char| c.is_ascii_punctuation() || c == '…' || c == '。')
+        .to_string()
 }
 
 /// Hex SHA-256 of `data`, cut to `len` hex digits.

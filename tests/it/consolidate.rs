@@ -1350,3 +1350,42 @@ async fn the_time_gate_opens_after_min_hours_by_the_runs_clock() {
     let state = State::load(&layout.state_file()).unwrap();
     assert_eq!(state.last_run.as_deref(), Some("2026-11-20T15:00:00Z"));
 }
+
+/// Comparison is by the Unicode-normalised text: a zero-width space or
+/// full-width letters do not make a forgotten fact new again, and two
+/// spellings that look alike get distinct ids on one day; a fact with no
+/// letters or digits is compared by its own characters, so `---` and `!!!`
+/// are two facts, not one.
+#[tokio::test]
+async fn invisible_and_compatibility_characters_never_resurrect_a_fact() {
+    let (_t, layout) = memory_dir();
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Lexical;
+    let canoe = add(&layout, "2026-11-20", &["Owns a red canoe"]);
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let entry = entries(&layout)[0].id().unwrap().to_string();
+    memd::forget::forget(&layout, &entry).unwrap();
+
+    let again = add(
+        &layout,
+        "2026-11-20",
+        &[
+            "Owns a red\u{200B} canoe",
+            "Ｏｗｎｓ a red canoe",
+            "Owns a\u{00AD} red canoe.",
+        ],
+    );
+    let mut ids = canoe.clone();
+    ids.extend(again);
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), 4, "two spellings share an id: {ids:?}");
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(r.pending_facts, 0, "a forgotten fact came back: {r:?}");
+    assert!(entries(&layout).is_empty());
+
+    let marks = add(&layout, "2026-11-21", &["---", "!!!"]);
+    assert_ne!(marks[0].split('#').nth(1), marks[1].split('#').nth(1));
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let texts: Vec<String> = entries(&layout).iter().map(|e| e.text.clone()).collect();
+    assert_eq!(texts, ["---", "!!!"]);
+}
