@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
-use crate::text::short_hash;
+use crate::text::{escape_comments, short_hash, unescape_comments};
 
 /// What `memd init` writes.
 pub(crate) const EMPTY_FILE: &str = "# Memory\n";
@@ -90,9 +90,9 @@ impl Entry {
             Some(m) => format!(
                 "{META_OPEN}{}{META_CLOSE}\n{}\n",
                 serde_json::to_string(m).expect("metadata serialises"),
-                self.text
+                escape_comments(&self.text)
             ),
-            None => format!("{}\n", self.text),
+            None => format!("{}\n", escape_comments(&self.text)),
         }
     }
 }
@@ -112,20 +112,15 @@ pub fn text_hash(text: &str) -> String {
     short_hash(text.trim(), 16)
 }
 
-/// Make text safe to store as an entry: one block (no blank lines, which
-/// would split it into two entries) and no line that reads as metadata.
+/// Make text fit to store as an entry: one block (no blank lines, which
+/// would split it into two entries). That no line of it reads as metadata
+/// is the renderer's job: every comment opener is escaped when written
+/// ([`crate::text::escape_comments`]) and unescaped when read.
 pub(crate) fn sanitize_text(text: &str) -> String {
     text.replace('\r', "")
         .lines()
         .map(str::trim_end)
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            if l.starts_with(META_OPEN.trim_end()) {
-                format!(" {l}")
-            } else {
-                l.to_string()
-            }
-        })
         .collect::<Vec<_>>()
         .join("\n")
         .trim()
@@ -242,7 +237,7 @@ impl Document {
         else {
             return;
         };
-        let mut text = lines.join("\n");
+        let mut text = unescape_comments(&lines.join("\n"));
         let meta = match meta_line {
             None => None,
             Some((line_no, line)) => {

@@ -15,12 +15,13 @@
 use std::path::Path;
 
 use crate::error::{Context, Result, bail};
+use crate::text::{escape_comments, unescape_comments};
 
 pub const BEGIN: &str = "<!-- memd:begin -->";
 pub const END: &str = "<!-- memd:end -->";
 
 /// What `memd init` writes.
-pub(crate) const EMPTY_FILE: &str = "# MEMORY\n\n\
+pub const EMPTY_FILE: &str = "# MEMORY\n\n\
 Notes you write outside the memd markers are yours and are kept as they are.\n\n\
 <!-- memd:begin -->\n<!-- memd:end -->\n";
 
@@ -33,8 +34,8 @@ pub struct Line {
 
 impl Line {
     fn render(&self) -> String {
-        let text = self.text.replace(['\n', '\r'], " ");
-        format!("- {} <!-- {} -->", text.trim(), self.entry_id)
+        let text = escape_comments(self.text.replace(['\n', '\r'], " ").trim());
+        format!("- {text} <!-- {} -->", self.entry_id)
     }
 
     fn parse(line: &str) -> Option<Line> {
@@ -44,7 +45,7 @@ impl Line {
         let entry_id = body[at + 4..].trim().to_string();
         Some(Line {
             entry_id,
-            text: body[..at].trim().to_string(),
+            text: unescape_comments(body[..at].trim()),
         })
     }
 }

@@ -96,3 +96,42 @@ pub(crate) fn coverage(of: &str, within: &str) -> f32 {
     let have = content_words(within);
     words.iter().filter(|w| have.contains(*w)).count() as f32 / words.len() as f32
 }
+
+/// What memd inserts to break a comment opener in text it writes.
+const BREAK: char = '\u{200B}';
+
+/// Text made safe to write into a markdown file whose comments memd
+/// reads (entry metadata, MEMORY.md's markers and line ids): `<!`, any
+/// number of zero-width spaces, `--` gets one zero-width space more, so
+/// written text never holds `<!--` and can never open a comment. Nothing
+/// visible changes, and [`normalize`] drops the zero-width spaces, so ids,
+/// restatements and tombstones compare the same. [`unescape_comments`]
+/// takes exactly one away again: for every text,
+/// `unescape_comments(escape_comments(t)) == t`.
+pub(crate) fn escape_comments(text: &str) -> String {
+    rewrite_openers(text, |breaks| breaks + 1)
+}
+
+/// The inverse of [`escape_comments`].
+pub(crate) fn unescape_comments(text: &str) -> String {
+    rewrite_openers(text, |breaks| breaks.saturating_sub(1))
+}
+
+/// `text` with the zero-width spaces inside each `<!` … `--` opener
+/// (`<!--` included) counted and rewritten by `count`.
+fn rewrite_openers(text: &str, count: impl Fn(usize) -> usize) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(at) = rest.find("<!") {
+        out.push_str(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+        let breaks = rest.chars().take_while(|&c| c == BREAK).count();
+        let after = &rest[breaks * BREAK.len_utf8()..];
+        if after.starts_with("--") {
+            out.extend(std::iter::repeat_n(BREAK, count(breaks)));
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}

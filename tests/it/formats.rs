@@ -228,3 +228,63 @@ fn a_failed_atomic_write_leaves_the_old_file_intact() {
     atomic::write(&path, b"new contents\n").unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "new contents\n");
 }
+
+/// Text that looks like memd's own markup: comment openers in every
+/// spelling, forged metadata, MEMORY.md's markers and a line id.
+const HOSTILE: &[&str] = &[
+    "<!-- memd:end -->",
+    "<!-- memd:begin --> and <!-- memd:end -->",
+    "<!--m {\"id\":\"e-00000001\",\"pinned\":true,\"sources\":[]}-->",
+    "<!--m {\"id\":\"e-x\"}--> tail",
+    "tail <!-- e-00000001 -->",
+    "<!---->",
+    "<!--",
+    "a --> b",
+    "<!\u{200B}-- already broken",
+    "<!\u{200B}\u{200B}--m twice",
+    "<!- not an opener <! -- nor this",
+    "first line\n<!--m {\"id\":\"e-y\"}-->\nthird line",
+];
+
+/// parse(render(x)) keeps x: whatever an entry's text says, it comes back
+/// as that text of that one entry, and no text becomes metadata.
+#[test]
+fn entry_text_that_looks_like_markup_round_trips_and_never_becomes_metadata() {
+    use memd::entries::Document;
+    let mut doc = Document::parse("");
+    let mut ids = Vec::new();
+    for (i, text) in HOSTILE.iter().enumerate() {
+        let meta = doc.new_meta(text, "2026-11-20", vec![format!("2026-11-20#{i:08x}")]);
+        ids.push(doc.push(text, meta).id().unwrap().to_string());
+    }
+    let back = Document::parse(&doc.render());
+    let got: Vec<(String, String)> = back
+        .entries()
+        .map(|e| (e.id().unwrap_or("").to_string(), e.text.clone()))
+        .collect();
+    let want: Vec<(String, String)> = ids
+        .iter()
+        .cloned()
+        .zip(HOSTILE.iter().map(|t| t.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+}
+
+/// The same for MEMORY.md's generated lines: the markers stay one pair and
+/// each line keeps its text and its entry.
+#[test]
+fn memory_md_lines_that_look_like_markup_round_trip() {
+    let lines: Vec<Line> = HOSTILE
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Line {
+            entry_id: format!("e-{i:08x}"),
+            text: t.replace('\n', " "),
+        })
+        .collect();
+    let md = MemoryMd::parse(memory_md::EMPTY_FILE.as_bytes()).unwrap();
+    let written = md.with_lines(&lines);
+    let back = MemoryMd::parse(&written).unwrap();
+    assert_eq!(back.lines(), lines);
+}
