@@ -470,6 +470,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
         buf.push('\n');
     }
     let out = lines(&mut buf, (day, time), &today, yesterday.as_ref(), facts);
+    crate::pause::at(layout, "append-locked");
     if out.iter().any(|a| a.written) {
         let len = bytes.len() as u64;
         crate::atomic::append_whole(&mut file, len, buf.as_bytes())
@@ -477,6 +478,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
         if !existed {
             crate::atomic::sync_dir(&layout.archive_dir())?;
         }
+        crate::pause::at(layout, "append-written");
     }
     Ok(out)
 }

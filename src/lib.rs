@@ -77,6 +77,7 @@ pub mod archive;
 pub mod atomic;
 #[cfg(feature = "lab")]
 pub mod bench;
+pub mod check;
 pub mod clock;
 pub mod config;
 pub mod consolidate;
@@ -98,6 +99,7 @@ pub mod llm;
 pub(crate) mod lock;
 pub mod mcp;
 pub mod memory_md;
+pub(crate) mod pause;
 pub(crate) mod pending;
 pub(crate) mod prompts;
 pub mod recall;

@@ -5,6 +5,7 @@
 mod add;
 #[cfg(feature = "lab")]
 mod bench;
+mod check;
 mod consolidate;
 #[cfg(feature = "lab")]
 mod eval;
@@ -65,6 +66,10 @@ enum Command {
     Watch(watch::Args),
     /// Show the state of the memory directory and the configuration in force.
     Status(status::Args),
+    /// Verify memd's invariants (every fact accounted for, unique ids, one
+    /// pair of MEMORY.md markers, parsable logs, the index equal to the
+    /// files); exits non-zero on a problem. --fix rebuilds the index only.
+    Check(check::Args),
     /// Run the daemon for this directory: watcher, consolidation loop,
     /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
     Serve(serve::Args),
@@ -92,6 +97,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Reindex(args) => reindex::run(&dir, args),
         Command::Watch(args) => watch::run(&dir, args),
         Command::Status(args) => status::run(&dir, args),
+        Command::Check(args) => check::run(&dir, args),
         Command::Serve(args) => serve::run(&dir, args),
         Command::Mcp(args) => mcp::run(&dir, args),
         #[cfg(feature = "lab")]

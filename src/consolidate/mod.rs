@@ -48,7 +48,7 @@ pub(crate) mod report;
 pub(crate) mod second_look;
 pub(crate) mod validate;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::Result;
 use crate::archive::Fact;
@@ -74,20 +74,7 @@ pub struct Options {
     pub dry_run: bool,
 }
 
-/// Test failpoint: with `MEMD_PAUSE_AT=<step>` the process stops at `step`,
-/// leaves `.memd/paused-at-<step>` and waits to be killed. The crash-safety
-/// tests kill it there with SIGKILL, one step after another.
-pub(crate) fn pause_point(layout: &Layout, step: &str) {
-    if std::env::var("MEMD_PAUSE_AT").ok().as_deref() == Some(step) {
-        let _ = std::fs::write(
-            layout.runtime_dir().join(format!("paused-at-{step}")),
-            std::process::id().to_string(),
-        );
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-}
+pub(crate) use crate::pause::at as pause_point;
 
 pub(crate) fn new_run_id(clock: &Clock) -> String {
     let now = clock.now();

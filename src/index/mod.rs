@@ -611,6 +611,65 @@ impl Index {
     }
 }
 
+/// One row as the table holds it: what `memd check` compares with the
+/// rows the files call for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredRow {
+    pub id: String,
+    pub source: String,
+    pub hash: String,
+}
+
+/// Every row of the index on disk, read without an embedder and without
+/// creating, migrating or syncing anything; `None` when there is no index
+/// yet. Safe beside a daemon that owns the table (LanceDB readers see a
+/// consistent version).
+pub(crate) async fn stored_rows(layout: &Layout) -> Result<Option<Vec<StoredRow>>> {
+    let lance = layout.index_dir().join("lance");
+    if !lance.exists() {
+        return Ok(None);
+    }
+    let db = lancedb::connect(lance.to_str().context("index path is not UTF-8")?)
+        .execute()
+        .await?;
+    let Ok(table) = db.open_table(TABLE).execute().await else {
+        return Ok(None);
+    };
+    let columns = ["id", "source", "hash"];
+    let mut out = Vec::new();
+    for b in collect(table.query().select(Select::columns(&columns))).await? {
+        let (ids, sources, hashes) = (
+            string_col(&b, "id")?,
+            string_col(&b, "source")?,
+            string_col(&b, "hash")?,
+        );
+        for i in 0..b.num_rows() {
+            out.push(StoredRow {
+                id: ids.value(i).to_string(),
+                source: sources.value(i).to_string(),
+                hash: hashes.value(i).to_string(),
+            });
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Per source file: its rows, each with its [`Row::hash`].
+pub(crate) type RowsBySource = HashMap<String, Vec<(Row, String)>>;
+
+/// The rows every source file calls for, and which sources the index has
+/// synced in their current state.
+pub(crate) fn expected_rows(
+    layout: &Layout,
+) -> Result<(RowsBySource, BTreeMap<String, &'static str>)> {
+    let sources = crate::entries::sources(&layout.entries_file())?;
+    let rows = desired_rows_for(layout, None, &sources)?
+        .into_iter()
+        .map(|(s, r)| (s, with_hashes(r)))
+        .collect();
+    Ok((rows, freshness(layout)?))
+}
+
 /// Rows from which a fragment is left alone by compaction (LanceDB's own
 /// line between small and not small). LanceDB's default target is a million
 /// rows, which would rewrite the whole table, up to a million rows, every

@@ -287,6 +287,7 @@ fn a_fact_on_a_day_already_consolidated_is_still_pending() {
     for fact in ["cello", "canoe", "bees"] {
         assert!(entries.contains(fact), "{fact} missing from\n{entries}");
     }
+    crate::support::assert_checks_clean(dir, "facts on a consolidated day");
 }
 
 /// An append is all or nothing: a write that fails part-way (a file-size
@@ -339,4 +340,38 @@ fn an_append_that_fails_part_way_leaves_nothing_behind() {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(facts.iter().filter(|f| f.text == big).count(), 1);
     assert_eq!(facts.len(), 2);
+    crate::support::assert_checks_clean(dir, "a failed append");
+}
+
+/// SIGKILL at each step of an append (holding the day file's lock before
+/// writing, and after the write and fsync): the day file holds the fact
+/// whole or not at all, `memd check` is clean, and a retry with the same
+/// key writes it exactly once.
+#[test]
+fn sigkill_at_each_step_of_an_append_leaves_a_clean_directory() {
+    for step in ["append-locked", "append-written"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        assert!(memd(dir, &["init"]).status.success());
+        let layout = memd::Layout::open(dir).unwrap();
+        let args = [
+            "add",
+            "--no-similar",
+            "--key",
+            "k1",
+            "Keeps bees on the roof",
+        ];
+        crate::support::kill_at(dir, &args, step);
+        let (facts, warnings) = memd::archive::read_all(&layout).unwrap();
+        assert!(warnings.is_empty(), "after {step}: {warnings:?}");
+        let written = step == "append-written";
+        assert_eq!(facts.len(), usize::from(written), "after {step}");
+        crate::support::assert_checks_clean(dir, &format!("a kill at {step}"));
+
+        let out = memd(dir, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let (facts, _) = memd::archive::read_all(&layout).unwrap();
+        assert_eq!(facts.len(), 1, "after {step} and a retry");
+        crate::support::assert_checks_clean(dir, &format!("a retry after a kill at {step}"));
+    }
 }

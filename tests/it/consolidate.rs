@@ -1064,28 +1064,8 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
                 &["Works night shifts", "Grows tomatoes on the balcony"],
             );
             let memory_md_before = std::fs::read(layout.memory_md()).unwrap();
-            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memd"))
-                .arg("--dir")
-                .arg(&layout.root)
-                .args(["consolidate", "--force"])
-                .env("MEMD_PAUSE_AT", step)
-                .env_remove("MEMD_DIR")
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            let marker = layout.runtime_dir().join(format!("paused-at-{step}"));
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-            while !marker.exists() {
-                assert!(
-                    child.try_wait().unwrap().is_none(),
-                    "memd exited before {step}"
-                );
-                assert!(std::time::Instant::now() < deadline, "never reached {step}");
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
+            kill_at(&layout.root, &["consolidate", "--force"], step);
+            assert_checks_clean(&layout.root, &format!("a kill at {step}"));
 
             // Whatever was on disk is whole: the entries file is the old one
             // (no entries) or the new one (all four facts), never a part.
@@ -1105,6 +1085,7 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
 
             let out = memd(&layout.root, &["consolidate", "--force"]);
             assert!(out.status.success(), "after {step}: {}", stderr(&out));
+            assert_checks_clean(&layout.root, &format!("the run after a kill at {step}"));
             assert_every_fact_kept_once(&layout);
             assert_eq!(temp_files(&layout), Vec::<String>::new(), "after {step}");
             let (_, bad) = memd::jsonl::read::<journal::Record>(&layout.journal_file()).unwrap();
@@ -1388,6 +1369,7 @@ async fn invisible_and_compatibility_characters_never_resurrect_a_fact() {
     consolidate::run(&layout, &config, FORCE).await.unwrap();
     let texts: Vec<String> = entries(&layout).iter().map(|e| e.text.clone()).collect();
     assert_eq!(texts, ["---", "!!!"]);
+    assert_checks_clean(&layout.root, "invisible characters");
 }
 
 /// Facts that carry memd's own markup are stored as text: MEMORY.md keeps
@@ -1430,4 +1412,5 @@ async fn facts_that_look_like_markup_stay_text_in_every_file() {
     let marker = all.iter().find(|e| e.text.contains("memd:end")).unwrap();
     memd::forget::forget(&layout, marker.id().unwrap()).unwrap();
     assert_eq!(entries(&layout).len(), 3);
+    assert_checks_clean(&layout.root, "facts that look like markup");
 }

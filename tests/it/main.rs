@@ -3,6 +3,7 @@
 //! One test binary on purpose: each extra one links the whole LanceDB tree.
 
 mod archive;
+mod check;
 mod cli;
 mod config;
 mod consolidate;

@@ -228,3 +228,42 @@ pub fn faithful(body: &serde_json::Value) -> Reply {
         add_every_fact(body)
     })
 }
+
+/// `memd check` finds no problem in `dir` (the oracle every fault test
+/// ends with).
+pub fn assert_checks_clean(dir: &Path, after: &str) {
+    let out = memd(dir, &["check"]);
+    assert!(
+        out.status.success(),
+        "memd check after {after}:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+/// Run `memd ARGS` in `dir` with the failpoint `step` set, wait until it
+/// stops there, and kill it with SIGKILL.
+pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .env("MEMD_PAUSE_AT", step)
+        .env_remove("MEMD_DIR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = dir.join(".memd").join(format!("paused-at-{step}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !marker.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "memd exited before {step}"
+        );
+        assert!(std::time::Instant::now() < deadline, "never reached {step}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}

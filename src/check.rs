@@ -1,0 +1,323 @@
+//! `memd check`: memd's invariants, verified from the files, the way
+//! `git fsck` and SQLite's `integrity_check` verify theirs. It only reads;
+//! `--fix` (the command line's) rebuilds only what is derived, the index.
+//!
+//! A **problem** breaks a promise and makes `memd check` fail:
+//! - an archive fact that is neither pending, nor in exactly one entry's
+//!   `sources`, nor covered by a tombstone (a run decided it, but no entry
+//!   holds it: hidden), or that two entries claim;
+//! - two entries with one id; entry metadata that cannot be read;
+//! - MEMORY.md without exactly one pair of markers, or a generated line
+//!   that names no live entry;
+//! - a line of the journal, the tombstones or the recall log that is not
+//!   JSON, or a state file that is not;
+//! - index rows that differ from the rows the files call for, in a file the
+//!   index has synced: duplicates, stale or missing rows, and anything a
+//!   tombstone covers.
+//!
+//! A **note** is worth knowing and breaks nothing: an entry edited by hand
+//! (its text no longer matches its metadata hash: hand edits are part of
+//! memd's design), a block waiting for metadata, a source naming a fact the
+//! archive no longer has, archive lines read with warnings, index rows of
+//! files changed since the last sync.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::archive::{self, Fact};
+use crate::entries::{Document, text_hash};
+use crate::error::Result;
+use crate::index;
+use crate::memory_md::MemoryMd;
+use crate::pending::{Pending, Settled};
+use crate::state::State;
+use crate::tombstones::Tombstones;
+use crate::{Layout, journal, jsonl, recall};
+
+/// One finding: where, and what.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Relative to the memory directory.
+    pub file: String,
+    /// 1-based, when the finding has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub what: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub problems: Vec<Finding>,
+    pub notes: Vec<Finding>,
+    pub facts: usize,
+    pub entries: usize,
+    /// Rows in the index (`None`: no index yet).
+    pub index_rows: Option<usize>,
+    /// Whether some problem is the index's alone (`--fix` can repair it).
+    pub index_fixable: bool,
+}
+
+impl Report {
+    fn problem(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
+        let what = what.into();
+        self.problems.push(Finding {
+            file: file.into(),
+            line,
+            what,
+        });
+    }
+
+    fn note(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
+        let what = what.into();
+        self.notes.push(Finding {
+            file: file.into(),
+            line,
+            what,
+        });
+    }
+}
+
+/// Check every file, then the index (read only).
+pub async fn run(layout: &Layout) -> Result<Report> {
+    let mut report = Report::default();
+    let (facts, warnings) = archive::read_all(layout)?;
+    for w in warnings {
+        report.note("archive/", None, w);
+    }
+    let doc = Document::read(&layout.entries_file())?;
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let state = match State::load(&layout.state_file()) {
+        Ok(s) => s,
+        Err(e) => {
+            report.problem(".consolidation_state.json", None, e.to_string());
+            State::default()
+        }
+    };
+    report.facts = facts.len();
+    report.entries = doc.entries().count();
+    entries(&doc, &mut report);
+    provenance(&facts, &doc, &state, &tombstones, &mut report);
+    memory_md(layout, &doc, &mut report);
+    json_lines(layout, &mut report)?;
+    index(layout, &tombstones, &mut report).await?;
+    Ok(report)
+}
+
+const ENTRIES: &str = "consolidated/memory.md";
+
+/// Unique ids, readable metadata; hand edits as notes.
+fn entries(doc: &Document, report: &mut Report) {
+    for w in &doc.warnings {
+        let line = w
+            .strip_prefix("line ")
+            .and_then(|r| r.split(':').next()?.parse().ok());
+        report.problem(ENTRIES, line, w.clone());
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for e in doc.entries() {
+        let Some(m) = e.meta.as_ref() else {
+            report.note(
+                ENTRIES,
+                None,
+                format!(
+                    "a block without metadata, waiting for the next run: {:?}",
+                    first_words(&e.text)
+                ),
+            );
+            continue;
+        };
+        *seen.entry(m.id.as_str()).or_default() += 1;
+        if m.hash != text_hash(&e.text) {
+            report.note(ENTRIES, None, format!("{} was edited by hand", m.id));
+        }
+    }
+    for (id, n) in seen.into_iter().filter(|(_, n)| *n > 1) {
+        report.problem(ENTRIES, None, format!("{n} entries have the id {id}"));
+    }
+}
+
+fn first_words(text: &str) -> String {
+    text.split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every fact pending, in exactly one entry, or forgotten.
+fn provenance(
+    facts: &[Fact],
+    doc: &Document,
+    state: &State,
+    tombstones: &Tombstones,
+    report: &mut Report,
+) {
+    let mut holders: HashMap<&str, Vec<&str>> = HashMap::new();
+    for m in doc.entries().filter_map(|e| e.meta.as_ref()) {
+        for s in &m.sources {
+            holders.entry(s.as_str()).or_default().push(m.id.as_str());
+        }
+    }
+    let rule = Pending::new(state, tombstones, doc);
+    let known: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    for f in facts {
+        let file = format!("archive/{}.md", f.day);
+        let held = holders.get(f.id.as_str()).map_or(0, Vec::len);
+        if held > 1 {
+            let by = holders[f.id.as_str()].join(", ");
+            report.problem(
+                &file,
+                Some(f.line),
+                format!("fact {} is in the sources of {held} entries ({by})", f.id),
+            );
+        }
+        if rule.settled(f) == Some(Settled::Done) && held == 0 && !tombstones.covers(&f.id, &f.text)
+        {
+            report.problem(
+                &file,
+                Some(f.line),
+                format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?})", f.id, first_words(&f.text)),
+            );
+        }
+    }
+    for (source, by) in holders.iter().filter(|(s, _)| !known.contains(*s)) {
+        report.note(
+            ENTRIES,
+            None,
+            format!(
+                "{} names source {source}, which no archive file has",
+                by.join(", ")
+            ),
+        );
+    }
+}
+
+/// One pair of markers; every generated line tied to a live entry.
+fn memory_md(layout: &Layout, doc: &Document, report: &mut Report) {
+    match MemoryMd::read(&layout.memory_md()) {
+        Err(e) => report.problem("MEMORY.md", None, e.to_string()),
+        Ok(md) => {
+            let live: HashSet<&str> = doc.entries().filter_map(|e| e.id()).collect();
+            for l in md
+                .lines()
+                .iter()
+                .filter(|l| !live.contains(l.entry_id.as_str()))
+            {
+                report.problem(
+                    "MEMORY.md",
+                    None,
+                    format!(
+                        "a generated line names {}, which is not an entry: {:?}",
+                        l.entry_id,
+                        first_words(&l.text)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The JSON-lines files parse, line by line.
+fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
+    let bad = [
+        (
+            "consolidated/journal.jsonl",
+            jsonl::read::<journal::Record>(&layout.journal_file())?.1,
+        ),
+        (
+            ".tombstones.jsonl",
+            jsonl::read::<serde_json::Value>(&layout.tombstones_file())?.1,
+        ),
+        (
+            ".recall_log.jsonl",
+            jsonl::read::<recall::Hit>(&layout.recall_log())?.1,
+        ),
+    ];
+    for (file, lines) in bad {
+        for b in lines {
+            report.problem(file, Some(b.line), format!("not a record: {}", b.error));
+        }
+    }
+    Ok(())
+}
+
+/// The index holds exactly the rows the files call for.
+async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
+    let Some(stored) = index::stored_rows(layout).await? else {
+        return Ok(());
+    };
+    report.index_rows = Some(stored.len());
+    let (expected, fresh) = index::expected_rows(layout)?;
+    let before = report.problems.len();
+    let mut counts: HashMap<(&str, &str), usize> = HashMap::new();
+    for r in &stored {
+        *counts.entry((&r.source, &r.id)).or_default() += 1;
+    }
+    for ((source, id), n) in counts.iter().filter(|(_, n)| **n > 1) {
+        report.problem(INDEX, None, format!("{n} rows for {id} ({source})"));
+    }
+    let texts: HashMap<&str, &str> = expected
+        .values()
+        .flatten()
+        .map(|(r, _)| (r.id.as_str(), r.text.as_str()))
+        .collect();
+    for r in &stored {
+        if tombstones.covers(&r.id, texts.get(r.id.as_str()).copied().unwrap_or("")) {
+            report.problem(
+                INDEX,
+                None,
+                format!("a row for {}, which is forgotten", r.id),
+            );
+        }
+    }
+    for (source, state) in &fresh {
+        source_rows(source, state, &expected, &stored, report);
+    }
+    let gone: HashSet<&str> = stored.iter().map(|r| r.source.as_str()).collect();
+    for source in gone.into_iter().filter(|s| !fresh.contains_key(*s)) {
+        let what = format!("rows of {source}, which no longer exists (not synced yet)");
+        report.note(INDEX, None, what);
+    }
+    report.index_fixable = report.problems.len() > before;
+    Ok(())
+}
+
+const INDEX: &str = ".memd/index";
+
+/// One source file's rows in the index against the rows it calls for: a
+/// difference is a problem when the index says it synced the file as it
+/// is, a note when the file changed since.
+fn source_rows(
+    source: &str,
+    state: &str,
+    expected: &index::RowsBySource,
+    stored: &[index::StoredRow],
+    report: &mut Report,
+) {
+    let want: HashMap<&str, &str> = expected
+        .get(source)
+        .into_iter()
+        .flatten()
+        .map(|(r, h)| (r.id.as_str(), h.as_str()))
+        .collect();
+    let have: HashMap<&str, &str> = stored
+        .iter()
+        .filter(|r| r.source == source)
+        .map(|r| (r.id.as_str(), r.hash.as_str()))
+        .collect();
+    if want == have {
+        return;
+    }
+    if state != "fresh" {
+        let what = format!("{source} changed since the last sync ({state})");
+        report.note(INDEX, None, what);
+        return;
+    }
+    let stale = have
+        .iter()
+        .filter(|(id, h)| want.get(*id) != Some(*h))
+        .count();
+    let missing = want.keys().filter(|id| !have.contains_key(*id)).count();
+    let what = format!("{source}: {stale} stale and {missing} missing rows");
+    report.problem(INDEX, None, what);
+}

@@ -1,0 +1,62 @@
+//! `memd check [--json] [--fix]`
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use memd::check::{Finding, Report};
+use memd::service::Backend;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    json: bool,
+    /// Repair what is derived: rebuild the index from the files when it
+    /// disagrees with them (through the daemon when one runs). Files a
+    /// person owns are never changed.
+    #[arg(long)]
+    fix: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let (layout, config) = super::open(dir)?;
+    let rt = super::runtime()?;
+    let mut report = rt.block_on(memd::check::run(&layout))?;
+    if args.fix && report.index_rows.is_some() {
+        let backend = Backend::for_dir(&layout);
+        let clear = report.index_fixable;
+        rt.block_on(backend.reindex(&layout, &config, clear))?;
+        if clear {
+            eprintln!("memd: the index was rebuilt from the files");
+        }
+        report = rt.block_on(memd::check::run(&layout))?;
+    }
+    super::emit(args.json, &report, render)?;
+    match report.problems.len() {
+        0 => Ok(()),
+        n => bail!("{n} problems (see above)"),
+    }
+}
+
+fn render(r: &Report) -> String {
+    let rows = r
+        .index_rows
+        .map_or("no index".into(), |n| format!("{n} index rows"));
+    let mut out = format!("{} facts, {} entries, {rows}\n", r.facts, r.entries);
+    for (label, findings) in [("problem", &r.problems), ("note", &r.notes)] {
+        for f in findings {
+            out.push_str(&format!("{label:<8} {}  {}\n", place(f), f.what));
+        }
+    }
+    if r.problems.is_empty() {
+        out.push_str("ok: no problems\n");
+    }
+    out
+}
+
+fn place(f: &Finding) -> String {
+    match f.line {
+        Some(l) => format!("{}:{l}", f.file),
+        None => f.file.clone(),
+    }
+}
