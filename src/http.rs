@@ -25,6 +25,23 @@ impl Failure {
     }
 }
 
+/// The body of `resp`, read a chunk at a time and refused past `max`
+/// bytes, so a hostile or broken server cannot make memd hold an
+/// unbounded reply in memory.
+pub(crate) async fn read_capped(mut resp: reqwest::Response, max: usize) -> crate::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Err(Error::Service(format!(
+                "{} sent a reply larger than {max} bytes; it was not read",
+                resp.url()
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// POST `body` to `url`; the first successful response.
 pub(crate) async fn post_json(
     client: &reqwest::Client,

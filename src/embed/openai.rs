@@ -66,7 +66,11 @@ impl OpenAi {
         )
         .await
         .map_err(|f| f.into_error(&self.url))?;
-        let reply: Reply = resp.json().await.with_context(|| {
+        // A 3,072-dimension vector is ~120 KiB of JSON at ~40 bytes a
+        // number; 1 MiB per text is room for any honest reply.
+        let max = (texts.len().max(1)) << 20;
+        let body = crate::http::read_capped(resp, max).await?;
+        let reply: Reply = serde_json::from_slice(&body).with_context(|| {
             format!(
                 "{} returned a reply that is not an embeddings response",
                 self.url

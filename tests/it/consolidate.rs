@@ -1414,3 +1414,39 @@ async fn facts_that_look_like_markup_stay_text_in_every_file() {
     assert_eq!(entries(&layout).len(), 3);
     assert_checks_clean(&layout.root, "facts that look like markup");
 }
+
+/// A reply past the size cap is not read (the cluster waits for the next
+/// run, its facts pending and checked clean), and a reply made of
+/// brackets is refused after a bounded number of tries, not one per
+/// bracket.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_and_hostile_replies_are_refused_with_bounded_work() {
+    let huge = "[".repeat(2 << 20);
+    let server =
+        scripted(move |_, _| Reply::Json(json!({"choices": [{"message": {"content": huge}}]})))
+            .await;
+    let (_t, layout) = memory_dir();
+    let config = llm_config(&server.url);
+    let ids = add(&layout, "2026-11-20", &["Keeps bees on the roof"]);
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(r.failed_clusters, 1, "{r:?}");
+    let said = format!("{:?}", r.cluster_reports);
+    assert!(said.contains("larger than"), "{said}");
+    assert!(!is_done(&layout, &ids[0]));
+    assert!(entries(&layout).is_empty());
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a huge reply"))
+        .await
+        .unwrap();
+
+    let brackets = "[".repeat(900_000);
+    let err = memd::llm::extract_json(&brackets).unwrap_err();
+    assert!(format!("{err}").contains("not valid JSON"), "{err}");
+    let late = format!("{} {{\"ops\": []}}", "{".repeat(20));
+    assert!(memd::llm::extract_json(&late).is_err());
+    let prefaced = "Here you are: {\"ops\": []}";
+    assert_eq!(
+        memd::llm::extract_json(prefaced).unwrap(),
+        json!({"ops": []})
+    );
+}
