@@ -27,6 +27,8 @@ pub fn write_with_hook(
     bytes: &[u8],
     before_rename: impl FnOnce() -> io::Result<()>,
 ) -> io::Result<()> {
+    let target = through_links(path)?;
+    let path = target.as_path();
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -79,7 +81,8 @@ pub(crate) fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
 /// (named as [`write`] names them). Call it only while holding the lock
 /// that every writer of `path` holds, so no write in flight loses its file.
 pub(crate) fn remove_stale_temps(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+    let target = through_links(path).unwrap_or_else(|_| path.to_path_buf());
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return;
     };
     let Ok(list) = std::fs::read_dir(dir) else {
@@ -93,6 +96,31 @@ pub(crate) fn remove_stale_temps(path: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// The file a write of `path` must replace: `path` itself, or, when it is
+/// a symbolic link (a MEMORY.md shared between agents, say), the file the
+/// link points to, so that the link stays and its target is replaced
+/// atomically beside itself. Reading follows links the same way.
+fn through_links(path: &Path) -> io::Result<std::path::PathBuf> {
+    let mut path = path.to_path_buf();
+    // A bound, so that a cycle of links is an error and not a hang.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
 }
 
 /// fsync a directory so a rename or a file creation in it is durable.

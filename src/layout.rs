@@ -83,9 +83,11 @@ impl Layout {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
+            // `is_file` follows a symbolic link, as the append that writes
+            // through it does: a day file kept elsewhere is still read.
             if let Some(day) = name.strip_suffix(".md")
                 && is_day(day)
-                && entry.file_type()?.is_file()
+                && entry.path().is_file()
             {
                 days.push(day.to_string());
             }

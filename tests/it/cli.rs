@@ -375,3 +375,48 @@ fn sigkill_at_each_step_of_an_append_leaves_a_clean_directory() {
         crate::support::assert_checks_clean(dir, &format!("a retry after a kill at {step}"));
     }
 }
+
+/// Links are followed the same way for reading and writing: a MEMORY.md
+/// that links to a file shared with other agents stays a link and its
+/// target is updated; a day file that is a link is read, so the id `add`
+/// prints is found.
+#[test]
+fn symlinked_files_are_read_and_written_through_their_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mem");
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    assert!(memd(&dir, &["init"]).status.success());
+    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
+    let core = shared.join("MEMORY.md");
+    std::fs::rename(dir.join("MEMORY.md"), &core).unwrap();
+    std::os::unix::fs::symlink(&core, dir.join("MEMORY.md")).unwrap();
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let day = shared.join("day.md");
+    std::fs::write(&day, format!("# {today}\n\n- Keeps bees on the roof\n")).unwrap();
+    let link = dir.join("archive").join(format!("{today}.md"));
+    std::os::unix::fs::symlink("../../shared/day.md", &link).unwrap();
+
+    let out = memd(&dir, &["add", "--no-similar", "Plays the cello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&day).unwrap().contains("cello"));
+    assert_eq!(pending(&dir), 2, "a linked day file is not read");
+    let out = memd(&dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let md = dir.join("MEMORY.md");
+    assert!(
+        std::fs::symlink_metadata(&md)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(std::fs::read_to_string(&core).unwrap().contains("cello"));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    crate::support::assert_checks_clean(&dir, "linked files");
+}
