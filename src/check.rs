@@ -78,6 +78,16 @@ impl Report {
     }
 }
 
+/// The index alone against the files (read only): what `reindex` asks
+/// after a sync, to find rows a sync cannot see (duplicates, stale rows of
+/// files it thinks it synced).
+pub async fn index_only(layout: &Layout) -> Result<Report> {
+    let mut report = Report::default();
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    index(layout, &tombstones, &mut report).await?;
+    Ok(report)
+}
+
 /// Check every file, then the index (read only).
 pub async fn run(layout: &Layout) -> Result<Report> {
     let mut report = Report::default();

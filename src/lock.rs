@@ -54,6 +54,27 @@ pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
     }
 }
 
+/// Take the lock at `path`, waiting for whoever holds it (on a blocking
+/// thread, so async callers can await it).
+pub async fn wait_for(path: &Path) -> Result<Guard> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        FileExt::lock_exclusive(&file).with_context(|| format!("locking {}", path.display()))?;
+        Ok(Guard { _file: file })
+    })
+    .await?
+}
+
 /// Whether some process holds the lock at `path` (probed with a shared
 /// lock, released at once; the file is not touched).
 pub(crate) fn is_held(path: &Path) -> bool {

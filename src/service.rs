@@ -250,10 +250,18 @@ impl Backend {
         match self {
             Backend::InProcess => {
                 if clear {
-                    Index::clear(layout)?;
+                    Index::clear(layout).await?;
                 }
                 let index = Index::open(layout, config).await?;
-                let report = index.sync().await?;
+                let mut report = index.sync().await?;
+                if crate::check::index_only(layout).await?.index_fixable {
+                    tracing::warn!("the index disagreed with the files: rebuilding it");
+                    drop(index);
+                    Index::clear(layout).await?;
+                    let index = Index::open(layout, config).await?;
+                    report = index.sync().await?;
+                    return Ok((report, index.ids().await?.len()));
+                }
                 Ok((report, index.ids().await?.len()))
             }
             Backend::Daemon { .. } => {

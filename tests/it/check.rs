@@ -114,36 +114,7 @@ fn damage_to_any_file_is_found_with_its_place() {
 /// from the files and touches nothing else.
 #[tokio::test(flavor = "multi_thread")]
 async fn index_duplicates_are_found_and_fix_rebuilds_only_the_index() {
-    use futures::TryStreamExt;
-    use lancedb::query::{ExecutableQuery, QueryBase};
-    let (_t, layout) = lexical_dir();
-    add(
-        &layout,
-        "2026-11-20",
-        &["Drinks flat white coffee", "Has two cats"],
-    );
-    let root = layout.root.clone();
-    let synced = tokio::task::spawn_blocking(move || memd(&root, &["reindex"]))
-        .await
-        .unwrap();
-    assert!(synced.status.success(), "{}", stderr(&synced));
-    let lance = layout.index_dir().join("lance");
-    let db = lancedb::connect(lance.to_str().unwrap())
-        .execute()
-        .await
-        .unwrap();
-    let table = db.open_table("memory").execute().await.unwrap();
-    let one: Vec<arrow_array::RecordBatch> = table
-        .query()
-        .limit(1)
-        .execute()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    table.add(one).execute().await.unwrap();
-    drop(table);
+    let (_t, layout) = indexed_with_a_duplicate().await;
 
     let archive_before = std::fs::read(layout.archive_file("2026-11-20")).unwrap();
     let l = layout.clone();
@@ -165,4 +136,60 @@ async fn index_duplicates_are_found_and_fix_rebuilds_only_the_index() {
         std::fs::read(layout.archive_file("2026-11-20")).unwrap(),
         archive_before
     );
+}
+
+/// `reindex` finds rows a sync cannot see (here a duplicate written behind
+/// its back) and rebuilds the index from the files.
+#[tokio::test(flavor = "multi_thread")]
+async fn reindex_repairs_duplicate_rows() {
+    let (_t, layout) = indexed_with_a_duplicate().await;
+    let root = layout.root.clone();
+    let (out, (ok, report)) = tokio::task::spawn_blocking(move || {
+        let l = Layout::open(&root).unwrap();
+        (memd(&root, &["reindex"]), check(&l, &[]))
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(ok, "{report}");
+    assert_eq!(report["index_rows"], 2);
+}
+
+/// Two facts, indexed, and one index row added again behind memd's back.
+async fn indexed_with_a_duplicate() -> (tempfile::TempDir, Layout) {
+    let (t, layout) = lexical_dir();
+    add(
+        &layout,
+        "2026-11-20",
+        &["Drinks flat white coffee", "Has two cats"],
+    );
+    let root = layout.root.clone();
+    let out = tokio::task::spawn_blocking(move || memd(&root, &["reindex"]))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    duplicate_a_row(&layout).await;
+    (t, layout)
+}
+
+/// Add one row of the index again, behind memd's back.
+async fn duplicate_a_row(layout: &Layout) {
+    use futures::TryStreamExt;
+    use lancedb::query::{ExecutableQuery, QueryBase};
+    let lance = layout.index_dir().join("lance");
+    let db = lancedb::connect(lance.to_str().unwrap())
+        .execute()
+        .await
+        .unwrap();
+    let table = db.open_table("memory").execute().await.unwrap();
+    let one: Vec<arrow_array::RecordBatch> = table
+        .query()
+        .limit(1)
+        .execute()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    table.add(one).execute().await.unwrap();
 }

@@ -646,3 +646,75 @@ fn memory_md_bytes_are_served_and_kept_as_they_are() {
     );
     assert!(String::from_utf8_lossy(&after).contains("flat white"));
 }
+
+/// Index writes hold a lock across processes: 8 appenders that each sync
+/// the index leave exactly one row per fact. A process that is not the
+/// daemon never rebuilds the index the daemon owns, whatever embedder it
+/// asks for, and `reindex` repairs duplicate rows a sync cannot see.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_index_stays_equal_to_the_files_across_processes() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || {
+        let children: Vec<_> = (0..8)
+            .map(|c| {
+                let facts: String = (0..10)
+                    .map(|n| format!("Appender {c} remembers item number {n}\n"))
+                    .collect();
+                let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+                    .arg("--dir")
+                    .arg(&root)
+                    .args(["add", "--stdin"])
+                    .env_remove("MEMD_DIR")
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(facts.as_bytes())
+                    .unwrap();
+                child
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        let out = memd(&root, &["check", "--json"]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(out.status.success(), "{report}");
+        assert_eq!(report["index_rows"], 80, "{report}");
+    })
+    .await
+    .unwrap();
+
+    // A daemon owns the index: another process asking for another
+    // embedder is refused, and the daemon's index is untouched.
+    let server = scripted(|_, body| Reply::Json(embeddings_reply(body, 8))).await;
+    let l = layout.clone();
+    let d = tokio::task::spawn_blocking(move || start(&l, &[]))
+        .await
+        .unwrap();
+    let mut other = memd::config::Config::load(&layout.root).unwrap();
+    other.embedder.kind = memd::config::EmbedderKind::Openai;
+    other.embedder.base_url = server.url.clone();
+    other.embedder.model = "fake-embed".into();
+    let err = memd::index::Index::open(&layout, &other)
+        .await
+        .err()
+        .unwrap();
+    assert!(format!("{err}").contains("the daemon"), "{err}");
+    let base = d.base.clone();
+    let (code, hits) = tokio::task::spawn_blocking(move || {
+        Http::at(&base, None).get("/v1/search?q=appender%20remembers")
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 200);
+    assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+    drop(d);
+}

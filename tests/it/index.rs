@@ -145,7 +145,7 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
     let incremental = index.ids().await.unwrap();
     drop(index);
 
-    Index::clear(&layout).unwrap();
+    Index::clear(&layout).await.unwrap();
     let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
     rebuilt.sync().await.unwrap();
     assert_eq!(rebuilt.ids().await.unwrap(), incremental);
@@ -184,7 +184,7 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
     drop(index);
-    Index::clear(&layout).unwrap();
+    Index::clear(&layout).await.unwrap();
     let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
     index.sync().await.unwrap();
     let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
