@@ -103,10 +103,79 @@ fn names(text: &str) -> Vec<String> {
     out
 }
 
+/// Words that turn a statement into its opposite. They are stop words for
+/// overlap (too common to say what a text is about), so they are checked
+/// on their own: "User is not vegetarian" shares every content word with
+/// "User is vegetarian" and says the opposite.
+const NEGATIONS: &[&str] = &[
+    "not",
+    "no",
+    "never",
+    "none",
+    "nobody",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+    "cannot",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "weren't",
+    "don't",
+    "doesn't",
+    "didn't",
+    "won't",
+    "can't",
+    "hasn't",
+    "haven't",
+    "hadn't",
+    "shouldn't",
+    "wouldn't",
+];
+
+/// Whether the present-tense part of `text` (before any history it keeps,
+/// "(previously: …)" or "; previously …") is negated. A negation right
+/// after a comma contrasts a value ("John, not Jon"; "vegetarian, not
+/// vegan") and does not turn the statement around.
+pub(crate) fn negated(text: &str) -> bool {
+    let lower = text.to_lowercase().replace('’', "'");
+    let now = PAST_MARKERS
+        .iter()
+        .filter_map(|m| lower.find(m))
+        .min()
+        .map_or(lower.as_str(), |at| &lower[..at]);
+    let words = now
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty());
+    let mut rest = now;
+    for w in words {
+        let at = rest.find(w).unwrap_or(0);
+        let contrast = rest[..at].trim_end().ends_with(',');
+        rest = &rest[at + w.len()..];
+        if NEGATIONS.contains(&w.trim_matches('\'')) && !contrast {
+            return true;
+        }
+    }
+    false
+}
+
+/// Every capitalised word and every number of `text`, wherever it stands
+/// (a sentence may start with a name: "Bob is vegetarian"), stop words
+/// aside. Stricter than [`keeps_names`]; for merges, which must lose
+/// nothing.
+pub(crate) fn capitalised(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.starts_with(char::is_uppercase) || w.chars().any(|c| c.is_ascii_digit()))
+        .flat_map(content_words)
+        .collect()
+}
+
 /// Whether `text` keeps every name and number of `fact`, except those of
 /// `replaced` (the entry a REPLACE rewrites: "John, not Jon" names the old
 /// value only to drop it).
-fn keeps_names(fact: &str, text: &str, replaced: &str) -> bool {
+pub(crate) fn keeps_names(fact: &str, text: &str, replaced: &str) -> bool {
     let have = content_words(text);
     let old = content_words(replaced);
     names(fact)
@@ -127,7 +196,8 @@ fn said_by<'a>(groups: &[usize], cluster: &'a Cluster) -> Vec<&'a str> {
 
 /// Whether `op` names fact group `g` and its text says it: enough of the
 /// fact's content words (more for an existing entry claimed by a KEEP than
-/// for a text written from the fact), and all of its names and numbers.
+/// for a text written from the fact), all of its names and numbers, and
+/// the same negation (or none).
 pub(crate) fn says(op: &Op, g: usize, cluster: &Cluster) -> bool {
     let entry_text = |id: &str| cluster.entry(id).map_or("", |e| e.text.as_str());
     let (text, min, replaced) = match op {
@@ -142,6 +212,7 @@ pub(crate) fn says(op: &Op, g: usize, cluster: &Cluster) -> bool {
     op.from().iter().any(|id| fact.ids.contains(id))
         && coverage(&fact.text, text) >= min
         && keeps_names(&fact.text, text, replaced)
+        && negated(&fact.text) == negated(text)
 }
 
 /// Why a text the judge wrote from `groups` cannot stand: the words it
@@ -166,9 +237,10 @@ pub(crate) fn unfaithful(
     }
     let replaced = replacing.map_or("", |t| cluster.entries[t].text.as_str());
     let made_up = invented(text, &shown);
-    let names_kept = groups
-        .iter()
-        .all(|&g| keeps_names(&cluster.groups[g].text, text, replaced));
+    let names_kept = groups.iter().all(|&g| {
+        let fact = &cluster.groups[g].text;
+        keeps_names(fact, text, replaced) && negated(fact) == negated(text)
+    });
     (!made_up.is_empty() || !names_kept).then_some(made_up)
 }
 

@@ -188,6 +188,18 @@ async fn by_llm(
     Ok(lines)
 }
 
+/// A promotion line may shorten its entry but say nothing else: a line
+/// with words or numbers its entry lacks, or the opposite polarity (an
+/// instruction to the agent, say), is replaced by the entry's own text.
+fn says_only_its_entry(line: String, entry: &str) -> String {
+    use super::faithful::{invented, negated};
+    if invented(&line, &[entry]).is_empty() && negated(&line) == negated(entry) {
+        return line;
+    }
+    tracing::warn!(line = %line, "a promotion line said what its entry does not; the entry's text is used");
+    line_text(entry)
+}
+
 /// The candidates as the promotion prompt lists them (`E1`, `E2`, …).
 fn prompt_list(shown: &[Candidate]) -> String {
     let mut list = String::new();
@@ -242,7 +254,7 @@ fn chosen_lines(reply: &Value, shown: &[Candidate]) -> Result<Vec<(usize, String
         if text.is_empty() || !seen.insert(i) {
             continue;
         }
-        chosen.push((i, text));
+        chosen.push((i, says_only_its_entry(text, &shown[i].text)));
     }
     if chosen.is_empty() {
         bail!("the reply names none of the entries");

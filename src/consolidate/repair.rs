@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use super::faithful::{PAST_MARKERS, replace_becomes_add, says, unfaithful};
+use super::faithful::{PAST_MARKERS, negated, replace_becomes_add, says, unfaithful};
 use super::ops::{Cluster, Op};
 use super::proposed::{Kind, Proposed};
 use crate::text::{content_words, coverage};
@@ -78,7 +78,10 @@ pub fn with_history(new: &str, old: &str) -> String {
     let old_words = content_words(old);
     let new_words = content_words(new);
     let dropped: Vec<&String> = old_words.difference(&new_words).collect();
-    if dropped.is_empty() {
+    // "Is not vegetarian" replacing "Is vegetarian" drops no content word
+    // (negations are stop words) and turns the old value around.
+    let flipped = negated(new) != negated(old);
+    if dropped.is_empty() && !flipped {
         return new.to_string();
     }
     let lower = new.to_lowercase();
@@ -90,9 +93,10 @@ pub fn with_history(new: &str, old: &str) -> String {
         return new.to_string();
     }
     let added: Vec<&String> = new_words.difference(&old_words).collect();
-    let typo_fix = dropped
-        .iter()
-        .all(|d| added.iter().any(|a| misspelling(d, a)));
+    let typo_fix = !flipped
+        && dropped
+            .iter()
+            .all(|d| added.iter().any(|a| misspelling(d, a)));
     if typo_fix {
         return new.to_string();
     }

@@ -7,18 +7,30 @@
 
 use std::collections::HashSet;
 
-use super::faithful::{SAYS_MIN_COVERAGE, replace_becomes_add, says, unfaithful};
+use super::faithful::{
+    SAYS_MIN_COVERAGE, capitalised, negated, replace_becomes_add, says, unfaithful,
+};
 use super::ops::{Cluster, Op};
 use super::proposed::{Kind, Proposed};
-use crate::text::coverage;
+use crate::text::{content_words, coverage};
 
-/// Each op on its own, then the entries they touch: each at most once
-/// (a REPLACE that repair turns into an ADD touches none), none merged into
-/// an entry that is itself removed.
+/// Each op on its own, then the facts and entries they touch: each fact
+/// placed by one op (the same ADD twice would make two entries), each
+/// entry touched at most once (a REPLACE that repair turns into an ADD
+/// touches none), none merged into an entry that is itself removed.
 pub(crate) fn proposed(proposed: &[Proposed], cluster: &Cluster) -> Result<(), String> {
     let mut touched: HashSet<usize> = HashSet::new();
+    let mut placed: HashSet<usize> = HashSet::new();
     for p in proposed {
         one(p, cluster)?;
+        let mine: HashSet<usize> = p.from.iter().copied().collect();
+        if let Some(g) = mine.iter().find(|g| !placed.insert(**g)) {
+            return Err(format!(
+                "{}: F{} is placed by two operations; place each fact once",
+                p.at,
+                g + 1
+            ));
+        }
         let touches = match p.kind {
             Kind::Add => None,
             Kind::Replace if replace_becomes_add(p, cluster) => None,
@@ -69,7 +81,12 @@ fn one(p: &Proposed, cluster: &Cluster) -> Result<(), String> {
                     t + 1,
                     made_up.join(", ")
                 )),
-                None => Ok(()),
+                // An entry changes because a fact says so, never on the
+                // judge's word alone.
+                None => Err(format!(
+                    "{at} (REPLACE E{}) must name the facts it comes from",
+                    t + 1
+                )),
             }
         }
         (Kind::Keep, _) if p.from.is_empty() => {
@@ -137,7 +154,16 @@ fn merges(proposed: &[Proposed], ops: &[Op], cluster: &Cluster) -> Result<(), St
                 _ => None,
             })
             .unwrap_or(&cluster.entries[into].text);
-        if coverage(&cluster.entries[t].text, final_text) < SAYS_MIN_COVERAGE {
+        let removed = &cluster.entries[t].text;
+        // The merged entry must still say everything the removed one did:
+        // its names and numbers ("Alice, Bob, Carol and Dave" folded into
+        // "Alice" keeps half the words and loses three people) and whether
+        // it was negated.
+        let kept = content_words(final_text);
+        if coverage(removed, final_text) < SAYS_MIN_COVERAGE
+            || !capitalised(removed).iter().all(|w| kept.contains(w))
+            || negated(removed) != negated(final_text)
+        {
             let (t, i) = (t + 1, into + 1);
             return Err(format!(
                 "REMOVE E{t} into E{i}: E{i} does not say what E{t} says; REPLACE E{i} with a text holding both, or leave E{t}"
