@@ -1554,3 +1554,32 @@ async fn a_promotion_line_says_only_what_its_entry_says() {
         .await
         .unwrap();
 }
+
+/// A metadata line broken by hand becomes part of an entry's text once
+/// (kept, so nothing it said is lost) and then stays put: later runs add
+/// no entry and no journal record.
+#[tokio::test]
+async fn a_metadata_line_broken_by_hand_is_adopted_once() {
+    let (_t, layout) = memory_dir();
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Lexical;
+    std::fs::write(
+        layout.entries_file(),
+        "<!--m {\"id\":\"e-1\",\"sources\":[\nKeeps bees on the roof\n",
+    )
+    .unwrap();
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let entries_once = std::fs::read(layout.entries_file()).unwrap();
+    let journal_once = std::fs::read(layout.journal_file()).unwrap();
+    assert_eq!(entries(&layout).len(), 1);
+    assert!(entries(&layout)[0].text.contains("Keeps bees"));
+    for _ in 0..2 {
+        consolidate::run(&layout, &config, FORCE).await.unwrap();
+        assert_eq!(std::fs::read(layout.entries_file()).unwrap(), entries_once);
+        assert_eq!(std::fs::read(layout.journal_file()).unwrap(), journal_once);
+    }
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a broken metadata line"))
+        .await
+        .unwrap();
+}
