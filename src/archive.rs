@@ -596,7 +596,17 @@ struct DayText {
     keys: std::cell::OnceCell<HashSet<String>>,
     /// Key → fact id, from the parse, built once.
     key_ids: std::cell::OnceCell<HashMap<String, String>>,
+    /// Occurrence lookups so far, and past [`PREFILTER_LOOKUPS`] the
+    /// count of each hash, from one parse.
+    asked: std::cell::Cell<usize>,
+    counts: std::cell::OnceCell<HashMap<String, usize>>,
 }
+
+/// Occurrence lookups answered by a substring search of the day before
+/// the day's hashes are counted once instead. One `memd add` needs one
+/// lookup and must not parse a large day for it; a batch of n facts
+/// searched the day n times (20,000 facts into a 40,000-fact day: 4.3 s).
+const PREFILTER_LOOKUPS: usize = 32;
 
 impl DayText {
     fn new(day: &str, src: String) -> DayText {
@@ -607,6 +617,8 @@ impl DayText {
             parsed: Default::default(),
             keys: Default::default(),
             key_ids: Default::default(),
+            asked: Default::default(),
+            counts: Default::default(),
         }
     }
 
@@ -650,6 +662,18 @@ impl DayText {
 
     /// How many facts of the day already have the normalised hash `hash`.
     fn occurrences(&self, text: &str, hash: &str) -> usize {
+        let asked = self.asked.get() + 1;
+        self.asked.set(asked);
+        if asked > PREFILTER_LOOKUPS {
+            let counts = self.counts.get_or_init(|| {
+                let mut counts = HashMap::new();
+                for f in &self.parsed().facts {
+                    *counts.entry(id_hash(&f.id).to_string()).or_default() += 1;
+                }
+                counts
+            });
+            return counts.get(hash).copied().unwrap_or(0);
+        }
         let folded = self.folded.get_or_init(|| crate::text::fold(&self.src));
         if !folded.contains(&crate::text::normalize(text)) {
             return 0;

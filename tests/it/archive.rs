@@ -319,3 +319,30 @@ fn eight_processes_append_at_once() {
         );
     }
 }
+
+/// A large batch counts the day's occurrences once instead of searching the
+/// day per fact; the ids are the same either way: a restatement of a fact
+/// already in the day, late in a long batch, is its second occurrence.
+#[test]
+fn a_long_batch_numbers_restatements_like_a_single_append() {
+    let (_t, layout) = memory_dir();
+    let day = "2026-03-08";
+    let first =
+        archive::append(&layout, day, "09:00:00", &[fact("Keeps bees on the roof")]).unwrap();
+    let mut batch: Vec<NewFact> = (0..100)
+        .map(|i| fact(&format!("Batch fact number {i}")))
+        .collect();
+    batch.push(fact("keeps bees on the roof."));
+    let ids: Vec<String> = archive::append(&layout, day, "10:00:00", &batch)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(ids[100], format!("{}.2", first[0].id));
+    let (facts, _) = archive::read_all(&layout).unwrap();
+    let parsed: Vec<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        &parsed[1..],
+        ids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+}
