@@ -156,6 +156,10 @@ pub struct Document {
     /// ADDs thousands of entries to a file of thousands would otherwise
     /// scan the file once per new entry.
     ids: std::collections::HashSet<String>,
+    /// The first line of the file that is not UTF-8, when one is: such a
+    /// file is read (with U+FFFD in place of its bad bytes) but never
+    /// written back, which would replace the user's bytes for good.
+    not_utf8: Option<usize>,
 }
 
 /// The `sources` of every entry of the file at `path` (a missing file has
@@ -286,9 +290,17 @@ impl Document {
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut doc = Document::parse(&text);
-        if std::str::from_utf8(&bytes).is_err() {
-            doc.warnings
-                .insert(0, "invalid UTF-8 replaced with U+FFFD".to_string());
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            doc.not_utf8 = Some(line);
+            doc.warnings.insert(
+                0,
+                format!("line {line}: not UTF-8; memd reads it but will not rewrite the file until it is fixed by hand"),
+            );
         }
         for w in &doc.warnings {
             tracing::warn!(file = %path.display(), "{w}");
@@ -325,7 +337,20 @@ impl Document {
     /// Give every hand-written entry metadata (a new id, `today` as first
     /// seen, no sources) and write the file atomically. Returns the ids given
     /// to hand-written entries, so the caller can journal them.
+    /// Refuse to write a document read from a file that is not UTF-8.
+    fn writable(&self, path: &Path) -> Result<()> {
+        match self.not_utf8 {
+            None => Ok(()),
+            Some(line) => Err(crate::Error::Corrupt {
+                path: path.to_path_buf(),
+                line: Some(line),
+                message: "not UTF-8; memd will not rewrite it (that would replace the bytes for good): fix the line by hand".into(),
+            }),
+        }
+    }
+
     pub fn save(&mut self, path: &Path, today: &str) -> Result<Vec<String>> {
+        self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
         crate::atomic::write(path, self.render().as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
@@ -346,6 +371,7 @@ impl Document {
         original: Option<&[u8]>,
         before_rename: impl FnOnce(),
     ) -> Result<Option<Vec<String>>> {
+        self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
         let conflict = std::cell::Cell::new(false);
         let result = crate::atomic::write_with_hook(path, self.render().as_bytes(), || {

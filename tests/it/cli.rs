@@ -420,3 +420,36 @@ fn symlinked_files_are_read_and_written_through_their_links() {
     );
     crate::support::assert_checks_clean(&dir, "linked files");
 }
+
+/// A consolidated/memory.md with a byte that is not UTF-8 is read, but
+/// never rewritten (that would replace the byte for good): a run stops
+/// with a clear error naming the line, the file keeps its bytes, and its
+/// facts stay pending until the line is fixed by hand.
+#[test]
+fn an_entries_file_that_is_not_utf8_is_never_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(memd(dir, &["init"]).status.success());
+    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
+    let entries = dir.join("consolidated/memory.md");
+    let bytes = b"Caf\xe9 au lait every morning\n".to_vec();
+    std::fs::write(&entries, &bytes).unwrap();
+    assert!(
+        memd(dir, &["add", "--no-similar", "Keeps bees on the roof"])
+            .status
+            .success()
+    );
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("memory.md:1"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&entries).unwrap(), bytes);
+    assert_eq!(pending(dir), 1);
+    let check = memd(dir, &["check"]);
+    assert!(!check.status.success());
+    assert!(stdout(&check).contains("not UTF-8"), "{}", stdout(&check));
+    // Fixed by hand, the next run goes through.
+    std::fs::write(&entries, "Café au lait every morning\n").unwrap();
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    assert_eq!(pending(dir), 0);
+    crate::support::assert_checks_clean(dir, "a fixed entries file");
+}
