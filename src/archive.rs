@@ -140,7 +140,9 @@ pub fn parse(day: &str, src: &str) -> Day {
 }
 
 /// The hash part of a fact id (`DAY#HASH.N` → `HASH`).
-fn id_hash(id: &str) -> &str {
+/// The hash part of a fact id (`DAY#HASH.N` → `HASH`): the same for every
+/// fact whose normalised text is the same.
+pub(crate) fn id_hash(id: &str) -> &str {
     let h = id.split_once('#').map(|(_, h)| h).unwrap_or(id);
     h.split_once('.').map(|(h, _)| h).unwrap_or(h)
 }

@@ -48,8 +48,8 @@ impl Judge {
         if config.llm.configured() {
             format!("llm: {} at {}", config.llm.model, config.llm.base_url)
         } else {
-            "built-in (no LLM configured: exact restatements merge, everything else is added; \
-             promotion ranks by recall and recency)"
+            "built-in (no LLM configured: restatements of an entry or of a fact it holds merge, \
+             everything else is added; promotion ranks by recall and recency)"
                 .into()
         }
     }

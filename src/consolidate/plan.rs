@@ -95,9 +95,13 @@ pub fn snapshot(e: &Entry) -> Option<Snapshot> {
     })
 }
 
-/// Groups that restate an entry word for word, each with its KEEP; and
-/// the rest, for the judge.
-pub fn restatements(
+/// Groups that restate an entry, each with its KEEP, decided without a
+/// judge; and the rest, for the judge. A group restates an entry when its
+/// normalised text is the entry's text, or is the text of a fact already
+/// in the entry's `sources` (the hash is in the fact id), whatever the
+/// entry says now: a reworded or hand-edited entry still holds the fact
+/// (first entry in file order, if a past duplicate means several do).
+pub(crate) fn restatements(
     groups: Vec<Group>,
     doc: &Document,
 ) -> (Vec<(Op, Group, Snapshot)>, Vec<Group>) {
@@ -106,10 +110,25 @@ pub fn restatements(
         .filter_map(snapshot)
         .map(|s| (normalize(&s.text), s))
         .collect();
+    let mut by_source: HashMap<&str, Snapshot> = HashMap::new();
+    for e in doc.entries() {
+        let (Some(m), Some(s)) = (e.meta.as_ref(), snapshot(e)) else {
+            continue;
+        };
+        for id in &m.sources {
+            by_source
+                .entry(archive::id_hash(id))
+                .or_insert_with(|| s.clone());
+        }
+    }
     let mut keeps = Vec::new();
     let mut rest = Vec::new();
     for g in groups {
-        match by_text.get(&normalize(&g.text)) {
+        let hash = g.ids.first().map_or("", |id| archive::id_hash(id));
+        let held = by_text
+            .get(&normalize(&g.text))
+            .or_else(|| by_source.get(hash));
+        match held {
             Some(s) => {
                 let keep = Op::Keep {
                     target: s.id.clone(),

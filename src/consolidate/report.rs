@@ -37,7 +37,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
     pub pending_facts: usize,
-    /// Facts that restate an entry word for word: merged without a judge.
+    /// Facts that restate an entry, or a fact an entry holds: merged
+    /// without a judge.
     pub restatements: usize,
     /// Clusters sent to the judge (restatements not counted).
     pub clusters: usize,

@@ -1583,3 +1583,47 @@ async fn a_metadata_line_broken_by_hand_is_adopted_once() {
         .await
         .unwrap();
 }
+
+/// Tier 1 of deduplication (issue 14): a fact whose normalised text is
+/// that of a fact an entry already holds restates that entry, whatever the
+/// entry says now (here reworded by hand): KEEP, no judge call, no new
+/// entry.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restatement_of_a_held_fact_is_kept_without_a_judge() {
+    let server = scripted(|_, body| faithful(body)).await;
+    let (_t, layout) = memory_dir();
+    let config = llm_config(&server.url);
+    let first = add(
+        &layout,
+        "2026-11-18",
+        &["User loves coffee, especially flat white"],
+    );
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let text = std::fs::read_to_string(layout.entries_file()).unwrap();
+    let reworded = text.replace(
+        "User loves coffee, especially flat white",
+        "Loves coffee, especially flat white.",
+    );
+    assert_ne!(text, reworded);
+    std::fs::write(layout.entries_file(), reworded).unwrap();
+
+    let again = add(
+        &layout,
+        "2026-11-20",
+        &["User loves coffee, especially flat white."],
+    );
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(
+        (r.restatements, r.clusters, r.llm_calls),
+        (1, 0, 0),
+        "{r:?}"
+    );
+    let all = entries(&layout);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Loves coffee, especially flat white.");
+    assert_eq!(sources(&all[0]), [first[0].clone(), again[0].clone()]);
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a restatement"))
+        .await
+        .unwrap();
+}
