@@ -183,8 +183,8 @@ fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result
         r.sets, r.judge
     );
     println!(
-        "ingest: {} facts -> {} entries; false merges {}",
-        r.facts, r.entries_after_ingest, r.false_merges
+        "ingest: {} facts -> {} entries; false merges {}; ingest failed (still pending) {}",
+        r.facts, r.entries_after_ingest, r.false_merges, r.ingest_failed
     );
     println!(
         "updates ({} rows): kept as history {}, current only {}, added beside the stale entry {}, still pending {}, lost {}",

@@ -80,7 +80,11 @@ pub struct LettaReport {
     /// Entries after the first consolidation of each set, summed.
     pub entries_after_ingest: usize,
     pub false_merges: usize,
+    /// Facts no entry carries after a run that decided them: gone.
     pub facts_lost: usize,
+    /// Facts still pending after the ingest (the judge gave no usable
+    /// reply): not lost, not consolidated either; never counted as lost.
+    pub ingest_failed: usize,
     pub update_rows: usize,
     pub updates: Updates,
     pub others_touched: usize,
@@ -248,6 +252,8 @@ struct SetRun {
     /// Everything the judge was shown across the set (facts, new facts,
     /// days): what an entry may say without inventing.
     said: Vec<String>,
+    /// Facts (by index) still pending after the ingest: not scored again.
+    pending: HashSet<usize>,
 }
 
 impl SetRun {
@@ -288,7 +294,18 @@ impl SetRun {
                 n.saturating_sub(1)
             })
             .sum::<usize>();
-        report.facts_lost += facts.iter().filter(|f| !carried(f, &before)).count();
+        // A fact no entry holds is lost only if the run decided it; one
+        // the judge could not decide is still pending.
+        let state = crate::state::State::load(&base.state_file())?;
+        let pending: HashSet<usize> = (0..facts.len())
+            .filter(|&i| {
+                holder(&before, &ids[i]).is_none() && !state.watermark.done.contains(&ids[i])
+            })
+            .collect();
+        report.ingest_failed += pending.len();
+        report.facts_lost += (0..facts.len())
+            .filter(|i| !pending.contains(i) && !carried(&facts[*i], &before))
+            .count();
         let mut said: Vec<String> = facts.clone();
         said.extend(rows.iter().map(|r| r.new_fact.clone()));
         said.extend([INGEST_DAY.to_string(), UPDATE_DAY.to_string()]);
@@ -299,6 +316,7 @@ impl SetRun {
             ids,
             before,
             said,
+            pending,
         };
         report.invented += run.before.iter().filter(|e| run.invents(e)).count();
         Ok(run)
@@ -338,7 +356,7 @@ impl SetRun {
         let touched_before = report.others_touched;
         // The other facts: still carried, and their entries untouched.
         for (i, f) in self.facts.iter().enumerate() {
-            if row.supersedes.contains(&i) {
+            if row.supersedes.contains(&i) || self.pending.contains(&i) {
                 continue;
             }
             if !carried(f, &after) {

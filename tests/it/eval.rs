@@ -265,3 +265,24 @@ async fn locomo_streams_sessions_and_scores_evidence_recall() {
     let r = memd::eval::locomo::run(d.path(), c, 1, 1).await.unwrap();
     assert_eq!((r.sessions, r.facts, r.questions), (1, 2, 2), "{r:#?}");
 }
+
+/// A judge that gives no usable reply for the ingest leaves the facts
+/// pending: the harness says "ingest failed", never "lost", and does not
+/// count them again in each update row.
+#[tokio::test(flavor = "multi_thread")]
+async fn facts_still_pending_are_never_counted_as_lost() {
+    let server = scripted(|_, body| {
+        if updating(body) {
+            return faithful(body);
+        }
+        Reply::Json(chat("I cannot help with that."))
+    })
+    .await;
+    let d = data();
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
+        .await
+        .unwrap();
+    assert_eq!((r.facts, r.ingest_failed), (3, 3), "{r:#?}");
+    assert_eq!(r.facts_lost, 0, "{r:#?}");
+    assert_eq!(r.updates.lost, 0, "{r:#?}");
+}
