@@ -34,43 +34,46 @@
 //! | `.consolidation_state.json`            | [`state`]       |
 //! | `.memd/watch.json`                     | [`watch`]       |
 //! | `.memd/daemon.json`, `.memd/daemon.lock` | [`daemon_info`] |
-//! | `.memd/index/`                         | [`index`]       |
+//! | `.memd/index/`, `.memd/index.lock`     | [`index`]       |
 //! | `.memd/cache/`                         | [`embed`]       |
 //!
 //! Consolidation is [`consolidate`], a pipeline with one file per stage:
 //! gate → plan (inputs, [`pending`] facts, restatements, clusters) → judge
 //! (an [`llm`] with the templates of [`prompts`], or the built-in judge) →
 //! reply (parse → validate → repair → validate) → apply → commit (journal,
-//! state) → promote (MEMORY.md, [`consolidate::promote`]). It takes an embedder, not the index,
-//! and a [`clock`]; whoever owns the index syncs it after the run
-//! ([`service::consolidate_then_sync`]). [`forget`] removes and tombstones
-//! an entry and reads lineage back from the journal. The derived [`index`]
-//! (LanceDB, vectors from [`embed`]) serves search and is kept in step by
-//! [`watch`]; [`entries::lock`] (a [`lock`]) keeps two writers of the
-//! entries apart.
+//! state) → promote (MEMORY.md, [`consolidate::promote`]). It takes an
+//! embedder, not the index, and a [`clock`]; whoever owns the index syncs
+//! it after the run ([`service::consolidate_then_sync`]). [`forget`]
+//! removes and tombstones an entry and reads lineage back from the journal.
+//! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search
+//! and is kept in step by [`watch`]; [`entries::lock`] (a [`lock`]) keeps
+//! two writers of the entries apart.
 //!
 //! Front ends: the binary (`src/main.rs` parses, dispatches to a command of
 //! `src/cli/` and maps errors to exit codes), the daemon ([`daemon`]:
 //! watcher, consolidation loop, index upkeep; given its listener and a
 //! shutdown future, stopped through [`shutdown`]) with its HTTP API
-//! ([`api`]), and the MCP server ([`mcp`]). The CLI and MCP reach the index
-//! through [`service`], which goes through the daemon's API when one runs
-//! (it owns the index) and works in process otherwise; `add`, the API and
-//! MCP share its one add path.
+//! ([`api`], whose requests [`guard`] screens first), and the MCP server
+//! ([`mcp`]). The CLI and MCP reach the index through [`service`], which
+//! goes through the daemon's API when one runs (it owns the index) and
+//! works in process otherwise; `add`, the API and MCP share its one add
+//! path.
 //!
 //! Errors are one enum, [`Error`]; callers branch on [`error::Kind`], never
 //! on message text. `anyhow` is for the edges only (the binary, `eval`,
 //! `bench`).
 //!
-//! Shared mechanics live in small helpers: [`layout`] knows where every file
-//! is and creates a directory, [`atomic`] replaces a file so that no reader
-//! ever sees half of it (and is where a missing file reads as empty),
-//! [`jsonl`] reads and appends JSON-lines files tolerantly, [`http`] POSTs
-//! JSON with retries for the embedder and the LLM client, [`text`] holds
-//! the normalisation and hashing every module must agree on. [`status`]
-//! gathers the read-only report behind `memd status`. With the `lab`
-//! feature, [`eval`] and [`bench`] hold the evaluations and benchmarks
-//! behind `memd eval` and `memd bench`.
+//! Shared mechanics live in small helpers: [`layout`] knows where every
+//! file is and creates a directory, [`atomic`] replaces a file so that no
+//! reader ever sees half of it (and is where a missing file reads as
+//! empty), [`jsonl`] reads and appends JSON-lines files tolerantly,
+//! [`http`] POSTs JSON with retries for the embedder and the LLM client,
+//! [`text`] holds the normalisation, hashing and markup escaping every
+//! module must agree on. [`status`] gathers the read-only report behind
+//! `memd status`, and [`check`] verifies every invariant above (`memd
+//! check`, the oracle of the fault tests, which stop processes at [`pause`]
+//! points). With the `lab` feature, [`eval`] and [`bench`] hold the
+//! evaluations and benchmarks behind `memd eval` and `memd bench`.
 
 pub(crate) mod api;
 pub mod archive;
