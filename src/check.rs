@@ -186,7 +186,7 @@ fn provenance(
             report.problem(
                 &file,
                 Some(f.line),
-                format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?})", f.id, first_words(&f.text)),
+                format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?}); if its entry was deleted by hand, the next consolidation records it as forgotten", f.id, first_words(&f.text)),
             );
         }
     }

@@ -81,6 +81,12 @@ fn render(r: &Report) -> String {
 /// What the run could not do, and what became of those facts.
 fn held_back(r: &Report) -> String {
     let mut out = String::new();
+    if r.deleted_by_hand > 0 {
+        out.push_str(&format!(
+            "{} entries deleted by hand: recorded as forgotten (tombstoned with their facts)\n",
+            r.deleted_by_hand
+        ));
+    }
     if r.skipped_hand_edited > 0 {
         out.push_str(&format!(
             "{} ops skipped: their entry was edited by hand during the run (facts stay pending)\n",

@@ -47,6 +47,7 @@ pub mod reply;
 pub(crate) mod report;
 pub(crate) mod second_look;
 pub(crate) mod validate;
+mod vanished;
 
 use std::time::Instant;
 
@@ -152,6 +153,7 @@ pub async fn run_at(
     if !opts.dry_run {
         remove_stale_temp_files(layout);
         adopt(layout, &mut inputs.doc, &today, &report.run_id)?;
+        report.deleted_by_hand = vanished::record(layout, &inputs.doc, &report.run_id)?;
     }
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "read files");
     let ctx = Decide {

@@ -47,6 +47,9 @@ pub struct Report {
     /// As the server reports them (0 when it does not).
     pub completion_tokens: u64,
     pub applied: Counts,
+    /// Entries memd wrote that a person deleted from the file: recorded as
+    /// forgotten (tombstoned with their facts) by this run.
+    pub deleted_by_hand: usize,
     /// Ops not applied because their target was edited by hand meanwhile.
     pub skipped_hand_edited: usize,
     /// Clusters with no usable reply this run (facts stay pending).

@@ -453,3 +453,62 @@ fn an_entries_file_that_is_not_utf8_is_never_rewritten() {
     assert_eq!(pending(dir), 0);
     crate::support::assert_checks_clean(dir, "a fixed entries file");
 }
+
+/// Deleting an entry by hand is forgetting it (DESIGN §1): the next run
+/// tombstones it with its facts and journals it, `memd check` is clean
+/// again, and a restatement of the fact stays out.
+#[test]
+fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(memd(dir, &["init"]).status.success());
+    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
+    for fact in ["Keeps bees on the roof", "Plays the cello"] {
+        assert!(memd(dir, &["add", "--no-similar", fact]).status.success());
+    }
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    let path = dir.join("consolidated/memory.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| !b.contains("cello"))
+        .collect();
+    let gone_id = text
+        .split("\n\n")
+        .find(|b| b.contains("cello"))
+        .and_then(|b| b.split("\"id\":\"").nth(1))
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string();
+    std::fs::write(&path, kept.join("\n\n")).unwrap();
+    assert!(
+        !memd(dir, &["check"]).status.success(),
+        "the fact is hidden until a run"
+    );
+
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("1 entries deleted by hand"),
+        "{}",
+        stdout(&out)
+    );
+    crate::support::assert_checks_clean(dir, "an entry deleted by hand");
+    let history = stdout(&memd(dir, &["history", &gone_id]));
+    assert!(history.contains("HAND_REMOVE"), "{history}");
+
+    assert!(
+        memd(dir, &["add", "--no-similar", "Plays the cello."])
+            .status
+            .success()
+    );
+    assert_eq!(pending(dir), 0, "a forgotten fact came back");
+    // Nothing else vanished, and a second run records nothing more.
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(
+        !stdout(&out).contains("deleted by hand"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(std::fs::read_to_string(&path).unwrap().contains("bees"));
+}
