@@ -22,6 +22,9 @@ pub enum Op {
     HandRemove,
     /// A hand-written block that memd gave metadata.
     Adopt,
+    /// A new fact that restates something forgotten: not kept (`entry` is
+    /// the fact, `into` the forgotten entry, when there was one).
+    Suppress,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

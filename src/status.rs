@@ -20,6 +20,9 @@ pub struct Report {
     pub entries_unreviewed: usize,
     pub entries_pinned: usize,
     pub tombstones: usize,
+    /// Archive facts a tombstone keeps out (forgotten facts and
+    /// restatements of them).
+    pub facts_forgotten: usize,
     pub pending_facts: usize,
     pub last_consolidation: Option<String>,
     /// Which judge consolidation uses: the built-in one or an LLM.
@@ -88,6 +91,10 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
             .count(),
         entries_pinned: entries.iter().filter(|e| e.pinned()).count(),
         tombstones: tombstones.len(),
+        facts_forgotten: facts
+            .iter()
+            .filter(|f| tombstones.covers(&f.id, &f.text))
+            .count(),
         pending_facts: pending,
         last_consolidation: state.last_run,
         judge,

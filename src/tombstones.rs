@@ -69,6 +69,16 @@ impl Tombstones {
         self.facts.contains(fact_id) || self.texts.contains(&normalize(text))
     }
 
+    /// The tombstone that forgets a fact by its text alone (the fact is a
+    /// restatement of something forgotten, not one of the forgotten facts).
+    pub fn restated(&self, fact_id: &str, text: &str) -> Option<&Tombstone> {
+        if self.facts.contains(fact_id) {
+            return None;
+        }
+        let text = normalize(text);
+        self.all.iter().find(|t| t.text == text)
+    }
+
     pub fn len(&self) -> usize {
         self.all.len()
     }

@@ -81,6 +81,17 @@ fn render(r: &Report) -> String {
 /// What the run could not do, and what became of those facts.
 fn held_back(r: &Report) -> String {
     let mut out = String::new();
+    for s in &r.suppressed {
+        let of = s
+            .forgotten
+            .as_deref()
+            .map(|e| format!(" (forgotten entry {e})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "not kept, it restates something forgotten{of}: {} {:?}\n",
+            s.fact, s.text
+        ));
+    }
     if r.deleted_by_hand > 0 {
         out.push_str(&format!(
             "{} entries deleted by hand: recorded as forgotten (tombstoned with their facts)\n",

@@ -56,7 +56,10 @@ fn files(r: &Report) -> String {
         r.entries_edited_by_hand,
         r.entries_unsaved_hand_written
     ));
-    out.push_str(&format!("tombstones        {}\n", r.tombstones));
+    out.push_str(&format!(
+        "tombstones        {} ({} archive facts kept out)\n",
+        r.tombstones, r.facts_forgotten
+    ));
     out.push_str(&format!("pending facts     {}\n", r.pending_facts));
     out.push_str(&format!(
         "last consolidated {}\n",

@@ -65,7 +65,7 @@ pub use judge::Judge;
 use judge::{Decision, Planned};
 use ops::Op;
 use plan::Inputs;
-pub use report::{ClusterReport, Counts, Report};
+pub use report::{ClusterReport, Counts, Report, Suppressed};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -144,6 +144,7 @@ pub async fn run_at(
     let mut inputs = Inputs::read(layout)?;
     let (pending, settled) = inputs.pending(&state);
     report.pending_facts = pending.len();
+    report.suppressed = inputs.suppressed(&settled);
     if !opts.force
         && let Some(why) = gate::volume(pending.len(), config)
     {
@@ -171,7 +172,13 @@ pub async fn run_at(
         return Ok(report);
     }
     pause_point(layout, "planned");
-    let (applied, entries) = apply::apply(layout, &planned, &today, &report.run_id)?;
+    let (mut applied, entries) = apply::apply(layout, &planned, &today, &report.run_id)?;
+    applied.records.extend(report.suppressed.iter().map(|s| {
+        let mut r = Record::new(&report.run_id, journal::Op::Suppress, &s.fact);
+        r.before = Some(s.text.clone());
+        r.into = s.forgotten.clone();
+        r
+    }));
     pause_point(layout, "entries-written");
     report.applied = applied.counts.clone();
     report.skipped_hand_edited = applied.skipped;

@@ -2,10 +2,11 @@
 //! restatements (KEEP, no judge), and the clusters the judge decides
 //! (neighbours by similarity: similarity only gathers, it never decides).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::cluster;
 use super::ops::{Cluster, Group, Op, Snapshot};
+use super::report::Suppressed;
 use crate::Layout;
 use crate::archive::{self, Fact};
 use crate::config::Config;
@@ -48,6 +49,24 @@ impl Inputs {
             }
         }
         (pending, settled)
+    }
+
+    /// The facts among `settled` that only restate something forgotten
+    /// (the forgotten facts themselves are not listed).
+    pub fn suppressed(&self, settled: &[String]) -> Vec<Suppressed> {
+        let settled: HashSet<&str> = settled.iter().map(String::as_str).collect();
+        self.facts
+            .iter()
+            .filter(|f| settled.contains(f.id.as_str()))
+            .filter_map(|f| {
+                let t = self.tombstones.restated(&f.id, &f.text)?;
+                Some(Suppressed {
+                    fact: f.id.clone(),
+                    text: f.text.clone(),
+                    forgotten: t.entry.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The entries a judge may see: with metadata, not empty, not forgotten.

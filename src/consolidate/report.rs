@@ -19,6 +19,16 @@ pub struct ClusterReport {
     pub diff: String,
 }
 
+/// A fact a tombstone kept out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Suppressed {
+    pub fact: String,
+    pub text: String,
+    /// The forgotten entry whose text it restates, when one was forgotten.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forgotten: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Counts {
     pub add: usize,
@@ -47,6 +57,9 @@ pub struct Report {
     /// As the server reports them (0 when it does not).
     pub completion_tokens: u64,
     pub applied: Counts,
+    /// New facts that restate something forgotten: not kept, and named
+    /// here (and in the journal) so that no fact disappears silently.
+    pub suppressed: Vec<Suppressed>,
     /// Entries memd wrote that a person deleted from the file: recorded as
     /// forgotten (tombstoned with their facts) by this run.
     pub deleted_by_hand: usize,

@@ -39,6 +39,7 @@ pub(crate) fn record(layout: &Layout, doc: &Document, run: &str) -> Result<usize
                 }
             }
             Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
+            Op::Suppress => {}
         }
         if let (Op::Remove, Some(into)) = (r.op, &r.into) {
             let merged = lineage.entry(into).or_default();

@@ -221,6 +221,15 @@ fn errors_map_to_exit_codes_by_kind() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
 
+/// A new memory directory with the lexical embedder.
+fn lexical_memory() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(memd(tmp.path(), &["init"]).status.success());
+    let config = "[embedder]\nkind = \"lexical\"\n";
+    std::fs::write(tmp.path().join("memd.toml"), config).unwrap();
+    tmp
+}
+
 fn pending(dir: &std::path::Path) -> u64 {
     let out = memd(dir, &["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -246,10 +255,8 @@ fn memd_in_tz(dir: &std::path::Path, tz: &str, args: &[&str]) -> std::process::O
 /// file) is still consolidated.
 #[test]
 fn a_fact_on_a_day_already_consolidated_is_still_pending() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = lexical_memory();
     let dir = tmp.path();
-    assert!(memd(dir, &["init"]).status.success());
-    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
     let (behind, ahead) = ("Etc/GMT+12", "Etc/GMT-14");
     memd_in_tz(
         dir,
@@ -427,10 +434,8 @@ fn symlinked_files_are_read_and_written_through_their_links() {
 /// facts stay pending until the line is fixed by hand.
 #[test]
 fn an_entries_file_that_is_not_utf8_is_never_rewritten() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = lexical_memory();
     let dir = tmp.path();
-    assert!(memd(dir, &["init"]).status.success());
-    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
     let entries = dir.join("consolidated/memory.md");
     let bytes = b"Caf\xe9 au lait every morning\n".to_vec();
     std::fs::write(&entries, &bytes).unwrap();
@@ -459,10 +464,8 @@ fn an_entries_file_that_is_not_utf8_is_never_rewritten() {
 /// again, and a restatement of the fact stays out.
 #[test]
 fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = lexical_memory();
     let dir = tmp.path();
-    assert!(memd(dir, &["init"]).status.success());
-    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
     for fact in ["Keeps bees on the roof", "Plays the cello"] {
         assert!(memd(dir, &["add", "--no-similar", fact]).status.success());
     }
@@ -511,4 +514,48 @@ fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
         stdout(&out)
     );
     assert!(std::fs::read_to_string(&path).unwrap().contains("bees"));
+}
+
+/// A fact a tombstone keeps out is never silent: the run that meets it
+/// names it with the forgotten entry, the journal records it (so the
+/// entry's history shows it), `memd status` counts it, and it is reported
+/// once.
+#[test]
+fn a_restatement_of_a_forgotten_entry_is_named_not_silent() {
+    let tmp = lexical_memory();
+    let dir = tmp.path();
+    assert!(
+        memd(dir, &["add", "--no-similar", "Lives at 14 Elm Street"])
+            .status
+            .success()
+    );
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    let layout = memd::Layout::open(dir).unwrap();
+    let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+    let id = doc.entries().next().unwrap().id().unwrap().to_string();
+    assert!(memd(dir, &["forget", &id]).status.success());
+
+    assert!(
+        memd(dir, &["add", "--no-similar", "lives at 14 Elm Street."])
+            .status
+            .success()
+    );
+    let out = memd(dir, &["consolidate", "--force"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains(&format!(
+            "restates something forgotten (forgotten entry {id})"
+        )),
+        "{said}"
+    );
+    let history = stdout(&memd(dir, &["history", &id]));
+    assert!(history.contains("SUPPRESS"), "{history}");
+    let status = stdout(&memd(dir, &["status", "--json"]));
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["facts_forgotten"], 2, "{status}");
+    assert_eq!(status["pending_facts"], 0, "{status}");
+
+    let again = stdout(&memd(dir, &["consolidate", "--force"]));
+    assert!(!again.contains("forgotten"), "{again}");
+    crate::support::assert_checks_clean(dir, "a suppressed restatement");
 }
