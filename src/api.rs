@@ -255,13 +255,7 @@ async fn reindex(
     if b.clear {
         s.index.reset().await?;
     }
-    let mut report = s.index.sync().await?;
-    if crate::check::index_only(&s.layout).await?.index_fixable {
-        tracing::warn!("the index disagreed with the files: rebuilding it");
-        s.index.reset().await?;
-        report = s.index.sync().await?;
-    }
-    let rows = s.index.ids().await?.len();
+    let (report, rows) = crate::service::sync_repairing(&s.index, &s.layout).await?;
     ok(json!({ "report": report, "rows": rows }))
 }
 

@@ -286,23 +286,10 @@ pub fn read_day(layout: &Layout, day: &str) -> Result<Day> {
 }
 
 fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => (std::borrow::Cow::Borrowed(s), None),
-        Err(e) => {
-            let line = bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1;
-            (
-                String::from_utf8_lossy(bytes),
-                Some(format!(
-                    "invalid UTF-8 at byte {} (line {line}); replaced with U+FFFD",
-                    e.valid_up_to()
-                )),
-            )
-        }
-    }
+    let warning = crate::text::first_bad_byte(bytes).map(|(at, line)| {
+        format!("invalid UTF-8 at byte {at} (line {line}); replaced with U+FFFD")
+    });
+    (String::from_utf8_lossy(bytes), warning)
 }
 
 /// Every fact of every day, oldest first, with the warnings of each file.

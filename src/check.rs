@@ -119,10 +119,7 @@ const ENTRIES: &str = "consolidated/memory.md";
 /// Unique ids, readable metadata; hand edits as notes.
 fn entries(doc: &Document, report: &mut Report) {
     for w in &doc.warnings {
-        let line = w
-            .strip_prefix("line ")
-            .and_then(|r| r.split(':').next()?.parse().ok());
-        report.problem(ENTRIES, line, w.clone());
+        report.problem(ENTRIES, Some(w.line), w.message.clone());
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for e in doc.entries() {

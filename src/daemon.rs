@@ -52,6 +52,16 @@ fn already_served(layout: &Layout) -> crate::Error {
     }
 }
 
+/// An error if a daemon already serves `layout`: what a caller checks
+/// before binding an address, so a second daemon is told why it may not
+/// start rather than that the port is taken.
+pub fn ensure_not_served(layout: &Layout) -> crate::Result<()> {
+    match running(layout) {
+        Some(_) => Err(already_served(layout)),
+        None => Ok(()),
+    }
+}
+
 /// Serve `layout` on `listener` until `shutdown` resolves. `token`, when
 /// set, is required on every request. Refuses if another daemon serves the
 /// directory.

@@ -146,12 +146,26 @@ struct Collecting {
     raw: String,
 }
 
+/// A problem found while reading the file, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// 1-based.
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
 /// A parsed `consolidated/memory.md`.
 #[derive(Debug, Clone, Default)]
 pub struct Document {
     blocks: Vec<Block>,
     /// Problems found while parsing (bad metadata, invalid UTF-8).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Every id in the file, so a new id is checked in O(1): a run that
     /// ADDs thousands of entries to a file of thousands would otherwise
     /// scan the file once per new entry.
@@ -254,9 +268,12 @@ impl Document {
                     Err(e) => {
                         // Keep the unreadable comment inside the text: it
                         // may hold provenance a person wants to recover.
-                        self.warnings.push(format!(
-                            "line {line_no}: unreadable entry metadata ({e}); the block is treated as written by hand"
-                        ));
+                        self.warnings.push(Warning {
+                            line: line_no,
+                            message: format!(
+                                "unreadable entry metadata ({e}); the block is treated as written by hand"
+                            ),
+                        });
                         text = if text.is_empty() {
                             line
                         } else {
@@ -290,16 +307,16 @@ impl Document {
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut doc = Document::parse(&text);
-        if let Err(e) = std::str::from_utf8(&bytes) {
-            let line = bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1;
+        if let Some((_, line)) = crate::text::first_bad_byte(&bytes) {
             doc.not_utf8 = Some(line);
+            let message =
+                "not UTF-8; memd reads it but will not rewrite the file until it is fixed by hand";
             doc.warnings.insert(
                 0,
-                format!("line {line}: not UTF-8; memd reads it but will not rewrite the file until it is fixed by hand"),
+                Warning {
+                    line,
+                    message: message.into(),
+                },
             );
         }
         for w in &doc.warnings {

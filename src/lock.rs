@@ -15,20 +15,26 @@ pub struct Guard {
     _file: File,
 }
 
-/// Take the lock at `path` without waiting; `None` when another process (or
-/// another handle in this one) holds it. The holder's pid is written into
-/// the file.
-pub(crate) fn try_lock(path: &Path) -> Result<Option<Guard>> {
+/// The lock file at `path`, created (with its folder) if missing; never
+/// truncated by opening, so a holder's pid stays readable.
+fn open(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let mut file = OpenOptions::new()
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
         .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// Take the lock at `path` without waiting; `None` when another process (or
+/// another handle in this one) holds it. The holder's pid is written into
+/// the file.
+pub(crate) fn try_lock(path: &Path) -> Result<Option<Guard>> {
+    let mut file = open(path)?;
     let locked = FileExt::try_lock_exclusive(&file)
         .with_context(|| format!("locking {}", path.display()))?;
     if !locked {
@@ -59,16 +65,7 @@ pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
 pub async fn wait_for(path: &Path) -> Result<Guard> {
     let path = path.to_path_buf();
     tokio::task::spawn_blocking(move || {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let file = open(&path)?;
         FileExt::lock_exclusive(&file).with_context(|| format!("locking {}", path.display()))?;
         Ok(Guard { _file: file })
     })

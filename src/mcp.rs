@@ -207,15 +207,15 @@ fn core_memory(layout: &Layout) -> Result<String> {
     let path = layout.memory_md();
     let read = crate::atomic::read_if_exists(&path);
     let bytes = read.with_context(|| format!("reading {}", path.display()))?;
-    String::from_utf8(bytes.unwrap_or_default()).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        crate::Error::Corrupt {
+    let bytes = bytes.unwrap_or_default();
+    if let Some((at, line)) = crate::text::first_bad_byte(&bytes) {
+        return Err(crate::Error::Corrupt {
             path,
             line: Some(line),
             message: format!("not UTF-8 (byte {at}); MCP carries text only, fix the file by hand"),
-        }
-    })
+        });
+    }
+    Ok(String::from_utf8(bytes).expect("checked above"))
 }
 
 fn error(id: Value, code: i64, message: impl Into<String>) -> Value {

@@ -67,6 +67,20 @@ pub(crate) async fn consolidate_then_sync(
     Ok(report)
 }
 
+/// `reindex` on an open index: sync, then rebuild it from the files if it
+/// still disagrees with them (rows a sync cannot see, such as duplicates);
+/// the report and the number of rows. The daemon's API and the in-process
+/// command both end here.
+pub(crate) async fn sync_repairing(index: &Index, layout: &Layout) -> Result<(SyncReport, usize)> {
+    let mut report = index.sync().await?;
+    if crate::check::index_only(layout).await?.index_fixable {
+        tracing::warn!("the index disagreed with the files: rebuilding it");
+        index.reset().await?;
+        report = index.sync().await?;
+    }
+    Ok((report, index.ids().await?.len()))
+}
+
 /// Where commands go.
 pub enum Backend {
     /// The daemon at this base URL.
@@ -160,9 +174,9 @@ impl Backend {
         similar: bool,
     ) -> Result<Vec<Added>> {
         let appended = archive::append_now(layout, facts)?;
-        let texts: Vec<String> = appended.iter().map(|a| a.text.clone()).collect();
         let mut found = Vec::new();
         if similar && facts.len() <= SIMILAR_MAX_FACTS {
+            let texts: Vec<String> = appended.iter().map(|a| a.text.clone()).collect();
             match self.similar(layout, config, &texts).await {
                 Ok(s) => found = s,
                 Err(e) => tracing::warn!("similar entries not shown: {e:#}"),
@@ -253,16 +267,7 @@ impl Backend {
                     Index::clear(layout).await?;
                 }
                 let index = Index::open(layout, config).await?;
-                let mut report = index.sync().await?;
-                if crate::check::index_only(layout).await?.index_fixable {
-                    tracing::warn!("the index disagreed with the files: rebuilding it");
-                    drop(index);
-                    Index::clear(layout).await?;
-                    let index = Index::open(layout, config).await?;
-                    report = index.sync().await?;
-                    return Ok((report, index.ids().await?.len()));
-                }
-                Ok((report, index.ids().await?.len()))
+                sync_repairing(&index, layout).await
             }
             Backend::Daemon { .. } => {
                 #[derive(serde::Deserialize)]

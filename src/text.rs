@@ -97,6 +97,14 @@ pub(crate) fn coverage(of: &str, within: &str) -> f32 {
     words.iter().filter(|w| have.contains(*w)).count() as f32 / words.len() as f32
 }
 
+/// Where `bytes` stop being UTF-8: the byte offset and its 1-based line;
+/// `None` when they are UTF-8 throughout.
+pub(crate) fn first_bad_byte(bytes: &[u8]) -> Option<(usize, usize)> {
+    let at = std::str::from_utf8(bytes).err()?.valid_up_to();
+    let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    Some((at, line))
+}
+
 /// What memd inserts to break a comment opener in text it writes.
 const BREAK: char = '\u{200B}';
 

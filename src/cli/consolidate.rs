@@ -92,29 +92,26 @@ fn held_back(r: &Report) -> String {
             s.fact, s.text
         ));
     }
-    if r.deleted_by_hand > 0 {
-        out.push_str(&format!(
-            "{} entries deleted by hand: recorded as forgotten (tombstoned with their facts)\n",
-            r.deleted_by_hand
-        ));
-    }
-    if r.skipped_hand_edited > 0 {
-        out.push_str(&format!(
-            "{} ops skipped: their entry was edited by hand during the run (facts stay pending)\n",
-            r.skipped_hand_edited
-        ));
-    }
-    if r.failed_clusters > 0 {
-        out.push_str(&format!(
-            "{} clusters got no usable reply (facts stay pending)\n",
-            r.failed_clusters
-        ));
-    }
-    if r.fallback_facts > 0 {
-        out.push_str(&format!(
-            "{} facts added verbatim and marked unreviewed\n",
-            r.fallback_facts
-        ));
+    let counted = [
+        (
+            r.deleted_by_hand,
+            "entries deleted by hand: recorded as forgotten (tombstoned with their facts)",
+        ),
+        (
+            r.skipped_hand_edited,
+            "ops skipped: their entry was edited by hand during the run (facts stay pending)",
+        ),
+        (
+            r.failed_clusters,
+            "clusters got no usable reply (facts stay pending)",
+        ),
+        (
+            r.fallback_facts,
+            "facts added verbatim and marked unreviewed",
+        ),
+    ];
+    for (n, what) in counted.into_iter().filter(|(n, _)| *n > 0) {
+        out.push_str(&format!("{n} {what}\n"));
     }
     out
 }

@@ -36,14 +36,7 @@ async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Result
         );
     }
     // Said before binding, so a second daemon on the same port is told why.
-    if let Some(other) = memd::daemon::running(&layout) {
-        return Err(memd::Error::DaemonRunning {
-            dir: layout.root.clone(),
-            pid: Some(other.pid),
-            listen: Some(other.listen),
-        }
-        .into());
-    }
+    memd::daemon::ensure_not_served(&layout)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

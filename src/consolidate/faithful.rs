@@ -145,19 +145,13 @@ pub(crate) fn negated(text: &str) -> bool {
         .filter_map(|m| lower.find(m))
         .min()
         .map_or(lower.as_str(), |at| &lower[..at]);
-    let words = now
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty());
-    let mut rest = now;
-    for w in words {
-        let at = rest.find(w).unwrap_or(0);
-        let contrast = rest[..at].trim_end().ends_with(',');
-        rest = &rest[at + w.len()..];
-        if NEGATIONS.contains(&w.trim_matches('\'')) && !contrast {
-            return true;
-        }
-    }
-    false
+    now.split(',').enumerate().any(|(clause, text)| {
+        text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .filter(|w| !w.is_empty())
+            // The first word after a comma is the contrast's, not a negation.
+            .skip(usize::from(clause > 0))
+            .any(|w| NEGATIONS.contains(&w.trim_matches('\'')))
+    })
 }
 
 /// Every capitalised word and every number of `text`, wherever it stands

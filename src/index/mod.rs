@@ -222,10 +222,20 @@ impl Index {
             dim,
         };
         let meta_path = dir.join("meta.json");
-        let have: Option<Meta> = std::fs::read(&meta_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let _all = write_lock(layout).await?;
+        let read_meta =
+            || -> Option<Meta> { serde_json::from_slice(&std::fs::read(&meta_path).ok()?).ok() };
+        let mut have = read_meta();
+        // Creating or rebuilding the index writes it: that takes the index
+        // lock, and reads the metadata again under it (another process may
+        // have just built it). Opening an index as it is takes nothing.
+        let _all = match have.as_ref() == Some(&want) {
+            true => None,
+            false => {
+                let guard = write_lock(layout).await?;
+                have = read_meta();
+                Some(guard)
+            }
+        };
         if have.as_ref() != Some(&want) {
             if let Some(h) = &have {
                 refuse_if_owned(layout, h, &want)?;
@@ -283,7 +293,7 @@ impl Index {
     pub async fn sync(&self) -> Result<SyncReport> {
         let asked = std::time::Instant::now();
         let _one = self.sync_lock.lock().await;
-        let _all = write_lock(&self.layout).await?;
+        let _all = self.writing().await?;
         {
             let mut last = self.last_sync_start.lock().unwrap();
             if last.is_some_and(|t| t >= asked) {
@@ -309,7 +319,7 @@ impl Index {
             return Ok(report);
         }
         let wanted: HashSet<&str> = changed.iter().map(|s| s.as_str()).collect();
-        let sources = self.sources(current.get(ENTRIES_SOURCE))?;
+        let sources = self.sources(&wanted, current.get(ENTRIES_SOURCE))?;
         let desired = desired_rows_for(&self.layout, Some(&wanted), &sources)?;
         let sources: Vec<String> = changed
             .iter()
@@ -400,9 +410,28 @@ impl Index {
         Ok((batches, stale))
     }
 
-    /// The entries' sources, from the cache when the entries file's
-    /// fingerprint is the one cached.
-    fn sources(&self, fingerprint: Option<&String>) -> Result<Arc<HashSet<String>>> {
+    /// What every write of the index starts with: the lock across
+    /// processes, then the table's latest version. A handle keeps the
+    /// version it was opened at, so without the second step a process that
+    /// opened the table before another one's sync read rows that were no
+    /// longer all the rows, and added the missing ones again.
+    async fn writing(&self) -> Result<crate::lock::Guard> {
+        let guard = write_lock(&self.layout).await?;
+        self.table.checkout_latest().await?;
+        Ok(guard)
+    }
+
+    /// The entries' sources, which decide which facts are rows: read only
+    /// when a day file is among the `wanted` sources, and from the cache
+    /// when the entries file's fingerprint is the one cached.
+    fn sources(
+        &self,
+        wanted: &HashSet<&str>,
+        fingerprint: Option<&String>,
+    ) -> Result<Arc<HashSet<String>>> {
+        if !wanted.iter().any(|s| s.starts_with("archive/")) {
+            return Ok(Arc::default());
+        }
         let mut cache = self.sources.lock().unwrap();
         if let (Some(want), Some((have, sources))) = (fingerprint, cache.as_ref())
             && want == have
@@ -569,7 +598,7 @@ impl Index {
     /// table open; the embedding cache keeps it cheap).
     pub(crate) async fn reset(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
-        let _all = write_lock(&self.layout).await?;
+        let _all = self.writing().await?;
         *self.last_sync_start.lock().unwrap() = None;
         self.table.delete("true").await?;
         match std::fs::remove_file(files_path(&self.layout)) {
@@ -599,7 +628,7 @@ impl Index {
             return Ok(false);
         }
         let _one = self.sync_lock.lock().await;
-        let _all = write_lock(&self.layout).await?;
+        let _all = self.writing().await?;
         compact(&self.table).await?;
         Ok(true)
     }

@@ -221,6 +221,12 @@ fn errors_map_to_exit_codes_by_kind() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
 
+/// The one day file of the memory directory `dir`.
+fn only_day_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut days = std::fs::read_dir(dir.join("archive")).unwrap();
+    days.next().unwrap().unwrap().path()
+}
+
 /// A new memory directory with the lexical embedder.
 fn lexical_memory() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
@@ -273,12 +279,7 @@ fn a_fact_on_a_day_already_consolidated_is_still_pending() {
         &["add", "--no-similar", "Plays the cello on Sundays"],
     );
     assert_eq!(pending(dir), 1, "a fact on a consolidated day is hidden");
-    let day = std::fs::read_dir(dir.join("archive"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let day = only_day_file(dir);
     let mut text = std::fs::read_to_string(&day).unwrap();
     text.push_str("- Owns a red canoe\n");
     std::fs::write(&day, text).unwrap();
@@ -307,12 +308,7 @@ fn an_append_that_fails_part_way_leaves_nothing_behind() {
     assert!(memd(dir, &["init"]).status.success());
     let small = memd(dir, &["add", "--no-similar", "Short fact first"]);
     assert!(small.status.success(), "{}", stderr(&small));
-    let day = std::fs::read_dir(dir.join("archive"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let day = only_day_file(dir);
     let before = std::fs::read(&day).unwrap();
     let big = format!(
         "Remembers {}",

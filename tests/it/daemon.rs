@@ -376,10 +376,14 @@ async fn sigterm_during_a_consolidation_leaves_whole_files_and_the_next_start_fi
     .unwrap();
 }
 
-#[test]
-fn mcp_speaks_json_rpc_over_stdio() {
-    let (_t, layout) = memory_dir();
-    write_config(&layout, None, "");
+/// `memd mcp` on `layout`, with its stdin and its stdout (line by line).
+fn spawn_mcp(
+    layout: &Layout,
+) -> (
+    Child,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
         .arg("--dir")
         .arg(&layout.root)
@@ -390,8 +394,16 @@ fn mcp_speaks_json_rpc_over_stdio() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+#[test]
+fn mcp_speaks_json_rpc_over_stdio() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
     let mut ask = |msg: Value| -> Option<Value> {
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
@@ -570,18 +582,7 @@ fn mcp_answers_bad_bytes_with_a_parse_error_and_goes_on() {
     let mut md = std::fs::read(layout.memory_md()).unwrap();
     md.extend_from_slice(b"Caf\xe9 notes kept by hand\n");
     std::fs::write(layout.memory_md(), &md).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
-        .arg("--dir")
-        .arg(&layout.root)
-        .arg("mcp")
-        .env_remove("MEMD_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
     let mut reply = || -> Value {
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();

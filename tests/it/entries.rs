@@ -137,5 +137,9 @@ fn unreadable_metadata_keeps_the_block_as_hand_written() {
     let e = doc.entries().next().unwrap();
     assert_eq!(e.meta, None);
     assert!(e.text.contains("Still a fact worth keeping."));
-    assert!(doc.warnings[0].contains("line 1"), "{:?}", doc.warnings);
+    assert!(
+        doc.warnings[0].to_string().contains("line 1"),
+        "{:?}",
+        doc.warnings
+    );
 }
