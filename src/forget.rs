@@ -139,6 +139,64 @@ pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
     Err(crate::Error::NotFound { id: id.to_string() })
 }
 
+/// Undo `memd forget ID` (or the deletion by hand of entry `ID`): its
+/// tombstones are lifted, and those of facts later kept out for saying the
+/// same, so its facts count again; a forgotten entry is back in
+/// `consolidated/memory.md` with its id, text and sources, from the
+/// journal. Journaled as `UNFORGET`.
+///
+/// Crash order: the entry first, then the lift, then the journal. A crash
+/// before the lift leaves the tombstones in force, and running the undo
+/// again finishes it (the entry is not restored twice).
+pub fn undo(layout: &Layout, id: &str) -> Result<Candidate> {
+    let _lock = entries::lock(layout)?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
+    let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
+        return Err(crate::Error::NotFound { id: id.to_string() });
+    };
+    let forgot = journal::read(&layout.journal_file())?
+        .into_iter()
+        .rev()
+        .find(|r| r.entry == id && matches!(r.op, journal::Op::Forget | journal::Op::HandRemove));
+    let mut text = forgot
+        .as_ref()
+        .and_then(|r| r.before.clone())
+        .unwrap_or_else(|| first.text.clone());
+    let kind = if first.entry.is_some() {
+        "entry"
+    } else {
+        "fact"
+    };
+    let mut doc = Document::read(&layout.entries_file())?;
+    if kind == "entry" {
+        match doc.get(id) {
+            Some(e) => text = e.text.clone(),
+            None => {
+                let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+                let sources = forgot
+                    .as_ref()
+                    .map(|r| r.sources.clone())
+                    .unwrap_or_default();
+                let mut meta = doc.new_meta(&text, &today, sources);
+                meta.id = id.to_string();
+                doc.push(&text, meta);
+                doc.save(&layout.entries_file(), &today)?;
+            }
+        }
+    }
+    tombstones::append(&layout.tombstones_file(), &[Tombstone::lift(id)])?;
+    let run = consolidate::new_run_id(&crate::clock::Clock::System);
+    let mut r = Record::new(&run, journal::Op::Unforget, id);
+    r.after = Some(text.clone());
+    r.sources = forgot.map(|r| r.sources).unwrap_or_default();
+    journal::append(&layout.journal_file(), &[r])?;
+    Ok(Candidate {
+        kind: kind.into(),
+        id: id.to_string(),
+        text,
+    })
+}
+
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it (recursively).
 pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {

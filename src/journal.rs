@@ -18,6 +18,9 @@ pub enum Op {
     Keep,
     /// `memd forget`.
     Forget,
+    /// `memd forget --undo`: what a forget or a deletion by hand took away
+    /// is back.
+    Unforget,
     /// An entry memd wrote that a person deleted from the file.
     HandRemove,
     /// A hand-written block that memd gave metadata.

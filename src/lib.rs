@@ -38,13 +38,15 @@
 //! | `.memd/cache/`                         | [`embed`]       |
 //!
 //! Consolidation is [`consolidate`], a pipeline with one file per stage:
-//! gate → plan (inputs, [`pending`] facts, restatements, clusters) → judge
+//! gate → plan (inputs, [`pending`] facts, restatements and near-duplicates
+//! by the rule of [`same`], clusters) → judge
 //! (an [`llm`] with the templates of [`prompts`], or the built-in judge) →
 //! reply (parse → validate → repair → validate) → apply → commit (journal,
 //! state) → promote (MEMORY.md, [`consolidate::promote`]). It takes an
 //! embedder, not the index, and a [`clock`]; whoever owns the index syncs
 //! it after the run ([`service::consolidate_then_sync`]). [`forget`]
-//! removes and tombstones an entry and reads lineage back from the journal.
+//! removes and tombstones an entry (and undoes that) and reads lineage back
+//! from the journal.
 //! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search
 //! and is kept in step by [`watch`]; [`entries::lock`] (a [`lock`]) keeps
 //! two writers of the entries apart.
@@ -106,6 +108,7 @@ pub(crate) mod pause;
 pub(crate) mod pending;
 pub(crate) mod prompts;
 pub mod recall;
+pub mod same;
 pub mod service;
 pub mod shutdown;
 pub mod state;

@@ -122,11 +122,16 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
             );
             let added = backend.add(layout, config, &facts, true).await?;
             let mut out = format!("remembered as {}", added[0].fact.id);
-            for h in &added[0].similar {
+            for s in &added[0].similar {
+                let how = if s.same {
+                    "same as entry"
+                } else {
+                    "similar entry"
+                };
                 out.push_str(&format!(
-                    "\nsimilar entry {}: {}",
-                    h.id,
-                    h.text.replace('\n', " ")
+                    "\n{how} {}: {}",
+                    s.hit.id,
+                    s.hit.text.replace('\n', " ")
                 ));
             }
             Ok(out)

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::consolidate::{self, Report};
 use crate::error::{Context, Result, err};
 use crate::forget::Candidate;
-use crate::index::search::Hit;
+use crate::index::search::{Hit, Similar};
 use crate::index::{Index, SyncReport};
 use crate::{Layout, daemon_info};
 
@@ -22,17 +22,21 @@ pub(crate) const SIMILAR_SHOWN: usize = 3;
 /// bulk import is not read fact by fact).
 pub(crate) const SIMILAR_MAX_FACTS: usize = 20;
 
+/// Least cosine similarity at which `memd add` shows an existing entry
+/// as similar to a new fact (`memd eval dedup`, EVALUATION.md).
+pub const SIMILAR_MIN_COSINE: f32 = 0.75;
+
 /// One appended fact and the existing entries most like it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Added {
     #[serde(flatten)]
     pub fact: Appended,
-    pub similar: Vec<Hit>,
+    pub similar: Vec<Similar>,
 }
 
 /// For each text, the entries of `index` most like it: the one lookup
 /// behind `memd add`, `POST /v1/facts` and MCP's `remember`.
-pub(crate) async fn similar_in(index: &Index, texts: &[String]) -> Result<Vec<Vec<Hit>>> {
+pub(crate) async fn similar_in(index: &Index, texts: &[String]) -> Result<Vec<Vec<Similar>>> {
     let mut out = Vec::with_capacity(texts.len());
     for t in texts {
         out.push(index.similar_entries(t, SIMILAR_SHOWN).await?);
@@ -196,7 +200,7 @@ impl Backend {
         layout: &Layout,
         config: &Config,
         texts: &[String],
-    ) -> Result<Vec<Vec<Hit>>> {
+    ) -> Result<Vec<Vec<Similar>>> {
         match self {
             Backend::InProcess => {
                 let index = Index::open(layout, config).await?;
@@ -286,6 +290,18 @@ impl Backend {
                 Ok((r.report, r.rows))
             }
         }
+    }
+
+    /// Undo a forget ([`crate::forget::undo`]). A file write under the
+    /// entries' lock, like an add; a daemon's watcher syncs its own index.
+    pub async fn unforget(&self, layout: &Layout, config: &Config, id: &str) -> Result<Candidate> {
+        let back = crate::forget::undo(layout, id)?;
+        if let Backend::InProcess = self
+            && let Err(e) = async { Index::open(layout, config).await?.sync().await }.await
+        {
+            tracing::warn!("index not updated yet: {e:#}");
+        }
+        Ok(back)
     }
 
     pub async fn forget(&self, layout: &Layout, config: &Config, id: &str) -> Result<Candidate> {

@@ -28,6 +28,11 @@ pub struct Tombstone {
     /// `forget`, `hand-removed`, …
     #[serde(default)]
     pub reason: String,
+    /// A lift (`memd forget --undo`): the entry or fact id whose earlier
+    /// tombstones no longer count. The file stays append-only, so what was
+    /// forgotten and when it was brought back both stay on record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifts: Option<String>,
 }
 
 impl Tombstone {
@@ -39,7 +44,26 @@ impl Tombstone {
             text: normalize(text),
             sources,
             reason: reason.to_string(),
+            lifts: None,
         }
+    }
+
+    /// The record that lifts the tombstones of `id` (see [`Tombstone::of`]).
+    pub fn lift(id: &str) -> Tombstone {
+        let mut t = Tombstone::new(None, "", Vec::new(), "undo");
+        t.lifts = Some(id.to_string());
+        t
+    }
+
+    /// Whether this tombstone was written by forgetting `id`: the entry
+    /// (with its facts, and facts later kept out for saying the same), or
+    /// a pending fact forgotten on its own.
+    pub fn of(&self, id: &str) -> bool {
+        self.lifts.is_none()
+            && match &self.entry {
+                Some(e) => e == id,
+                None => self.sources.len() == 1 && self.sources[0] == id,
+            }
     }
 }
 
@@ -58,7 +82,14 @@ impl Tombstones {
         Ok(Tombstones::from_vec(all))
     }
 
-    pub(crate) fn from_vec(all: Vec<Tombstone>) -> Tombstones {
+    pub(crate) fn from_vec(records: Vec<Tombstone>) -> Tombstones {
+        let mut all: Vec<Tombstone> = Vec::with_capacity(records.len());
+        for t in records {
+            match &t.lifts {
+                Some(id) => all.retain(|old| !old.of(id)),
+                None => all.push(t),
+            }
+        }
         let texts = all.iter().map(|t| t.text.clone()).collect();
         let facts = all.iter().flat_map(|t| t.sources.iter().cloned()).collect();
         Tombstones { all, texts, facts }

@@ -67,8 +67,17 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         } else {
             println!("{} (already written under this key)", a.fact.id);
         }
-        for h in a.similar {
-            println!("  similar entry {}: {}", h.id, super::one_line(&h.text));
+        for s in a.similar {
+            let how = match s.same {
+                true => "same as entry (consolidation will merge it)",
+                false => "similar entry",
+            };
+            println!(
+                "  {how} {} ({:.2}): {}",
+                s.hit.id,
+                s.hit.score,
+                super::one_line(&s.hit.text)
+            );
         }
     }
     Ok(())

@@ -59,8 +59,14 @@ fn render(r: &Report) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "run {} ({}): {} pending facts, {} restatements, {} clusters, {} LLM calls\n",
-        r.run_id, r.judge, r.pending_facts, r.restatements, r.clusters, r.llm_calls
+        "run {} ({}): {} pending facts, {} restatements, {} near-duplicates, {} clusters, {} LLM calls\n",
+        r.run_id,
+        r.judge,
+        r.pending_facts,
+        r.restatements,
+        r.near_duplicates,
+        r.clusters,
+        r.llm_calls
     ));
     let a = &r.applied;
     let done = if r.dry_run { "planned" } else { "applied" };

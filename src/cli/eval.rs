@@ -2,6 +2,7 @@
 //! with the `lab` feature).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -70,17 +71,24 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+    /// The tier-2 merge rule on labelled pairs: merges of pairs that say
+    /// the same thing, and false merges, per variant and threshold.
+    Dedup(Pairs),
     /// Candidate recall: is a fact's true partner among its top-k neighbours?
-    Neighbours {
-        /// Directory of the evaluation data.
-        #[arg(long, env = "MEMD_EVAL_DATA")]
-        data: PathBuf,
-        /// Embedder to measure (default: the configured one).
-        #[arg(long)]
-        embedder: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Neighbours(Pairs),
+}
+
+/// What an evaluation of labelled pairs reads and measures.
+#[derive(clap::Args)]
+struct Pairs {
+    /// Directory of the evaluation data.
+    #[arg(long, env = "MEMD_EVAL_DATA")]
+    data: PathBuf,
+    /// Embedder to measure (default: the configured one).
+    #[arg(long)]
+    embedder: Option<String>,
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
@@ -106,11 +114,8 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             let r = super::runtime()?.block_on(run)?;
             print_consolidation(&r, json)
         }
-        What::Neighbours {
-            data,
-            embedder,
-            json,
-        } => neighbours(dir, &data, embedder, json),
+        What::Neighbours(p) => neighbours(dir, &p.data, p.embedder, p.json),
+        What::Dedup(p) => dedup(dir, &p.data, p.embedder, p.json),
     }
 }
 
@@ -205,16 +210,87 @@ fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result
     Ok(())
 }
 
-fn neighbours(dir: &Path, data: &Path, embedder: Option<String>, json: bool) -> Result<()> {
-    // A memory directory is optional here: its config if there is one.
+/// The embedder an evaluation without a judge measures: the directory's
+/// (a memory directory is optional here), or `kind`.
+fn embedder(dir: &Path, kind: Option<String>) -> Result<Arc<dyn memd::embed::Embedder>> {
     let mut config = Config::load(dir)?;
-    if let Some(kind) = embedder {
+    if let Some(kind) = kind {
         config.embedder.kind = super::embedder_kind(&kind)?;
     }
-    let embedder = memd::embed::from_config(&config.embedder)?;
+    Ok(memd::embed::from_config(&config.embedder)?)
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("memd-eval-cache")
+}
+
+fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()> {
+    let embedder = embedder(dir, kind)?;
+    let cache = cache_dir();
+    let r = super::runtime()?.block_on(memd::eval::dedup::run(data, embedder, &cache))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!(
+        "tier-2 merge rule on labelled pairs, embedder {}",
+        r.embedder
+    );
+    for (i, s) in r.sources.iter().enumerate() {
+        let label = if s.same { "same" } else { "different" };
+        let [q1, q2, q3] = s.cosine_quartiles;
+        println!(
+            "  s{}: {} ({label}, {} pairs; cosine quartiles {q1:.2} {q2:.2} {q3:.2})",
+            i + 1,
+            s.name,
+            s.pairs
+        );
+    }
+    let heads: Vec<String> = (1..=r.sources.len()).map(|i| format!("s{i}")).collect();
+    println!(
+        "{:<9} {:<5} {:>6}  {:>6} {:>6}  {}",
+        "words",
+        "stem",
+        "cosine",
+        "same",
+        "false",
+        heads.join(" ")
+    );
+    for row in &r.rows {
+        let shipped = if row.rule == r.shipped {
+            "  <- shipped"
+        } else {
+            ""
+        };
+        let per: Vec<String> = row.merged.iter().map(|n| n.to_string()).collect();
+        println!(
+            "{:<9} {:<5} {:>6.2}  {:>6} {:>6}  {}{shipped}",
+            format!("{:?}", row.rule.words).to_lowercase(),
+            row.rule.stem,
+            row.rule.min_cosine,
+            row.merges_of_same,
+            row.false_merges,
+            per.join(" ")
+        );
+    }
+    println!("share of pairs memd add would show as similar (cosine at least):");
+    for t in &r.shown {
+        let per: Vec<String> = t.share.iter().map(|v| format!("{v:.2}")).collect();
+        let shipped = if t.min_cosine == r.similar_min {
+            "  <- shipped"
+        } else {
+            ""
+        };
+        println!("  {:.2}  {}{shipped}", t.min_cosine, per.join(" "));
+    }
+    Ok(())
+}
+
+fn neighbours(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()> {
+    let embedder = embedder(dir, kind)?;
     let name = embedder.id();
-    let cache = std::env::temp_dir().join("memd-eval-cache");
-    let reports = super::runtime()?.block_on(memd::eval::neighbours(data, embedder, &cache))?;
+    let reports =
+        super::runtime()?.block_on(memd::eval::neighbours(data, embedder, &cache_dir()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
         return Ok(());

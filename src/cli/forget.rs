@@ -1,4 +1,5 @@
-//! `memd forget ID` / `memd forget --match TEXT [--yes]`
+//! `memd forget ID` / `memd forget --match TEXT [--yes]` /
+//! `memd forget --undo ID`
 
 use std::path::Path;
 
@@ -16,6 +17,10 @@ pub struct Args {
     /// With --match: forget everything listed.
     #[arg(long, requires = "match")]
     yes: bool,
+    /// Undo the forgetting of ID (an entry or a fact): its tombstones are
+    /// lifted and a forgotten entry is restored.
+    #[arg(long, requires = "id", conflicts_with = "match")]
+    undo: bool,
 }
 
 /// The ids to forget: the one given, or (with `--yes`) every candidate
@@ -45,6 +50,15 @@ fn chosen(layout: &memd::Layout, args: Args) -> Result<Option<Vec<String>>> {
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let layout = memd::Layout::open(dir)?;
+    if args.undo {
+        let id = args.id.unwrap_or_default();
+        let config = memd::config::Config::load(&layout.root)?;
+        let backend = Backend::for_dir(&layout);
+        let back = super::runtime()?.block_on(backend.unforget(&layout, &config, &id))?;
+        let text = super::one_line(&back.text);
+        println!("no longer forgotten: {} {}: {text}", back.kind, back.id);
+        return Ok(());
+    }
     let Some(ids) = chosen(&layout, args)? else {
         return Ok(());
     };

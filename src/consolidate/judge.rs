@@ -1,7 +1,7 @@
 //! Decide: the judge of each cluster — an LLM (one call per cluster,
 //! bounded concurrency, an invalid reply asked again naming what was
-//! wrong) or, with no LLM configured, the built-in judge (exact
-//! restatements KEEP, everything else ADD).
+//! wrong) or, with no LLM configured, the built-in judge (restatements
+//! in nearly the same words KEEP, everything else ADD; see `plan`).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -20,7 +20,8 @@ use crate::text::short_hash;
 
 /// Who decides what the pending facts do to the entries.
 pub enum Judge {
-    /// No LLM configured: exact restatements KEEP, everything else ADD.
+    /// No LLM configured: restatements in nearly the same words KEEP
+    /// (`crate::same`), everything else ADD.
     BuiltIn,
     Llm(llm::Client),
 }
@@ -48,8 +49,9 @@ impl Judge {
         if config.llm.configured() {
             format!("llm: {} at {}", config.llm.model, config.llm.base_url)
         } else {
-            "built-in (no LLM configured: restatements of an entry or of a fact it holds merge, \
-             everything else is added; promotion ranks by recall and recency)"
+            "built-in (no LLM configured: a fact merges into an entry or another fact that says \
+             it in nearly the same words, everything else is added; promotion ranks by recall \
+             and recency)"
                 .into()
         }
     }

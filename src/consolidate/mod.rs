@@ -60,6 +60,7 @@ use crate::entries::Document;
 use crate::journal::{self, Record};
 use crate::state::State;
 use crate::text::short_hash;
+use crate::tombstones::Tombstone;
 use crate::{Layout, prompts};
 pub use judge::Judge;
 use judge::{Decision, Planned};
@@ -165,14 +166,18 @@ pub async fn run_at(
         state: &state,
         embedder,
     };
-    let (planned, restatements) = ctx.decide(pending, &mut report).await?;
-    summarize(&planned, restatements, &mut report);
+    let decided = ctx.decide(pending, &mut report).await?;
+    let planned = decided.planned;
+    summarize(&planned, decided.restatements, &mut report);
     if opts.dry_run {
         report.total_ms = started.elapsed().as_secs_f64() * 1000.0;
         return Ok(report);
     }
     pause_point(layout, "planned");
     let (mut applied, entries) = apply::apply(layout, &planned, &today, &report.run_id)?;
+    if !decided.tombstones.is_empty() {
+        crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
+    }
     applied.records.extend(report.suppressed.iter().map(|s| {
         let mut r = Record::new(&report.run_id, journal::Op::Suppress, &s.fact);
         r.before = Some(s.text.clone());
@@ -227,31 +232,66 @@ struct Decide<'a> {
 
 impl Decide<'_> {
     /// Every pending fact's decision: restatements first (their count is
-    /// returned), then the judge's clusters.
-    async fn decide(
-        &self,
-        pending: Vec<Fact>,
-        report: &mut Report,
-    ) -> Result<(Vec<Planned>, usize)> {
+    /// returned), then the judge's clusters; and the tombstones for facts
+    /// that say what was forgotten.
+    async fn decide(&self, pending: Vec<Fact>, report: &mut Report) -> Result<Decided> {
         let (keeps, rest) = plan::restatements(plan::group(&pending), &self.inputs.doc);
         report.restatements = keeps.iter().map(|(_, g, _)| g.ids.len()).sum();
+        let near = self.near_duplicates(rest).await?;
+        report.near_duplicates = near.keeps.iter().map(|(_, g, _)| g.ids.len()).sum();
         let mut planned: Vec<Planned> = keeps
             .into_iter()
+            .chain(near.keeps)
             .map(|(keep, g, s)| Planned::built_in(keep, g, Some(s)))
             .collect();
         let restatements = planned.len();
+        let tombstones = forgotten(near.forgotten, report);
         match self.judge {
-            Judge::BuiltIn => planned.extend(rest.into_iter().map(|g| {
+            Judge::BuiltIn => planned.extend(near.rest.into_iter().map(|g| {
                 let add = Op::Add {
                     text: g.text.clone(),
                     from: g.ids.clone(),
                 };
                 Planned::built_in(add, g, None)
             })),
-            Judge::Llm(client) => planned.extend(self.ask(client, rest, report).await?),
+            Judge::Llm(client) => planned.extend(self.ask(client, near.rest, report).await?),
         }
         report.clusters = planned.len() - restatements;
-        Ok((planned, restatements))
+        Ok(Decided {
+            planned,
+            restatements,
+            tombstones,
+        })
+    }
+
+    /// Tier 2 ([`plan::near_duplicates`]) with the shipped rule; embeds
+    /// only the texts whose words another text shares.
+    async fn near_duplicates(&self, groups: Vec<ops::Group>) -> Result<plan::NearDuplicates> {
+        let rule = crate::same::Rule::SHIPPED;
+        let entries = self.inputs.snapshots();
+        let texts = plan::near_texts(&groups, &entries, &self.inputs.tombstones, rule);
+        let texts: Vec<String> = texts
+            .iter()
+            .map(|t| crate::same::Rule::compared(t))
+            .collect();
+        let vectors = match (texts.is_empty(), self.embedder) {
+            (true, _) => Vec::new(),
+            (false, Some(e)) => e.embed(&texts).await?,
+            (false, None) => {
+                let own = crate::embed::cached(self.layout, &self.config.embedder)?;
+                own.embed(&texts).await?
+            }
+        };
+        let vectors = texts.into_iter().zip(vectors).collect();
+        let merge = matches!(self.judge, Judge::BuiltIn);
+        let tombstones = &self.inputs.tombstones;
+        Ok(plan::near_duplicates(
+            groups,
+            &entries,
+            tombstones,
+            &vectors,
+            (rule, merge),
+        ))
     }
 
     /// Cluster the groups with the entries and ask the LLM about each.
@@ -285,6 +325,33 @@ impl Decide<'_> {
         report.llm_ms = spent.llm_ms;
         Ok(planned)
     }
+}
+
+/// What [`Decide::decide`] planned.
+struct Decided {
+    planned: Vec<Planned>,
+    /// The first this many of `planned` are restatements (tiers 1 and 2).
+    restatements: usize,
+    /// For pending facts that say what was forgotten (in other words than
+    /// the tombstone's): each keeps its fact out for good, under the
+    /// forgotten entry's id, so `memd forget --undo` lifts both.
+    tombstones: Vec<Tombstone>,
+}
+
+/// The tombstones for groups that say what `forgotten` texts say, each
+/// fact named in the report.
+fn forgotten(groups: Vec<(ops::Group, Tombstone)>, report: &mut Report) -> Vec<Tombstone> {
+    let mut out = Vec::new();
+    for (g, t) in groups {
+        report.suppressed.extend(g.ids.iter().map(|id| Suppressed {
+            fact: id.clone(),
+            text: g.text.clone(),
+            forgotten: t.entry.clone(),
+        }));
+        let reason = "says what was forgotten";
+        out.push(Tombstone::new(t.entry.clone(), &g.text, g.ids, reason));
+    }
+    out
 }
 
 /// Each cluster's decision in the report (and the log); for a dry run, the

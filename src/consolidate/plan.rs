@@ -14,9 +14,10 @@ use crate::embed::cache::Cached;
 use crate::entries::{Document, Entry};
 use crate::error::{Context, Result};
 use crate::pending::{Pending, Settled};
+use crate::same::Rule;
 use crate::state::State;
 use crate::text::normalize;
-use crate::tombstones::Tombstones;
+use crate::tombstones::{Tombstone, Tombstones};
 
 /// What a run reads besides the state (which the gate reads first).
 pub struct Inputs {
@@ -211,4 +212,104 @@ pub async fn clusters(
             cl
         })
         .collect())
+}
+
+/// What tier 2 ([`crate::same`]) decided for the groups tier 1 left.
+#[derive(Default)]
+pub(crate) struct NearDuplicates {
+    /// Groups that say what an entry says: KEEP into it.
+    pub keeps: Vec<(Op, Group, Snapshot)>,
+    /// Groups that say what was forgotten, with the tombstone.
+    pub forgotten: Vec<(Group, Tombstone)>,
+    /// The rest, for the judge; a group that says what an earlier one
+    /// says is folded into it (one ADD, both facts as sources).
+    pub rest: Vec<Group>,
+}
+
+/// The texts tier 2 compares by embedding: each group, entry and
+/// forgotten text whose words ([`Rule::key`]) a pending group shares with
+/// another of them. Usually none, so a run embeds nothing for it.
+pub(crate) fn near_texts(
+    groups: &[Group],
+    entries: &[Snapshot],
+    tombstones: &Tombstones,
+    rule: Rule,
+) -> Vec<String> {
+    let mut by_key: HashMap<String, Vec<&str>> = HashMap::new();
+    let others = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(tombstones.all.iter().map(|t| t.text.as_str()));
+    for t in groups.iter().map(|g| g.text.as_str()).chain(others) {
+        by_key.entry(rule.key(t)).or_default().push(t);
+    }
+    let mut out: Vec<String> = groups
+        .iter()
+        .filter_map(|g| by_key.get(&rule.key(&g.text)))
+        .filter(|texts| texts.len() > 1)
+        .flatten()
+        .map(|t| t.to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Tier 2 on `groups`, given the embeddings of [`near_texts`] (keyed by
+/// their [`Rule::compared`] forms): a group
+/// that says what a forgotten text says is kept out (whatever the judge);
+/// with `merge` (the built-in judge), one that says what an entry says is
+/// KEPT into it (first in file order), and one that says what an earlier
+/// group says is folded into that group. An LLM judge decides those
+/// itself: similarity only gathers its clusters.
+pub(crate) fn near_duplicates(
+    groups: Vec<Group>,
+    entries: &[Snapshot],
+    tombstones: &Tombstones,
+    vectors: &HashMap<String, Vec<f32>>,
+    (rule, merge): (Rule, bool),
+) -> NearDuplicates {
+    let vector = |t: &str| vectors.get(&Rule::compared(t));
+    let same = |a: &str, b: &str| match (vector(a), vector(b)) {
+        (Some(x), Some(y)) => rule.same(a, b, crate::embed::cosine(x, y)),
+        _ => false,
+    };
+    let mut out = NearDuplicates::default();
+    let mut earlier: HashMap<String, Vec<usize>> = HashMap::new();
+    for g in groups {
+        // Not among the texts that share words: nothing it could match.
+        if vector(&g.text).is_none() {
+            out.rest.push(g);
+            continue;
+        }
+        let key = rule.key(&g.text);
+        if let Some(t) = tombstones.all.iter().find(|t| same(&g.text, &t.text)) {
+            out.forgotten.push((g, t.clone()));
+            continue;
+        }
+        if !merge || key.is_empty() {
+            out.rest.push(g);
+            continue;
+        }
+        if let Some(e) = entries.iter().find(|e| same(&g.text, &e.text)) {
+            let keep = Op::Keep {
+                target: e.id.clone(),
+                from: g.ids.clone(),
+            };
+            out.keeps.push((keep, g, e.clone()));
+            continue;
+        }
+        let at = earlier.entry(key).or_default();
+        match at.iter().find(|&&i| same(&g.text, &out.rest[i].text)) {
+            Some(&i) => {
+                out.rest[i].ids.extend(g.ids);
+                out.rest[i].days.extend(g.days);
+            }
+            None => {
+                at.push(out.rest.len());
+                out.rest.push(g);
+            }
+        }
+    }
+    out
 }

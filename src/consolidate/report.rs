@@ -50,6 +50,9 @@ pub struct Report {
     /// Facts that restate an entry, or a fact an entry holds: merged
     /// without a judge.
     pub restatements: usize,
+    /// Facts that say what an entry says in nearly the same words (tier 2,
+    /// [`crate::same`]): merged by the built-in judge.
+    pub near_duplicates: usize,
     /// Clusters sent to the judge (restatements not counted).
     pub clusters: usize,
     pub llm_calls: usize,

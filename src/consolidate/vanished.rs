@@ -31,7 +31,7 @@ pub(crate) fn record(layout: &Layout, doc: &Document, run: &str) -> Result<usize
     for r in &records {
         let l = lineage.entry(&r.entry).or_default();
         match r.op {
-            Op::Add | Op::Adopt | Op::Replace | Op::Keep => {
+            Op::Add | Op::Adopt | Op::Replace | Op::Keep | Op::Unforget => {
                 l.alive = true;
                 l.sources.extend(r.sources.iter().cloned());
                 if let Some(after) = &r.after {

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::embed::{self, Embedder, cache::Cached};
 
+pub mod dedup;
 pub mod letta;
 pub mod locomo;
 

@@ -210,13 +210,62 @@ async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<
     collect(query.select(columns("_score")).limit(n)).await
 }
 
+/// An existing entry like a new fact.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Similar {
+    /// `score` is the cosine similarity of the entry and the fact.
+    #[serde(flatten)]
+    pub hit: Hit,
+    /// The tier-2 rule ([`crate::same::Rule::SHIPPED`]) says they are the
+    /// same: the built-in judge will merge the fact into this entry.
+    pub same: bool,
+}
+
 impl Index {
-    /// The `k` existing entries most similar to `text` (for `memd add`,
-    /// which shows them as information: it never blocks the write).
-    pub(crate) async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<Hit>> {
-        let mut hits = self.search_unlogged(text, k * 4).await?;
-        hits.retain(|h| h.kind == RowKind::Entry);
-        hits.truncate(k);
-        Ok(hits)
+    /// At most `k` existing entries that may say the same as `text`
+    /// (cosine at least [`crate::service::SIMILAR_MIN_COSINE`]), most
+    /// similar first (for `memd add`, which shows them as information: it
+    /// never blocks the write).
+    pub(crate) async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<Similar>> {
+        let qv = self.embedder.embed(&[text.to_string()]).await?.remove(0);
+        let filter = format!("kind = '{}'", RowKind::Entry.as_str());
+        let query = self
+            .table
+            .query()
+            .nearest_to(qv.clone())?
+            .distance_type(DistanceType::Cosine)
+            .only_if(filter);
+        let rows = collect(query.select(columns("_distance")).limit(k * 4)).await?;
+        let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
+        let mut out = Vec::new();
+        for (mut hit, v) in fuse([rows, Vec::new()])?.into_values() {
+            hit.score = cosine(&qv, &v);
+            if hit.score < crate::service::SIMILAR_MIN_COSINE
+                || tombstones.covers(&hit.id, &hit.text)
+            {
+                continue;
+            }
+            let same = self.same(text, &hit.text).await?;
+            out.push(Similar { hit, same });
+        }
+        out.sort_by(|a, b| {
+            (b.hit.score.total_cmp(&a.hit.score)).then_with(|| a.hit.id.cmp(&b.hit.id))
+        });
+        out.truncate(k);
+        Ok(out)
+    }
+
+    /// Whether the tier-2 rule says `a` and `b` are the same (embeds only
+    /// when their words agree).
+    async fn same(&self, a: &str, b: &str) -> Result<bool> {
+        use crate::same::Rule;
+        if !Rule::SHIPPED.words_agree(a, b) {
+            return Ok(false);
+        }
+        let v = self
+            .embedder
+            .embed(&[Rule::compared(a), Rule::compared(b)])
+            .await?;
+        Ok(Rule::SHIPPED.same(a, b, cosine(&v[0], &v[1])))
     }
 }

@@ -555,3 +555,106 @@ fn a_restatement_of_a_forgotten_entry_is_named_not_silent() {
     assert!(!again.contains("forgotten"), "{again}");
     crate::support::assert_checks_clean(dir, "a suppressed restatement");
 }
+
+/// The memory directory `memd init` makes, on the built-in defaults
+/// (MiniLM, no LLM).
+fn default_memory() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(memd(tmp.path(), &["init"]).status.success());
+    tmp
+}
+
+fn entry_texts(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
+    let layout = memd::Layout::open(dir).unwrap();
+    let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+    doc.entries()
+        .map(|e| (e.text.clone(), e.meta.clone().unwrap().sources))
+        .collect()
+}
+
+/// Tier 2 of deduplication (issue 14): with the built-in judge, a fact
+/// that says what an entry says in nearly the same words (subject,
+/// articles, a plural "s") is kept into it, and two such pending facts
+/// make one entry; a fact that differs by a negation, a name or a word
+/// order stays apart.
+#[test]
+fn a_near_duplicate_is_merged_by_the_built_in_judge_and_a_near_miss_is_not() {
+    let tmp = default_memory();
+    let dir = tmp.path();
+    let add = |fact: &str| assert!(memd(dir, &["add", "--no-similar", fact]).status.success());
+    add("Loves coffee, especially flat white.");
+    add("User is vegetarian");
+    add("Bob reports to Ann");
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    add("The user loves coffee, especially flat whites");
+    add("User has a dog called Rex");
+    add("Has a dog called Rex.");
+    add("User is not vegetarian");
+    add("Ann reports to Bob");
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(
+        stdout(&out).contains("1 near-duplicates"),
+        "{}",
+        stdout(&out)
+    );
+    let entries = entry_texts(dir);
+    let texts: Vec<&str> = entries.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(entries.len(), 6, "{texts:?}");
+    let coffee = &entries[0];
+    assert_eq!(coffee.0, "Loves coffee, especially flat white.");
+    assert_eq!(coffee.1.len(), 2, "both facts are the entry's sources");
+    let rex: Vec<_> = entries.iter().filter(|(t, _)| t.contains("Rex")).collect();
+    assert_eq!(rex.len(), 1, "{texts:?}");
+    assert_eq!(rex[0].1.len(), 2);
+    assert!(texts.contains(&"User is not vegetarian"), "{texts:?}");
+    assert!(texts.contains(&"Ann reports to Bob"), "{texts:?}");
+    crate::support::assert_checks_clean(dir, "near-duplicate merges");
+}
+
+/// Forgetting catches a rewording (issue 14 item 5): a fact that says what
+/// a forgotten entry said, in nearly the same words, stays out and is
+/// named; `memd forget --undo` brings the entry back with its id, and the
+/// rewording with it.
+#[test]
+fn a_rewording_of_a_forgotten_entry_stays_out_until_the_forget_is_undone() {
+    let tmp = default_memory();
+    let dir = tmp.path();
+    let add = |fact: &str| assert!(memd(dir, &["add", "--no-similar", fact]).status.success());
+    add("Lives at 14 Elm Street");
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    let layout = memd::Layout::open(dir).unwrap();
+    let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+    let id = doc.entries().next().unwrap().id().unwrap().to_string();
+    assert!(memd(dir, &["forget", &id]).status.success());
+
+    add("The user lives at 14 Elm Street");
+    let said = stdout(&memd(dir, &["consolidate", "--force"]));
+    assert!(said.contains(&format!("(forgotten entry {id})")), "{said}");
+    assert!(entry_texts(dir).is_empty());
+    assert_eq!(pending(dir), 0);
+    let found = stdout(&memd(dir, &["search", "Elm Street", "--json"]));
+    assert!(
+        !found.contains("Elm"),
+        "a forgotten fact was found: {found}"
+    );
+
+    let out = memd(dir, &["forget", "--undo", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entries = entry_texts(dir);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].0, "Lives at 14 Elm Street");
+    let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
+    assert_eq!(doc.entries().next().unwrap().id(), Some(id.as_str()));
+    // The rewording is pending again, and says what the entry says.
+    assert_eq!(pending(dir), 1);
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    let entries = entry_texts(dir);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].1.len(), 2, "{entries:?}");
+    let history = stdout(&memd(dir, &["history", &id]));
+    assert!(history.contains("UNFORGET"), "{history}");
+    // Nothing left to undo.
+    let again = memd(dir, &["forget", "--undo", &id]);
+    assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
+    crate::support::assert_checks_clean(dir, "an undone forget");
+}

@@ -298,33 +298,33 @@ fn a_missing_model_says_how_to_get_it() {
     );
 }
 
+/// Tiny data files in the formats of ../shared/evaldata: SICK rows, the
+/// Letta JSON lines and MRPC training rows (headers added here; MRPC with
+/// its BOM).
+#[cfg(feature = "lab")]
+fn eval_data(sick: &str, letta: &str, mrpc: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let sick_head = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_AB\tentailment_BA\tSemEval_set\n";
+    std::fs::write(d.join("sick_dev.tsv"), format!("{sick_head}{sick}")).unwrap();
+    std::fs::write(d.join("letta_updates_dev.jsonl"), letta).unwrap();
+    let mrpc_head = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n";
+    let train = format!("\u{feff}{mrpc_head}{mrpc}");
+    std::fs::write(d.join("msr-para-train.tsv"), train).unwrap();
+    std::fs::write(d.join("msr-para-val.tsv"), mrpc_head).unwrap();
+    tmp
+}
+
 #[cfg(feature = "lab")]
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_neighbours_measures_recall_on_labelled_pairs() {
-    // Tiny data files in the same formats as ../shared/evaldata.
-    let tmp = tempfile::tempdir().unwrap();
-    let d = tmp.path();
-    std::fs::write(
-        d.join("sick_dev.tsv"),
-        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_AB\tentailment_BA\tSemEval_set\n\
-         1\tA man is playing a guitar\tA man is playing the guitar\t5\tA_entails_B\tB_entails_A\tTRAIN\n\
-         2\tA dog runs in the park\tA cat sleeps on a sofa\t1\tA_neutral_B\tB_neutral_A\tTRAIN\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("letta_updates_dev.jsonl"),
-        r#"{"set":0,"facts":["Ann works as a nurse in Oslo","Bob plays chess on Sundays"],"new_fact":"Ann now works as a doctor in Oslo","supersedes":[0],"question":"q","answer_after":"doctor","answer_before":"nurse"}"#,
-    )
-    .unwrap();
-    let mrpc = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n\
-                1\t1\t2\tStocks rallied sharply in March\tStocks rallied sharply during March\n\
+    let sick = "1\tA man is playing a guitar\tA man is playing the guitar\t5\tA_entails_B\tB_entails_A\tTRAIN\n\
+                2\tA dog runs in the park\tA cat sleeps on a sofa\t1\tA_neutral_B\tB_neutral_A\tTRAIN\n";
+    let letta = r#"{"set":0,"facts":["Ann works as a nurse in Oslo","Bob plays chess on Sundays"],"new_fact":"Ann now works as a doctor in Oslo","supersedes":[0],"question":"q","answer_after":"doctor","answer_before":"nurse"}"#;
+    let mrpc = "1\t1\t2\tStocks rallied sharply in March\tStocks rallied sharply during March\n\
                 0\t3\t4\tThe senate passed the bill\tRain is expected tomorrow\n";
-    std::fs::write(d.join("msr-para-train.tsv"), format!("\u{feff}{mrpc}")).unwrap();
-    std::fs::write(
-        d.join("msr-para-val.tsv"),
-        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n",
-    )
-    .unwrap();
+    let tmp = eval_data(sick, letta, mrpc);
+    let d = tmp.path();
 
     let reports = memd::eval::neighbours(d, lexical(), &d.join("cache"))
         .await
@@ -343,8 +343,39 @@ async fn eval_neighbours_measures_recall_on_labelled_pairs() {
     assert_eq!(mrpc.recall[0], (1, 1.0));
 }
 
+/// `memd eval dedup` counts merges per source: the shipped rule merges the
+/// pair that says the same thing and not the contradiction, which a
+/// one-word swap does merge (so the figures can show a false merge).
+#[cfg(feature = "lab")]
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_dedup_counts_merges_and_false_merges_per_rule() {
+    let sick = "1\tA man is playing a guitar\tThe man is playing the guitar\t5\tA_entails_B\tB_entails_A\tTRAIN\n\
+                2\tA man is playing a guitar\tA woman is playing a guitar\t3\tA_contradicts_B\tB_contradicts_A\tTRAIN\n";
+    let letta = r#"{"set":0,"facts":["Ann works as a nurse in Oslo","Bob plays chess on Sundays"],"new_fact":"Ann works as a doctor in Oslo","supersedes":[0]}"#;
+    let tmp = eval_data(sick, letta, "");
+    let d = tmp.path();
+    let r = memd::eval::dedup::run(d, lexical(), &d.join("cache"))
+        .await
+        .unwrap();
+    let names: Vec<&str> = r.sources.iter().map(|s| s.name.as_str()).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    let row = |rule: memd::same::Rule| r.rows.iter().find(|row| row.rule == rule).unwrap();
+    let shipped = row(memd::same::Rule::SHIPPED);
+    assert_eq!(shipped.merged[at("sick-mutual-entailment")], 1);
+    assert_eq!(shipped.false_merges, 0);
+    let swap = row(memd::same::Rule {
+        words: memd::same::Words::OneSwap,
+        stem: true,
+        min_cosine: 0.0,
+    });
+    assert_eq!(swap.merged[at("sick-contradiction")], 1);
+    // "nurse" → "doctor": an update, not the same fact.
+    assert_eq!(swap.merged[at("letta-update-vs-superseded")], 1);
+    assert_eq!(swap.false_merges, 2);
+}
+
 #[test]
-fn add_shows_similar_entries_without_blocking_the_write() {
+fn add_shows_only_entries_that_may_say_the_same_and_names_a_merge() {
     let (_tmp, layout) = example_dir();
     let run = |env: &[(&str, &str)], args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memd"));
@@ -354,14 +385,24 @@ fn add_shows_similar_entries_without_blocking_the_write() {
             .envs(env.iter().copied());
         cmd.output().unwrap()
     };
-    let out = run(
-        &[("MEMD_EMBEDDER_KIND", "lexical")],
-        &["add", "User's manager John moved teams", "--json"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["written"], true);
-    assert_eq!(v["similar"][0]["id"], "e-5a3390cf", "{v}");
+    let add = |fact: &str| {
+        let out = run(&[], &["add", fact, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["written"], true);
+        v["similar"].as_array().unwrap().clone()
+    };
+    // The same thing in other words: shown, and named as a merge.
+    let same = add("User loves coffee, especially flat whites");
+    assert_eq!(same.len(), 1, "{same:?}");
+    assert_eq!(same[0]["id"], "e-91c4d2e7", "{same:?}");
+    assert_eq!(same[0]["same"], true);
+    // Close, but not the same: shown, not a merge.
+    let close = add("The user's manager John left the company");
+    assert_eq!(close[0]["id"], "e-5a3390cf", "{close:?}");
+    assert_eq!(close[0]["same"], false);
+    // Nothing like it: nothing shown (today's top 3 would be noise).
+    assert!(add("Bought a red bicycle").is_empty());
     // A broken embedder setup is a warning: the fact is still written.
     let out = run(
         &[

@@ -13,4 +13,5 @@ mod entries;
 mod eval;
 mod formats;
 mod index;
+mod same;
 mod support;
