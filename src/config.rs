@@ -36,6 +36,22 @@ pub struct Consolidation {
     pub remove_budget: u32,
     pub concurrency: u32,
     pub check_updates: bool,
+    /// The shape of a judge request: see [`Request`].
+    pub request: Request,
+}
+
+/// How the LLM judge is asked about a cluster.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Request {
+    /// `prompts/consolidate.md`: a list of ops (ADD, REPLACE, KEEP,
+    /// REMOVE), facts and entries named in them.
+    #[default]
+    Ops,
+    /// `prompts/decide.md`: one decision per fact, in order (new, the
+    /// same as an entry or an earlier fact, or an update of an entry), its
+    /// schema listing every fact, so no fact can be left out. No REMOVE.
+    PerFact,
 }
 
 impl Default for Consolidation {
@@ -51,6 +67,7 @@ impl Default for Consolidation {
             remove_budget: 20,
             concurrency: 2,
             check_updates: false,
+            request: Request::Ops,
         }
     }
 }
@@ -222,6 +239,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "ask the LLM once more for each ADD beside entries: does it update one? (one short call per such fact; off: a 1.5B model mostly named the wrong entry)",
     ),
     (
+        "consolidation",
+        "request",
+        "shape of an LLM judge request: ops (a list of ADD/REPLACE/KEEP/REMOVE) or per-fact (one decision per fact, for small models)",
+    ),
+    (
         "promotion",
         "max_lines",
         "cap on the generated part of MEMORY.md",
@@ -249,7 +271,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "max_attempts",
         "attempts per request on network errors and 5xx",
     ),
-    ("llm", "json_mode", "ask for response_format json_object"),
+    (
+        "llm",
+        "json_mode",
+        "ask for structured replies: response_format json_schema (a schema per cluster), then json_object, then plain text, as the endpoint takes them",
+    ),
     (
         "embedder",
         "kind",

@@ -1,14 +1,22 @@
 //! The LLM client: any OpenAI-compatible `/v1/chat/completions` endpoint
 //! (OpenAI, Ollama, llama.cpp server, vLLM) over reqwest.
 //!
-//! Replies are asked for as JSON (`response_format`) when `json_mode` is on;
-//! a server that rejects that parameter is asked again without it, once, and
-//! not asked with it again. Whatever comes back, [`extract_json`] takes the
+//! Replies are asked for as JSON (`response_format`) when `json_mode` is on:
+//! with the caller's JSON schema when it gives one (`json_schema`, so that a
+//! server that constrains decoding, as llama.cpp, vLLM, Ollama and OpenAI
+//! do, cannot produce an op on an entry that was not shown), else as any
+//! JSON object (`json_object`). A server that refuses one (a 400 naming
+//! `response_format` or the schema) is asked again one step down (schema →
+//! object → plain text), and the process remembers per endpoint URL what it
+//! refused, so a daemon asks each endpoint the way it takes from then on.
+//! Whatever comes back, [`extract_json`] takes the
 //! first JSON value out of it: small local models wrap JSON in code fences
 //! or put a sentence before it. Whether the JSON makes sense is for the
 //! caller to judge.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -51,7 +59,38 @@ pub struct Client {
     model: String,
     api_key: Option<String>,
     max_attempts: u32,
-    json_mode: AtomicBool,
+    /// The most structured [`Format`] the endpoint is asked for.
+    format: AtomicU8,
+}
+
+/// How a reply is asked for, most structured first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Format {
+    /// `response_format: json_schema`, when the caller has a schema.
+    Schema = 0,
+    /// `response_format: json_object`.
+    Object = 1,
+    /// No `response_format`.
+    Plain = 2,
+}
+
+impl Format {
+    fn from_u8(v: u8) -> Format {
+        match v {
+            0 => Format::Schema,
+            1 => Format::Object,
+            _ => Format::Plain,
+        }
+    }
+}
+
+/// What each endpoint (by URL) refused in this process: the most
+/// structured format it still takes.
+fn learned() -> &'static Mutex<HashMap<String, Format>> {
+    static LEARNED: std::sync::OnceLock<Mutex<HashMap<String, Format>>> =
+        std::sync::OnceLock::new();
+    LEARNED.get_or_init(Default::default)
 }
 
 #[derive(Deserialize)]
@@ -85,18 +124,42 @@ impl Client {
         if !cfg.configured() {
             bail!("no LLM configured ([llm] base_url is empty)");
         }
+        let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        let configured = match cfg.json_mode {
+            true => Format::Schema,
+            false => Format::Plain,
+        };
+        let known = learned().lock().unwrap().get(&url).copied();
+        let format = known.map_or(configured, |k| k.max(configured));
         Ok(Client {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(cfg.timeout_seconds.max(1)))
                 .build()?,
-            url: format!("{}/chat/completions", cfg.base_url.trim_end_matches('/')),
+            url,
             model: cfg.model.clone(),
             api_key: std::env::var(&cfg.api_key_env)
                 .ok()
                 .filter(|k| !k.is_empty()),
             max_attempts: cfg.max_attempts.max(1),
-            json_mode: AtomicBool::new(cfg.json_mode),
+            format: AtomicU8::new(format as u8),
         })
+    }
+
+    /// The most structured format this endpoint is asked for now.
+    pub fn format(&self) -> Format {
+        Format::from_u8(self.format.load(Ordering::Relaxed))
+    }
+
+    /// The endpoint refused `sent`: ask it one step down from now on.
+    fn refused(&self, sent: Format) {
+        let next = match sent {
+            Format::Schema => Format::Object,
+            _ => Format::Plain,
+        };
+        self.format.fetch_max(next as u8, Ordering::Relaxed);
+        let mut learned = learned().lock().unwrap();
+        let known = learned.entry(self.url.clone()).or_insert(next);
+        *known = (*known).max(next);
     }
 
     /// The model name, as recorded in the journal.
@@ -104,18 +167,41 @@ impl Client {
         &self.model
     }
 
-    /// One completion. Network errors, timeouts, 429 and 5xx are retried
-    /// with exponential backoff; other statuses fail at once.
+    /// One completion, asked for as any JSON object (see the module doc).
+    /// Network errors, timeouts, 429 and 5xx are retried with exponential
+    /// backoff; other statuses fail at once.
     pub async fn chat(&self, messages: &[Message]) -> Result<(String, Usage)> {
+        self.chat_with(messages, None).await
+    }
+
+    /// One completion whose reply must follow `schema` (a JSON Schema),
+    /// where the endpoint takes one.
+    pub async fn chat_with(
+        &self,
+        messages: &[Message],
+        schema: Option<&serde_json::Value>,
+    ) -> Result<(String, Usage)> {
         let resp = loop {
-            let json_mode = self.json_mode.load(Ordering::Relaxed);
+            let sent = match (self.format(), schema) {
+                (Format::Schema, None) => Format::Object,
+                (f, _) => f,
+            };
             let mut body = serde_json::json!({
                 "model": self.model,
                 "messages": messages,
                 "temperature": 0,
             });
-            if json_mode {
-                body["response_format"] = serde_json::json!({"type": "json_object"});
+            match (sent, schema) {
+                (Format::Schema, Some(schema)) => {
+                    body["response_format"] = serde_json::json!({
+                        "type": "json_schema",
+                        "json_schema": {"name": "reply", "strict": true, "schema": schema},
+                    });
+                }
+                (Format::Object, _) => {
+                    body["response_format"] = serde_json::json!({"type": "json_object"});
+                }
+                _ => {}
             }
             match crate::http::post_json(
                 &self.http,
@@ -129,12 +215,13 @@ impl Client {
             {
                 Ok(resp) => break resp,
                 Err(Failure::Status(s, text))
-                    if json_mode && s.as_u16() == 400 && text.contains("response_format") =>
+                    if sent != Format::Plain && s.as_u16() == 400 && about_format(&text) =>
                 {
                     tracing::info!(
-                        "the LLM server does not take response_format; asking without it"
+                        refused = ?sent,
+                        "the LLM server does not take this response_format; asking one step down"
                     );
-                    self.json_mode.store(false, Ordering::Relaxed);
+                    self.refused(sent);
                 }
                 Err(f) => return Err(f.into_error(&self.url)),
             }
@@ -161,6 +248,14 @@ impl Client {
             .with_context(|| format!("{} returned no message", self.url))?;
         Ok((content, usage))
     }
+}
+
+/// Whether an error message is about the `response_format` asked for.
+fn about_format(text: &str) -> bool {
+    let text = text.to_lowercase();
+    ["response_format", "json_schema", "schema", "grammar"]
+        .iter()
+        .any(|w| text.contains(w))
 }
 
 /// The largest chat completion read, in bytes. Measured replies of

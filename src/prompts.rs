@@ -1,4 +1,5 @@
 //! The prompts memd sends to an LLM: `consolidate.md` (a cluster's ops),
+//! `decide.md` (the same, one decision per fact: `request = "per-fact"`),
 //! `update.md` (the second look at an ADD: does it update an entry?) and
 //! `promote.md`.
 //!
@@ -12,12 +13,14 @@ use crate::Layout;
 use crate::error::{Context, Result};
 
 pub(crate) const CONSOLIDATE: &str = "consolidate.md";
+pub(crate) const DECIDE: &str = "decide.md";
 pub(crate) const UPDATE: &str = "update.md";
 pub(crate) const PROMOTE: &str = "promote.md";
 
 fn built_in(name: &str) -> Option<&'static str> {
     match name {
         CONSOLIDATE => Some(include_str!("../prompts/consolidate.md")),
+        DECIDE => Some(include_str!("../prompts/decide.md")),
         UPDATE => Some(include_str!("../prompts/update.md")),
         PROMOTE => Some(include_str!("../prompts/promote.md")),
         _ => None,

@@ -199,8 +199,8 @@ fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result
         println!("  {line}");
     }
     println!(
-        "facts lost {}; other entries touched {}; entries with invented content {}",
-        r.facts_lost, r.others_touched, r.invented
+        "facts lost {}; other entries touched {}; entries with invented content {}; invalid judge replies {}",
+        r.facts_lost, r.others_touched, r.invented, r.invalid_replies
     );
     print_cost(
         r.llm_calls,

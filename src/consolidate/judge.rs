@@ -101,6 +101,9 @@ impl Planned {
 #[derive(Debug, Default)]
 pub struct Spent {
     pub calls: usize,
+    /// Replies that could not be used (invalid JSON, or ops validation
+    /// refused), each asked again or followed by the fallback.
+    pub invalid: usize,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub llm_ms: f64,
@@ -116,14 +119,17 @@ pub(crate) async fn decide_all(
 ) -> (Vec<Planned>, Spent) {
     let budget = Mutex::new(config.consolidation.remove_budget);
     let (calls, tokens, completion) = (AtomicUsize::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let invalid = AtomicUsize::new(0);
     let spent = Mutex::new(Duration::ZERO);
     let ctx = Ctx {
         client,
         template: templates.0,
         update_template: templates.1,
         max_retries: config.consolidation.max_retries,
+        per_fact: config.consolidation.request == crate::config::Request::PerFact,
         budget: &budget,
         calls: &calls,
+        invalid: &invalid,
         tokens: &tokens,
         completion: &completion,
         spent: &spent,
@@ -145,6 +151,7 @@ pub(crate) async fn decide_all(
     decided.sort_by_key(|(i, _)| *i);
     let spent = Spent {
         calls: calls.into_inner(),
+        invalid: invalid.into_inner(),
         prompt_tokens: tokens.into_inner(),
         completion_tokens: completion.into_inner(),
         llm_ms: spent.into_inner().unwrap().as_secs_f64() * 1000.0,
@@ -159,9 +166,12 @@ struct Ctx<'a> {
     /// `prompts/update.md` when `check_updates` is on.
     update_template: Option<&'a str>,
     max_retries: u32,
+    /// The per-fact request shape ([`super::per_fact`]).
+    per_fact: bool,
     /// REMOVEs the run may still apply.
     budget: &'a Mutex<u32>,
     calls: &'a AtomicUsize,
+    invalid: &'a AtomicUsize,
     tokens: &'a AtomicU64,
     completion: &'a AtomicU64,
     spent: &'a Mutex<Duration>,
@@ -192,8 +202,12 @@ impl Ctx<'_> {
         }
         let mut messages = vec![Message::user(prompt.clone())];
         let mut last_error = String::new();
+        let schema = match self.per_fact {
+            true => super::per_fact::schema(&cluster),
+            false => super::schema::reply(&cluster),
+        };
         for _ in 0..CALLS_PER_RUN {
-            let reply = match self.ask(&messages).await {
+            let reply = match self.ask(&messages, Some(&schema)).await {
                 Ok(r) => r,
                 Err(e) => {
                     return planned(
@@ -207,6 +221,10 @@ impl Ctx<'_> {
             };
             let verdict = llm::extract_json(&reply)
                 .map_err(|e| e.to_string())
+                .and_then(|v| match self.per_fact {
+                    true => super::per_fact::to_ops(&v, &cluster),
+                    false => Ok(v),
+                })
                 .and_then(|v| {
                     let mut budget = self.budget.lock().unwrap();
                     let ops = reply::read(&v, &cluster, *budget)?;
@@ -223,6 +241,8 @@ impl Ctx<'_> {
                 }
                 Err(error) => {
                     failures += 1;
+                    self.invalid
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::warn!(failures, error = %error, "invalid LLM reply");
                     if failures > self.max_retries {
                         return planned(Decision::Fallback(error), failures);
@@ -244,11 +264,16 @@ impl Ctx<'_> {
         )
     }
 
-    /// One chat call, counted in the run's calls, tokens and LLM time.
-    async fn ask(&self, messages: &[Message]) -> Result<String> {
+    /// One chat call (its reply following `schema` where the endpoint
+    /// takes one), counted in the run's calls, tokens and LLM time.
+    async fn ask(
+        &self,
+        messages: &[Message],
+        schema: Option<&serde_json::Value>,
+    ) -> Result<String> {
         use std::sync::atomic::Ordering;
         let started = Instant::now();
-        let reply = self.client.chat(messages).await;
+        let reply = self.client.chat_with(messages, schema).await;
         *self.spent.lock().unwrap() += started.elapsed();
         self.calls.fetch_add(1, Ordering::Relaxed);
         let (reply, usage) = reply?;
@@ -282,7 +307,7 @@ impl Ctx<'_> {
             let question = second_look::update_question(&ops, i, cluster, &candidates);
             let (entries, fact) = ops::prompt_lists(&question);
             let prompt = prompts::render(template, &[("entries", &entries), ("fact", &fact)]);
-            let answer = match self.ask(&[Message::user(prompt)]).await {
+            let answer = match self.ask(&[Message::user(prompt)], None).await {
                 Ok(reply) => llm::extract_json(&reply).ok(),
                 Err(e) => {
                     tracing::warn!(error = %format!("{e:#}"), "second look failed; the ADD stays");

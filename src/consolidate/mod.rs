@@ -39,12 +39,14 @@ pub(crate) mod faithful;
 mod gate;
 pub(crate) mod judge;
 pub mod ops;
+pub(crate) mod per_fact;
 pub(crate) mod plan;
 pub(crate) mod promote;
 pub(crate) mod proposed;
 pub mod repair;
 pub mod reply;
 pub(crate) mod report;
+pub(crate) mod schema;
 pub(crate) mod second_look;
 pub(crate) mod validate;
 mod vanished;
@@ -311,7 +313,11 @@ impl Decide<'_> {
         };
         let clusters =
             plan::clusters(embedder, self.config, groups, self.inputs.snapshots()).await?;
-        let template = prompts::load(self.layout, prompts::CONSOLIDATE)?;
+        let name = match self.config.consolidation.request {
+            crate::config::Request::Ops => prompts::CONSOLIDATE,
+            crate::config::Request::PerFact => prompts::DECIDE,
+        };
+        let template = prompts::load(self.layout, name)?;
         let update = match self.config.consolidation.check_updates {
             true => Some(prompts::load(self.layout, prompts::UPDATE)?),
             false => None,
@@ -320,6 +326,7 @@ impl Decide<'_> {
         let (planned, spent) =
             judge::decide_all(client, self.config, templates, clusters, self.state).await;
         report.llm_calls = spent.calls;
+        report.invalid_replies = spent.invalid;
         report.prompt_tokens = spent.prompt_tokens;
         report.completion_tokens = spent.completion_tokens;
         report.llm_ms = spent.llm_ms;

@@ -56,6 +56,8 @@ pub struct Report {
     /// Clusters sent to the judge (restatements not counted).
     pub clusters: usize,
     pub llm_calls: usize,
+    /// LLM replies that could not be used (asked again, or the fallback).
+    pub invalid_replies: usize,
     pub prompt_tokens: u64,
     /// As the server reports them (0 when it does not).
     pub completion_tokens: u64,

@@ -94,6 +94,8 @@ pub struct LettaReport {
     /// One line per update row: "set S row R: outcome[, N others touched]".
     pub outcomes: Vec<String>,
     pub llm_calls: usize,
+    /// Judge replies that could not be used.
+    pub invalid_replies: usize,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub wall_seconds: f64,
@@ -174,6 +176,7 @@ fn pick(mut all: Vec<u64>, n: usize, seed: u64) -> Vec<u64> {
 
 fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
     report.llm_calls += r.llm_calls;
+    report.invalid_replies += r.invalid_replies;
     report.prompt_tokens += r.prompt_tokens;
     report.completion_tokens += r.completion_tokens;
 }

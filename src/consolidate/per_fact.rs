@@ -1,0 +1,155 @@
+//! The per-fact request shape (`[consolidation] request = "per-fact"`):
+//! the judge gives one decision per fact, in order, instead of a list of
+//! ops. A 1.5B model asked for ops leaves facts out of a 10-fact reply and
+//! proposes merges of entries nobody asked about (EVALUATION.md); here the
+//! schema lists every fact, so a constraining server cannot leave one out,
+//! and there is no REMOVE to misuse.
+//!
+//! The decisions become ops JSON ([`to_ops`]) and then go through the same
+//! parse, validation and repair as any reply: the shape changes what is
+//! asked, never what is accepted.
+
+use serde_json::{Map, Value, json};
+
+use super::ops::Cluster;
+
+/// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
+/// decision per fact, in order; a fact may be the same as an entry or an
+/// earlier fact, and may update an entry.
+pub(crate) fn schema(cluster: &Cluster) -> Value {
+    let n = cluster.groups.len();
+    let entries: Vec<String> = (1..=cluster.entries.len())
+        .map(|i| format!("E{i}"))
+        .collect();
+    let items: Vec<Value> = (1..=n)
+        .map(|i| {
+            let mut targets = vec!["none".to_string()];
+            targets.extend(entries.iter().cloned());
+            targets.extend((1..i).map(|j| format!("F{j}")));
+            json!({
+                "type": "object",
+                "properties": {
+                    "fact": {"enum": [format!("F{i}")]},
+                    "decision": {"enum": ["NEW", "SAME", "UPDATE"]},
+                    "entry": {"enum": targets},
+                    "text": {"type": "string"},
+                },
+                "required": ["fact", "decision", "entry", "text"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    json!({
+        "type": "object",
+        "properties": {"decisions": {
+            "type": "array", "prefixItems": items, "minItems": n, "maxItems": n,
+        }},
+        "required": ["decisions"],
+        "additionalProperties": false,
+    })
+}
+
+/// The ops a per-fact reply stands for, as ops JSON for
+/// [`super::reply::read`]: NEW (or a decision naming nothing it may name)
+/// is an ADD of the fact's own words; SAME as an entry a KEEP; SAME as an
+/// earlier fact joins that fact's op; UPDATE a REPLACE of the entry (two
+/// updates of one entry are one REPLACE holding both facts, with the
+/// first text). A fact with no decision is in no op, which validation
+/// refuses, naming it. A reply in the ops shape is passed through.
+pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> {
+    let Some(decisions) = reply.get("decisions").and_then(Value::as_array) else {
+        return match reply.get("ops") {
+            Some(_) => Ok(reply.clone()),
+            None => Err("the reply must be an object with a \"decisions\" array".into()),
+        };
+    };
+    let mut ops: Vec<Map<String, Value>> = Vec::new();
+    // The op each fact alias and each entry alias was placed in.
+    let mut placed: std::collections::HashMap<String, usize> = Default::default();
+    for d in decisions {
+        let field = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").trim();
+        let fact = field("fact").to_uppercase();
+        let Some(g) = fact
+            .strip_prefix('F')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&i| i >= 1 && i <= cluster.groups.len())
+        else {
+            return Err(format!(
+                "{fact:?} is not one of the new facts (F1…F{})",
+                cluster.groups.len()
+            ));
+        };
+        let target = field("entry").to_uppercase();
+        let joined = placed.get(&target).copied();
+        let at = match (
+            field("decision").to_uppercase().as_str(),
+            target.chars().next(),
+        ) {
+            ("SAME", Some('F')) if joined.is_some() => joined,
+            ("SAME", Some('E')) => Some(keep_or_join(&mut ops, &mut placed, &target)),
+            ("UPDATE", Some('E')) => {
+                let text = field("text");
+                let text = if text.is_empty() {
+                    &cluster.groups[g - 1].text
+                } else {
+                    text
+                };
+                Some(replace_or_join(&mut ops, &mut placed, &target, text))
+            }
+            _ => None,
+        };
+        let at = at.unwrap_or_else(|| {
+            ops.push(op("ADD", None, Some(&cluster.groups[g - 1].text)));
+            ops.len() - 1
+        });
+        push_from(&mut ops[at], &fact);
+        placed.insert(fact, at);
+    }
+    Ok(json!({"ops": ops}))
+}
+
+fn op(kind: &str, target: Option<&str>, text: Option<&str>) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("op".into(), kind.into());
+    if let Some(t) = target {
+        o.insert("target".into(), t.into());
+    }
+    if let Some(t) = text {
+        o.insert("text".into(), t.into());
+    }
+    o.insert("from".into(), json!([]));
+    o
+}
+
+fn push_from(op: &mut Map<String, Value>, fact: &str) {
+    if let Some(Value::Array(from)) = op.get_mut("from") {
+        from.push(fact.into());
+    }
+}
+
+/// The op already on `entry`, or a new KEEP of it.
+fn keep_or_join(
+    ops: &mut Vec<Map<String, Value>>,
+    placed: &mut std::collections::HashMap<String, usize>,
+    entry: &str,
+) -> usize {
+    *placed.entry(entry.to_string()).or_insert_with(|| {
+        ops.push(op("KEEP", Some(entry), None));
+        ops.len() - 1
+    })
+}
+
+/// The REPLACE already on `entry` (a KEEP there becomes one), or a new one.
+fn replace_or_join(
+    ops: &mut Vec<Map<String, Value>>,
+    placed: &mut std::collections::HashMap<String, usize>,
+    entry: &str,
+    text: &str,
+) -> usize {
+    let at = keep_or_join(ops, placed, entry);
+    if ops[at].get("op").and_then(Value::as_str) == Some("KEEP") {
+        ops[at].insert("op".into(), "REPLACE".into());
+        ops[at].insert("text".into(), text.into());
+    }
+    at
+}
