@@ -79,6 +79,9 @@ pub(crate) struct Planned {
     pub prompt_hash: Option<String>,
     /// Invalid replies so far for these facts (across runs).
     pub failures: u32,
+    /// Fact groups the judge kept out as saying what was forgotten, each
+    /// with the index of that text in `cluster.forgotten`.
+    pub kept_out: Vec<(usize, usize)>,
 }
 
 impl Planned {
@@ -89,10 +92,12 @@ impl Planned {
             cluster: Cluster {
                 groups: vec![group],
                 entries: entry.into_iter().collect(),
+                forgotten: Vec::new(),
             },
             model: "built-in".into(),
             prompt_hash: None,
             failures: 0,
+            kept_out: Vec::new(),
         }
     }
 }
@@ -185,7 +190,13 @@ const CALLS_PER_RUN: u32 = 2;
 impl Ctx<'_> {
     async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
         let (entries, facts) = ops::prompt_lists(&cluster);
-        let prompt = prompts::render(self.template, &[("entries", &entries), ("facts", &facts)]);
+        let forgotten = ops::forgotten_list(&cluster);
+        let vars = [
+            ("entries", entries.as_str()),
+            ("facts", &facts),
+            ("forgotten", &forgotten),
+        ];
+        let prompt = prompts::render(self.template, &vars);
         let prompt_hash = short_hash(&prompt, 16);
         let planned = |decision, failures| Planned {
             cluster: cluster.clone(),
@@ -193,6 +204,7 @@ impl Ctx<'_> {
             model: self.client.model().to_string(),
             prompt_hash: Some(prompt_hash.clone()),
             failures,
+            kept_out: Vec::new(),
         };
         if failures > self.max_retries {
             return planned(
@@ -227,17 +239,19 @@ impl Ctx<'_> {
                 })
                 .and_then(|v| {
                     let mut budget = self.budget.lock().unwrap();
-                    let ops = reply::read(&v, &cluster, *budget)?;
+                    let (ops, kept_out) = reply::read_all(&v, &cluster, *budget)?;
                     *budget -= ops
                         .iter()
                         .filter(|o| matches!(o, Op::Remove { .. }))
                         .count() as u32;
-                    Ok(ops)
+                    Ok((ops, kept_out))
                 });
             match verdict {
-                Ok(ops) => {
+                Ok((ops, kept_out)) => {
                     let ops = self.second_look(ops, &cluster).await;
-                    return planned(Decision::Ops(ops), failures);
+                    let mut p = planned(Decision::Ops(ops), failures);
+                    p.kept_out = kept_out;
+                    return p;
                 }
                 Err(error) => {
                     failures += 1;

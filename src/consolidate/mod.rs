@@ -247,7 +247,11 @@ impl Decide<'_> {
             .map(|(keep, g, s)| Planned::built_in(keep, g, Some(s)))
             .collect();
         let restatements = planned.len();
-        let tombstones = forgotten(near.forgotten, report);
+        let mut kept_out: Vec<(ops::Group, Option<String>)> = near
+            .forgotten
+            .into_iter()
+            .map(|(g, t)| (g, t.entry))
+            .collect();
         match self.judge {
             Judge::BuiltIn => planned.extend(near.rest.into_iter().map(|g| {
                 let add = Op::Add {
@@ -258,6 +262,13 @@ impl Decide<'_> {
             })),
             Judge::Llm(client) => planned.extend(self.ask(client, near.rest, report).await?),
         }
+        for p in &planned {
+            kept_out.extend(p.kept_out.iter().map(|&(g, x)| {
+                let entry = p.cluster.forgotten[x].entry.clone();
+                (p.cluster.groups[g].clone(), entry)
+            }));
+        }
+        let tombstones = forgotten(kept_out, report);
         report.clusters = planned.len() - restatements;
         Ok(Decided {
             planned,
@@ -313,6 +324,7 @@ impl Decide<'_> {
         };
         let clusters =
             plan::clusters(embedder, self.config, groups, self.inputs.snapshots()).await?;
+        let clusters = plan::with_forgotten(embedder, clusters, &self.inputs.tombstones).await?;
         let name = match self.config.consolidation.request {
             crate::config::Request::Ops => prompts::CONSOLIDATE,
             crate::config::Request::PerFact => prompts::DECIDE,
@@ -347,16 +359,16 @@ struct Decided {
 
 /// The tombstones for groups that say what `forgotten` texts say, each
 /// fact named in the report.
-fn forgotten(groups: Vec<(ops::Group, Tombstone)>, report: &mut Report) -> Vec<Tombstone> {
+fn forgotten(groups: Vec<(ops::Group, Option<String>)>, report: &mut Report) -> Vec<Tombstone> {
     let mut out = Vec::new();
-    for (g, t) in groups {
+    for (g, entry) in groups {
         report.suppressed.extend(g.ids.iter().map(|id| Suppressed {
             fact: id.clone(),
             text: g.text.clone(),
-            forgotten: t.entry.clone(),
+            forgotten: entry.clone(),
         }));
         let reason = "says what was forgotten";
-        out.push(Tombstone::new(t.entry.clone(), &g.text, g.ids, reason));
+        out.push(Tombstone::new(entry, &g.text, g.ids, reason));
     }
     out
 }

@@ -39,6 +39,17 @@ pub struct Snapshot {
 pub struct Cluster {
     pub groups: Vec<Group>,
     pub entries: Vec<Snapshot>,
+    /// Forgotten texts near the cluster's facts (aliases `X1`…): the judge
+    /// is told not to keep a fact that says the same.
+    pub forgotten: Vec<Forgotten>,
+}
+
+/// A forgotten text (a tombstone's) shown to the judge.
+#[derive(Debug, Clone, Serialize)]
+pub struct Forgotten {
+    pub text: String,
+    /// The forgotten entry, when an entry was forgotten.
+    pub entry: Option<String>,
 }
 
 impl Cluster {
@@ -192,6 +203,21 @@ pub(crate) fn prompt_lists(cluster: &Cluster) -> (String, String) {
         facts.push_str("(none)\n");
     }
     (entries, facts)
+}
+
+/// The prompt's section of forgotten texts (`{{forgotten}}`), empty when
+/// the cluster has none.
+pub(crate) fn forgotten_list(cluster: &Cluster) -> String {
+    if cluster.forgotten.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nFORGOTTEN (the user asked to forget these; do not keep a new fact that says the same):\n",
+    );
+    for (i, f) in cluster.forgotten.iter().enumerate() {
+        let _ = writeln!(out, "X{}: {}", i + 1, f.text.replace('\n', " "));
+    }
+    out
 }
 
 /// The ops of one cluster as a readable diff (for `--dry-run`).

@@ -21,16 +21,21 @@ pub(crate) fn schema(cluster: &Cluster) -> Value {
     let entries: Vec<String> = (1..=cluster.entries.len())
         .map(|i| format!("E{i}"))
         .collect();
+    let mut decisions = vec!["NEW", "SAME", "UPDATE"];
+    if !cluster.forgotten.is_empty() {
+        decisions.push("FORGOTTEN");
+    }
     let items: Vec<Value> = (1..=n)
         .map(|i| {
             let mut targets = vec!["none".to_string()];
             targets.extend(entries.iter().cloned());
+            targets.extend((1..=cluster.forgotten.len()).map(|x| format!("X{x}")));
             targets.extend((1..i).map(|j| format!("F{j}")));
             json!({
                 "type": "object",
                 "properties": {
                     "fact": {"enum": [format!("F{i}")]},
-                    "decision": {"enum": ["NEW", "SAME", "UPDATE"]},
+                    "decision": {"enum": decisions},
                     "entry": {"enum": targets},
                     "text": {"type": "string"},
                 },
@@ -87,6 +92,12 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
         ) {
             ("SAME", Some('F')) if joined.is_some() => joined,
             ("SAME", Some('E')) => Some(keep_or_join(&mut ops, &mut placed, &target)),
+            ("FORGOTTEN", Some('X')) => {
+                let mut forget = op("FORGET", Some(&target), None);
+                push_from(&mut forget, &fact);
+                ops.push(forget);
+                continue;
+            }
             ("UPDATE", Some('E')) => {
                 let text = field("text");
                 let text = if text.is_empty() {

@@ -313,3 +313,63 @@ pub(crate) fn near_duplicates(
     }
     out
 }
+
+/// Most forgotten texts shown to the judge with one cluster.
+const FORGOTTEN_SHOWN: usize = 3;
+
+/// Least cosine between a fact and a forgotten text for the judge to see
+/// the text. Lower than what `memd add` shows (0.75): `memd eval dedup`
+/// puts all SICK and 96% of MRPC pairs that say the same thing at 0.6 or
+/// more (EVALUATION.md), and "User's home is at 14 Elm Street" is under
+/// 0.75 of "lives at 14 elm street". A text shown needlessly costs a few
+/// tokens; a FORGET must still say what the text says.
+const FORGOTTEN_MIN_COSINE: f32 = 0.6;
+
+/// Each cluster with the forgotten texts near its facts: cosine at least
+/// [`FORGOTTEN_MIN_COSINE`] with one of them, closest first, at most
+/// [`FORGOTTEN_SHOWN`]. The judge is told not to keep a fact that says the
+/// same (a paraphrase the tier-2 rule cannot see).
+pub(crate) async fn with_forgotten(
+    embedder: &Cached,
+    mut clusters: Vec<Cluster>,
+    tombstones: &Tombstones,
+) -> Result<Vec<Cluster>> {
+    let mut stones: Vec<&Tombstone> = Vec::new();
+    let mut seen = HashSet::new();
+    for t in &tombstones.all {
+        if !t.text.trim().is_empty() && seen.insert(t.text.as_str()) {
+            stones.push(t);
+        }
+    }
+    if stones.is_empty() || clusters.is_empty() {
+        return Ok(clusters);
+    }
+    let texts: Vec<String> = stones.iter().map(|t| t.text.clone()).collect();
+    let forgotten = embedder.embed(&texts).await?;
+    for c in &mut clusters {
+        let facts: Vec<String> = c.groups.iter().map(|g| g.text.clone()).collect();
+        let vectors = embedder.embed(&facts).await?;
+        let mut near: Vec<(f32, usize)> = forgotten
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let best = vectors
+                    .iter()
+                    .map(|v| crate::embed::cosine(v, f))
+                    .fold(f32::MIN, f32::max);
+                (best, i)
+            })
+            .filter(|(cos, _)| *cos >= FORGOTTEN_MIN_COSINE)
+            .collect();
+        near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        c.forgotten = near
+            .into_iter()
+            .take(FORGOTTEN_SHOWN)
+            .map(|(_, i)| super::ops::Forgotten {
+                text: stones[i].text.clone(),
+                entry: stones[i].entry.clone(),
+            })
+            .collect();
+    }
+    Ok(clusters)
+}

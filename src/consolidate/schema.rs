@@ -31,6 +31,13 @@ pub(crate) fn reply(cluster: &Cluster) -> Value {
     if entries.len() > 1 {
         kinds.push(op("REMOVE", &[("target", &entry), ("into", &entry)]));
     }
+    if !cluster.forgotten.is_empty() {
+        let shown: Vec<String> = (1..=cluster.forgotten.len())
+            .map(|i| format!("X{i}"))
+            .collect();
+        let forgotten = json!({"enum": shown});
+        kinds.push(op("FORGET", &[("target", &forgotten), ("from", &from)]));
+    }
     json!({
         "type": "object",
         "properties": {"ops": {"type": "array", "items": {"anyOf": kinds}}},

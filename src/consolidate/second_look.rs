@@ -98,6 +98,7 @@ pub(crate) fn update_question(
             .iter()
             .map(|&k| cluster.entries[k].clone())
             .collect(),
+        forgotten: Vec::new(),
     }
 }
 

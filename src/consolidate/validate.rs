@@ -102,12 +102,14 @@ fn one(p: &Proposed, cluster: &Cluster) -> Result<(), String> {
     }
 }
 
-/// The repaired `ops` of `proposed`: what they say and how much they remove.
+/// The repaired `ops` of `proposed`: what they say and how much they
+/// remove; every fact is in some op, or `kept_out` (a FORGET).
 pub fn ops(
     proposed: &[Proposed],
     ops: &[Op],
     cluster: &Cluster,
     remove_budget: u32,
+    kept_out: &HashSet<usize>,
 ) -> Result<(), String> {
     let named: HashSet<usize> = proposed
         .iter()
@@ -130,7 +132,7 @@ pub fn ops(
         ));
     }
     let missing: Vec<String> = (0..cluster.groups.len())
-        .filter(|g| !named.contains(g))
+        .filter(|g| !named.contains(g) && !kept_out.contains(g))
         .map(|g| format!("F{}", g + 1))
         .collect();
     if !missing.is_empty() {

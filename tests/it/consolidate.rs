@@ -656,6 +656,7 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
             first_seen: String::new(),
             updated: String::new(),
         }],
+        forgotten: Vec::new(),
     };
     let reply = json!({"ops": [
         {"op": "KEEP", "target": "E1", "from": ["F1"]},
@@ -1136,6 +1137,70 @@ async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() 
     assert_eq!(schema["properties"]["decisions"]["minItems"], 3);
 }
 
+/// Forgetting catches a paraphrase with an LLM (issue 14 item 5): the
+/// judge is shown the forgotten text near a new fact and may keep the fact
+/// out with FORGET, which must say what the forgotten text says (a FORGET
+/// of an unrelated fact is refused). The fact kept out is named, and stays
+/// out.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_llm_sees_what_was_forgotten_and_keeps_a_paraphrase_out() {
+    let server = scripted(|_, body| {
+        let prompt = prompt_of(body);
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let Some(at) = prompt.rfind("FORGOTTEN (") else {
+            return Reply::Json(add_every_fact(body));
+        };
+        assert!(
+            prompt[at..].contains("X1: lives at 14 elm street"),
+            "{prompt}"
+        );
+        let home = alias_of(&prompt, 'F', "home").unwrap();
+        let chess = alias_of(&prompt, 'F', "chess").unwrap();
+        let retried = body["messages"].as_array().unwrap().len() > 1;
+        let ops = match retried {
+            false => json!({"ops": [{"op": "FORGET", "target": "X1", "from": [home, chess]}]}),
+            true => json!({"ops": [
+                {"op": "FORGET", "target": "X1", "from": [home]},
+                {"op": "ADD", "text": "Tom plays chess on Sundays", "from": [chess]},
+            ]}),
+        };
+        Reply::Json(chat(ops.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.embedder.kind = EmbedderKind::Minilm;
+    add(&layout, "2026-11-18", &["Lives at 14 Elm Street"]);
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let id = entries(&layout)[0].id().unwrap().to_string();
+    memd::forget::forget(&layout, &id).unwrap();
+
+    let later = add(
+        &layout,
+        "2026-11-19",
+        &[
+            "User's home is at 14 Elm Street",
+            "Tom plays chess on Sundays",
+        ],
+    );
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(r.invalid_replies, 1, "{r:?}");
+    assert_eq!(r.suppressed.len(), 1, "{r:?}");
+    assert_eq!(r.suppressed[0].fact, later[0]);
+    assert_eq!(r.suppressed[0].forgotten.as_deref(), Some(id.as_str()));
+    let all = entries(&layout);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Tom plays chess on Sundays");
+    let again = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!(again.pending_facts, 0, "{again:?}");
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a paraphrase kept out"))
+        .await
+        .unwrap();
+}
+
 /// A server that refuses `json_schema`, then `json_object`, is asked one
 /// step down each time, and the process remembers it for that endpoint:
 /// a new client asks it in plain text at once.
@@ -1295,6 +1360,7 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
             entry("e-job", "Works at Google as a data engineer"),
             entry("e-tea", "Drinks green tea"),
         ],
+        forgotten: Vec::new(),
     };
     // A KEEP whose entry does not say the fact (a real 1.5B model did this).
     let err = validate(
@@ -1431,6 +1497,7 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
             first_seen: "2026-01-01".into(),
             updated: "2026-01-01".into(),
         }],
+        forgotten: Vec::new(),
     };
     let reply = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
         "text": "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education; previously they ran a charity fundraiser for children's education."}]});
@@ -1644,6 +1711,7 @@ fn no_op_drops_a_name_a_number_or_a_negation() {
             entry("e-alice", "Alice is vegetarian"),
             entry("e-bob", "Bob is vegetarian"),
         ],
+        forgotten: Vec::new(),
     };
     let refused = |reply: serde_json::Value, why: &str| {
         let err = validate(&reply, &cluster, 20).unwrap_err();
