@@ -6,13 +6,17 @@
 //!  lock ─► gate::time ─► plan::Inputs ─► pending ─► gate::volume
 //!  (entries)  (state only)   (archive,                   │
 //!                             entries, tombstones)        ▼
-//!   plan: exact restatements (KEEP, free) + clusters (neighbours by similarity)
+//!   plan: restatements (tier 1, KEEP, free) ─► near-duplicates (tier 2,
+//!         crate::same: KEEP or fold with the built-in judge; a fact that
+//!         says what was forgotten is kept out with any judge)
+//!         ─► clusters (neighbours by similarity, forgotten texts nearby)
 //!                                                        │
-//!   judge: LLM per cluster, or built-in ─► reply: parse ─► validate
-//!                                          ─► repair ─► validate::ops
-//!                                          (second_look: ADD beside entries)
+//!   judge: LLM per cluster (schema: ops, or per_fact), or built-in
+//!          ─► reply: parse ─► validate ─► repair ─► validate::ops
+//!             (FORGET kept out; second_look: ADD beside entries)
 //!                                                        ▼
-//!   apply (fresh read, atomic) ─► commit (journal, state) ─► promote
+//!   apply (fresh read, atomic) ─► tombstones of facts kept out
+//!   ─► commit (journal, state) ─► promote
 //! ```
 //!
 //! A run the gate holds back reads only what the gate needs and writes
@@ -23,6 +27,8 @@
 //! 1. `consolidated/memory.md`, atomically. The entries now name their
 //!    source facts, so a run that dies before step 3 does not decide those
 //!    facts again: a fact already in some entry's `sources` is settled.
+//!    Then the tombstones of facts kept out as saying what was forgotten
+//!    (a crash before them leaves those facts pending: decided again).
 //! 2. the journal (a crash before it loses a lineage record, never a fact);
 //! 3. the state (watermark, retries, last run);
 //! 4. `MEMORY.md`; 5. the index (derived, rebuilt by any later sync).

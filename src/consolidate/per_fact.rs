@@ -15,7 +15,9 @@ use super::ops::Cluster;
 
 /// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
 /// decision per fact, in order; a fact may be the same as an entry or an
-/// earlier fact, and may update an entry.
+/// earlier fact, and may update an entry. It needs `prefixItems` and
+/// `minItems` (llama.cpp, vLLM); an endpoint that refuses them is asked
+/// with `json_object`, and validation names any fact left out.
 pub(crate) fn schema(cluster: &Cluster) -> Value {
     let n = cluster.groups.len();
     let entries: Vec<String> = (1..=cluster.entries.len())

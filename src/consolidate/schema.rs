@@ -17,6 +17,8 @@ pub(crate) fn reply(cluster: &Cluster) -> Value {
     let entries: Vec<String> = (1..=cluster.entries.len())
         .map(|i| format!("E{i}"))
         .collect();
+    // An endpoint that refuses a keyword here costs one step down to
+    // json_object (remembered), never a failed run.
     let from = json!({"type": "array", "items": {"enum": facts}, "minItems": 1});
     let entry = json!({"enum": entries});
     let text = json!({"type": "string"});
