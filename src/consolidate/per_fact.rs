@@ -9,13 +9,16 @@
 //! parse, validation and repair as any reply: the shape changes what is
 //! asked, never what is accepted.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value, json};
 
 use super::ops::Cluster;
+use crate::text::content_words;
 
 /// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
 /// decision per fact, in order; a fact may be the same as an entry or an
-/// earlier fact, and may update an entry. It needs `prefixItems` and
+/// earlier fact, and may update an entry; no text. It needs `prefixItems` and
 /// `minItems` (llama.cpp, vLLM); an endpoint that refuses them is asked
 /// with `json_object`, and validation names any fact left out.
 pub(crate) fn schema(cluster: &Cluster) -> Value {
@@ -39,9 +42,8 @@ pub(crate) fn schema(cluster: &Cluster) -> Value {
                     "fact": {"enum": [format!("F{i}")]},
                     "decision": {"enum": decisions},
                     "entry": {"enum": targets},
-                    "text": {"type": "string"},
                 },
-                "required": ["fact", "decision", "entry", "text"],
+                "required": ["fact", "decision", "entry"],
                 "additionalProperties": false,
             })
         })
@@ -59,9 +61,12 @@ pub(crate) fn schema(cluster: &Cluster) -> Value {
 /// The ops a per-fact reply stands for, as ops JSON for
 /// [`super::reply::read`]: NEW (or a decision naming nothing it may name)
 /// is an ADD of the fact's own words; SAME as an entry a KEEP; SAME as an
-/// earlier fact joins that fact's op; UPDATE a REPLACE of the entry (two
-/// updates of one entry are one REPLACE holding both facts, with the
-/// first text). A fact with no decision is in no op, which validation
+/// earlier fact joins that fact's op; UPDATE a REPLACE of the entry with
+/// the fact's own words, which the history rule of [`super::repair`] turns
+/// into "now; (previously: …)" (two updates of one entry are one REPLACE
+/// holding both facts, with the first one's words). The model writes no
+/// text at all: a 1.5B model asked to write the updated entry dropped the
+/// old value (EVALUATION.md). A fact with no decision is in no op, which validation
 /// refuses, naming it. A reply in the ops shape is passed through.
 pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> {
     let Some(decisions) = reply.get("decisions").and_then(Value::as_array) else {
@@ -101,12 +106,14 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
                 continue;
             }
             ("UPDATE", Some('E')) => {
-                let text = field("text");
-                let text = if text.is_empty() {
-                    &cluster.groups[g - 1].text
-                } else {
-                    text
-                };
+                let text = &cluster.groups[g - 1].text;
+                if let Some(e) = entry_text(cluster, &target)
+                    && !about_same(text, e, cluster)
+                {
+                    return Err(format!(
+                        "{fact} UPDATE {target}: {target} is not about the same thing as {fact} (no word in common but names); choose the entry {fact} changes, or NEW"
+                    ));
+                }
                 Some(replace_or_join(&mut ops, &mut placed, &target, text))
             }
             _ => None,
@@ -119,6 +126,47 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
         placed.insert(fact, at);
     }
     Ok(json!({"ops": ops}))
+}
+
+/// The text of entry alias `alias` (`E3`), if shown.
+fn entry_text<'a>(cluster: &'a Cluster, alias: &str) -> Option<&'a str> {
+    let i: usize = alias.strip_prefix('E')?.parse().ok()?;
+    cluster
+        .entries
+        .get(i.checked_sub(1)?)
+        .map(|e| e.text.as_str())
+}
+
+/// Whether `fact` can update `entry`: they share a content word (a final
+/// "s" aside) that most entries of the cluster do not have. The facts of
+/// one person all share the name; a 1.5B model "updated" "Laurent could be
+/// active on social media" with "Laurent was born in Japan and only speaks
+/// Japanese", whose entry was "Laurent might speak French and English"
+/// (EVALUATION.md).
+fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
+    let words = |t: &str| -> HashSet<String> {
+        content_words(t)
+            .into_iter()
+            .map(
+                |w| match w.len() >= 4 && w.ends_with('s') && !w.ends_with("ss") {
+                    true => w[..w.len() - 1].to_string(),
+                    false => w,
+                },
+            )
+            .collect()
+    };
+    let n = cluster.entries.len();
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    for e in &cluster.entries {
+        for w in words(&e.text) {
+            *seen.entry(w).or_default() += 1;
+        }
+    }
+    let common = |w: &String| n >= 3 && seen.get(w).copied().unwrap_or(0) * 2 > n;
+    let in_entry = words(entry);
+    words(fact)
+        .iter()
+        .any(|w| in_entry.contains(w) && !common(w))
 }
 
 fn op(kind: &str, target: Option<&str>, text: Option<&str>) -> Map<String, Value> {

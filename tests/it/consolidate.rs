@@ -1076,16 +1076,15 @@ async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() 
         let Some(e1) = alias_of(&prompt, 'E', "chemistry") else {
             let new: Vec<_> = listed(&prompt, 'F')
                 .into_iter()
-                .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none", "text": ""}))
+                .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none"}))
                 .collect();
             return Reply::Json(chat(json!({ "decisions": new }).to_string()));
         };
         let f = |needle: &str| alias_of(&prompt, 'F', needle).unwrap();
         let decisions = json!({"decisions": [
-            {"fact": f("physics"), "decision": "UPDATE", "entry": e1,
-             "text": "Maria teaches physics at Lincoln High."},
-            {"fact": f("called Rex"), "decision": "NEW", "entry": "none", "text": ""},
-            {"fact": f("dog, Rex"), "decision": "SAME", "entry": f("called Rex"), "text": ""},
+            {"fact": f("physics"), "decision": "UPDATE", "entry": e1},
+            {"fact": f("called Rex"), "decision": "NEW", "entry": "none"},
+            {"fact": f("dog, Rex"), "decision": "SAME", "entry": f("called Rex")},
         ]});
         Reply::Json(chat(decisions.to_string()))
     })
@@ -1199,6 +1198,69 @@ async fn the_llm_sees_what_was_forgotten_and_keeps_a_paraphrase_out() {
     tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a paraphrase kept out"))
         .await
         .unwrap();
+}
+
+/// A per-fact UPDATE must be about the same thing as its entry: a word in
+/// common that most entries of the cluster do not share (the name of the
+/// person they are all about does not count). An update of an unrelated
+/// entry is refused and asked again; the right one is kept as history.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
+    let server = scripted(|_, body| {
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let prompt = prompt_of(body);
+        let Some(fact) = alias_of(&prompt, 'F', "Japan") else {
+            let new: Vec<_> = listed(&prompt, 'F')
+                .into_iter()
+                .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none"}))
+                .collect();
+            return Reply::Json(chat(json!({ "decisions": new }).to_string()));
+        };
+        let retried = body["messages"].as_array().unwrap().len() > 1;
+        let needle = if retried {
+            "speak French"
+        } else {
+            "social media"
+        };
+        let entry = alias_of(&prompt, 'E', needle).unwrap();
+        let d = json!({"decisions": [{"fact": fact, "decision": "UPDATE", "entry": entry}]});
+        Reply::Json(chat(d.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    add(
+        &layout,
+        "2026-11-18",
+        &[
+            "Laurent might speak French and English",
+            "Laurent could be active on social media",
+            "Laurent likes jazz records",
+        ],
+    );
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    add(
+        &layout,
+        "2026-11-19",
+        &["Laurent was born in Japan and only speaks Japanese"],
+    );
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!((r.invalid_replies, r.applied.replace), (1, 1), "{r:?}");
+    let all = entries(&layout);
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(
+        all.iter()
+            .any(|e| e.text == "Laurent could be active on social media")
+    );
+    let updated = entry_with(&all, "Japan");
+    assert!(
+        updated.text.contains("French and English"),
+        "{}",
+        updated.text
+    );
 }
 
 /// A server that refuses `json_schema`, then `json_object`, is asked one
