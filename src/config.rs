@@ -45,12 +45,17 @@ pub struct Consolidation {
 #[serde(rename_all = "kebab-case")]
 pub enum Request {
     /// `prompts/consolidate.md`: a list of ops (ADD, REPLACE, KEEP,
-    /// REMOVE), facts and entries named in them.
-    #[default]
+    /// REMOVE), facts and entries named in them; the model writes the
+    /// texts and may fold two entries into one.
     Ops,
     /// `prompts/decide.md`: one decision per fact, in order (new, the
     /// same as an entry or an earlier fact, or an update of an entry), its
-    /// schema listing every fact, so no fact can be left out. No REMOVE.
+    /// schema listing every fact, so no fact can be left out; the model
+    /// writes no text. No REMOVE. The default: with Qwen2.5-Coder-1.5B on
+    /// the dev Letta sets it kept 12 of 16 updates as history against 8
+    /// for `ops`, with 3 invalid replies in 27 calls against 6, and no
+    /// other entry touched (EVALUATION.md).
+    #[default]
     PerFact,
 }
 
@@ -67,7 +72,7 @@ impl Default for Consolidation {
             remove_budget: 20,
             concurrency: 2,
             check_updates: false,
-            request: Request::Ops,
+            request: Request::PerFact,
         }
     }
 }

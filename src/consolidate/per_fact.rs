@@ -114,6 +114,11 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
                         "{fact} UPDATE {target}: {target} is not about the same thing as {fact} (no word in common but names); choose the entry {fact} changes, or NEW"
                     ));
                 }
+                if let Some(closer) = closer_entry(text, &target, cluster) {
+                    return Err(format!(
+                        "{fact} UPDATE {target}: {closer} shares much more with {fact} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+                    ));
+                }
                 Some(replace_or_join(&mut ops, &mut placed, &target, text))
             }
             _ => None,
@@ -144,17 +149,7 @@ fn entry_text<'a>(cluster: &'a Cluster, alias: &str) -> Option<&'a str> {
 /// Japanese", whose entry was "Laurent might speak French and English"
 /// (EVALUATION.md).
 fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
-    let words = |t: &str| -> HashSet<String> {
-        content_words(t)
-            .into_iter()
-            .map(
-                |w| match w.len() >= 4 && w.ends_with('s') && !w.ends_with("ss") {
-                    true => w[..w.len() - 1].to_string(),
-                    false => w,
-                },
-            )
-            .collect()
-    };
+    let words = stemmed;
     let n = cluster.entries.len();
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
     for e in &cluster.entries {
@@ -167,6 +162,43 @@ fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
     words(fact)
         .iter()
         .any(|w| in_entry.contains(w) && !common(w))
+}
+
+/// An entry (alias) that shares at least [`CLOSER_BY`] more of `fact`'s
+/// words (a final "s" aside) than the UPDATE's `target` does. An update
+/// changes one value and keeps the rest: a 1.5B model "updated" "Tessa and
+/// Devon co-founded a nonprofit" with "Tessa and Devon collaborated on a
+/// documentary about ocean conservation", whose entry was "Tessa and
+/// Ainsley collaborated on a documentary about ocean conservation".
+fn closer_entry(fact: &str, target: &str, cluster: &Cluster) -> Option<String> {
+    let mine = stemmed(fact);
+    let shared = |t: &str| stemmed(t).intersection(&mine).count();
+    let theirs = shared(entry_text(cluster, target)?);
+    cluster
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (shared(&e.text), format!("E{}", i + 1)))
+        .filter(|(n, _)| *n >= theirs + CLOSER_BY)
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, alias)| alias)
+}
+
+/// How many more shared words make another entry the one an UPDATE is
+/// about: 2 (one is the value that changed; a second is more than that).
+const CLOSER_BY: usize = 2;
+
+/// Content words with a final "s" dropped (words of four letters or more).
+fn stemmed(text: &str) -> HashSet<String> {
+    content_words(text)
+        .into_iter()
+        .map(
+            |w| match w.len() >= 4 && w.ends_with('s') && !w.ends_with("ss") {
+                true => w[..w.len() - 1].to_string(),
+                false => w,
+            },
+        )
+        .collect()
 }
 
 fn op(kind: &str, target: Option<&str>, text: Option<&str>) -> Map<String, Value> {

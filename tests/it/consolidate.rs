@@ -24,6 +24,9 @@ pub fn llm_config(url: &str) -> Config {
     // The lexical embedder's scores are low for related facts; link by
     // rank alone, as the design describes.
     c.consolidation.min_similarity = 0.0;
+    // The scripted judges below speak the ops protocol; the per-fact one
+    // (the default) has tests of its own.
+    c.consolidation.request = memd::config::Request::Ops;
     c
 }
 
@@ -1074,11 +1077,7 @@ async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() 
             return Reply::Json(add_every_fact(body));
         }
         let Some(e1) = alias_of(&prompt, 'E', "chemistry") else {
-            let new: Vec<_> = listed(&prompt, 'F')
-                .into_iter()
-                .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none"}))
-                .collect();
-            return Reply::Json(chat(json!({ "decisions": new }).to_string()));
+            return all_new(&prompt);
         };
         let f = |needle: &str| alias_of(&prompt, 'F', needle).unwrap();
         let decisions = json!({"decisions": [
@@ -1200,56 +1199,71 @@ async fn the_llm_sees_what_was_forgotten_and_keeps_a_paraphrase_out() {
         .unwrap();
 }
 
+/// A per-fact reply that says every listed fact is NEW.
+fn all_new(prompt: &str) -> Reply {
+    let new: Vec<_> = listed(prompt, 'F')
+        .into_iter()
+        .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none"}))
+        .collect();
+    Reply::Json(chat(json!({ "decisions": new }).to_string()))
+}
+
+/// A per-fact judge: every fact NEW, except the one whose text contains
+/// `fact`, which it says UPDATEs the entry containing `first`, and, asked
+/// again, the entry containing `then`.
+async fn updating_judge(fact: &'static str, first: &'static str, then: &'static str) -> Scripted {
+    scripted(move |_, body| {
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let prompt = prompt_of(body);
+        let Some(f) = alias_of(&prompt, 'F', fact) else {
+            return all_new(&prompt);
+        };
+        let retried = body["messages"].as_array().unwrap().len() > 1;
+        let entry = alias_of(&prompt, 'E', if retried { then } else { first }).unwrap();
+        let d = json!({"decisions": [{"fact": f, "decision": "UPDATE", "entry": entry}]});
+        Reply::Json(chat(d.to_string()))
+    })
+    .await
+}
+
+/// With [`updating_judge`] `(fact, first, then)`: `base` consolidated,
+/// then `fact` added; the first UPDATE is refused (one invalid reply), the
+/// second applied (one REPLACE). The entries after.
+async fn refused_update(
+    (needle, first, then): (&'static str, &'static str, &'static str),
+    base: &[&str],
+    fact: &str,
+) -> Vec<memd::entries::Entry> {
+    let server = updating_judge(needle, first, then).await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    add(&layout, "2026-11-18", base);
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    add(&layout, "2026-11-19", &[fact]);
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!((r.invalid_replies, r.applied.replace), (1, 1), "{r:?}");
+    entries(&layout)
+}
+
 /// A per-fact UPDATE must be about the same thing as its entry: a word in
 /// common that most entries of the cluster do not share (the name of the
 /// person they are all about does not count). An update of an unrelated
 /// entry is refused and asked again; the right one is kept as history.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
-    let server = scripted(|_, body| {
-        if is_promotion(body) {
-            return Reply::Json(promote_every_entry(body));
-        }
-        let prompt = prompt_of(body);
-        let Some(fact) = alias_of(&prompt, 'F', "Japan") else {
-            let new: Vec<_> = listed(&prompt, 'F')
-                .into_iter()
-                .map(|(a, _)| json!({"fact": a, "decision": "NEW", "entry": "none"}))
-                .collect();
-            return Reply::Json(chat(json!({ "decisions": new }).to_string()));
-        };
-        let retried = body["messages"].as_array().unwrap().len() > 1;
-        let needle = if retried {
-            "speak French"
-        } else {
-            "social media"
-        };
-        let entry = alias_of(&prompt, 'E', needle).unwrap();
-        let d = json!({"decisions": [{"fact": fact, "decision": "UPDATE", "entry": entry}]});
-        Reply::Json(chat(d.to_string()))
-    })
-    .await;
-    let (_t, layout) = memory_dir();
-    let mut config = llm_config(&server.url);
-    config.consolidation.request = memd::config::Request::PerFact;
-    add(
-        &layout,
-        "2026-11-18",
+    let all = refused_update(
+        ("Japan", "social media", "speak French"),
         &[
             "Laurent might speak French and English",
             "Laurent could be active on social media",
             "Laurent likes jazz records",
         ],
-    );
-    consolidate::run(&layout, &config, FORCE).await.unwrap();
-    add(
-        &layout,
-        "2026-11-19",
-        &["Laurent was born in Japan and only speaks Japanese"],
-    );
-    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
-    assert_eq!((r.invalid_replies, r.applied.replace), (1, 1), "{r:?}");
-    let all = entries(&layout);
+        "Laurent was born in Japan and only speaks Japanese",
+    )
+    .await;
     assert_eq!(all.len(), 3, "{all:?}");
     assert!(
         all.iter()
@@ -1259,6 +1273,33 @@ async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
     assert!(
         updated.text.contains("French and English"),
         "{}",
+        updated.text
+    );
+}
+
+/// A per-fact UPDATE of an entry when another entry shares at least 2 more
+/// of the fact's words is refused and asked again, naming that entry: an
+/// update changes one value of what it updates.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_per_fact_update_of_the_less_alike_entry_is_refused_naming_the_closer_one() {
+    let all = refused_update(
+        ("Devon collaborated", "nonprofit", "documentary"),
+        &[
+            "Tessa and Devon co-founded a nonprofit for music education",
+            "Tessa and Ainsley collaborated on a documentary about ocean conservation",
+            "Tessa plays the violin",
+        ],
+        "Tessa and Devon collaborated on a documentary about ocean conservation",
+    )
+    .await;
+    assert!(
+        all.iter()
+            .any(|e| e.text == "Tessa and Devon co-founded a nonprofit for music education")
+    );
+    let updated = entry_with(&all, "Devon collaborated");
+    assert!(
+        updated.text.contains("Ainsley"),
+        "history kept: {}",
         updated.text
     );
 }
