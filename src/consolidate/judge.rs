@@ -182,6 +182,9 @@ struct Ctx<'a> {
     spent: &'a Mutex<Duration>,
 }
 
+/// A usable reply: its ops, and the fact groups it kept out as forgotten.
+type Verdict = (Vec<Op>, Vec<reply::Forget>);
+
 /// Each run asks a cluster at most this often (the second time naming what
 /// was wrong); past that it waits for the next run, so that a model having
 /// a bad moment gets another chance before facts are added verbatim.
@@ -189,14 +192,7 @@ const CALLS_PER_RUN: u32 = 2;
 
 impl Ctx<'_> {
     async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
-        let (entries, facts) = ops::prompt_lists(&cluster);
-        let forgotten = ops::forgotten_list(&cluster);
-        let vars = [
-            ("entries", entries.as_str()),
-            ("facts", &facts),
-            ("forgotten", &forgotten),
-        ];
-        let prompt = prompts::render(self.template, &vars);
+        let prompt = self.prompt(&cluster);
         let prompt_hash = short_hash(&prompt, 16);
         let planned = |decision, failures| Planned {
             cluster: cluster.clone(),
@@ -231,22 +227,7 @@ impl Ctx<'_> {
                     );
                 }
             };
-            let verdict = llm::extract_json(&reply)
-                .map_err(|e| e.to_string())
-                .and_then(|v| match self.per_fact {
-                    true => super::per_fact::to_ops(&v, &cluster),
-                    false => Ok(v),
-                })
-                .and_then(|v| {
-                    let mut budget = self.budget.lock().unwrap();
-                    let (ops, kept_out) = reply::read_all(&v, &cluster, *budget)?;
-                    *budget -= ops
-                        .iter()
-                        .filter(|o| matches!(o, Op::Remove { .. }))
-                        .count() as u32;
-                    Ok((ops, kept_out))
-                });
-            match verdict {
+            match self.verdict(&reply, &cluster) {
                 Ok((ops, kept_out)) => {
                     let ops = self.second_look(ops, &cluster).await;
                     let mut p = planned(Decision::Ops(ops), failures);
@@ -276,6 +257,36 @@ impl Ctx<'_> {
             },
             failures,
         )
+    }
+
+    /// The prompt for `cluster` from the run's template.
+    fn prompt(&self, cluster: &Cluster) -> String {
+        let (entries, facts) = ops::prompt_lists(cluster);
+        let forgotten = ops::forgotten_list(cluster);
+        let vars = [
+            ("entries", entries.as_str()),
+            ("facts", &facts),
+            ("forgotten", &forgotten),
+        ];
+        prompts::render(self.template, &vars)
+    }
+
+    /// What a reply stands for: its ops and the facts it kept out as
+    /// forgotten, or why it cannot be used. Its REMOVEs come off the run's
+    /// budget when it is accepted.
+    fn verdict(&self, reply: &str, cluster: &Cluster) -> Result<Verdict, String> {
+        let v = llm::extract_json(reply).map_err(|e| e.to_string())?;
+        let v = match self.per_fact {
+            true => super::per_fact::to_ops(&v, cluster)?,
+            false => v,
+        };
+        let mut budget = self.budget.lock().unwrap();
+        let (ops, kept_out) = reply::read_all(&v, cluster, *budget)?;
+        *budget -= ops
+            .iter()
+            .filter(|o| matches!(o, Op::Remove { .. }))
+            .count() as u32;
+        Ok((ops, kept_out))
     }
 
     /// One chat call (its reply following `schema` where the endpoint
