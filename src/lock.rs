@@ -45,19 +45,31 @@ pub(crate) fn try_lock(path: &Path) -> Result<Option<Guard>> {
     Ok(Some(Guard { _file: file }))
 }
 
-/// [`try_lock`], with an error naming the holder's pid when it is held.
-/// `what` names the holder.
+/// How long [`lock_or_explain`] waits out a lock held for a moment: a
+/// holder finishing, or a child process this one is starting, which holds
+/// a copy of every descriptor between fork and exec (close-on-exec closes
+/// it only at exec). Under load that window made a test's second run in
+/// a row report its own process as the holder. Longer holds are reported.
+const MOMENT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// [`try_lock`], with an error naming the holder's pid when it is held
+/// longer than [`MOMENT`]. `what` names the holder.
 pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
-    match try_lock(path)? {
-        Some(g) => Ok(g),
-        None => {
-            let holder = std::fs::read_to_string(path).unwrap_or_default();
-            Err(crate::Error::Busy {
-                what: what.to_string(),
-                pid: holder.trim().parse().ok(),
-            })
+    let started = std::time::Instant::now();
+    loop {
+        match try_lock(path)? {
+            Some(g) => return Ok(g),
+            None if started.elapsed() < MOMENT => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            None => break,
         }
     }
+    let holder = std::fs::read_to_string(path).unwrap_or_default();
+    Err(crate::Error::Busy {
+        what: what.to_string(),
+        pid: holder.trim().parse().ok(),
+    })
 }
 
 /// Take the lock at `path`, waiting for whoever holds it (on a blocking
