@@ -1,5 +1,6 @@
-//! The prompts memd sends to an LLM: `consolidate.md` (a cluster's ops),
-//! `decide.md` (the same, one decision per fact: `request = "per-fact"`),
+//! The prompts memd sends to an LLM: `decide.md` (a cluster's facts, one
+//! decision each: `request = "per-fact"`, the default), `consolidate.md`
+//! (a cluster's ops: `request = "ops"`),
 //! `update.md` (the second look at an ADD: does it update an entry?) and
 //! `promote.md`.
 //!
