@@ -114,11 +114,23 @@ pub struct Spent {
     pub llm_ms: f64,
 }
 
+/// The prompt templates of a run.
+pub(crate) struct Templates<'a> {
+    /// `prompts/consolidate.md`: the ops request, and the request for a
+    /// cluster with no pending fact (unreviewed entries to merge or keep),
+    /// which one decision per fact cannot express.
+    pub ops: &'a str,
+    /// `prompts/decide.md` when `request = "per-fact"`.
+    pub per_fact: Option<&'a str>,
+    /// `prompts/update.md` when `check_updates` is on.
+    pub update: Option<&'a str>,
+}
+
 /// The LLM's decision for each cluster, in cluster order.
 pub(crate) async fn decide_all(
     client: &llm::Client,
     config: &Config,
-    templates: (&str, Option<&str>),
+    templates: Templates<'_>,
     clusters: Vec<Cluster>,
     state: &State,
 ) -> (Vec<Planned>, Spent) {
@@ -128,10 +140,8 @@ pub(crate) async fn decide_all(
     let spent = Mutex::new(Duration::ZERO);
     let ctx = Ctx {
         client,
-        template: templates.0,
-        update_template: templates.1,
+        templates,
         max_retries: config.consolidation.max_retries,
-        per_fact: config.consolidation.request == crate::config::Request::PerFact,
         budget: &budget,
         calls: &calls,
         invalid: &invalid,
@@ -167,12 +177,8 @@ pub(crate) async fn decide_all(
 /// What the LLM judge shares across concurrent cluster calls.
 struct Ctx<'a> {
     client: &'a llm::Client,
-    template: &'a str,
-    /// `prompts/update.md` when `check_updates` is on.
-    update_template: Option<&'a str>,
+    templates: Templates<'a>,
     max_retries: u32,
-    /// The per-fact request shape ([`super::per_fact`]).
-    per_fact: bool,
     /// REMOVEs the run may still apply.
     budget: &'a Mutex<u32>,
     calls: &'a AtomicUsize,
@@ -192,6 +198,7 @@ const CALLS_PER_RUN: u32 = 2;
 
 impl Ctx<'_> {
     async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
+        let per_fact = self.per_fact(&cluster);
         let prompt = self.prompt(&cluster);
         let prompt_hash = short_hash(&prompt, 16);
         let planned = |decision, failures| Planned {
@@ -210,7 +217,7 @@ impl Ctx<'_> {
         }
         let mut messages = vec![Message::user(prompt.clone())];
         let mut last_error = String::new();
-        let schema = match self.per_fact {
+        let schema = match per_fact {
             true => super::per_fact::schema(&cluster),
             false => super::schema::reply(&cluster),
         };
@@ -259,6 +266,12 @@ impl Ctx<'_> {
         )
     }
 
+    /// Whether `cluster` is asked one decision per fact ([`super::per_fact`]):
+    /// with `request = "per-fact"`, when it has facts.
+    fn per_fact(&self, cluster: &Cluster) -> bool {
+        self.templates.per_fact.is_some() && !cluster.groups.is_empty()
+    }
+
     /// The prompt for `cluster` from the run's template.
     fn prompt(&self, cluster: &Cluster) -> String {
         let (entries, facts) = ops::prompt_lists(cluster);
@@ -268,7 +281,11 @@ impl Ctx<'_> {
             ("facts", &facts),
             ("forgotten", &forgotten),
         ];
-        prompts::render(self.template, &vars)
+        let template = match (self.per_fact(cluster), self.templates.per_fact) {
+            (true, Some(t)) => t,
+            _ => self.templates.ops,
+        };
+        prompts::render(template, &vars)
     }
 
     /// What a reply stands for: its ops and the facts it kept out as
@@ -276,7 +293,7 @@ impl Ctx<'_> {
     /// budget when it is accepted.
     fn verdict(&self, reply: &str, cluster: &Cluster) -> Result<Verdict, String> {
         let v = llm::extract_json(reply).map_err(|e| e.to_string())?;
-        let v = match self.per_fact {
+        let v = match self.per_fact(cluster) {
             true => super::per_fact::to_ops(&v, cluster)?,
             false => v,
         };
@@ -321,7 +338,7 @@ impl Ctx<'_> {
     /// answer, or one naming no candidate, leaves the ADD: the default is
     /// keep.
     async fn second_look(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
-        let Some(template) = self.update_template else {
+        let Some(template) = self.templates.update else {
             return ops;
         };
         for i in 0..ops.len() {

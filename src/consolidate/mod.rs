@@ -331,16 +331,20 @@ impl Decide<'_> {
         let clusters =
             plan::clusters(embedder, self.config, groups, self.inputs.snapshots()).await?;
         let clusters = plan::with_forgotten(embedder, clusters, &self.inputs.tombstones).await?;
-        let name = match self.config.consolidation.request {
-            crate::config::Request::Ops => prompts::CONSOLIDATE,
-            crate::config::Request::PerFact => prompts::DECIDE,
+        let ops = prompts::load(self.layout, prompts::CONSOLIDATE)?;
+        let per_fact = match self.config.consolidation.request {
+            crate::config::Request::Ops => None,
+            crate::config::Request::PerFact => Some(prompts::load(self.layout, prompts::DECIDE)?),
         };
-        let template = prompts::load(self.layout, name)?;
         let update = match self.config.consolidation.check_updates {
             true => Some(prompts::load(self.layout, prompts::UPDATE)?),
             false => None,
         };
-        let templates = (template.as_str(), update.as_deref());
+        let templates = judge::Templates {
+            ops: &ops,
+            per_fact: per_fact.as_deref(),
+            update: update.as_deref(),
+        };
         let (planned, spent) =
             judge::decide_all(client, self.config, templates, clusters, self.state).await;
         report.llm_calls = spent.calls;

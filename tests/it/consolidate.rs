@@ -1248,6 +1248,43 @@ async fn refused_update(
     entries(&layout)
 }
 
+/// With the per-fact request, a cluster with no pending fact (an
+/// unreviewed entry shown again) is asked with the ops prompt, which can
+/// fold one entry into another: one decision per fact cannot.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_of_entries_only_is_asked_for_ops_under_the_per_fact_request() {
+    let server = scripted(|_, body| {
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let prompt = prompt_of(body);
+        assert!(prompt.contains("Operations:"), "{prompt}");
+        let dup = alias_of(&prompt, 'E', "cello.").unwrap();
+        let keep = alias_of(&prompt, 'E', "on Sundays").unwrap();
+        let ops = json!({"ops": [{"op": "REMOVE", "target": dup, "into": keep}]});
+        Reply::Json(chat(ops.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    let mut doc = Document::read(&layout.entries_file()).unwrap();
+    for (text, unreviewed) in [
+        ("Tom plays the cello on Sundays", false),
+        ("Tom plays the cello.", true),
+    ] {
+        let mut meta = doc.new_meta(text, "2026-11-18", Vec::new());
+        meta.unreviewed = unreviewed;
+        doc.push(text, meta);
+    }
+    doc.save(&layout.entries_file(), "2026-11-18").unwrap();
+    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    assert_eq!((r.llm_calls, r.applied.remove), (1, 1), "{r:?}");
+    let all = entries(&layout);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Tom plays the cello on Sundays");
+}
+
 /// A per-fact UPDATE must be about the same thing as its entry: a word in
 /// common that most entries of the cluster do not share (the name of the
 /// person they are all about does not count). An update of an unrelated
