@@ -60,21 +60,21 @@ pub struct Report {
 
 impl Report {
     fn problem(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
-        let what = what.into();
-        self.problems.push(Finding {
-            file: file.into(),
-            line,
-            what,
-        });
+        self.problems.push(Finding::new(file, line, what));
     }
 
     fn note(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
-        let what = what.into();
-        self.notes.push(Finding {
+        self.notes.push(Finding::new(file, line, what));
+    }
+}
+
+impl Finding {
+    fn new(file: &str, line: Option<usize>, what: impl Into<String>) -> Finding {
+        Finding {
             file: file.into(),
             line,
-            what,
-        });
+            what: what.into(),
+        }
     }
 }
 

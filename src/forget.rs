@@ -162,13 +162,9 @@ pub fn undo(layout: &Layout, id: &str) -> Result<Candidate> {
         .as_ref()
         .and_then(|r| r.before.clone())
         .unwrap_or_else(|| first.text.clone());
-    let kind = if first.entry.is_some() {
-        "entry"
-    } else {
-        "fact"
-    };
+    let is_entry = first.entry.is_some();
     let mut doc = Document::read(&layout.entries_file())?;
-    if kind == "entry" {
+    if is_entry {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),
             None => {
@@ -191,7 +187,7 @@ pub fn undo(layout: &Layout, id: &str) -> Result<Candidate> {
     r.sources = forgot.map(|r| r.sources).unwrap_or_default();
     journal::append(&layout.journal_file(), &[r])?;
     Ok(Candidate {
-        kind: kind.into(),
+        kind: if is_entry { "entry" } else { "fact" }.into(),
         id: id.to_string(),
         text,
     })

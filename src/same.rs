@@ -84,13 +84,8 @@ impl Rule {
     }
 
     fn stemmed(&self, word: &str) -> String {
-        let strip = self.stem
-            && word.chars().count() >= 4
-            && word.ends_with('s')
-            && !word.ends_with("ss")
-            && !word.chars().any(|c| c.is_ascii_digit());
-        match strip {
-            true => word[..word.len() - 1].to_string(),
+        match self.stem {
+            true => stem(word).to_string(),
             false => word.to_string(),
         }
     }
@@ -136,6 +131,19 @@ impl Rule {
     /// have cosine similarity `cosine`, say the same thing.
     pub fn same(&self, a: &str, b: &str, cosine: f32) -> bool {
         cosine >= self.min_cosine && self.words_agree(a, b)
+    }
+}
+
+/// `word` without a plural or third-person final "s" ("loves" → "love",
+/// "dogs" → "dog"): words of four letters or more, not "ss", no digit.
+pub(crate) fn stem(word: &str) -> &str {
+    let strip = word.chars().count() >= 4
+        && word.ends_with('s')
+        && !word.ends_with("ss")
+        && !word.chars().any(|c| c.is_ascii_digit());
+    match strip {
+        true => &word[..word.len() - 1],
+        false => word,
     }
 }
 

@@ -173,6 +173,7 @@ pub async fn run_at(
         inputs: &inputs,
         state: &state,
         embedder,
+        own_embedder: std::sync::OnceLock::new(),
     };
     let decided = ctx.decide(pending, &mut report).await?;
     let planned = decided.planned;
@@ -183,9 +184,7 @@ pub async fn run_at(
     }
     pause_point(layout, "planned");
     let (mut applied, entries) = apply::apply(layout, &planned, &today, &report.run_id)?;
-    if !decided.tombstones.is_empty() {
-        crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
-    }
+    crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
     applied.records.extend(report.suppressed.iter().map(|s| {
         let mut r = Record::new(&report.run_id, journal::Op::Suppress, &s.fact);
         r.before = Some(s.text.clone());
@@ -235,10 +234,26 @@ struct Decide<'a> {
     judge: &'a Judge,
     inputs: &'a Inputs,
     state: &'a State,
+    /// The caller's embedder (the daemon's), if it has one.
     embedder: Option<&'a Cached>,
+    /// Otherwise one of the run's own, opened when first needed (tier 2
+    /// and the clusters share it: the model is loaded once per run).
+    own_embedder: std::sync::OnceLock<Cached>,
 }
 
 impl Decide<'_> {
+    /// The embedder the run uses: the caller's, or its own.
+    fn embedder(&self) -> Result<&Cached> {
+        if let Some(e) = self.embedder {
+            return Ok(e);
+        }
+        if self.own_embedder.get().is_none() {
+            let own = crate::embed::cached(self.layout, &self.config.embedder)?;
+            let _ = self.own_embedder.set(own);
+        }
+        Ok(self.own_embedder.get().expect("set above"))
+    }
+
     /// Every pending fact's decision: restatements first (their count is
     /// returned), then the judge's clusters; and the tombstones for facts
     /// that say what was forgotten.
@@ -289,17 +304,13 @@ impl Decide<'_> {
         let rule = crate::same::Rule::SHIPPED;
         let entries = self.inputs.snapshots();
         let texts = plan::near_texts(&groups, &entries, &self.inputs.tombstones, rule);
-        let texts: Vec<String> = texts
+        let compared: Vec<String> = texts
             .iter()
             .map(|t| crate::same::Rule::compared(t))
             .collect();
-        let vectors = match (texts.is_empty(), self.embedder) {
-            (true, _) => Vec::new(),
-            (false, Some(e)) => e.embed(&texts).await?,
-            (false, None) => {
-                let own = crate::embed::cached(self.layout, &self.config.embedder)?;
-                own.embed(&texts).await?
-            }
+        let vectors = match compared.is_empty() {
+            true => Vec::new(),
+            false => self.embedder()?.embed(&compared).await?,
         };
         let vectors = texts.into_iter().zip(vectors).collect();
         let merge = matches!(self.judge, Judge::BuiltIn);
@@ -320,14 +331,7 @@ impl Decide<'_> {
         groups: Vec<ops::Group>,
         report: &mut Report,
     ) -> Result<Vec<Planned>> {
-        let own;
-        let embedder = match self.embedder {
-            Some(e) => e,
-            None => {
-                own = crate::embed::cached(self.layout, &self.config.embedder)?;
-                &own
-            }
-        };
+        let embedder = self.embedder()?;
         let clusters =
             plan::clusters(embedder, self.config, groups, self.inputs.snapshots()).await?;
         let clusters = plan::with_forgotten(embedder, clusters, &self.inputs.tombstones).await?;

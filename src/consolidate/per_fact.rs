@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::ops::Cluster;
+use super::ops::{Aliases, Cluster};
 use crate::text::content_words;
 
 /// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
@@ -66,8 +66,9 @@ pub(crate) fn schema(cluster: &Cluster) -> Value {
 /// into "now; (previously: …)" (two updates of one entry are one REPLACE
 /// holding both facts, with the first one's words). The model writes no
 /// text at all: a 1.5B model asked to write the updated entry dropped the
-/// old value (EVALUATION.md). A fact with no decision is in no op, which validation
-/// refuses, naming it. A reply in the ops shape is passed through.
+/// old value (EVALUATION.md). A fact with no decision is in no op, which
+/// validation refuses, naming it. A reply in the ops shape is passed
+/// through.
 pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> {
     let Some(decisions) = reply.get("decisions").and_then(Value::as_array) else {
         return match reply.get("ops") {
@@ -75,22 +76,20 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
             None => Err("the reply must be an object with a \"decisions\" array".into()),
         };
     };
+    let aliases = Aliases::new(cluster);
     let mut ops: Vec<Map<String, Value>> = Vec::new();
     // The op each fact alias and each entry alias was placed in.
     let mut placed: std::collections::HashMap<String, usize> = Default::default();
     for d in decisions {
         let field = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").trim();
         let fact = field("fact").to_uppercase();
-        let Some(g) = fact
-            .strip_prefix('F')
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&i| i >= 1 && i <= cluster.groups.len())
-        else {
-            return Err(format!(
+        let g = aliases.fact(&fact).ok_or_else(|| {
+            format!(
                 "{fact:?} is not one of the new facts (F1…F{})",
                 cluster.groups.len()
-            ));
-        };
+            )
+        })?;
+        let text = &cluster.groups[g].text;
         let target = field("entry").to_uppercase();
         let joined = placed.get(&target).copied();
         let at = match (
@@ -106,25 +105,17 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
                 continue;
             }
             ("UPDATE", Some('E')) => {
-                let text = &cluster.groups[g - 1].text;
-                if let Some(e) = entry_text(cluster, &target)
-                    && !about_same(text, e, cluster)
-                {
-                    return Err(format!(
-                        "{fact} UPDATE {target}: {target} is not about the same thing as {fact} (no word in common but names); choose the entry {fact} changes, or NEW"
-                    ));
-                }
-                if let Some(closer) = closer_entry(text, &target, cluster) {
-                    return Err(format!(
-                        "{fact} UPDATE {target}: {closer} shares much more with {fact} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
-                    ));
+                if let Some(e) = aliases.entry(&target) {
+                    check_update(text, e, cluster).map_err(|why| {
+                        format!("{fact} UPDATE {target}: {}", why.replace("{fact}", &fact))
+                    })?;
                 }
                 Some(replace_or_join(&mut ops, &mut placed, &target, text))
             }
             _ => None,
         };
         let at = at.unwrap_or_else(|| {
-            ops.push(op("ADD", None, Some(&cluster.groups[g - 1].text)));
+            ops.push(op("ADD", None, Some(text)));
             ops.len() - 1
         });
         push_from(&mut ops[at], &fact);
@@ -133,13 +124,21 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
     Ok(json!({"ops": ops}))
 }
 
-/// The text of entry alias `alias` (`E3`), if shown.
-fn entry_text<'a>(cluster: &'a Cluster, alias: &str) -> Option<&'a str> {
-    let i: usize = alias.strip_prefix('E')?.parse().ok()?;
-    cluster
-        .entries
-        .get(i.checked_sub(1)?)
-        .map(|e| e.text.as_str())
+/// Why `fact` cannot update entry `e` of `cluster` (see [`about_same`]
+/// and [`closer_entry`]), with `{fact}` standing for the fact's alias.
+fn check_update(fact: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
+    let target = format!("E{}", e + 1);
+    if !about_same(fact, &cluster.entries[e].text, cluster) {
+        return Err(format!(
+            "{target} is not about the same thing as {{fact}} (no word in common but names); choose the entry {{fact}} changes, or NEW"
+        ));
+    }
+    if let Some(closer) = closer_entry(fact, e, cluster) {
+        return Err(format!(
+            "{closer} shares much more with {{fact}} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `fact` can update `entry`: they share a content word (a final
@@ -149,17 +148,16 @@ fn entry_text<'a>(cluster: &'a Cluster, alias: &str) -> Option<&'a str> {
 /// Japanese", whose entry was "Laurent might speak French and English"
 /// (EVALUATION.md).
 fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
-    let words = stemmed;
     let n = cluster.entries.len();
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
     for e in &cluster.entries {
-        for w in words(&e.text) {
+        for w in stemmed(&e.text) {
             *seen.entry(w).or_default() += 1;
         }
     }
     let common = |w: &String| n >= 3 && seen.get(w).copied().unwrap_or(0) * 2 > n;
-    let in_entry = words(entry);
-    words(fact)
+    let in_entry = stemmed(entry);
+    stemmed(fact)
         .iter()
         .any(|w| in_entry.contains(w) && !common(w))
 }
@@ -170,10 +168,10 @@ fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
 /// Devon co-founded a nonprofit" with "Tessa and Devon collaborated on a
 /// documentary about ocean conservation", whose entry was "Tessa and
 /// Ainsley collaborated on a documentary about ocean conservation".
-fn closer_entry(fact: &str, target: &str, cluster: &Cluster) -> Option<String> {
+fn closer_entry(fact: &str, target: usize, cluster: &Cluster) -> Option<String> {
     let mine = stemmed(fact);
     let shared = |t: &str| stemmed(t).intersection(&mine).count();
-    let theirs = shared(entry_text(cluster, target)?);
+    let theirs = shared(&cluster.entries[target].text);
     cluster
         .entries
         .iter()
@@ -188,16 +186,11 @@ fn closer_entry(fact: &str, target: &str, cluster: &Cluster) -> Option<String> {
 /// about: 2 (one is the value that changed; a second is more than that).
 const CLOSER_BY: usize = 2;
 
-/// Content words with a final "s" dropped (words of four letters or more).
+/// Content words with a final "s" dropped ([`crate::same::stem`]).
 fn stemmed(text: &str) -> HashSet<String> {
     content_words(text)
-        .into_iter()
-        .map(
-            |w| match w.len() >= 4 && w.ends_with('s') && !w.ends_with("ss") {
-                true => w[..w.len() - 1].to_string(),
-                false => w,
-            },
-        )
+        .iter()
+        .map(|w| crate::same::stem(w).to_string())
         .collect()
 }
 

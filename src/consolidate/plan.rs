@@ -255,8 +255,8 @@ pub(crate) fn near_texts(
     out
 }
 
-/// Tier 2 on `groups`, given the embeddings of [`near_texts`] (keyed by
-/// their [`Rule::compared`] forms): a group
+/// Tier 2 on `groups`, given the embeddings of the [`Rule::compared`]
+/// forms of [`near_texts`] (keyed by the texts themselves): a group
 /// that says what a forgotten text says is kept out (whatever the judge);
 /// with `merge` (the built-in judge), one that says what an entry says is
 /// KEPT into it (first in file order), and one that says what an earlier
@@ -269,7 +269,7 @@ pub(crate) fn near_duplicates(
     vectors: &HashMap<String, Vec<f32>>,
     (rule, merge): (Rule, bool),
 ) -> NearDuplicates {
-    let vector = |t: &str| vectors.get(&Rule::compared(t));
+    let vector = |t: &str| vectors.get(t);
     let same = |a: &str, b: &str| match (vector(a), vector(b)) {
         (Some(x), Some(y)) => rule.same(a, b, crate::embed::cosine(x, y)),
         _ => false,
@@ -346,9 +346,15 @@ pub(crate) async fn with_forgotten(
     }
     let texts: Vec<String> = stones.iter().map(|t| t.text.clone()).collect();
     let forgotten = embedder.embed(&texts).await?;
+    // Every cluster's facts in one call (the embedder's cache has them from
+    // the clustering).
+    let facts: Vec<String> = clusters
+        .iter()
+        .flat_map(|c| c.groups.iter().map(|g| g.text.clone()))
+        .collect();
+    let mut vectors = embedder.embed(&facts).await?.into_iter();
     for c in &mut clusters {
-        let facts: Vec<String> = c.groups.iter().map(|g| g.text.clone()).collect();
-        let vectors = embedder.embed(&facts).await?;
+        let vectors: Vec<Vec<f32>> = vectors.by_ref().take(c.groups.len()).collect();
         let mut near: Vec<(f32, usize)> = forgotten
             .iter()
             .enumerate()

@@ -84,8 +84,16 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
     }
 }
 
+/// The kind an op names (`"op"`, or `"type"`, … as small models write
+/// it), uppercased.
+pub(crate) fn kind_name(op: &Value) -> Option<String> {
+    field(op, &["op", "type", "action", "operation"])
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_uppercase())
+}
+
 /// The reply's list of ops.
-fn op_list(reply: &Value) -> Result<&Vec<Value>, String> {
+pub(crate) fn op_list(reply: &Value) -> Result<&Vec<Value>, String> {
     let shape = || "the reply must be an object with an \"ops\" array".to_string();
     match reply {
         Value::Array(a) => Ok(a),
@@ -118,10 +126,7 @@ fn parse_op(
     aliases: &Aliases,
     cluster: &Cluster,
 ) -> Result<Proposed, String> {
-    let kind_name = field(raw, &["op", "type", "action", "operation"])
-        .and_then(Value::as_str)
-        .map(|s| s.trim().to_uppercase())
-        .ok_or_else(|| format!("{at} has no \"op\""))?;
+    let kind_name = kind_name(raw).ok_or_else(|| format!("{at} has no \"op\""))?;
     let mut from = Vec::new();
     for f in string_list(field(raw, &["from", "facts", "sources"])) {
         from.push(aliases.fact(&f).ok_or_else(|| {

@@ -57,22 +57,11 @@ pub(crate) fn read_all(
 
 /// The reply's FORGET ops, checked, and the reply without them.
 fn split_forgets(reply: &Value, cluster: &Cluster) -> Result<(Vec<Forget>, Value), String> {
-    let list = match reply {
-        Value::Array(a) => Some(a),
-        Value::Object(o) => ["ops", "operations", "actions"]
-            .iter()
-            .find_map(|k| o.get(*k))
-            .and_then(Value::as_array),
-        _ => None,
-    };
-    let Some(list) = list else {
+    // A reply of another shape is left to the parser, which names it.
+    let Ok(list) = proposed::op_list(reply) else {
         return Ok((Vec::new(), reply.clone()));
     };
-    let is_forget = |op: &Value| {
-        field(op, &["op", "type", "action", "operation"])
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.trim().eq_ignore_ascii_case("FORGET"))
-    };
+    let is_forget = |op: &Value| proposed::kind_name(op).as_deref() == Some("FORGET");
     let mut forgets = Vec::new();
     for op in list.iter().filter(|op| is_forget(op)) {
         forgets.extend(forget(op, cluster)?);

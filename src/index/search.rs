@@ -105,49 +105,55 @@ impl Index {
 fn fuse(lists: [Vec<RecordBatch>; 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>> {
     let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
     for batches in lists {
-        let mut rank = 0usize;
-        for b in &batches {
-            let (ids, kinds, texts, sources) = (
-                string_col(b, "id")?,
-                string_col(b, "kind")?,
-                string_col(b, "text")?,
-                string_col(b, "source")?,
-            );
-            let days = string_col(b, "day")?;
-            let vectors = b
-                .column_by_name("vector")
-                .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
-                .context("index column vector missing")?;
-            for i in 0..b.num_rows() {
-                rank += 1;
-                let add = 1.0 / (RRF_K + rank as f32);
-                fused
-                    .entry(ids.value(i).to_string())
-                    .and_modify(|(h, _)| h.score += add)
-                    .or_insert_with(|| {
-                        let v = vectors.value(i);
-                        let v = v
-                            .as_any()
-                            .downcast_ref::<Float32Array>()
-                            .map(|a| a.values().to_vec());
-                        (
-                            Hit {
-                                id: ids.value(i).to_string(),
-                                // Written by this module only; an
-                                // unknown value reads as a fact.
-                                kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
-                                text: texts.value(i).to_string(),
-                                score: add,
-                                source: sources.value(i).to_string(),
-                                day: (!days.is_null(i)).then(|| days.value(i).to_string()),
-                            },
-                            v.unwrap_or_default(),
-                        )
-                    });
-            }
+        for (rank, (mut hit, v)) in rows(&batches)?.into_iter().enumerate() {
+            let add = 1.0 / (RRF_K + (rank + 1) as f32);
+            fused
+                .entry(hit.id.clone())
+                .and_modify(|(h, _)| h.score += add)
+                .or_insert_with(|| {
+                    hit.score = add;
+                    (hit, v)
+                });
         }
     }
     Ok(fused)
+}
+
+/// The rows of a result list, in order, each with its vector (score 0).
+fn rows(batches: &[RecordBatch]) -> Result<Vec<(Hit, Vec<f32>)>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let (ids, kinds, texts, sources) = (
+            string_col(b, "id")?,
+            string_col(b, "kind")?,
+            string_col(b, "text")?,
+            string_col(b, "source")?,
+        );
+        let days = string_col(b, "day")?;
+        let vectors = b
+            .column_by_name("vector")
+            .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+            .context("index column vector missing")?;
+        for i in 0..b.num_rows() {
+            let v = vectors.value(i);
+            let v = v
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .map(|a| a.values().to_vec());
+            let hit = Hit {
+                id: ids.value(i).to_string(),
+                // Written by this module only; an unknown value reads as a
+                // fact.
+                kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
+                text: texts.value(i).to_string(),
+                score: 0.0,
+                source: sources.value(i).to_string(),
+                day: (!days.is_null(i)).then(|| days.value(i).to_string()),
+            };
+            out.push((hit, v.unwrap_or_default()));
+        }
+    }
+    Ok(out)
 }
 
 /// Recency weighting, tombstones left out, best first (ties by id, so the
@@ -235,13 +241,15 @@ impl Index {
             .nearest_to(qv.clone())?
             .distance_type(DistanceType::Cosine)
             .only_if(filter);
-        let rows = collect(query.select(columns("_distance")).limit(k * 4)).await?;
+        let found = collect(query.select(columns("_distance")).limit(k * 4)).await?;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
         let mut out = Vec::new();
-        for (mut hit, v) in fuse([rows, Vec::new()])?.into_values() {
+        let mut seen = std::collections::HashSet::new();
+        for (mut hit, v) in rows(&found)? {
             hit.score = cosine(&qv, &v);
             if hit.score < crate::service::SIMILAR_MIN_COSINE
                 || tombstones.covers(&hit.id, &hit.text)
+                || !seen.insert(hit.id.clone())
             {
                 continue;
             }
