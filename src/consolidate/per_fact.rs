@@ -106,9 +106,7 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
             }
             ("UPDATE", Some('E')) => {
                 if let Some(e) = aliases.entry(&target) {
-                    check_update(text, e, cluster).map_err(|why| {
-                        format!("{fact} UPDATE {target}: {}", why.replace("{fact}", &fact))
-                    })?;
+                    check_update(&fact, text, e, cluster)?;
                 }
                 Some(replace_or_join(&mut ops, &mut placed, &target, text))
             }
@@ -124,18 +122,18 @@ pub(crate) fn to_ops(reply: &Value, cluster: &Cluster) -> Result<Value, String> 
     Ok(json!({"ops": ops}))
 }
 
-/// Why `fact` cannot update entry `e` of `cluster` (see [`about_same`]
-/// and [`closer_entry`]), with `{fact}` standing for the fact's alias.
-fn check_update(fact: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
+/// Why fact `alias` (`text`) cannot update entry `e` of `cluster` (see
+/// [`about_same`] and [`closer_entry`]), said to the judge.
+fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
     let target = format!("E{}", e + 1);
-    if !about_same(fact, &cluster.entries[e].text, cluster) {
+    if !about_same(text, &cluster.entries[e].text, cluster) {
         return Err(format!(
-            "{target} is not about the same thing as {{fact}} (no word in common but names); choose the entry {{fact}} changes, or NEW"
+            "{alias} UPDATE {target}: {target} is not about the same thing as {alias} (no word in common but names); choose the entry {alias} changes, or NEW"
         ));
     }
-    if let Some(closer) = closer_entry(fact, e, cluster) {
+    if let Some(closer) = closer_entry(text, e, cluster) {
         return Err(format!(
-            "{closer} shares much more with {{fact}} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+            "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
         ));
     }
     Ok(())

@@ -72,17 +72,10 @@ struct Labelled {
     pairs: Vec<(String, String)>,
 }
 
-fn tsv(text: &str, fields: usize) -> impl Iterator<Item = Vec<&str>> {
-    text.lines()
-        .skip(1)
-        .map(|l| l.split('\t').collect::<Vec<_>>())
-        .filter(move |f| f.len() >= fields)
-}
-
 fn sick(dir: &Path) -> Result<Vec<Labelled>> {
     let text = super::read(&dir.join("sick_dev.tsv"))?;
     let (mut same, mut contra, mut neutral) = (Vec::new(), Vec::new(), Vec::new());
-    for f in tsv(&text, 6) {
+    for f in super::tsv(&text, 6) {
         let pair = (f[1].trim().to_string(), f[2].trim().to_string());
         let related: f32 = f[3].parse().unwrap_or(0.0);
         match (f[4], f[5]) {
@@ -115,7 +108,7 @@ fn mrpc(dir: &Path) -> Result<Vec<Labelled>> {
     let (mut yes, mut no) = (Vec::new(), Vec::new());
     for file in ["msr-para-train.tsv", "msr-para-val.tsv"] {
         let text = super::read(&dir.join(file))?;
-        for f in tsv(&text, 5) {
+        for f in super::tsv(&text, 5) {
             let pair = (f[3].trim().to_string(), f[4].trim().to_string());
             match f[0] {
                 "1" => yes.push(pair),

@@ -67,6 +67,15 @@ fn read(path: &Path) -> Result<String> {
     Ok(text.trim_start_matches('\u{feff}').to_string())
 }
 
+/// The rows of a TSV file, header skipped, that have at least `fields`
+/// fields.
+pub(crate) fn tsv(text: &str, fields: usize) -> impl Iterator<Item = Vec<&str>> {
+    text.lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(move |f| f.len() >= fields)
+}
+
 /// Add the labelled pairs of a TSV file (header skipped) to `pool` and
 /// `pairs`, both directions: lines with fewer than `fields` fields are
 /// skipped, columns `a` and `b` hold the sentences, and `same` says from the
@@ -79,11 +88,7 @@ fn tsv_pairs(
     pool: &mut Pool,
     pairs: &mut Vec<(usize, usize)>,
 ) {
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < fields {
-            continue;
-        }
+    for f in tsv(text, fields) {
         let (x, y) = (pool.id(f[a]), pool.id(f[b]));
         if same(&f) && x != y {
             pairs.push((x, y));
