@@ -103,6 +103,9 @@ pub struct IndexReport {
     pub search_after_idle_compaction_p50_ms: f64,
     /// What that compaction took (the daemon does it in the background).
     pub idle_compaction_ms: f64,
+    /// Building the full-text index anew over every row, as a sync does
+    /// after deleting rows (`index::text_stats_stale`).
+    pub text_index_build_ms: f64,
     /// Embedding one query.
     pub query_embed_p50_ms: f64,
     /// Append one fact, sync, search finds it.
@@ -247,6 +250,9 @@ pub async fn index(
     index.compact_if_needed().await?;
     let compaction = t.elapsed();
     let (compacted, _) = time_queries(&index).await?;
+    let t = Instant::now();
+    index.rebuild_text_index().await?;
+    let text_index = t.elapsed();
     Ok(IndexReport {
         rows,
         embedder: name,
@@ -257,6 +263,7 @@ pub async fn index(
         search_after_appends_p50_ms: percentile(&after, 0.5),
         search_after_idle_compaction_p50_ms: percentile(&compacted, 0.5),
         idle_compaction_ms: ms(compaction),
+        text_index_build_ms: ms(text_index),
         query_embed_p50_ms: percentile(&embed, 0.5),
         add_to_searchable_p50_ms: percentile(&visible, 0.5),
         add_to_searchable_p99_ms: percentile(&visible, 0.99),

@@ -4,7 +4,8 @@
 //! - the consolidation loop, every `interval_seconds`, through the gate;
 //! - background index optimisation: compaction and index folding once
 //!   small fragments pile up, or a few of them once writes pause (checked
-//!   every 10 s; see `Index::compact_if_needed`);
+//!   every 10 s; see `Index::compact_if_needed`), and the full-text index
+//!   built anew after rows changed (`Index::settle_text_index`);
 //! - the HTTP API ([`crate::api`]).
 //!
 //! [`serve`] takes its listener, token and shutdown future from the caller
@@ -158,6 +159,9 @@ async fn optimize_loop(index: &Index, stop: Shutdown) {
             Ok(false) => {}
             Ok(true) => tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted"),
             Err(e) => tracing::warn!("index compaction failed: {e:#}"),
+        }
+        if let Err(e) = index.settle_text_index().await {
+            tracing::warn!("full-text index build failed: {e:#}");
         }
     }
 }

@@ -78,6 +78,7 @@ impl Index {
         qv: Vec<f32>,
         k: usize,
     ) -> Result<Vec<Hit>> {
+        self.settle_text_index().await?;
         let n = (k * 4).max(20);
         // The two queries are independent: run them on two tasks, so a
         // multi-threaded runtime runs them on two cores.
@@ -93,7 +94,7 @@ impl Index {
         };
         let vector = vector.await??;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
-        let fused = fuse([vector, text])?;
+        let fused = fuse([(vector, Score::Distance), (text, Score::Relevance)])?;
         let half_life = self.config.search.recency_half_life_days;
         Ok(finish(fused, &tombstones, half_life, k))
     }
@@ -101,12 +102,18 @@ impl Index {
 
 /// Reciprocal rank fusion of the vector and full-text result lists: each
 /// row's score is the sum of `1 / (RRF_K + rank)` over the lists it is in.
-/// Each row comes with its vector, for collapsing near duplicates.
-fn fuse(lists: [Vec<RecordBatch>; 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>> {
+/// Rows with equal scores in a list share its rank (1 + the rows scored
+/// strictly better): LanceDB returns ties in storage order, which depends on
+/// how the table was built, so ranking them by position would make results
+/// depend on the index's history. Each row comes with its vector, for
+/// collapsing near duplicates.
+fn fuse(lists: [(Vec<RecordBatch>, Score); 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>> {
     let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
-    for batches in lists {
-        for (rank, (mut hit, v)) in rows(&batches)?.into_iter().enumerate() {
-            let add = 1.0 / (RRF_K + (rank + 1) as f32);
+    for (batches, order) in lists {
+        let rows = rows(&batches)?;
+        let scores = scores(&batches, order)?;
+        for (rank, (mut hit, v)) in shared_ranks(&scores).into_iter().zip(rows) {
+            let add = 1.0 / (RRF_K + rank as f32);
             fused
                 .entry(hit.id.clone())
                 .and_modify(|(h, _)| h.score += add)
@@ -117,6 +124,48 @@ fn fuse(lists: [Vec<RecordBatch>; 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>
         }
     }
     Ok(fused)
+}
+
+/// A result list's score column, and which way is better.
+#[derive(Debug, Clone, Copy)]
+enum Score {
+    /// `_distance` of a vector search: lower is better.
+    Distance,
+    /// `_score` of a full-text search (BM25): higher is better.
+    Relevance,
+}
+
+impl Score {
+    fn column(self) -> &'static str {
+        match self {
+            Score::Distance => "_distance",
+            Score::Relevance => "_score",
+        }
+    }
+}
+
+/// Each row's score, as "higher is better".
+fn scores(batches: &[RecordBatch], order: Score) -> Result<Vec<f32>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let col = b
+            .column_by_name(order.column())
+            .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+            .with_context(|| format!("index column {} missing", order.column()))?;
+        out.extend(col.values().iter().map(|&s| match order {
+            Score::Distance => -s,
+            Score::Relevance => s,
+        }));
+    }
+    Ok(out)
+}
+
+/// Competition ranks ("1224"): 1 + how many scores are strictly higher.
+fn shared_ranks(scores: &[f32]) -> Vec<usize> {
+    scores
+        .iter()
+        .map(|s| 1 + scores.iter().filter(|o| o.total_cmp(s).is_gt()).count())
+        .collect()
 }
 
 /// The rows of a result list, in order, each with its vector (score 0).
@@ -206,14 +255,14 @@ async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<R
         .query()
         .nearest_to(qv)?
         .distance_type(DistanceType::Cosine);
-    collect(query.select(columns("_distance")).limit(n)).await
+    collect(query.select(columns(Score::Distance.column())).limit(n)).await
 }
 
 async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
     let query = table
         .query()
         .full_text_search(FullTextSearchQuery::new(query.to_string()));
-    collect(query.select(columns("_score")).limit(n)).await
+    collect(query.select(columns(Score::Relevance.column())).limit(n)).await
 }
 
 /// An existing entry like a new fact.

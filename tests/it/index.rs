@@ -506,3 +506,92 @@ async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
         "{hits:?}"
     );
 }
+
+/// Facts of one person, with words the queries share in different measure.
+const BUILD_PATH_FACTS: [&str; 16] = [
+    "User loves coffee, especially flat white",
+    "User broke the pour-over set last week",
+    "User's manager is Dana Whitfield",
+    "User drinks green tea in the afternoon",
+    "User is allergic to peanuts",
+    "User runs 10 km every Saturday morning",
+    "User's sister lives in Lisbon",
+    "User prefers window seats on flights",
+    "User bought a new espresso grinder",
+    "User's cat Miso likes warm milk",
+    "User works on the payments team",
+    "User is learning Portuguese for a trip to Lisbon",
+    "User stopped drinking coffee after 4 pm",
+    "User's favourite coffee shop is Kaffeine",
+    "User's birthday is on 3 March",
+    "User cycles to work when it is dry",
+];
+
+const BUILD_PATH_QUERIES: [&str; 6] = [
+    "what coffee does the user like",
+    "where does the user's sister live",
+    "user allergies",
+    "coffee",
+    "what does the user do on weekends",
+    "Lisbon trip",
+];
+
+/// Ids in rank order, with scores rounded to what a tie-break can see.
+async fn rankings(index: &Index) -> Vec<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for q in BUILD_PATH_QUERIES {
+        let hits = index.search_unlogged(q, 8).await.unwrap();
+        out.push(
+            hits.into_iter()
+                .map(|h| (h.text, format!("{:.6}", h.score)))
+                .collect(),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_results_are_the_same_however_the_index_was_built() {
+    let (_tmp, layout) = example_dir();
+    let config = Config::default();
+    let index = Index::open(&layout, &config).await.unwrap();
+    index.sync().await.unwrap();
+    // (a) One sync per fact, as single `memd add`s do, compacting now and
+    // then, and one fact removed by hand on the way.
+    for (i, t) in BUILD_PATH_FACTS.iter().enumerate() {
+        let time = format!("09:{:02}:00", i);
+        archive::append(&layout, "2026-11-21", &time, &[fact(t)]).unwrap();
+        index.sync().await.unwrap();
+        if i % 5 == 4 {
+            index.compact().await.unwrap();
+        }
+        if i == 9 {
+            let day = layout.archive_file("2026-11-21");
+            let text = std::fs::read_to_string(&day).unwrap();
+            let kept: String = text
+                .lines()
+                .filter(|l| !l.contains("espresso"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            std::fs::write(&day, kept).unwrap();
+            index.sync().await.unwrap();
+        }
+    }
+    let incremental = rankings(&index).await;
+    drop(index);
+
+    // (b) The same files, indexed at once.
+    Index::clear(&layout).await.unwrap();
+    let rebuilt = Index::open(&layout, &config).await.unwrap();
+    rebuilt.sync().await.unwrap();
+    let whole = rankings(&rebuilt).await;
+    for (q, (a, b)) in BUILD_PATH_QUERIES
+        .iter()
+        .zip(incremental.iter().zip(&whole))
+    {
+        assert_eq!(
+            a, b,
+            "query {q:?}: incremental (left) vs reindex --clear (right)"
+        );
+    }
+}
