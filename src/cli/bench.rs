@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use memd::bench;
@@ -46,6 +46,11 @@ enum What {
         batch: usize,
         #[arg(long, default_value = "minilm")]
         embedder: String,
+        /// For minilm: the runtimes to measure side by side, in this order,
+        /// each on the same texts; with two, also how alike their vectors
+        /// are.
+        #[arg(long, value_delimiter = ',', default_value = "candle,onnx")]
+        runtimes: Vec<String>,
     },
     /// Consolidation time outside the LLM (a scripted one that answers at
     /// once), LLM calls per run and prompt tokens per fact.
@@ -129,10 +134,31 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             texts,
             batch,
             embedder,
+            runtimes,
         } => {
             let config = with_embedder(dir, &embedder)?;
-            let embedder = memd::embed::from_config(&config.embedder)?;
-            print_line(&rt.block_on(bench::embed(texts, batch, embedder))?)
+            if config.embedder.kind != memd::config::EmbedderKind::Minilm {
+                let embedder = memd::embed::from_config(&config.embedder)?;
+                return print_line(&rt.block_on(bench::embed(texts, batch, embedder))?);
+            }
+            let model = memd::embed::minilm::model_dir(&config.embedder);
+            let mut loaded = Vec::new();
+            for name in runtimes {
+                let runtime = serde_json::from_value(serde_json::Value::String(name.clone()))
+                    .context("--runtimes takes candle, onnx or auto")?;
+                loaded.push((name, memd::embed::minilm_on(runtime, &model)?));
+            }
+            rt.block_on(async {
+                for (name, e) in &loaded {
+                    let mut r = bench::embed(texts, batch, e.clone()).await?;
+                    r.runtime = Some(name.clone());
+                    print_line(&r)?;
+                }
+                if let [(_, a), (_, b)] = loaded.as_slice() {
+                    print_line(&bench::agreement(texts, a.clone(), b.clone()).await?)?;
+                }
+                anyhow::Ok(())
+            })
         }
         What::Consolidate {
             entries,

@@ -1,7 +1,9 @@
 //! Embedders: text → unit vectors, behind one trait with three real
 //! implementations.
 //!
-//! - [`minilm`] (default): all-MiniLM-L6-v2 in process with candle, offline;
+//! - [`minilm`] (default): all-MiniLM-L6-v2 in process, offline, on ONNX
+//!   Runtime ([`onnx`]) when it is installed beside the model, else on
+//!   candle;
 //! - [`openai`]: any OpenAI-compatible `/v1/embeddings` endpoint;
 //! - [`lexical`]: hashed word and character n-grams, no model at all. It
 //!   finds shared words, not shared meaning: weaker, for tiny machines.
@@ -13,6 +15,7 @@
 pub mod cache;
 pub mod lexical;
 pub mod minilm;
+pub mod onnx;
 pub mod openai;
 
 use std::sync::Arc;
@@ -44,9 +47,29 @@ pub(crate) fn cached(layout: &crate::Layout, cfg: &config::Embedder) -> Result<c
 
 pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     Ok(match cfg.kind {
-        EmbedderKind::Minilm => Arc::new(minilm::MiniLm::load(&minilm::model_dir(cfg))?),
+        EmbedderKind::Minilm => minilm_on(cfg.runtime, &minilm::model_dir(cfg))?,
         EmbedderKind::Openai => Arc::new(openai::OpenAi::new(cfg)?),
         EmbedderKind::Lexical => Arc::new(lexical::Lexical),
+    })
+}
+
+/// What `runtime` means for the model in `dir`: `auto` is ONNX Runtime
+/// when its files are there, else candle.
+pub fn resolve_runtime(runtime: config::Runtime, dir: &std::path::Path) -> config::Runtime {
+    use config::Runtime;
+    match runtime {
+        Runtime::Auto if onnx::available(dir) => Runtime::Onnx,
+        Runtime::Auto => Runtime::Candle,
+        other => other,
+    }
+}
+
+/// The minilm model in `dir` on `runtime` ([`resolve_runtime`]).
+pub fn minilm_on(runtime: config::Runtime, dir: &std::path::Path) -> Result<Arc<dyn Embedder>> {
+    use config::Runtime;
+    Ok(match resolve_runtime(runtime, dir) {
+        Runtime::Onnx => Arc::new(onnx::OnnxMiniLm::load(dir)?),
+        _ => Arc::new(minilm::MiniLm::load(dir)?),
     })
 }
 

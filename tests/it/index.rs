@@ -595,3 +595,73 @@ async fn search_results_are_the_same_however_the_index_was_built() {
         );
     }
 }
+
+/// Texts of every length the model sees, out of length order: the
+/// embedders sort a batch by length and must put the vectors back.
+fn runtime_texts() -> Vec<String> {
+    let long = "The user keeps a detailed diary of every hike, with distances, weather, \
+                companions and what they ate. "
+        .repeat(12);
+    [
+        "User loves coffee, especially flat white",
+        "",
+        long.as_str(),
+        "Dana",
+        "The user's daughter Maya starts school in September and is nervous about it",
+        "User is allergic to peanuts",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_onnx_runtime_gives_candles_vectors_in_the_same_order() {
+    use memd::config::Runtime;
+    let dir = embed::minilm::model_dir(&Config::default().embedder);
+    assert_eq!(
+        embed::resolve_runtime(Runtime::Auto, &dir),
+        Runtime::Onnx,
+        "the test suite installs ONNX Runtime beside the model: ./scripts/fetch-model.sh"
+    );
+    let onnx = embed::minilm_on(Runtime::Onnx, &dir).unwrap();
+    let candle = embed::minilm_on(Runtime::Candle, &dir).unwrap();
+    assert_eq!(onnx.id(), candle.id(), "one model, one index and cache");
+    let texts = runtime_texts();
+    let (a, b) = (
+        onnx.embed(&texts).await.unwrap(),
+        candle.embed(&texts).await.unwrap(),
+    );
+    for (i, t) in texts.iter().enumerate() {
+        assert_eq!(a[i].len(), 384);
+        let c = embed::cosine(&a[i], &b[i]);
+        assert!(c >= 0.999, "{t:?}: onnx vs candle cosine {c}");
+        // Batched with texts of other lengths or alone: the same vector.
+        let alone = onnx.embed(std::slice::from_ref(t)).await.unwrap();
+        let c = embed::cosine(&a[i], &alone[0]);
+        assert!(c >= 0.9999, "{t:?}: in a batch vs alone cosine {c}");
+    }
+}
+
+#[test]
+fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
+    use memd::config::Runtime;
+    let real = embed::minilm::model_dir(&Config::default().embedder);
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["model.safetensors", "config.json", "tokenizer.json"] {
+        std::os::unix::fs::symlink(real.join(f), tmp.path().join(f)).unwrap();
+    }
+    assert_eq!(
+        embed::resolve_runtime(Runtime::Auto, tmp.path()),
+        Runtime::Candle
+    );
+    assert!(embed::minilm_on(Runtime::Auto, tmp.path()).is_ok());
+    let err = embed::minilm_on(Runtime::Onnx, tmp.path())
+        .err()
+        .expect("asked for onnx without it")
+        .to_string();
+    assert!(
+        err.contains("model.onnx") && err.contains("fetch-model.sh") && err.contains("candle"),
+        "{err}"
+    );
+}
