@@ -6,7 +6,9 @@
 //! `initialize`, `ping`, `tools/list`, `tools/call`, `resources/list` and
 //! `resources/read`, notifications ignored. Logs go to stderr, never
 //! stdout. The tools call [`crate::service`], so they go through the
-//! daemon when one runs.
+//! daemon when one runs; without one, the server opens the index once and
+//! holds it for its life ([`Held`]), syncing it before each use as a CLI
+//! command would.
 //!
 //! Why not the official Rust SDK (`rmcp`): it builds from crates.io, but
 //! its stdio transport drops a line that is not JSON without an answer and
@@ -20,12 +22,15 @@
 //! `memd://MEMORY.md`, the always-in-prompt memory (the same text as
 //! `core_memory`), for clients that attach resources to the prompt.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::archive;
 use crate::config::Config;
 use crate::error::{Context, Result, bail};
+use crate::index::Index;
 use crate::service::Backend;
 use crate::{Layout, consolidate};
 
@@ -109,8 +114,38 @@ fn opt_str(args: &Value, name: &str) -> Option<String> {
 }
 
 /// Run one tool; its text result.
-async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -> Result<String> {
+/// The index `memd mcp` holds for its whole life when no daemon runs,
+/// opened by the first tool that needs it: an MCP server is a long-running
+/// process, and opening the table and loading the model on every call cost
+/// most of a recall.
+pub(crate) type Held = tokio::sync::OnceCell<Arc<Index>>;
+
+/// Where a tool call goes: the daemon when one runs, else this process with
+/// its held index.
+async fn backend(layout: &Layout, config: &Config, held: &Held) -> Result<Backend> {
     let backend = Backend::for_dir(layout);
+    if !matches!(backend, Backend::InProcess(_)) {
+        return Ok(backend);
+    }
+    let index = held
+        .get_or_try_init(|| async {
+            Ok::<_, crate::Error>(Arc::new(Index::open(layout, config).await?))
+        })
+        .await?;
+    Ok(Backend::InProcess(Some(index.clone())))
+}
+
+async fn call_tool(
+    layout: &Layout,
+    config: &Config,
+    held: &Held,
+    name: &str,
+    args: &Value,
+) -> Result<String> {
+    if name == "core_memory" {
+        return core_memory(layout);
+    }
+    let backend = backend(layout, config, held).await?;
     match name {
         "remember" => {
             let facts = archive::new_facts(
@@ -164,7 +199,6 @@ async fn call_tool(layout: &Layout, config: &Config, name: &str, args: &Value) -
             let gone = backend.forget(layout, config, str_arg(args, "id")?).await?;
             Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
         }
-        "core_memory" => core_memory(layout),
         "consolidate" => {
             let force = args.get("force").and_then(Value::as_bool).unwrap_or(false);
             let r = backend
@@ -228,7 +262,12 @@ fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
 }
 
 /// The reply to one JSON-RPC message (`None` for a notification).
-pub(crate) async fn handle(layout: &Layout, config: &Config, line: &str) -> Option<Value> {
+pub(crate) async fn handle(
+    layout: &Layout,
+    config: &Config,
+    held: &Held,
+    line: &str,
+) -> Option<Value> {
     let msg: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
@@ -282,7 +321,7 @@ pub(crate) async fn handle(layout: &Layout, config: &Config, line: &str) -> Opti
             let name = params["name"].as_str().unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or(json!({}));
             // A failing tool is a result the model can read, not a protocol error.
-            match call_tool(layout, config, name, &args).await {
+            match call_tool(layout, config, held, name, &args).await {
                 Ok(text) => json!({"content": [{"type": "text", "text": text}], "isError": false}),
                 Err(e) => {
                     json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
@@ -300,13 +339,14 @@ pub async fn serve_stdio(layout: Layout, config: Config) -> Result<()> {
     let mut input = BufReader::new(tokio::io::stdin());
     let mut out = tokio::io::stdout();
     let mut buf = Vec::new();
+    let held = Held::new();
     loop {
         let reply = match read_line(&mut input, &mut buf).await? {
             Line::End => return Ok(()),
             Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
             Line::Bytes => match std::str::from_utf8(&buf) {
                 Ok(line) if line.trim().is_empty() => None,
-                Ok(line) => handle(&layout, &config, line).await,
+                Ok(line) => handle(&layout, &config, &held, line).await,
                 Err(e) => Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
             },
         };

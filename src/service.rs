@@ -4,6 +4,8 @@
 //! Appending a fact is a file write and never needs the daemon; the
 //! similar entries shown after it come from whoever owns the index.
 
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 
 use crate::archive::{self, Appended, NewFact};
@@ -94,11 +96,20 @@ pub enum Backend {
         http: reqwest::Client,
         token: Option<String>,
     },
-    InProcess,
+    /// This process: with the index it holds for its whole life (`memd
+    /// mcp`), or, for a one-shot command, one opened per call.
+    InProcess(Option<Arc<Index>>),
 }
 
 impl Backend {
     pub fn for_dir(layout: &Layout) -> Backend {
+        Backend::for_dir_holding(layout, None)
+    }
+
+    /// [`Backend::for_dir`] for a long-lived process that holds `index`:
+    /// used when no daemon runs (a daemon, when there is one, owns the
+    /// index and its watcher).
+    pub fn for_dir_holding(layout: &Layout, index: Option<Arc<Index>>) -> Backend {
         match daemon_info::running(layout) {
             Some(info) => Backend::Daemon {
                 base: format!("http://{}", info.listen),
@@ -106,8 +117,19 @@ impl Backend {
                 http: reqwest::Client::new(),
                 token: std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty()),
             },
-            None => Backend::InProcess,
+            None => Backend::InProcess(index),
         }
+    }
+
+    /// The index of an in-process command, synced: the one held, else one
+    /// opened now.
+    async fn local(&self, layout: &Layout, config: &Config) -> Result<Arc<Index>> {
+        let index = match self {
+            Backend::InProcess(Some(held)) => held.clone(),
+            _ => Arc::new(Index::open(layout, config).await?),
+        };
+        index.sync().await?;
+        Ok(index)
     }
 
     /// One line for stderr saying where a command went.
@@ -116,7 +138,7 @@ impl Backend {
             Backend::Daemon { base, pid, .. } => {
                 Some(format!("through the daemon at {base} (pid {pid})"))
             }
-            Backend::InProcess => None,
+            Backend::InProcess(_) => None,
         }
     }
 
@@ -202,11 +224,7 @@ impl Backend {
         texts: &[String],
     ) -> Result<Vec<Vec<Similar>>> {
         match self {
-            Backend::InProcess => {
-                let index = Index::open(layout, config).await?;
-                index.sync().await?;
-                similar_in(&index, texts).await
-            }
+            Backend::InProcess(_) => similar_in(&*self.local(layout, config).await?, texts).await,
             Backend::Daemon { .. } => {
                 let body = serde_json::json!({ "texts": texts });
                 self.call(reqwest::Method::POST, &["v1", "similar"], &[], Some(body))
@@ -223,11 +241,7 @@ impl Backend {
         k: usize,
     ) -> Result<Vec<Hit>> {
         match self {
-            Backend::InProcess => {
-                let index = Index::open(layout, config).await?;
-                index.sync().await?;
-                index.search(q, k).await
-            }
+            Backend::InProcess(_) => self.local(layout, config).await?.search(q, k).await,
             Backend::Daemon { .. } => {
                 let query = [("q", q.to_string()), ("k", k.to_string())];
                 self.call(reqwest::Method::GET, &["v1", "search"], &query, None)
@@ -243,7 +257,9 @@ impl Backend {
         opts: consolidate::Options,
     ) -> Result<Report> {
         match self {
-            Backend::InProcess => consolidate_then_sync(layout, config, opts, None).await,
+            Backend::InProcess(held) => {
+                consolidate_then_sync(layout, config, opts, held.as_deref()).await
+            }
             Backend::Daemon { .. } => {
                 let body = serde_json::json!({"force": opts.force, "dry_run": opts.dry_run});
                 self.call(
@@ -266,7 +282,13 @@ impl Backend {
         clear: bool,
     ) -> Result<(SyncReport, usize)> {
         match self {
-            Backend::InProcess => {
+            Backend::InProcess(Some(held)) => {
+                if clear {
+                    held.reset().await?;
+                }
+                sync_repairing(held, layout).await
+            }
+            Backend::InProcess(None) => {
                 if clear {
                     Index::clear(layout).await?;
                 }
@@ -296,8 +318,8 @@ impl Backend {
     /// entries' lock, like an add; a daemon's watcher syncs its own index.
     pub async fn unforget(&self, layout: &Layout, config: &Config, id: &str) -> Result<Candidate> {
         let back = crate::forget::undo(layout, id)?;
-        if let Backend::InProcess = self
-            && let Err(e) = async { Index::open(layout, config).await?.sync().await }.await
+        if let Backend::InProcess(_) = self
+            && let Err(e) = self.local(layout, config).await
         {
             tracing::warn!("index not updated yet: {e:#}");
         }
@@ -306,10 +328,10 @@ impl Backend {
 
     pub async fn forget(&self, layout: &Layout, config: &Config, id: &str) -> Result<Candidate> {
         match self {
-            Backend::InProcess => {
+            Backend::InProcess(_) => {
                 let gone = crate::forget::forget(layout, id)?;
                 // The files are what counts; the index catches up now if it can.
-                if let Err(e) = async { Index::open(layout, config).await?.sync().await }.await {
+                if let Err(e) = self.local(layout, config).await {
                     tracing::warn!("index not updated yet: {e:#}");
                 }
                 Ok(gone)

@@ -719,3 +719,45 @@ async fn the_index_stays_equal_to_the_files_across_processes() {
     assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
     drop(d);
 }
+
+#[test]
+fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
+    let mut id = 0;
+    let mut call = |tool: &str, args: Value| -> String {
+        id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}});
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let r: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    call("remember", json!({"text": "Prefers aisle seats on trains"}));
+    assert!(call("recall", json!({"query": "aisle seats"})).contains("aisle seats"));
+
+    // Another process writes while the server holds its index open.
+    let out = crate::support::memd(&layout.root, &["add", "Owns a red kayak called Flint"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let found = call("recall", json!({"query": "red kayak Flint", "k": 3}));
+    assert!(found.contains("kayak"), "{found}");
+    let id_of = |text: &str| -> String {
+        let start = text.find("[2").expect("a fact id") + 1;
+        text[start..].split(']').next().unwrap().to_string()
+    };
+    let seats = id_of(&call("recall", json!({"query": "aisle seats", "k": 1})));
+    let out = crate::support::memd(&layout.root, &["forget", &seats]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let after = call("recall", json!({"query": "aisle seats on trains", "k": 5}));
+    assert!(!after.contains("aisle seats"), "{after}");
+    drop(stdin);
+    child.wait().unwrap();
+}
