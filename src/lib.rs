@@ -72,7 +72,8 @@
 //! [`http`] POSTs JSON with retries for the embedder and the LLM client,
 //! [`text`] holds the normalisation, hashing and markup escaping every
 //! module must agree on. [`status`] gathers the read-only report behind
-//! `memd status`, and [`check`] verifies every invariant above (`memd
+//! `memd status`, [`progress`] shows long work (a bar on a terminal, log
+//! lines otherwise), and [`check`] verifies every invariant above (`memd
 //! check`, the oracle of the fault tests, which stop processes at [`pause`]
 //! points). With the `lab` feature, [`eval`] and [`bench`] hold the
 //! evaluations and benchmarks behind `memd eval` and `memd bench`.
@@ -106,6 +107,7 @@ pub mod mcp;
 pub mod memory_md;
 pub(crate) mod pause;
 pub(crate) mod pending;
+pub mod progress;
 pub(crate) mod prompts;
 pub mod recall;
 pub mod same;

@@ -207,6 +207,7 @@ pub async fn run(
         sets: chosen.clone(),
         ..Default::default()
     };
+    let mut progress = crate::progress::Progress::steps("sets evaluated", chosen.len() as u64);
     for set in chosen {
         let rows = &by_set[&set];
         let tmp = tempfile::tempdir()?;
@@ -233,6 +234,7 @@ pub async fn run(
             tracing::info!("{line}");
             report.outcomes.push(line);
         }
+        progress.inc(1);
     }
     report.wall_seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -72,6 +72,8 @@ pub async fn run(
         judge: consolidate::Judge::label(&config),
         ..Default::default()
     };
+    let chosen = all.len().min(conversations);
+    let mut progress = crate::progress::Progress::steps("conversations evaluated", chosen as u64);
     for conv in all.iter().take(conversations) {
         let tmp = tempfile::tempdir()?;
         let layout = layout::init(tmp.path())?;
@@ -95,6 +97,7 @@ pub async fn run(
             tracing::info!(conversation = %conv["sample_id"], session = s, "session consolidated");
         }
         report.sessions += ingested;
+        progress.inc(1);
         let doc = Document::read(&layout.entries_file())?;
         report.entries += doc.entries().count();
         let index = Index::open(&layout, &config).await?;

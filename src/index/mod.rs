@@ -369,8 +369,9 @@ impl Index {
     }
 
     /// The rows to add (embedded, as batches) and the ids to delete, per
-    /// source. Embedding comes first, file by file (the cache keeps each
-    /// file's vectors, so a failure part-way loses no finished work), and
+    /// source. Embedding comes first, with progress shown (the cache keeps
+    /// each chunk's vectors, so a failure part-way loses no finished work),
+    /// and
     /// nothing has been deleted yet if it fails; the caller then does one
     /// delete and one add for the whole sync: every commit writes a
     /// fragment, and every search visits every fragment (a 10k-row table
@@ -383,8 +384,8 @@ impl Index {
         existing: &'a HashMap<String, HashMap<String, String>>,
         report: &mut SyncReport,
     ) -> Result<(Vec<RecordBatch>, BTreeMap<&'a str, Vec<&'a str>>)> {
-        let mut batches: Vec<RecordBatch> = Vec::new();
         let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut new: Vec<(Row, String)> = Vec::new();
         for source in sources {
             let rows = with_hashes(desired.remove(source).unwrap_or_default());
             let have = existing.get(source);
@@ -397,16 +398,17 @@ impl Index {
                     stale.entry(source).or_default().push(id);
                 }
             }
-            let new: Vec<&(Row, String)> = rows
-                .iter()
-                .filter(|(r, h)| have.and_then(|m| m.get(&r.id)) != Some(h))
-                .collect();
-            if !new.is_empty() {
-                let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
-                let vectors = self.embedder.embed(&texts).await?;
-                report.rows_added += new.len();
-                batches.push(self.batch(&new, vectors)?);
-            }
+            new.extend(
+                rows.into_iter()
+                    .filter(|(r, h)| have.and_then(|m| m.get(&r.id)) != Some(h)),
+            );
+        }
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        if !new.is_empty() {
+            let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
+            let vectors = self.embedder.embed(&texts).await?;
+            report.rows_added += new.len();
+            batches.push(self.batch(&new.iter().collect::<Vec<_>>(), vectors)?);
         }
         Ok((batches, stale))
     }

@@ -658,3 +658,37 @@ fn a_rewording_of_a_forgotten_entry_stays_out_until_the_forget_is_undone() {
     assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
     crate::support::assert_checks_clean(dir, "an undone forget");
 }
+
+/// Indexing a backlog is never silent: without a terminal, progress is
+/// logged (a bar on a terminal), and a small sync stays quiet.
+#[test]
+fn indexing_a_backlog_shows_progress_and_a_small_sync_does_not() {
+    let tmp = lexical_memory();
+    let lines: String = (0..300)
+        .map(|i| format!("User noted item number {i}\n"))
+        .collect();
+    let out = memd_with_stdin(
+        tmp.path(),
+        &["add", "--stdin", "--no-similar"],
+        Some(&lines),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = memd(tmp.path(), &["reindex"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let counts: Vec<(u64, u64)> = err
+        .lines()
+        .filter_map(|l| l.split("texts embedded: ").nth(1))
+        .filter_map(|rest| {
+            let (done, total) = rest.split(' ').next()?.split_once('/')?;
+            Some((done.parse().ok()?, total.parse().ok()?))
+        })
+        .collect();
+    assert!(counts.len() >= 2, "a first and a last line: {err}");
+    let (first, last) = (counts[0], counts[counts.len() - 1]);
+    assert!(first.0 == 0 && first.1 >= 300, "{err}");
+    assert_eq!(last.0, last.1, "{err}");
+    let out = memd(tmp.path(), &["add", "User noted one more item"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("texts embedded"), "{}", stderr(&out));
+}

@@ -13,6 +13,7 @@ pub fn memd_with_stdin(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memd"));
     cmd.arg("--dir").arg(dir).args(args);
     cmd.env_remove("MEMD_DIR");
+    cmd.env_remove("MEMD_LOG");
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
