@@ -11,6 +11,10 @@
 //! `meta.json` records the embedder and dimension that built the table; a
 //! different embedder rebuilds it rather than mixing vectors.
 //! `files.json` records each source file's fingerprint at its last sync.
+//! `text-index-behind` marks that rows changed since the full-text index
+//! was built; it is written before the table changes and removed once the
+//! index is built anew, so a crash in between leaves the mark and the next
+//! search rebuilds (see [`Index::settle_text_index`] for why it must).
 
 pub mod search;
 
