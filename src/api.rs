@@ -177,6 +177,10 @@ async fn add_facts(
 struct SearchQuery {
     q: Option<String>,
     k: Option<usize>,
+    /// `false`: answer at once from the index as it is, with what it does
+    /// not cover yet; default `true`: bring it in step first (every fact
+    /// acknowledged before the search is searched).
+    wait: Option<bool>,
 }
 
 async fn search(
@@ -190,6 +194,16 @@ async fn search(
     let k =
         q.k.unwrap_or(s.config.search.default_k as usize)
             .clamp(1, 100);
+    if !q.wait.unwrap_or(true) {
+        let behind: Vec<String> = crate::index::freshness(&s.layout)?
+            .into_iter()
+            .filter(|(_, state)| *state != "fresh")
+            .map(|(file, _)| file)
+            .collect();
+        let hits = s.index.search_as_is(&text, k).await?;
+        let indexing = (!behind.is_empty()).then(|| json!({ "files_behind": behind }));
+        return ok(json!({ "hits": hits, "indexing": indexing }));
+    }
     s.index.sync().await?;
     ok(s.index.search(&text, k).await?)
 }

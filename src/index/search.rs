@@ -46,7 +46,22 @@ fn columns(score: &str) -> Select {
 impl Index {
     /// The `k` best rows for `query`; logs them to the recall log.
     pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let hits = self.search_unlogged(query, k).await?;
+        self.search_logged(query, k, true).await
+    }
+
+    /// [`Index::search`] over the table as it is, without waiting for a
+    /// sync or a build of the full-text index another task is doing (the
+    /// daemon's `GET /v1/search?wait=false`, while a backlog is indexed).
+    pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        self.search_logged(query, k, false).await
+    }
+
+    async fn search_logged(&self, query: &str, k: usize, settle: bool) -> Result<Vec<Hit>> {
+        let qv = self.embedder.embed(&[query.to_string()]).await?.remove(0);
+        if settle {
+            self.settle_text_index().await?;
+        }
+        let hits = self.ranked(query, qv, k).await?;
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits
             .iter()
@@ -79,6 +94,12 @@ impl Index {
         k: usize,
     ) -> Result<Vec<Hit>> {
         self.settle_text_index().await?;
+        self.ranked(query, qv, k).await
+    }
+
+    /// Vector and full-text results fused and finished, from the table as
+    /// it is.
+    async fn ranked(&self, query: &str, qv: Vec<f32>, k: usize) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
         // The two queries are independent: run them on two tasks, so a
         // multi-threaded runtime runs them on two cores.

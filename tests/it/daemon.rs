@@ -761,3 +761,60 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
     drop(stdin);
     child.wait().unwrap();
 }
+
+/// While the daemon indexes a bulk post (here: an embedder that takes its
+/// time over those facts), `wait=false` searches answer from the index as
+/// it is and say which files it does not cover yet; a default search waits
+/// and finds the new facts (read-your-writes).
+#[tokio::test(flavor = "multi_thread")]
+async fn searches_stay_answerable_while_a_bulk_post_is_indexed() {
+    let (_t, layout) = memory_dir();
+    let server = scripted(|_, body| {
+        let reply = embeddings_reply(body, 8);
+        match body.to_string().contains("slowtoken") {
+            true => Reply::Slow(Duration::from_secs(6), reply),
+            false => Reply::Json(reply),
+        }
+    })
+    .await;
+    let config = format!(
+        "[embedder]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-embed\"\n\
+         api_key_env = \"MEMD_TEST_NO_SUCH_KEY\"\ntimeout_seconds = 60\n",
+        server.url
+    );
+    std::fs::write(layout.config_file(), config).unwrap();
+    let l = layout.clone();
+    let d = tokio::task::spawn_blocking(move || start(&l, &[]))
+        .await
+        .unwrap();
+    let base = d.base.clone();
+    tokio::task::spawn_blocking(move || {
+        let http = Http::at(&base, None);
+        let text = json!({"text": "User owns a green canoe"}).to_string();
+        assert_eq!(http.post("/v1/facts", text).0, 200);
+        let (code, hits) = http.get("/v1/search?q=green%20canoe");
+        assert_eq!(code, 200, "{hits}");
+        assert!(hits.to_string().contains("green canoe"), "{hits}");
+
+        let bulk: Vec<String> = (0..50)
+            .map(|i| format!("User noted slowtoken item {i}"))
+            .collect();
+        let (code, _) = http.post("/v1/facts", json!({ "texts": bulk }).to_string());
+        assert_eq!(code, 200);
+        let (code, now) = http.get("/v1/search?q=green%20canoe&wait=false");
+        assert_eq!(code, 200, "{now}");
+        assert!(now["hits"].to_string().contains("green canoe"), "{now}");
+        assert!(!now["hits"].to_string().contains("slowtoken"), "{now}");
+        let behind = now["indexing"]["files_behind"].to_string();
+        assert!(behind.contains("archive/"), "{now}");
+
+        let (code, waited) = http.get("/v1/search?q=noted%20item%207");
+        assert_eq!(code, 200, "{waited}");
+        assert!(waited.to_string().contains("slowtoken item 7"), "{waited}");
+        let (_, after) = http.get("/v1/search?q=green%20canoe&wait=false");
+        assert!(after["indexing"].is_null(), "{after}");
+    })
+    .await
+    .unwrap();
+    drop(d);
+}
