@@ -16,6 +16,7 @@
 //! index is built anew, so a crash in between leaves the mark and the next
 //! search rebuilds (see [`Index::settle_text_index`] for why it must).
 
+mod known;
 pub mod search;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -158,6 +159,14 @@ struct Meta {
     dim: usize,
 }
 
+/// What a sync writes: batches to add, ids to delete per source, and the
+/// (source, id, hash) of the rows added.
+struct Changes<'a> {
+    batches: Vec<RecordBatch>,
+    stale: BTreeMap<&'a str, Vec<&'a str>>,
+    added: Vec<(String, String, String)>,
+}
+
 /// What one sync did.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct SyncReport {
@@ -189,6 +198,9 @@ pub struct Index {
     /// not pending, [`crate::pending`]); a daemon reads them once per
     /// change of the file.
     sources: std::sync::Mutex<Option<(String, Arc<HashSet<String>>)>>,
+    /// The rows' (id, hash) per source, as this handle last read or wrote
+    /// them ([`known`]).
+    known: std::sync::Mutex<known::Known>,
 }
 
 fn schema(dim: usize) -> SchemaRef {
@@ -291,6 +303,7 @@ impl Index {
             last_sync_start: std::sync::Mutex::new(None),
             last_added: std::sync::Mutex::new(None),
             sources: std::sync::Mutex::new(None),
+            known: std::sync::Mutex::new(known::Known::default()),
         })
     }
 
@@ -346,7 +359,11 @@ impl Index {
             .chain(gone.iter().cloned())
             .collect();
         let existing = self.rows_of(&sources).await?;
-        let (batches, stale) = self
+        let Changes {
+            batches,
+            stale,
+            added,
+        } = self
             .embed_changes(&sources, desired, &existing, &mut report)
             .await?;
         report.files_synced = changed.len();
@@ -370,6 +387,13 @@ impl Index {
             mark_text_index_behind(&self.layout)?;
             self.table.add(batches).execute().await?;
             *self.last_added.lock().unwrap() = Some(std::time::Instant::now());
+        }
+        if !stale.is_empty() || !added.is_empty() {
+            let version = self.table.version().await?;
+            let deleted = stale
+                .iter()
+                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)));
+            self.known.lock().unwrap().wrote(version, deleted, added);
         }
         for source in changed {
             fingerprints.insert(source.clone(), current[source].clone());
@@ -402,7 +426,7 @@ impl Index {
         mut desired: HashMap<String, Vec<Row>>,
         existing: &'a HashMap<String, HashMap<String, String>>,
         report: &mut SyncReport,
-    ) -> Result<(Vec<RecordBatch>, BTreeMap<&'a str, Vec<&'a str>>)> {
+    ) -> Result<Changes<'a>> {
         let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         let mut new: Vec<(Row, String)> = Vec::new();
         for source in sources {
@@ -429,7 +453,12 @@ impl Index {
             report.rows_added += new.len();
             batches.push(self.batch(&new.iter().collect::<Vec<_>>(), vectors)?);
         }
-        Ok((batches, stale))
+        let added = new.into_iter().map(|(r, h)| (r.source, r.id, h)).collect();
+        Ok(Changes {
+            batches,
+            stale,
+            added,
+        })
     }
 
     /// What every write of the index starts with: the lock across
@@ -469,27 +498,41 @@ impl Index {
 
     /// source → (id → hash) of the rows of the given source files, in one
     /// query.
+    /// The (id, hash) of the rows of `sources`: from [`known`] when it
+    /// holds them at the table's version, else read from the table.
     async fn rows_of(
         &self,
         sources: &[String],
     ) -> Result<HashMap<String, HashMap<String, String>>> {
-        let list = sources
-            .iter()
-            .map(|s| sql_str(s))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let filter = format!("source IN ({list})");
-        let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
-        for [source, id, hash] in self
-            .strings(["source", "id", "hash"], Some(&filter))
-            .await?
-        {
-            out.entry(source).or_default().insert(id, hash);
+        let version = self.table.version().await?;
+        let missing: Vec<String> = {
+            let mut known = self.known.lock().unwrap();
+            known.at(version);
+            known.missing(sources).into_iter().cloned().collect()
+        };
+        if !missing.is_empty() {
+            let list = missing
+                .iter()
+                .map(|s| sql_str(s))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let filter = format!("source IN ({list})");
+            let mut read: HashMap<String, HashMap<String, String>> =
+                missing.into_iter().map(|s| (s, HashMap::new())).collect();
+            for [source, id, hash] in self
+                .strings(["source", "id", "hash"], Some(&filter))
+                .await?
+            {
+                read.entry(source).or_default().insert(id, hash);
+            }
+            let mut known = self.known.lock().unwrap();
+            for (source, rows) in read {
+                known.insert(source, rows);
+            }
         }
-        Ok(out)
+        Ok(self.known.lock().unwrap().rows_of(sources))
     }
 
-    /// The given text columns of every row matching `filter`.
     async fn strings<const N: usize>(
         &self,
         columns: [&str; N],
@@ -542,8 +585,18 @@ impl Index {
     /// Build the full-text index anew over every row (replacing the one
     /// there is), then clear the [`text_index_behind`] mark.
     pub(crate) async fn rebuild_text_index(&self) -> Result<()> {
-        create_text_index(&self.table).await?;
+        self.keeping_rows(create_text_index(&self.table)).await?;
         clear_text_index_behind(&self.layout)
+    }
+
+    /// Run `op`, which rewrites the table without changing its rows, and
+    /// tell [`known`] so.
+    async fn keeping_rows(&self, op: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+        let before = self.table.version().await?;
+        op.await?;
+        let after = self.table.version().await?;
+        self.known.lock().unwrap().same_rows(before, after);
+        Ok(())
     }
 
     /// Whether the full-text index must be built over the rows: always
@@ -599,7 +652,7 @@ impl Index {
         // compacts itself once fragments have piled up well past the
         // daemon's threshold, so searches never slow down for good.
         if self.small_fragments().await? >= INLINE_COMPACT_SMALL_FRAGMENTS {
-            return compact(&self.table).await;
+            return self.keeping_rows(compact(&self.table)).await;
         }
         // Unindexed rows are still found by the vector search (an exact
         // scan), so new rows are folded into the vector index only once
@@ -654,6 +707,7 @@ impl Index {
         let _all = self.writing().await?;
         *self.last_sync_start.lock().unwrap() = None;
         self.delete("true").await?;
+        self.known.lock().unwrap().clear();
         // Made on the emptied table, the full-text index covers no row
         // again, and its statistics no longer count the deleted ones.
         self.rebuild_text_index().await?;
@@ -685,7 +739,7 @@ impl Index {
         }
         let _one = self.sync_lock.lock().await;
         let _all = self.writing().await?;
-        compact(&self.table).await?;
+        self.keeping_rows(compact(&self.table)).await?;
         Ok(true)
     }
 
@@ -714,7 +768,7 @@ impl Index {
     pub async fn compact(&self) -> Result<()> {
         let _one = self.sync_lock.lock().await;
         let _all = self.writing().await?;
-        compact(&self.table).await
+        self.keeping_rows(compact(&self.table)).await
     }
 
     /// Every (id, kind) in the table, sorted (for tests and `reindex`).

@@ -703,3 +703,53 @@ async fn search_results_stay_the_same_when_the_table_outgrows_the_flat_full_text
     rebuilt.sync().await.unwrap();
     assert_eq!(rankings(&rebuilt).await, incremental);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handle_that_remembers_its_rows_still_sees_another_writers_changes() {
+    let (_tmp, layout) = example_dir();
+    let config = Config::default();
+    let a = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    a.sync().await.unwrap();
+    for (i, t) in ["User sold the canoe", "User visits Porto"]
+        .iter()
+        .enumerate()
+    {
+        archive::append(&layout, "2026-11-21", &format!("09:00:0{i}"), &[fact(t)]).unwrap();
+        a.sync().await.unwrap();
+    }
+    // Another handle (another process, for the table) changes the same
+    // day file: a fact added and one removed by hand.
+    let b = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    archive::append(
+        &layout,
+        "2026-11-21",
+        "09:00:05",
+        &[fact("User adopted a greyhound")],
+    )
+    .unwrap();
+    let day = layout.archive_file("2026-11-21");
+    let text = std::fs::read_to_string(&day).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("canoe"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&day, kept).unwrap();
+    b.sync().await.unwrap();
+    b.compact().await.unwrap();
+    // Back to the first handle, which remembered the rows it wrote.
+    archive::append(
+        &layout,
+        "2026-11-21",
+        "09:00:09",
+        &[fact("User bought a kayak")],
+    )
+    .unwrap();
+    a.sync().await.unwrap();
+    let ids = a.ids().await.unwrap();
+    drop((a, b));
+    Index::clear(&layout).await.unwrap();
+    let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    rebuilt.sync().await.unwrap();
+    assert_eq!(rebuilt.ids().await.unwrap(), ids);
+}
