@@ -507,6 +507,17 @@ async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
     );
 }
 
+/// Delete by hand the lines of `path` that contain `needle`.
+fn remove_lines_containing(path: &std::path::Path, needle: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains(needle))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(path, kept).unwrap();
+}
+
 /// Facts of one person, with words the queries share in different measure.
 const BUILD_PATH_FACTS: [&str; 16] = [
     "User loves coffee, especially flat white",
@@ -567,13 +578,7 @@ async fn search_results_are_the_same_however_the_index_was_built() {
         }
         if i == 9 {
             let day = layout.archive_file("2026-11-21");
-            let text = std::fs::read_to_string(&day).unwrap();
-            let kept: String = text
-                .lines()
-                .filter(|l| !l.contains("espresso"))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            std::fs::write(&day, kept).unwrap();
+            remove_lines_containing(&day, "espresso");
             index.sync().await.unwrap();
         }
     }
@@ -687,13 +692,7 @@ async fn search_results_stay_the_same_when_the_table_outgrows_the_flat_full_text
         index.search_unlogged("coffee", 3).await.unwrap();
     }
     let day = layout.archive_file("2026-11-22");
-    let text = std::fs::read_to_string(&day).unwrap();
-    let kept: String = text
-        .lines()
-        .filter(|l| !l.contains("espresso"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&day, kept).unwrap();
+    remove_lines_containing(&day, "espresso");
     index.sync().await.unwrap();
     let incremental = rankings(&index).await;
     drop(index);
@@ -728,13 +727,7 @@ async fn a_handle_that_remembers_its_rows_still_sees_another_writers_changes() {
     )
     .unwrap();
     let day = layout.archive_file("2026-11-21");
-    let text = std::fs::read_to_string(&day).unwrap();
-    let kept: String = text
-        .lines()
-        .filter(|l| !l.contains("canoe"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&day, kept).unwrap();
+    remove_lines_containing(&day, "canoe");
     b.sync().await.unwrap();
     b.compact().await.unwrap();
     // Back to the first handle, which remembered the rows it wrote.
