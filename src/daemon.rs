@@ -87,6 +87,7 @@ pub async fn serve(
     tracing::info!(addr = %local, dir = %layout.root.display(), "memd daemon listening");
 
     let index = Arc::new(Index::open(&layout, &config).await?);
+    index.claim_sole_writer();
     let (trigger, stop) = shutdown::channel();
     let state = Arc::new(api::State {
         layout: layout.clone(),

@@ -18,6 +18,7 @@
 
 mod known;
 pub mod search;
+mod seen;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -201,6 +202,14 @@ pub struct Index {
     /// The rows' (id, hash) per source, as this handle last read or wrote
     /// them ([`known`]).
     known: std::sync::Mutex<known::Known>,
+    /// The files' fingerprints, hashed again only when a file changed.
+    seen: std::sync::Mutex<seen::Seen>,
+    /// The fingerprints this handle's last sync brought the table to.
+    synced: std::sync::Mutex<Option<BTreeMap<String, String>>>,
+    /// Set by the daemon, which holds `.memd/daemon.lock`: no other
+    /// process writes the table, so a sync that finds the files as this
+    /// handle last synced them returns at once, without the index lock.
+    sole_writer: std::sync::atomic::AtomicBool,
 }
 
 fn schema(dim: usize) -> SchemaRef {
@@ -304,6 +313,9 @@ impl Index {
             last_added: std::sync::Mutex::new(None),
             sources: std::sync::Mutex::new(None),
             known: std::sync::Mutex::new(known::Known::default()),
+            seen: std::sync::Mutex::new(seen::Seen::default()),
+            synced: std::sync::Mutex::new(None),
+            sole_writer: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -320,9 +332,30 @@ impl Index {
         &self.embedder
     }
 
+    /// Called by the daemon, whose process is the only one that writes
+    /// this table while it runs ([`Index::sync`]'s fast path).
+    pub fn claim_sole_writer(&self) {
+        self.sole_writer
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The source files' fingerprints now.
+    fn fingerprints(&self) -> Result<BTreeMap<String, String>> {
+        self.seen.lock().unwrap().fingerprints(&self.layout)
+    }
+
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
+        if self.sole_writer.load(std::sync::atomic::Ordering::SeqCst) {
+            let current = self.fingerprints()?;
+            if self.synced.lock().unwrap().as_ref() == Some(&current) {
+                return Ok(SyncReport {
+                    files_checked: current.len(),
+                    ..SyncReport::default()
+                });
+            }
+        }
         let asked = std::time::Instant::now();
         let _one = self.sync_lock.lock().await;
         let _all = self.writing().await?;
@@ -335,7 +368,7 @@ impl Index {
         }
         let mut report = SyncReport::default();
         let mut fingerprints = synced_fingerprints(&self.layout);
-        let current = source_fingerprints(&self.layout)?;
+        let current = self.fingerprints()?;
         report.files_checked = current.len();
         let changed: Vec<&String> = current
             .iter()
@@ -348,6 +381,7 @@ impl Index {
             .cloned()
             .collect();
         if changed.is_empty() && gone.is_empty() {
+            *self.synced.lock().unwrap() = Some(current);
             return Ok(report);
         }
         let wanted: HashSet<&str> = changed.iter().map(|s| s.as_str()).collect();
@@ -408,6 +442,7 @@ impl Index {
             &files_path(&self.layout),
             &serde_json::to_vec_pretty(&fingerprints)?,
         )?;
+        *self.synced.lock().unwrap() = Some(fingerprints);
         Ok(report)
     }
 
@@ -706,6 +741,7 @@ impl Index {
         let _one = self.sync_lock.lock().await;
         let _all = self.writing().await?;
         *self.last_sync_start.lock().unwrap() = None;
+        *self.synced.lock().unwrap() = None;
         self.delete("true").await?;
         self.known.lock().unwrap().clear();
         // Made on the emptied table, the full-text index covers no row
