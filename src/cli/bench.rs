@@ -135,31 +135,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             batch,
             embedder,
             runtimes,
-        } => {
-            let config = with_embedder(dir, &embedder)?;
-            if config.embedder.kind != memd::config::EmbedderKind::Minilm {
-                let embedder = memd::embed::from_config(&config.embedder)?;
-                return print_line(&rt.block_on(bench::embed(texts, batch, embedder))?);
-            }
-            let model = memd::embed::minilm::model_dir(&config.embedder);
-            let mut loaded = Vec::new();
-            for name in runtimes {
-                let runtime = serde_json::from_value(serde_json::Value::String(name.clone()))
-                    .context("--runtimes takes candle, onnx or auto")?;
-                loaded.push((name, memd::embed::minilm_on(runtime, &model)?));
-            }
-            rt.block_on(async {
-                for (name, e) in &loaded {
-                    let mut r = bench::embed(texts, batch, e.clone()).await?;
-                    r.runtime = Some(name.clone());
-                    print_line(&r)?;
-                }
-                if let [(_, a), (_, b)] = loaded.as_slice() {
-                    print_line(&bench::agreement(texts, a.clone(), b.clone()).await?)?;
-                }
-                anyhow::Ok(())
-            })
-        }
+        } => rt.block_on(embed(dir, texts, batch, &embedder, &runtimes)),
         What::Consolidate {
             entries,
             facts,
@@ -213,5 +189,37 @@ fn append(at: &Path, singles: usize, batch_size: usize, batches: usize, json: bo
         "batch ({} x {} facts, one fsync each): {:.0} facts/s",
         r.batches, r.batch_size, r.batch_facts_per_second
     );
+    Ok(())
+}
+
+/// `bench embed`: for minilm, each runtime of `runtimes` in turn on the same
+/// texts, then how alike the first two's vectors are.
+async fn embed(
+    dir: &Path,
+    texts: usize,
+    batch: usize,
+    embedder: &str,
+    runtimes: &[String],
+) -> Result<()> {
+    let config = with_embedder(dir, embedder)?;
+    if config.embedder.kind != memd::config::EmbedderKind::Minilm {
+        let embedder = memd::embed::from_config(&config.embedder)?;
+        return print_line(&bench::embed(texts, batch, embedder).await?);
+    }
+    let model = memd::embed::minilm::model_dir(&config.embedder);
+    let mut loaded = Vec::new();
+    for name in runtimes {
+        let runtime = serde_json::from_value(serde_json::Value::String(name.clone()))
+            .context("--runtimes takes candle, onnx or auto")?;
+        loaded.push((name, memd::embed::minilm_on(runtime, &model)?));
+    }
+    for (name, e) in &loaded {
+        let mut r = bench::embed(texts, batch, e.clone()).await?;
+        r.runtime = Some(name.to_string());
+        print_line(&r)?;
+    }
+    if let [(_, a), (_, b)] = loaded.as_slice() {
+        print_line(&bench::agreement(texts, a.clone(), b.clone()).await?)?;
+    }
     Ok(())
 }

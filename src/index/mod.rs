@@ -339,6 +339,20 @@ impl Index {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// For the table's only writer, a sync with nothing to do when the
+    /// files are as its last sync left them (no lock taken).
+    fn nothing_to_sync(&self) -> Result<Option<SyncReport>> {
+        if !self.sole_writer.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let current = self.fingerprints()?;
+        let same = self.synced.lock().unwrap().as_ref() == Some(&current);
+        Ok(same.then(|| SyncReport {
+            files_checked: current.len(),
+            ..SyncReport::default()
+        }))
+    }
+
     /// The source files' fingerprints now.
     fn fingerprints(&self) -> Result<BTreeMap<String, String>> {
         self.seen.lock().unwrap().fingerprints(&self.layout)
@@ -347,14 +361,8 @@ impl Index {
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
-        if self.sole_writer.load(std::sync::atomic::Ordering::SeqCst) {
-            let current = self.fingerprints()?;
-            if self.synced.lock().unwrap().as_ref() == Some(&current) {
-                return Ok(SyncReport {
-                    files_checked: current.len(),
-                    ..SyncReport::default()
-                });
-            }
+        if let Some(nothing) = self.nothing_to_sync()? {
+            return Ok(nothing);
         }
         let asked = std::time::Instant::now();
         let _one = self.sync_lock.lock().await;
@@ -403,19 +411,7 @@ impl Index {
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
         if !stale.is_empty() {
-            let filter = stale
-                .iter()
-                .map(|(source, ids)| {
-                    let list = ids
-                        .iter()
-                        .map(|id| sql_str(id))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    format!("(source = {} AND id IN ({list}))", sql_str(source))
-                })
-                .collect::<Vec<_>>()
-                .join(" OR ");
-            self.delete(&filter).await?;
+            self.delete(&rows_filter(&stale)).await?;
         }
         if !batches.is_empty() {
             mark_text_index_behind(&self.layout)?;
@@ -955,6 +951,21 @@ async fn create_text_index(table: &lancedb::Table) -> Result<()> {
         .execute()
         .await?;
     Ok(())
+}
+
+/// A filter for the rows of these ids, per source.
+fn rows_filter(ids: &BTreeMap<&str, Vec<&str>>) -> String {
+    ids.iter()
+        .map(|(source, ids)| {
+            let list = ids
+                .iter()
+                .map(|id| sql_str(id))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("(source = {} AND id IN ({list}))", sql_str(source))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ")
 }
 
 /// Run a query and gather its batches.

@@ -145,9 +145,7 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
     let incremental = index.ids().await.unwrap();
     drop(index);
 
-    Index::clear(&layout).await.unwrap();
-    let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    rebuilt.sync().await.unwrap();
+    let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
     assert_eq!(rebuilt.ids().await.unwrap(), incremental);
 }
 
@@ -184,9 +182,7 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
     drop(index);
-    Index::clear(&layout).await.unwrap();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    index.sync().await.unwrap();
+    let index = rebuilt_from_files(&layout, &config, lexical()).await;
     let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
     assert!(
@@ -507,6 +503,18 @@ async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
     );
 }
 
+/// `reindex --clear`: the index deleted, then built from the files.
+async fn rebuilt_from_files(
+    layout: &memd::Layout,
+    config: &Config,
+    embedder: Arc<dyn Embedder>,
+) -> Index {
+    Index::clear(layout).await.unwrap();
+    let index = Index::open_with(layout, config, embedder).await.unwrap();
+    index.sync().await.unwrap();
+    index
+}
+
 /// Delete by hand the lines of `path` that contain `needle`.
 fn remove_lines_containing(path: &std::path::Path, needle: &str) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -586,9 +594,12 @@ async fn search_results_are_the_same_however_the_index_was_built() {
     drop(index);
 
     // (b) The same files, indexed at once.
-    Index::clear(&layout).await.unwrap();
-    let rebuilt = Index::open(&layout, &config).await.unwrap();
-    rebuilt.sync().await.unwrap();
+    let rebuilt = rebuilt_from_files(
+        &layout,
+        &config,
+        embed::from_config(&config.embedder).unwrap(),
+    )
+    .await;
     let whole = rankings(&rebuilt).await;
     for (q, (a, b)) in BUILD_PATH_QUERIES
         .iter()
@@ -697,9 +708,7 @@ async fn search_results_stay_the_same_when_the_table_outgrows_the_flat_full_text
     let incremental = rankings(&index).await;
     drop(index);
 
-    Index::clear(&layout).await.unwrap();
-    let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    rebuilt.sync().await.unwrap();
+    let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
     assert_eq!(rankings(&rebuilt).await, incremental);
 }
 
@@ -741,8 +750,6 @@ async fn a_handle_that_remembers_its_rows_still_sees_another_writers_changes() {
     a.sync().await.unwrap();
     let ids = a.ids().await.unwrap();
     drop((a, b));
-    Index::clear(&layout).await.unwrap();
-    let rebuilt = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    rebuilt.sync().await.unwrap();
+    let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
     assert_eq!(rebuilt.ids().await.unwrap(), ids);
 }
