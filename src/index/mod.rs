@@ -12,9 +12,10 @@
 //! different embedder rebuilds it rather than mixing vectors.
 //! `files.json` records each source file's fingerprint at its last sync.
 //! `text-index-behind` marks that rows changed since the full-text index
-//! was built; it is written before the table changes and removed once the
-//! index is built anew, so a crash in between leaves the mark and the next
-//! search rebuilds (see [`Index::settle_text_index`] for why it must).
+//! was built (when that changes full-text scores); it is written before the
+//! table changes and removed once the index is built anew, so a crash in
+//! between leaves the mark and the next search rebuilds (see
+//! [`Index::settle_text_index`] for why it must).
 
 mod known;
 pub mod search;
@@ -410,11 +411,13 @@ impl Index {
             .await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
+        if (!stale.is_empty() || !batches.is_empty()) && self.changes_text_scores(&report).await? {
+            mark_text_index_behind(&self.layout)?;
+        }
         if !stale.is_empty() {
-            self.delete(&rows_filter(&stale)).await?;
+            self.table.delete(&rows_filter(&stale)).await?;
         }
         if !batches.is_empty() {
-            mark_text_index_behind(&self.layout)?;
             self.table.add(batches).execute().await?;
             *self.last_added.lock().unwrap() = Some(std::time::Instant::now());
         }
@@ -635,7 +638,25 @@ impl Index {
     /// rows (the table was larger, or an older memd built it); an index
     /// made on the empty table covers none and needs nothing.
     async fn text_index_needed(&self) -> Result<bool> {
-        if self.table.count_rows(None).await? >= TEXT_INDEX_MIN_ROWS {
+        let rows = self.table.count_rows(None).await?;
+        self.text_index_needed_at(rows).await
+    }
+
+    /// Whether a sync's deletions and additions change full-text scores
+    /// (and so must mark the index behind first): not while the index
+    /// covers no row and the table stays under [`TEXT_INDEX_MIN_ROWS`],
+    /// where every search scores the live rows by a flat scan. Deciding it
+    /// here, once per write, spares every search after a post the index
+    /// lock that clearing the mark takes.
+    async fn changes_text_scores(&self, change: &SyncReport) -> Result<bool> {
+        let now = self.table.count_rows(None).await?;
+        let after = (now + change.rows_added).saturating_sub(change.rows_deleted);
+        self.text_index_needed_at(now.max(after)).await
+    }
+
+    /// [`Index::text_index_needed`] for a table of `rows` rows.
+    async fn text_index_needed_at(&self, rows: usize) -> Result<bool> {
+        if rows >= TEXT_INDEX_MIN_ROWS {
             return Ok(true);
         }
         let indices = self.table.list_indices().await?;
@@ -647,14 +668,6 @@ impl Index {
         };
         let stats = self.table.index_stats(&text.name).await?;
         Ok(stats.is_none_or(|s| s.num_indexed_rows > 0))
-    }
-
-    /// Delete rows, marking the full-text index behind first (see
-    /// [`text_index_behind`]).
-    async fn delete(&self, filter: &str) -> Result<()> {
-        mark_text_index_behind(&self.layout)?;
-        self.table.delete(filter).await?;
-        Ok(())
     }
 
     /// Keep the table fast as it grows: a vector index (IVF_HNSW_SQ,
@@ -738,7 +751,8 @@ impl Index {
         let _all = self.writing().await?;
         *self.last_sync_start.lock().unwrap() = None;
         *self.synced.lock().unwrap() = None;
-        self.delete("true").await?;
+        mark_text_index_behind(&self.layout)?;
+        self.table.delete("true").await?;
         self.known.lock().unwrap().clear();
         // Made on the emptied table, the full-text index covers no row
         // again, and its statistics no longer count the deleted ones.
@@ -989,7 +1003,9 @@ pub(crate) async fn collect(query: impl ExecutableQuery) -> Result<Vec<RecordBat
 /// [`TEXT_INDEX_MIN_ROWS`]) or every row, built anew before the first
 /// search after any change ([`Index::settle_text_index`]):
 /// `memd bench index` measures 12 ms at 1,000 rows and 63 ms at 10,000.
-/// The mark is written before the table changes and removed after the
+/// The mark is written before a change that affects full-text scores
+/// (`Index::changes_text_scores`: any change once the index covers rows,
+/// or one that takes the table to the threshold) and removed after the
 /// build, so a crash in between, or a change by another process, still
 /// leads to the build.
 fn text_index_behind_path(layout: &Layout) -> std::path::PathBuf {
