@@ -195,11 +195,7 @@ async fn search(
         q.k.unwrap_or(s.config.search.default_k as usize)
             .clamp(1, 100);
     if !q.wait.unwrap_or(true) {
-        let behind: Vec<String> = crate::index::freshness(&s.layout)?
-            .into_iter()
-            .filter(|(_, state)| *state != "fresh")
-            .map(|(file, _)| file)
-            .collect();
+        let behind = s.index.files_behind()?;
         let hits = s.index.search_as_is(&text, k).await?;
         let indexing = (!behind.is_empty()).then(|| json!({ "files_behind": behind }));
         return ok(json!({ "hits": hits, "indexing": indexing }));

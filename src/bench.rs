@@ -103,8 +103,9 @@ pub struct IndexReport {
     pub search_after_idle_compaction_p50_ms: f64,
     /// What that compaction took (the daemon does it in the background).
     pub idle_compaction_ms: f64,
-    /// Building the full-text index anew over every row, as a sync does
-    /// after deleting rows (`index::text_stats_stale`).
+    /// Building the full-text index anew over every row, as the first
+    /// search after a change does from 2,000 rows
+    /// (`index::TEXT_INDEX_MIN_ROWS`).
     pub text_index_build_ms: f64,
     /// Embedding one query.
     pub query_embed_p50_ms: f64,
@@ -644,6 +645,11 @@ pub struct EmbedReport {
     pub single_p99_ms: f64,
 }
 
+/// The texts `bench embed` embeds.
+fn embed_texts(n: usize) -> Vec<String> {
+    (0..n).map(|i| synthetic_fact(i * 13 + 5)).collect()
+}
+
 /// How alike two embedders' vectors are for the same texts.
 #[derive(Debug, Serialize)]
 pub struct AgreementReport {
@@ -658,7 +664,7 @@ pub async fn agreement(
     a: std::sync::Arc<dyn crate::embed::Embedder>,
     b: std::sync::Arc<dyn crate::embed::Embedder>,
 ) -> Result<AgreementReport> {
-    let all: Vec<String> = (0..texts).map(|i| synthetic_fact(i * 13 + 5)).collect();
+    let all = embed_texts(texts);
     let (va, vb) = (a.embed(&all).await?, b.embed(&all).await?);
     let cos: Vec<f32> = va
         .iter()
@@ -679,7 +685,7 @@ pub async fn embed(
     batch: usize,
     embedder: std::sync::Arc<dyn crate::embed::Embedder>,
 ) -> Result<EmbedReport> {
-    let all: Vec<String> = (0..texts).map(|i| synthetic_fact(i * 13 + 5)).collect();
+    let all = embed_texts(texts);
     let t = Instant::now();
     for chunk in all.chunks(batch.max(1)) {
         embedder.embed(chunk).await?;

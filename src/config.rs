@@ -154,7 +154,7 @@ pub enum Runtime {
     /// model, else candle.
     #[default]
     Auto,
-    /// ONNX Runtime's CPU kernels (about 4x faster; `memd bench embed`).
+    /// ONNX Runtime's CPU kernels (about 5x faster; `memd bench embed`).
     Onnx,
     /// candle, compiled into memd: needs nothing but the weights.
     Candle,

@@ -113,7 +113,6 @@ fn opt_str(args: &Value, name: &str) -> Option<String> {
     args.get(name).and_then(Value::as_str).map(String::from)
 }
 
-/// Run one tool; its text result.
 /// The index `memd mcp` holds for its whole life when no daemon runs,
 /// opened by the first tool that needs it: an MCP server is a long-running
 /// process, and opening the table and loading the model on every call cost
@@ -135,6 +134,7 @@ async fn backend(layout: &Layout, config: &Config, held: &Held) -> Result<Backen
     Ok(Backend::InProcess(Some(index.clone())))
 }
 
+/// Run one tool; its text result.
 async fn call_tool(
     layout: &Layout,
     config: &Config,

@@ -103,13 +103,6 @@ pub enum Backend {
 
 impl Backend {
     pub fn for_dir(layout: &Layout) -> Backend {
-        Backend::for_dir_holding(layout, None)
-    }
-
-    /// [`Backend::for_dir`] for a long-lived process that holds `index`:
-    /// used when no daemon runs (a daemon, when there is one, owns the
-    /// index and its watcher).
-    pub fn for_dir_holding(layout: &Layout, index: Option<Arc<Index>>) -> Backend {
         match daemon_info::running(layout) {
             Some(info) => Backend::Daemon {
                 base: format!("http://{}", info.listen),
@@ -117,7 +110,7 @@ impl Backend {
                 http: reqwest::Client::new(),
                 token: std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty()),
             },
-            None => Backend::InProcess(index),
+            None => Backend::InProcess(None),
         }
     }
 

@@ -354,6 +354,18 @@ impl Index {
         }))
     }
 
+    /// The source files whose rows the table does not hold as they are now
+    /// (changed since their last sync, or never synced).
+    pub fn files_behind(&self) -> Result<Vec<String>> {
+        let synced = synced_fingerprints(&self.layout);
+        Ok(self
+            .fingerprints()?
+            .into_iter()
+            .filter(|(source, print)| synced.get(source) != Some(print))
+            .map(|(source, _)| source)
+            .collect())
+    }
+
     /// The source files' fingerprints now.
     fn fingerprints(&self) -> Result<BTreeMap<String, String>> {
         self.seen.lock().unwrap().fingerprints(&self.layout)
@@ -448,8 +460,7 @@ impl Index {
     /// The rows to add (embedded, as batches) and the ids to delete, per
     /// source. Embedding comes first, with progress shown (the cache keeps
     /// each chunk's vectors, so a failure part-way loses no finished work),
-    /// and
-    /// nothing has been deleted yet if it fails; the caller then does one
+    /// and nothing has been deleted yet if it fails; the caller then does one
     /// delete and one add for the whole sync: every commit writes a
     /// fragment, and every search visits every fragment (a 10k-row table
     /// built one commit per day file searched ~25% slower than the same
@@ -530,9 +541,7 @@ impl Index {
         Ok(sources)
     }
 
-    /// source → (id → hash) of the rows of the given source files, in one
-    /// query.
-    /// The (id, hash) of the rows of `sources`: from [`known`] when it
+    /// source → (id → hash) of the rows of `sources`: from [`known`] when it
     /// holds them at the table's version, else read from the table.
     async fn rows_of(
         &self,
@@ -567,6 +576,7 @@ impl Index {
         Ok(self.known.lock().unwrap().rows_of(sources))
     }
 
+    /// The given text columns of every row matching `filter`.
     async fn strings<const N: usize>(
         &self,
         columns: [&str; N],
@@ -660,10 +670,7 @@ impl Index {
             return Ok(true);
         }
         let indices = self.table.list_indices().await?;
-        let Some(text) = indices
-            .iter()
-            .find(|i| i.columns.iter().any(|c| c == "text"))
-        else {
+        let Some(text) = on_column(&indices, "text") else {
             return Ok(true);
         };
         let stats = self.table.index_stats(&text.name).await?;
@@ -676,8 +683,8 @@ impl Index {
     /// [`Index::settle_text_index`].)
     async fn maintain_indices(&self) -> Result<()> {
         let indices = self.table.list_indices().await?;
-        let has = |col: &str| indices.iter().any(|i| i.columns.iter().any(|c| c == col));
-        if !has("vector") && self.table.count_rows(None).await? >= VECTOR_INDEX_MIN_ROWS {
+        let vector = on_column(&indices, "vector");
+        if vector.is_none() && self.table.count_rows(None).await? >= VECTOR_INDEX_MIN_ROWS {
             tracing::info!("creating the vector index (IVF_HNSW_SQ)");
             self.table
                 .create_index(
@@ -702,10 +709,7 @@ impl Index {
         // scan), so new rows are folded into the vector index only once
         // enough have piled up: doing it after every small write would cost
         // more than the write itself.
-        let Some(vector) = indices
-            .iter()
-            .find(|i| i.columns.iter().any(|c| c == "vector"))
-        else {
+        let Some(vector) = vector else {
             return Ok(());
         };
         let unindexed = match self.table.index_stats(&vector.name).await? {
@@ -713,11 +717,7 @@ impl Index {
             None => 0,
         };
         if unindexed >= FOLD_UNINDEXED_ROWS {
-            let mut options = lancedb::table::OptimizeOptions::default();
-            options.index_names = Some(vec![vector.name.clone()]);
-            self.table
-                .optimize(lancedb::table::OptimizeAction::Index(options))
-                .await?;
+            fold(&self.table, vec![vector.name.clone()]).await?;
         }
         Ok(())
     }
@@ -942,19 +942,36 @@ async fn compact(table: &lancedb::Table) -> Result<()> {
         .await?;
     // The full-text index is never folded: it covers every row or none
     // (`text_index_behind`), and `Index::settle_text_index` builds it.
-    let vector: Vec<String> = table
-        .list_indices()
-        .await?
-        .into_iter()
+    let indices = table.list_indices().await?;
+    let others: Vec<String> = indices
+        .iter()
         .filter(|i| !i.columns.iter().any(|c| c == "text"))
-        .map(|i| i.name)
+        .map(|i| i.name.clone())
         .collect();
-    if !vector.is_empty() {
-        let mut options = lancedb::table::OptimizeOptions::default();
-        options.index_names = Some(vector);
-        table.optimize(OptimizeAction::Index(options)).await?;
+    fold(table, others).await
+}
+
+/// Fold the rows added since into the indices named (none: nothing).
+async fn fold(table: &lancedb::Table, names: Vec<String>) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
     }
+    let mut options = lancedb::table::OptimizeOptions::default();
+    options.index_names = Some(names);
+    table
+        .optimize(lancedb::table::OptimizeAction::Index(options))
+        .await?;
     Ok(())
+}
+
+/// The index on `column`, if there is one.
+fn on_column<'a>(
+    indices: &'a [lancedb::index::IndexConfig],
+    column: &str,
+) -> Option<&'a lancedb::index::IndexConfig> {
+    indices
+        .iter()
+        .find(|i| i.columns.iter().any(|c| c == column))
 }
 
 /// The full-text index over the rows the table has now (replacing any).

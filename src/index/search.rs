@@ -57,11 +57,13 @@ impl Index {
     }
 
     async fn search_logged(&self, query: &str, k: usize, settle: bool) -> Result<Vec<Hit>> {
-        let qv = self.embedder.embed(&[query.to_string()]).await?.remove(0);
-        if settle {
-            self.settle_text_index().await?;
-        }
-        let hits = self.ranked(query, qv, k).await?;
+        let hits = match settle {
+            true => self.search_unlogged(query, k).await?,
+            false => {
+                self.ranked(query, self.query_vector(query).await?, k)
+                    .await?
+            }
+        };
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits
             .iter()
@@ -81,8 +83,13 @@ impl Index {
     /// [`Index::search`] without the recall log (for consolidation's
     /// neighbour gathering and evaluations, which are not recalls).
     pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let qv = self.embedder.embed(&[query.to_string()]).await?.remove(0);
+        let qv = self.query_vector(query).await?;
         self.search_with_vector(query, qv, k).await
+    }
+
+    /// The embedding of a query.
+    async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
+        Ok(self.embedder.embed(&[query.to_string()]).await?.remove(0))
     }
 
     /// The search itself, given the query's embedding (benchmarks time the
@@ -311,7 +318,7 @@ impl Index {
             .nearest_to(qv.clone())?
             .distance_type(DistanceType::Cosine)
             .only_if(filter);
-        let found = collect(query.select(columns("_distance")).limit(k * 4)).await?;
+        let found = collect(query.select(columns(Score::Distance.column())).limit(k * 4)).await?;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
