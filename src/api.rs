@@ -10,6 +10,8 @@
 //! | `POST /v1/reindex`                 | `{clear?}` → sync report            |
 //! | `DELETE /v1/entries/{id}`          | forget                              |
 //! | `GET /v1/entries/{id}/history`     | journal lineage                     |
+//! | `GET /v1/runs`                     | runs from the journal, oldest first |
+//! | `POST /v1/runs/{id}/undo`          | `{dry_run?, keep_out?}` → undo      |
 //! | `GET /v1/memory`                   | `MEMORY.md`, as the agent's prompt  |
 //! | `GET /v1/status`, `GET /healthz`   | status report, liveness             |
 //!
@@ -116,6 +118,8 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/reindex", post(reindex))
         .route("/v1/entries/{id}", delete(forget_entry))
         .route("/v1/entries/{id}/history", get(history))
+        .route("/v1/runs", get(runs))
+        .route("/v1/runs/{id}/undo", post(undo_run))
         .route("/v1/memory", get(memory))
         .route("/v1/status", get(status))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
@@ -279,6 +283,26 @@ async fn forget_entry(
         tracing::warn!("index not updated after forget: {e:#}");
     }
     ok(gone)
+}
+
+async fn runs(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
+    ok(crate::runs::list(&s.layout)?)
+}
+
+async fn undo_run(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    Path(id): Path<String>,
+    body: Option<Json<crate::runs::Options>>,
+) -> Reply {
+    let opts = body.map(|Json(b)| b).unwrap_or_default();
+    let layout = s.layout.clone();
+    let outcome = blocking(move || crate::runs::undo(&layout, &id, opts)).await?;
+    if outcome.run.is_some()
+        && let Err(e) = s.index.sync().await
+    {
+        tracing::warn!("index not updated after undo: {e:#}");
+    }
+    ok(outcome)
 }
 
 async fn history(

@@ -380,13 +380,15 @@ impl Document {
     /// the caller can read it again and redo its change. The check runs
     /// after the new text is on disk and just before the rename, which
     /// leaves the smallest window a concurrent edit can fall into.
-    /// `before_rename` runs right after the check (a test failpoint).
+    /// `before_rename` runs right after the check (a test failpoint, or a
+    /// write that must land before the new text does); its error stops the
+    /// save.
     pub(crate) fn save_if_unchanged(
         &mut self,
         path: &Path,
         today: &str,
         original: Option<&[u8]>,
-        before_rename: impl FnOnce(),
+        before_rename: impl FnOnce() -> std::io::Result<()>,
     ) -> Result<Option<Vec<String>>> {
         self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
@@ -396,8 +398,7 @@ impl Document {
                 conflict.set(true);
                 return Err(std::io::Error::other("changed during the run"));
             }
-            before_rename();
-            Ok(())
+            before_rename()
         });
         match result {
             Ok(()) => Ok(Some(adopted)),
@@ -496,12 +497,21 @@ impl Document {
             unreachable!()
         };
         self.ids.remove(id);
-        // Drop one separator so removals do not pile up blank lines.
-        if let Some(Block::Raw(r)) = self.blocks.get(at)
-            && r.trim().is_empty()
-            && at > 0
-        {
+        // Drop one separator so removals do not pile up blank lines: the
+        // one after the entry, or, for the last entry, the one before it
+        // (so removing the entry just appended gives back the bytes of
+        // before the append).
+        let blank = |b: Option<&Block>| matches!(b, Some(Block::Raw(r)) if r.trim().is_empty());
+        if at > 0 && blank(self.blocks.get(at)) {
             self.blocks.remove(at);
+        } else if at > 0 && at == self.blocks.len() {
+            if blank(self.blocks.get(at - 1)) {
+                self.blocks.remove(at - 1);
+            } else if let Some(Block::Raw(r)) = self.blocks.get_mut(at - 1)
+                && r.ends_with("\n\n")
+            {
+                r.pop();
+            }
         }
         Some(*entry)
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::entries::Meta;
 use crate::error::{Context, Result};
 use crate::jsonl;
 
@@ -28,6 +29,10 @@ pub enum Op {
     /// A new fact that restates something forgotten: not kept (`entry` is
     /// the fact, `into` the forgotten entry, when there was one).
     Suppress,
+    /// `memd undo RUN`: the entry went from `before`/`meta_before` (`None`:
+    /// absent) to `after`/`meta_after` (`None`: removed), putting back what
+    /// run `undoes` changed. Undoing an undo replays these backwards.
+    Undo,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +56,16 @@ pub struct Record {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_hash: Option<String>,
+    /// The entry's metadata before the op (REPLACE, KEEP, REMOVE, UNDO), so
+    /// that `memd undo` puts it back as it was. Older records lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_before: Option<Meta>,
+    /// UNDO: the metadata the undo left (`None`: the entry is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_after: Option<Meta>,
+    /// UNDO: the run it undid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
 }
 
 impl Record {
@@ -67,6 +82,9 @@ impl Record {
             into: None,
             model: None,
             prompt_hash: None,
+            meta_before: None,
+            meta_after: None,
+            undoes: None,
         }
     }
 }

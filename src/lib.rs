@@ -46,7 +46,8 @@
 //! embedder, not the index, and a [`clock`]; whoever owns the index syncs
 //! it after the run ([`service::consolidate_then_sync`]). [`forget`]
 //! removes and tombstones an entry (and undoes that) and reads lineage back
-//! from the journal.
+//! from the journal; [`runs`] lists runs from the journal and undoes one
+//! (and an undo).
 //! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search
 //! and is kept in step by [`watch`]; [`entries::lock`] (a [`lock`]) keeps
 //! two writers of the entries apart.
@@ -110,6 +111,7 @@ pub(crate) mod pending;
 pub mod progress;
 pub(crate) mod prompts;
 pub mod recall;
+pub mod runs;
 pub mod same;
 pub mod service;
 pub mod shutdown;

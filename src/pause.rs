@@ -4,7 +4,8 @@
 //! and then run `memd check`. Steps: `append-locked`, `append-written`
 //! (an append), `planned`, `before-rename`, `entries-written`,
 //! `journal-written`, `state-written`, `memory-md-written` (a
-//! consolidation run).
+//! consolidation run), `undo-journaled`, `undo-entries-written` (an undo,
+//! [`crate::runs`]).
 
 use std::time::Duration;
 

@@ -319,6 +319,26 @@ impl Backend {
         Ok(back)
     }
 
+    /// Undo a run ([`crate::runs::undo`]): a file write under the entries'
+    /// lock, like [`Backend::unforget`]; a daemon's watcher syncs its own
+    /// index.
+    pub async fn undo(
+        &self,
+        layout: &Layout,
+        config: &Config,
+        run: &str,
+        opts: crate::runs::Options,
+    ) -> Result<crate::runs::Outcome> {
+        let outcome = crate::runs::undo(layout, run, opts)?;
+        if let Backend::InProcess(_) = self
+            && outcome.run.is_some()
+            && let Err(e) = self.local(layout, config).await
+        {
+            tracing::warn!("index not updated yet: {e:#}");
+        }
+        Ok(outcome)
+    }
+
     pub async fn forget(&self, layout: &Layout, config: &Config, id: &str) -> Result<Candidate> {
         match self {
             Backend::InProcess(_) => {

@@ -14,9 +14,11 @@ mod history;
 mod init;
 mod mcp;
 mod reindex;
+mod runs;
 mod search;
 mod serve;
 mod status;
+mod undo;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +61,11 @@ enum Command {
     /// Print an entry's lineage from the journal (entries merged into it
     /// included).
     History(history::Args),
+    /// List runs from the journal: when, judge, ops by kind, facts.
+    Runs(runs::Args),
+    /// Undo a run: entries back as the run found them, its facts pending
+    /// again (or, with --keep-out, forgotten). Journaled, so it can be undone.
+    Undo(undo::Args),
     /// Bring the index in step with the files; --clear rebuilds it from scratch.
     Reindex(reindex::Args),
     /// Keep the index in step with the files until interrupted (file events
@@ -94,6 +101,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Consolidate(args) => consolidate::run(&dir, args),
         Command::Forget(args) => forget::run(&dir, args),
         Command::History(args) => history::run(&dir, args),
+        Command::Runs(args) => runs::run(&dir, args),
+        Command::Undo(args) => undo::run(&dir, args),
         Command::Reindex(args) => reindex::run(&dir, args),
         Command::Watch(args) => watch::run(&dir, args),
         Command::Status(args) => status::run(&dir, args),

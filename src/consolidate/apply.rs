@@ -45,7 +45,8 @@ pub(crate) fn apply(
             apply_decision(&mut doc, p, today, run, &mut out);
         }
         let Some(adopted) = doc.save_if_unchanged(&path, today, original.as_deref(), || {
-            pause_point(layout, "before-rename")
+            pause_point(layout, "before-rename");
+            Ok(())
         })?
         else {
             tracing::info!(
@@ -127,12 +128,15 @@ impl Step<'_> {
                     return None;
                 }
                 let m = doc.get_mut(target)?.meta.as_mut()?;
+                let was = m.clone();
                 add_sources(&mut m.sources, from);
                 if let Some((_, last)) = range {
                     m.updated = last.max(m.updated.clone());
                 }
                 counts.keep += 1;
-                Some(self.record(journal::Op::Keep, target, op))
+                let mut r = self.record(journal::Op::Keep, target, op);
+                r.meta_before = Some(was);
+                Some(r)
             }
             Op::Remove { target, into } => self.remove(doc, op, target, into, counts),
         }
@@ -175,6 +179,7 @@ impl Step<'_> {
             return None;
         }
         let e = doc.get_mut(target)?;
+        let was = e.meta.clone();
         let before = std::mem::replace(&mut e.text, sanitize_text(text));
         let m = e.meta.as_mut().expect("a planned target has metadata");
         m.hash = text_hash(&e.text);
@@ -188,6 +193,7 @@ impl Step<'_> {
         let mut r = self.record(journal::Op::Replace, target, op);
         r.before = Some(before);
         r.after = Some(e.text.clone());
+        r.meta_before = was;
         counts.replace += 1;
         Some(r)
     }
@@ -204,7 +210,8 @@ impl Step<'_> {
             && self.unchanged(doc, into)
             && !doc.get(target).is_some_and(|e| e.pinned());
         let gone = ok.then(|| doc.remove(target)).flatten()?;
-        let sources = gone.meta.map(|m| m.sources).unwrap_or_default();
+        let sources = gone.meta.as_ref().map(|m| m.sources.clone());
+        let sources = sources.unwrap_or_default();
         if let Some(m) = doc.get_mut(into).and_then(|e| e.meta.as_mut()) {
             add_sources(&mut m.sources, &sources);
         }
@@ -212,6 +219,7 @@ impl Step<'_> {
         r.before = Some(gone.text);
         r.into = Some(into.to_string());
         r.sources = sources;
+        r.meta_before = gone.meta;
         counts.remove += 1;
         Some(r)
     }

@@ -40,6 +40,16 @@ pub(crate) fn record(layout: &Layout, doc: &Document, run: &str) -> Result<usize
             }
             Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
             Op::Suppress => {}
+            // An undo states what the entry holds now, whole.
+            Op::Undo => {
+                l.alive = r.after.is_some();
+                l.sources = r
+                    .meta_after
+                    .iter()
+                    .flat_map(|m| m.sources.clone())
+                    .collect();
+                l.text = r.after.clone().or(l.text.take());
+            }
         }
         if let (Op::Remove, Some(into)) = (r.op, &r.into) {
             let merged = lineage.entry(into).or_default();

@@ -45,12 +45,12 @@ pub fn add(layout: &Layout, day: &str, texts: &[&str]) -> Vec<String> {
         .collect()
 }
 
-const FORCE: Options = Options {
+pub const FORCE: Options = Options {
     force: true,
     dry_run: false,
 };
 
-fn entries(layout: &Layout) -> Vec<memd::entries::Entry> {
+pub fn entries(layout: &Layout) -> Vec<memd::entries::Entry> {
     Document::read(&layout.entries_file())
         .unwrap()
         .entries()
@@ -673,7 +673,7 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
 
 /// A memory directory whose `memd.toml` selects the lexical embedder and,
 /// if given, the scripted LLM (for the CLI, which reads the file).
-fn cli_dir(llm_url: Option<&str>) -> (tempfile::TempDir, Layout) {
+pub fn cli_dir(llm_url: Option<&str>) -> (tempfile::TempDir, Layout) {
     let (t, layout) = memory_dir();
     let mut toml = String::from(
         "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\nmin_similarity = 0.0\n",

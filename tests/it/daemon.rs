@@ -818,3 +818,62 @@ async fn searches_stay_answerable_while_a_bulk_post_is_indexed() {
     .unwrap();
     drop(d);
 }
+
+#[test]
+fn the_http_api_lists_runs_and_undoes_one() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let d = start_in_process(&layout);
+    let c = Http::at(&d.base, None);
+    let (code, r) = c.post(
+        "/v1/facts",
+        json!({"texts": ["Keeps a sourdough starter called Bubbles"]}).to_string(),
+    );
+    assert_eq!(code, 200, "{r}");
+    let (code, report) = c.post("/v1/consolidate", json!({"force": true}).to_string());
+    assert_eq!(code, 200, "{report}");
+    let (code, runs) = c.get("/v1/runs");
+    assert_eq!(code, 200, "{runs}");
+    let run = runs.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (&run["id"], &run["ops"]["ADD"]),
+        (&report["run_id"], &json!(1)),
+        "{runs}"
+    );
+
+    let undo = format!("/v1/runs/{}/undo", run["id"].as_str().unwrap());
+    let (code, dry) = c.post(&undo, json!({"dry_run": true}).to_string());
+    assert_eq!(
+        (code, dry["changes"].as_array().unwrap().len()),
+        (200, 1),
+        "{dry}"
+    );
+    assert_eq!(
+        c.get("/v1/status").1["entries"],
+        1,
+        "a dry run writes nothing"
+    );
+    let (code, done) = c.post(&undo, json!({}).to_string());
+    assert_eq!(code, 200, "{done}");
+    let s = c.get("/v1/status").1;
+    assert_eq!(
+        (s["entries"].as_u64(), s["pending_facts"].as_u64()),
+        (Some(0), Some(1)),
+        "{s}"
+    );
+    let (_, memory) = c.get("/v1/memory");
+    assert!(!memory.as_str().unwrap().contains("Bubbles"), "{memory}");
+    let (_, hits) = c.get("/v1/search?q=sourdough%20starter&k=5");
+    let kinds: Vec<&str> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"fact") && !kinds.contains(&"entry"),
+        "{hits}"
+    );
+    assert_eq!(c.post("/v1/runs/r-nothere/undo", "{}").0, 404);
+    d.stop();
+}

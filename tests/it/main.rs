@@ -13,5 +13,6 @@ mod entries;
 mod eval;
 mod formats;
 mod index;
+mod runs;
 mod same;
 mod support;

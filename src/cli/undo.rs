@@ -1,0 +1,88 @@
+//! `memd undo RUN [--dry-run] [--keep-out]`
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use memd::runs::{Change, Options, Outcome};
+use memd::service::Backend;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run to undo (`memd runs` lists them).
+    run: String,
+    /// Print what would change, change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Forget the run's facts instead of making them pending again (the
+    /// next consolidation would otherwise decide them afresh).
+    #[arg(long)]
+    keep_out: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let (layout, config) = super::open(dir)?;
+    let opts = Options {
+        dry_run: args.dry_run,
+        keep_out: args.keep_out,
+    };
+    let backend = Backend::for_dir(&layout);
+    let outcome = super::runtime()?.block_on(backend.undo(&layout, &config, &args.run, opts))?;
+    super::emit(args.json, &outcome, render)
+}
+
+/// The diff: each entry's text before (`-`) and after (`+`).
+fn change(c: &Change) -> String {
+    let what = match (&c.before, &c.after) {
+        (None, _) => "restored",
+        (_, None) => "removed",
+        (Some(b), Some(a)) if b == a => "its facts changed",
+        _ => "reverted",
+    };
+    let mut out = format!("  {}  {what}\n", c.entry);
+    match (&c.before, &c.after) {
+        (Some(b), Some(a)) if b == a => {}
+        (b, a) => {
+            if let Some(b) = b {
+                out.push_str(&format!("    - {}\n", super::one_line(b)));
+            }
+            if let Some(a) = a {
+                out.push_str(&format!("    + {}\n", super::one_line(a)));
+            }
+        }
+    }
+    out
+}
+
+fn render(o: &Outcome) -> String {
+    let mut out = match (&o.run, o.dry_run) {
+        (_, true) => format!("undo of {} (dry run: nothing written)\n", o.undoes),
+        (Some(run), false) => format!(
+            "undid {} as run {run} (`memd undo {run}` brings it back)\n",
+            o.undoes
+        ),
+        (None, false) => format!("nothing to undo in {}: it is undone already\n", o.undoes),
+    };
+    out.extend(o.changes.iter().map(change));
+    if !o.left.is_empty() {
+        out.push_str("left as it is:\n");
+        for l in &o.left {
+            out.push_str(&format!("  {}  {}\n", l.entry, l.why));
+        }
+    }
+    if !o.pending_again.is_empty() {
+        out.push_str(&format!(
+            "facts pending again: {}\n",
+            o.pending_again.join(", ")
+        ));
+    }
+    if !o.kept_out.is_empty() {
+        out.push_str(&format!(
+            "facts kept out (forgotten): {}\n",
+            o.kept_out.join(", ")
+        ));
+    }
+    out
+}

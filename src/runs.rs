@@ -1,0 +1,612 @@
+//! Runs, read back from the journal (`memd runs`), and the undo of one
+//! (`memd undo RUN`).
+//!
+//! Every op a run applied is in `consolidated/journal.jsonl`, with the
+//! entry's text before and after and its metadata before. An undo walks the
+//! run's records backwards and puts each entry back as the run found it:
+//! - an entry the run added is removed (unless facts were folded into it
+//!   since: removing it would take them along);
+//! - an entry the run rewrote gets its old text, `updated` and review mark
+//!   back; facts folded into it since stay in it;
+//! - an entry the run merged away is restored (at the end of the file) and
+//!   its facts leave the entry it was merged into;
+//! - facts the run folded into an entry (KEEP) leave it.
+//!
+//! An entry that is no longer as the run left it (edited by hand, or by a
+//! later run) is left alone and reported, the rule consolidation follows
+//! for hand edits. Entries deleted by hand during the run and facts kept
+//! out as restatements of something forgotten are reported too: forgetting
+//! is undone by `memd forget --undo`, not here.
+//!
+//! The run's facts that no entry holds any more are pending again, so the
+//! next run decides them afresh; with [`Options::keep_out`] they are
+//! forgotten instead (tombstoned with the reason "undo", visible in
+//! `.tombstones.jsonl`, lifted by `memd forget --undo FACT`). A fact is
+//! never left decided but held by no entry: that would hide it.
+//!
+//! The undo is journaled as UNDO records that hold each entry's whole state
+//! before and after, under a run id of its own, so an undo is undone the
+//! same way and gives the run back.
+//!
+//! Crash order, under the entries lock: the state first (facts about to
+//! leave every entry come off the watermark; until the entries file changes
+//! the entry that names them still settles them), the tombstones of
+//! `keep_out`, the lines of `MEMORY.md` that name entries about to go, then
+//! the UNDO records, appended once the entries file is known to be as read
+//! and just before its new text replaces it (atomically), then the state
+//! again (facts now in an entry are marked done), then the rest of
+//! `MEMORY.md`. So the journal never misses a change the file has, and the
+//! next run never takes an entry the undo removed for one deleted by hand.
+//! A death before the new text lands leaves UNDO records for a change the
+//! file does not have: running the same undo again makes it (an entry
+//! already as it should be is left as it is). Meanwhile nothing is lost:
+//! the facts the undo would release are still in their entries.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::entries::{self, Document, Meta, text_hash};
+use crate::error::{Result, bail};
+use crate::journal::{self, Op, Record};
+use crate::memory_md::{self, MemoryMd};
+use crate::state::State;
+use crate::tombstones::{self, Tombstone, Tombstones};
+use crate::{Layout, archive, consolidate};
+
+/// One run as the journal tells it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    /// When its first record was written (RFC 3339).
+    pub started: String,
+    /// `consolidate`, `forget` or `undo`.
+    pub kind: String,
+    /// The judges that decided its ops (`built-in` or a model name).
+    pub judges: Vec<String>,
+    /// Records by op (`ADD`, `REPLACE`, …).
+    pub ops: BTreeMap<String, usize>,
+    /// Archive facts its ops folded in or kept out.
+    pub facts: usize,
+    /// For an undo: the run it undid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
+    /// The undos of this run, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undone_by: Vec<String>,
+}
+
+/// The journal's name of an op (`ADD`, `REPLACE`, …).
+pub fn op_name(op: Op) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Every run in the journal, oldest first.
+pub fn list(layout: &Layout) -> Result<Vec<Run>> {
+    let records = journal::read(&layout.journal_file())?;
+    let mut runs: Vec<Run> = Vec::new();
+    let mut facts: Vec<BTreeSet<&str>> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for r in &records {
+        let i = *at.entry(&r.run).or_insert_with(|| {
+            runs.push(Run {
+                id: r.run.clone(),
+                started: r.ts.clone(),
+                kind: String::new(),
+                judges: Vec::new(),
+                ops: BTreeMap::new(),
+                facts: 0,
+                undoes: None,
+                undone_by: Vec::new(),
+            });
+            facts.push(BTreeSet::new());
+            runs.len() - 1
+        });
+        let run = &mut runs[i];
+        *run.ops.entry(op_name(r.op)).or_default() += 1;
+        if let Some(m) = &r.model
+            && !run.judges.contains(m)
+        {
+            run.judges.push(m.clone());
+        }
+        if matches!(
+            r.op,
+            Op::Add | Op::Replace | Op::Keep | Op::Suppress | Op::Undo
+        ) {
+            facts[i].extend(r.sources.iter().map(String::as_str));
+        }
+        if r.undoes.is_some() {
+            run.undoes = r.undoes.clone();
+        }
+    }
+    for (run, facts) in runs.iter_mut().zip(&facts) {
+        run.facts = facts.len();
+        let forget_only = run.ops.keys().all(|k| k == "FORGET" || k == "UNFORGET");
+        run.kind = match (&run.undoes, forget_only) {
+            (Some(_), _) => "undo",
+            (None, true) => "forget",
+            (None, false) => "consolidate",
+        }
+        .into();
+    }
+    let undos: Vec<(String, String)> = runs
+        .iter()
+        .filter_map(|r| Some((r.undoes.clone()?, r.id.clone())))
+        .collect();
+    for (undone, by) in undos {
+        if let Some(&i) = at.get(undone.as_str()) {
+            runs[i].undone_by.push(by);
+        }
+    }
+    Ok(runs)
+}
+
+/// How to undo.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Options {
+    /// Work out the changes, write nothing.
+    pub dry_run: bool,
+    /// Forget the run's facts instead of making them pending again.
+    pub keep_out: bool,
+}
+
+/// One entry the undo changed: its text before and after (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub entry: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// Something of the run the undo left as it is, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Left {
+    pub entry: String,
+    pub why: String,
+}
+
+/// What an undo did (or, on a dry run, would do).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The run undone.
+    pub undoes: String,
+    /// The undo's own run id (undo it to bring the run back); `None` when
+    /// nothing was written.
+    pub run: Option<String>,
+    pub dry_run: bool,
+    pub changes: Vec<Change>,
+    pub left: Vec<Left>,
+    /// Facts no entry holds any more, pending again.
+    pub pending_again: Vec<String>,
+    /// Facts no entry holds any more, forgotten (`keep_out`).
+    pub kept_out: Vec<String>,
+}
+
+/// An entry as it stands: its text and metadata, or absent.
+type Slot = Option<(String, Meta)>;
+
+/// One entry moved from one state to another.
+#[derive(Debug, Clone)]
+struct Step {
+    entry: String,
+    from: Slot,
+    to: Slot,
+}
+
+impl Step {
+    fn change(&self) -> Change {
+        Change {
+            entry: self.entry.clone(),
+            before: self.from.as_ref().map(|(t, _)| t.clone()),
+            after: self.to.as_ref().map(|(t, _)| t.clone()),
+        }
+    }
+}
+
+/// What undoing one record calls for.
+enum Verdict {
+    Steps(Vec<Step>),
+    /// Already as the run found it.
+    Done,
+    Left(String),
+    /// Nothing to undo or report (metadata given to a hand-written block).
+    Nothing,
+}
+
+fn slot(doc: &Document, id: &str) -> Slot {
+    let e = doc.get(id)?;
+    Some((e.text.clone(), e.meta.clone()?))
+}
+
+fn same_text(a: &str, b: Option<&String>) -> bool {
+    b.is_some_and(|b| a.trim() == b.trim())
+}
+
+fn same_slot(a: &Slot, b: &Slot) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some((ta, ma)), Some((tb, mb))) => ta.trim() == tb.trim() && ma == mb,
+        _ => false,
+    }
+}
+
+fn without(meta: &Meta, sources: &[String]) -> Meta {
+    let mut m = meta.clone();
+    m.sources.retain(|s| !sources.contains(s));
+    m
+}
+
+/// Put `meta` (current) back to before `r`: the op's facts out, and what
+/// the op stamped (`updated`, the review mark, the hash) as it was.
+fn meta_before_op(meta: &Meta, r: &Record, text: &str) -> Meta {
+    let mut m = without(meta, &r.sources);
+    m.hash = text_hash(text);
+    if let Some(was) = &r.meta_before {
+        m.updated = was.updated.clone();
+        m.unreviewed = was.unreviewed;
+        m.hash = was.hash.clone();
+    }
+    m
+}
+
+fn step(entry: &str, from: Slot, to: Slot) -> Verdict {
+    Verdict::Steps(vec![Step {
+        entry: entry.to_string(),
+        from,
+        to,
+    }])
+}
+
+const CHANGED: &str = "changed since the run (by hand or by a later run): left as it is";
+
+fn undo_add(doc: &Document, r: &Record) -> Verdict {
+    let Some((text, meta)) = slot(doc, &r.entry) else {
+        return Verdict::Done;
+    };
+    if !same_text(&text, r.after.as_ref()) {
+        return Verdict::Left(CHANGED.into());
+    }
+    if meta.sources.iter().any(|s| !r.sources.contains(s)) {
+        return Verdict::Left("facts were folded into it since the run: left as it is".into());
+    }
+    step(&r.entry, Some((text, meta)), None)
+}
+
+fn undo_replace(doc: &Document, r: &Record) -> Verdict {
+    let (Some(before), Some((text, meta))) = (&r.before, slot(doc, &r.entry)) else {
+        return Verdict::Left("no longer in the file".into());
+    };
+    if !same_text(&text, r.after.as_ref()) {
+        return match same_text(&text, Some(before)) {
+            true => Verdict::Done,
+            false => Verdict::Left(CHANGED.into()),
+        };
+    }
+    let to = meta_before_op(&meta, r, before);
+    step(&r.entry, Some((text, meta)), Some((before.clone(), to)))
+}
+
+fn undo_keep(doc: &Document, r: &Record) -> Verdict {
+    let Some((text, meta)) = slot(doc, &r.entry) else {
+        return Verdict::Left("no longer in the file".into());
+    };
+    if !meta.sources.iter().any(|s| r.sources.contains(s)) {
+        return Verdict::Done;
+    }
+    if meta.hash != text_hash(&text) {
+        return Verdict::Left("edited by hand since the run: left as it is".into());
+    }
+    let to = meta_before_op(&meta, r, &text);
+    step(&r.entry, Some((text.clone(), meta)), Some((text, to)))
+}
+
+/// A merge undone: the entry back, and its facts out of the survivor.
+fn undo_remove(doc: &Document, r: &Record) -> Verdict {
+    let Some(before) = &r.before else {
+        return Verdict::Left("the journal does not hold its text".into());
+    };
+    if let Some((text, _)) = slot(doc, &r.entry) {
+        return match text.trim() == before.trim() {
+            true => Verdict::Done,
+            false => Verdict::Left("an entry with its id is in the file".into()),
+        };
+    }
+    let meta = r.meta_before.clone().unwrap_or_else(|| {
+        let mut m = doc.new_meta(
+            before,
+            &chrono::Local::now().format("%Y-%m-%d").to_string(),
+            r.sources.clone(),
+        );
+        m.id = r.entry.clone();
+        m.hash = text_hash(before);
+        m
+    });
+    let mut steps = vec![Step {
+        entry: r.entry.clone(),
+        from: None,
+        to: Some((before.clone(), meta)),
+    }];
+    if let Some(into) = &r.into
+        && let Some((text, m)) = slot(doc, into)
+        && m.sources.iter().any(|s| r.sources.contains(s))
+    {
+        let to = without(&m, &r.sources);
+        steps.push(Step {
+            entry: into.clone(),
+            from: Some((text.clone(), m)),
+            to: Some((text, to)),
+        });
+    }
+    Verdict::Steps(steps)
+}
+
+/// An undo undone: the entry back to the state the undo found.
+fn undo_undo(doc: &Document, r: &Record) -> Verdict {
+    let now = slot(doc, &r.entry);
+    let after = r.after.clone().zip(r.meta_after.clone());
+    let before = r.before.clone().zip(r.meta_before.clone());
+    if same_slot(&now, &after) {
+        step(&r.entry, now, before)
+    } else if same_slot(&now, &before) {
+        Verdict::Done
+    } else {
+        Verdict::Left("changed since the undo: left as it is".into())
+    }
+}
+
+fn verdict(doc: &Document, r: &Record) -> Verdict {
+    match r.op {
+        Op::Add => undo_add(doc, r),
+        Op::Replace => undo_replace(doc, r),
+        Op::Keep => undo_keep(doc, r),
+        Op::Remove => undo_remove(doc, r),
+        Op::Undo => undo_undo(doc, r),
+        Op::Adopt => Verdict::Nothing,
+        Op::Forget | Op::Unforget => {
+            Verdict::Left(format!("forgotten: `memd forget --undo {}`", r.entry))
+        }
+        Op::HandRemove => Verdict::Left(format!(
+            "deleted by hand: `memd forget --undo {}` brings it back",
+            r.entry
+        )),
+        Op::Suppress => Verdict::Left(format!(
+            "kept out as a restatement of a forgotten entry: `memd forget --undo {}` lifts that",
+            r.into.as_deref().unwrap_or(&r.entry)
+        )),
+    }
+}
+
+/// Move an entry of `doc` to `to`.
+fn set(doc: &mut Document, id: &str, to: &Slot) {
+    let Some((text, meta)) = to else {
+        doc.remove(id);
+        return;
+    };
+    if doc.get(id).is_none() {
+        doc.push(text, meta.clone());
+    }
+    if let Some(e) = doc.get_mut(id) {
+        e.text = text.clone();
+        e.meta = Some(meta.clone());
+    }
+}
+
+/// The steps that undo `records` (one run's, oldest first), applied to
+/// `doc` as they are found, and what is left as it is.
+fn plan(doc: &mut Document, records: &[&Record]) -> (Vec<Step>, Vec<Left>) {
+    let mut steps = Vec::new();
+    let mut left = Vec::new();
+    for r in records.iter().rev() {
+        match verdict(doc, r) {
+            Verdict::Steps(s) => {
+                for s in s {
+                    set(doc, &s.entry, &s.to);
+                    steps.push(s);
+                }
+            }
+            Verdict::Left(why) => left.push(Left {
+                entry: r.entry.clone(),
+                why,
+            }),
+            Verdict::Done | Verdict::Nothing => {}
+        }
+    }
+    (steps, left)
+}
+
+fn sources(s: &Slot) -> &[String] {
+    s.as_ref().map(|(_, m)| m.sources.as_slice()).unwrap_or(&[])
+}
+
+/// The facts the steps moved: (out of every entry now, into some entry).
+fn moved(doc: &Document, steps: &[Step]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let live: HashSet<&str> = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .flat_map(|m| m.sources.iter().map(String::as_str))
+        .collect();
+    let touched: BTreeSet<&String> = steps
+        .iter()
+        .flat_map(|s| sources(&s.from).iter().chain(sources(&s.to)))
+        .collect();
+    let (into, out): (BTreeSet<String>, BTreeSet<String>) = touched
+        .into_iter()
+        .cloned()
+        .partition(|f| live.contains(f.as_str()));
+    (out, into)
+}
+
+/// The journal record of a step.
+fn record(run: &str, undoes: &str, s: &Step) -> Record {
+    let mut r = Record::new(run, Op::Undo, &s.entry);
+    r.before = s.from.as_ref().map(|(t, _)| t.clone());
+    r.after = s.to.as_ref().map(|(t, _)| t.clone());
+    r.meta_before = s.from.as_ref().map(|(_, m)| m.clone());
+    r.meta_after = s.to.as_ref().map(|(_, m)| m.clone());
+    let (from, to) = (sources(&s.from), sources(&s.to));
+    r.sources = from
+        .iter()
+        .filter(|f| !to.contains(f))
+        .chain(to.iter().filter(|f| !from.contains(f)))
+        .cloned()
+        .collect();
+    r.undoes = Some(undoes.to_string());
+    r
+}
+
+/// The records of run `id`, oldest first; an error if there is none or it
+/// is a forget (undone by `memd forget --undo`).
+fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
+    let records: Vec<&Record> = all.iter().filter(|r| r.run == id).collect();
+    if records.is_empty() {
+        return Err(crate::Error::NotFound { id: id.to_string() });
+    }
+    if records
+        .iter()
+        .all(|r| matches!(r.op, Op::Forget | Op::Unforget))
+    {
+        return Err(crate::Error::Invalid(format!(
+            "run {id} forgot or brought back entries: `memd forget --undo ID` undoes that"
+        )));
+    }
+    Ok(records)
+}
+
+/// How many times the undo starts again when the entries file keeps
+/// changing under it.
+const ATTEMPTS: usize = 10;
+
+/// Undo run `id` (see the module doc). Holds the entries lock.
+pub fn undo(layout: &Layout, id: &str, opts: Options) -> Result<Outcome> {
+    let _lock = entries::lock(layout)?;
+    let all = journal::read(&layout.journal_file())?;
+    let records = records_of(&all, id)?;
+    let run = consolidate::new_run_id(&crate::clock::Clock::System);
+    for _ in 0..ATTEMPTS {
+        let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;
+        let (steps, left) = plan(&mut doc, &records);
+        let (out, into) = moved(&doc, &steps);
+        let mut outcome = Outcome {
+            undoes: id.to_string(),
+            run: None,
+            dry_run: opts.dry_run,
+            changes: steps.iter().map(Step::change).collect(),
+            left,
+            pending_again: Vec::new(),
+            kept_out: Vec::new(),
+        };
+        if opts.dry_run || steps.is_empty() {
+            (outcome.pending_again, outcome.kept_out) = match opts.keep_out {
+                false => (out.into_iter().collect(), Vec::new()),
+                true => (Vec::new(), out.into_iter().collect()),
+            };
+            return Ok(outcome);
+        }
+        let mut state = release(layout, &out, opts, &mut outcome)?;
+        refresh_memory_md(layout, None, &steps)?;
+        let records: Vec<Record> = steps.iter().map(|s| record(&run, id, s)).collect();
+        let Some(adopted) = save_journaled(layout, &mut doc, original.as_deref(), &records)? else {
+            tracing::info!(
+                "consolidated/memory.md changed during the undo; undoing again on the new text"
+            );
+            continue;
+        };
+        crate::pause::at(layout, "undo-entries-written");
+        let adopted: Vec<Record> = adopted
+            .iter()
+            .map(|a| {
+                let mut r = Record::new(&run, Op::Adopt, a);
+                r.after = doc.get(a).map(|e| e.text.clone());
+                r
+            })
+            .collect();
+        journal::append(&layout.journal_file(), &adopted)?;
+        state.mark_done(into.iter().map(String::as_str));
+        state.save(&layout.state_file())?;
+        refresh_memory_md(layout, Some(&doc), &steps)?;
+        outcome.run = Some(run);
+        return Ok(outcome);
+    }
+    bail!("consolidated/memory.md kept changing during the undo; nothing was changed, run it again")
+}
+
+/// Save `doc` if the file is still `original`, journaling `records` after
+/// that check and before the new text lands: the journal never misses a
+/// change the file has (see the module doc). `None`: the file changed.
+fn save_journaled(
+    layout: &Layout,
+    doc: &mut Document,
+    original: Option<&[u8]>,
+    records: &[Record],
+) -> Result<Option<Vec<String>>> {
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    doc.save_if_unchanged(&layout.entries_file(), &today, original, || {
+        journal::append(&layout.journal_file(), records)
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        crate::pause::at(layout, "undo-journaled");
+        Ok(())
+    })
+}
+
+/// Before the entries file changes: the facts about to leave every entry
+/// come off the watermark, or (`keep_out`) are forgotten. Returns the
+/// state as saved.
+fn release(
+    layout: &Layout,
+    out: &BTreeSet<String>,
+    opts: Options,
+    outcome: &mut Outcome,
+) -> Result<State> {
+    let mut state = State::load(&layout.state_file())?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
+    let (facts, _) = archive::read_all(layout)?;
+    let mut new_stones = Vec::new();
+    for f in facts.iter().filter(|f| out.contains(&f.id)) {
+        if stones.covers(&f.id, &f.text) {
+            continue;
+        }
+        if opts.keep_out {
+            new_stones.push(Tombstone::new(None, &f.text, vec![f.id.clone()], "undo"));
+            outcome.kept_out.push(f.id.clone());
+        } else {
+            outcome.pending_again.push(f.id.clone());
+        }
+    }
+    for f in out {
+        state.watermark.done.remove(f);
+    }
+    state.save(&layout.state_file())?;
+    tombstones::append(&layout.tombstones_file(), &new_stones)?;
+    Ok(state)
+}
+
+/// The lines of `MEMORY.md` for the entries the undo changed: gone with
+/// the entry, or showing its text as it is back. Before the entries file
+/// is written (`doc` is `None`) only the lines of entries about to go are
+/// dropped, so that no line ever names an entry that is not in the file.
+fn refresh_memory_md(layout: &Layout, doc: Option<&Document>, steps: &[Step]) -> Result<()> {
+    let changed: HashMap<&str, &Slot> = steps.iter().map(|s| (s.entry.as_str(), &s.to)).collect();
+    let md = MemoryMd::read(&layout.memory_md())?;
+    let lines: Vec<_> = md
+        .lines()
+        .into_iter()
+        .filter_map(|mut l| {
+            let to = changed.get(l.entry_id.as_str());
+            match (to, doc) {
+                (None, _) => Some(l),
+                (Some(None), _) => None,
+                (Some(Some(_)), None) => Some(l),
+                (Some(Some(_)), Some(doc)) => {
+                    l.text = consolidate::promote::line_text(&doc.get(&l.entry_id)?.text);
+                    Some(l)
+                }
+            }
+        })
+        .collect();
+    memory_md::write_lines(&layout.memory_md(), &lines)?;
+    Ok(())
+}
