@@ -21,6 +21,10 @@ pub struct Info {
     pub started: String,
     /// Whether requests need `Authorization: Bearer $MEMD_TOKEN`.
     pub token: bool,
+    /// Set when the daemon serves many memories (`memd serve --root`):
+    /// this directory's name there, whose routes are `/v1/m/NAME/…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
 }
 
 fn info_path(layout: &Layout) -> PathBuf {

@@ -37,6 +37,9 @@ pub enum Error {
         "no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)"
     )]
     NotFound { id: String },
+    /// Something else named that does not exist (a run, a memory).
+    #[error("there is no {what}")]
+    NoSuch { what: String },
     /// The directory is not a memory directory (or does not exist).
     #[error("{}", not_memory_dir(.path, .exists))]
     NotMemoryDir { path: PathBuf, exists: bool },
@@ -133,7 +136,7 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Busy { .. } | Error::DaemonRunning { .. } => Kind::Busy,
-            Error::NotFound { .. } => Kind::NotFound,
+            Error::NotFound { .. } | Error::NoSuch { .. } => Kind::NotFound,
             Error::NotMemoryDir { .. } | Error::InvalidFact(_) | Error::Invalid(_) => Kind::Invalid,
             Error::Corrupt { .. } => Kind::Corrupt,
             Error::Daemon { status, .. } => match status {

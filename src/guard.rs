@@ -97,6 +97,6 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 
 /// Equality that takes as long whatever the first differing byte (the
 /// length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

@@ -105,6 +105,7 @@ pub mod layout;
 pub mod llm;
 pub(crate) mod lock;
 pub mod mcp;
+pub mod memories;
 pub mod memory_md;
 pub(crate) mod pause;
 pub(crate) mod pending;

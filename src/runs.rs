@@ -463,7 +463,9 @@ fn record(run: &str, undoes: &str, s: &Step) -> Record {
 fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
     let records: Vec<&Record> = all.iter().filter(|r| r.run == id).collect();
     if records.is_empty() {
-        return Err(crate::Error::NotFound { id: id.to_string() });
+        return Err(crate::Error::NoSuch {
+            what: format!("run {id:?} in the journal (`memd runs` lists them)"),
+        });
     }
     if records
         .iter()

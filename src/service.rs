@@ -95,6 +95,9 @@ pub enum Backend {
         pid: u32,
         http: reqwest::Client,
         token: Option<String>,
+        /// The memory's name when the daemon serves many (`serve --root`):
+        /// its routes are `/v1/m/NAME/…`.
+        memory: Option<String>,
     },
     /// This process: with the index it holds for its whole life (`memd
     /// mcp`), or, for a one-shot command, one opened per call.
@@ -109,6 +112,7 @@ impl Backend {
                 pid: info.pid,
                 http: reqwest::Client::new(),
                 token: std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty()),
+                memory: info.memory,
             },
             None => Backend::InProcess(None),
         }
@@ -144,11 +148,24 @@ impl Backend {
         body: Option<serde_json::Value>,
     ) -> Result<T> {
         let Backend::Daemon {
-            base, http, token, ..
+            base,
+            http,
+            token,
+            memory,
+            ..
         } = self
         else {
             unreachable!("only called for a daemon")
         };
+        // Every route starts with `v1`; a memory of many has its own.
+        let routed: Vec<&str> = match (memory, segments.split_first()) {
+            (Some(m), Some((&"v1", rest))) => ["v1", "m", m.as_str()]
+                .into_iter()
+                .chain(rest.iter().copied())
+                .collect(),
+            _ => segments.to_vec(),
+        };
+        let segments = routed.as_slice();
         let mut url =
             reqwest::Url::parse(base).map_err(|e| err!("bad daemon address {base}: {e}"))?;
         url.path_segments_mut()

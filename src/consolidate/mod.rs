@@ -126,6 +126,18 @@ pub(crate) async fn run_with(
     run_at(layout, config, opts, embedder, Clock::System).await
 }
 
+/// Whether the gate would let a run start now: what a daemon serving many
+/// memories asks before it opens one (read only, no lock).
+pub fn due(layout: &Layout, config: &Config) -> Result<bool> {
+    let state = State::load(&layout.state_file())?;
+    if gate::time(&state, config, Clock::System.now()).is_some() {
+        return Ok(false);
+    }
+    let inputs = Inputs::read(layout)?;
+    let (pending, _) = inputs.pending(&state);
+    Ok(gate::volume(pending.len(), config).is_none())
+}
+
 /// [`run_with`] as of the time `clock` gives: the gate, the day of new
 /// entries and the run's timestamps all read it.
 pub async fn run_at(

@@ -20,6 +20,8 @@
 //! at [`MAX_BODY`]. No request names a path: ids are looked up among
 //! entries and facts, never joined onto the file system.
 
+pub(crate) mod many;
+
 use std::sync::Arc;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};

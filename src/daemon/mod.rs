@@ -22,6 +22,8 @@
 //! synchronous code in one stretch), so what was being written is finished
 //! and what was only planned is planned again by the next run.
 
+pub mod many;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,13 +40,13 @@ use crate::{Layout, api, consolidate, lock};
 pub use crate::daemon_info::running;
 
 /// How often the daemon checks whether the index needs compacting.
-const OPTIMIZE_CHECK_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const OPTIMIZE_CHECK_EVERY: Duration = Duration::from_secs(10);
 
 /// How often the watcher reconciles even without file events.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
 
 /// The error when another daemon already holds this directory.
-fn already_served(layout: &Layout) -> crate::Error {
+pub(crate) fn already_served(layout: &Layout) -> crate::Error {
     let other = running(layout);
     crate::Error::DaemonRunning {
         dir: layout.root.clone(),
@@ -82,6 +84,7 @@ pub async fn serve(
         listen: local.to_string(),
         started: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         token: token.is_some(),
+        memory: None,
     };
     daemon_info::write(&layout, &info).context("writing .memd/daemon.json")?;
     tracing::info!(addr = %local, dir = %layout.root.display(), "memd daemon listening");
@@ -106,13 +109,7 @@ pub async fn serve(
     };
     let server =
         axum::serve(listener, api::router(state)).with_graceful_shutdown(stop.clone().wait());
-    let stopper = async {
-        tokio::select! {
-            _ = shutdown => tracing::info!("shutting down"),
-            _ = stop.recv() => {}
-        }
-        trigger.fire();
-    };
+    let stopper = stop_on(shutdown, trigger, stop.clone());
     let (watched, _, served, _) = tokio::join!(watcher, loops, server, stopper);
     daemon_info::remove(&layout);
     if let Err(e) = watched {
@@ -124,23 +121,36 @@ pub async fn serve(
 
 async fn consolidation_loop(layout: &Layout, config: &Config, index: &Index, stop: Shutdown) {
     let every = Duration::from_secs(config.consolidation.interval_seconds.max(1));
+    rounds(every, &stop, || async {
+        let opts = consolidate::Options::default();
+        match crate::service::consolidate_then_sync(layout, config, opts, Some(index)).await {
+            Ok(r) if r.skipped.is_some() => {}
+            Ok(r) => tracing::info!(
+                run = %r.run_id, pending = r.pending_facts, clusters = r.clusters,
+                add = r.applied.add, replace = r.applied.replace, remove = r.applied.remove,
+                keep = r.applied.keep, "consolidation run finished"
+            ),
+            Err(e) => tracing::warn!("consolidation run failed: {e:#}"),
+        }
+    })
+    .await
+}
+
+/// Run a consolidation round every `period` until `stop` fires; a round in
+/// flight then is dropped at its next await point (see the module doc on
+/// shutdown).
+pub(crate) async fn rounds<F, Fut>(period: Duration, stop: &Shutdown, mut round: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(every) => {}
+            _ = tokio::time::sleep(period) => {}
             _ = stop.recv() => return,
         }
-        let opts = consolidate::Options::default();
-        let run = crate::service::consolidate_then_sync(layout, config, opts, Some(index));
         tokio::select! {
-            r = run => match r {
-                Ok(r) if r.skipped.is_some() => {}
-                Ok(r) => tracing::info!(
-                    run = %r.run_id, pending = r.pending_facts, clusters = r.clusters,
-                    add = r.applied.add, replace = r.applied.replace, remove = r.applied.remove,
-                    keep = r.applied.keep, "consolidation run finished"
-                ),
-                Err(e) => tracing::warn!("consolidation run failed: {e:#}"),
-            },
+            _ = round() => {}
             _ = stop.recv() => {
                 tracing::info!("consolidation interrupted by shutdown; its facts stay pending");
                 return;
@@ -155,14 +165,33 @@ async fn optimize_loop(index: &Index, stop: Shutdown) {
             _ = tokio::time::sleep(OPTIMIZE_CHECK_EVERY) => {}
             _ = stop.recv() => return,
         }
-        let t = std::time::Instant::now();
-        match index.compact_if_needed().await {
-            Ok(false) => {}
-            Ok(true) => tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted"),
-            Err(e) => tracing::warn!("index compaction failed: {e:#}"),
-        }
-        if let Err(e) = index.settle_text_index().await {
-            tracing::warn!("full-text index build failed: {e:#}");
-        }
+        upkeep(index).await;
+    }
+}
+
+/// Fire `trigger` when `shutdown` resolves (or something else fired it).
+pub(crate) async fn stop_on(
+    shutdown: impl Future<Output = ()>,
+    trigger: shutdown::Trigger,
+    stop: Shutdown,
+) {
+    tokio::select! {
+        _ = shutdown => tracing::info!("shutting down"),
+        _ = stop.recv() => {}
+    }
+    trigger.fire();
+}
+
+/// Compact the index if it needs it, then rebuild its full-text index if
+/// rows changed (failures are warnings: the next check tries again).
+pub(crate) async fn upkeep(index: &Index) {
+    let t = std::time::Instant::now();
+    match index.compact_if_needed().await {
+        Ok(false) => {}
+        Ok(true) => tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted"),
+        Err(e) => tracing::warn!("index compaction failed: {e:#}"),
+    }
+    if let Err(e) = index.settle_text_index().await {
+        tracing::warn!("full-text index build failed: {e:#}");
     }
 }
