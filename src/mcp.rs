@@ -18,7 +18,11 @@
 //! this loop is where they are kept.
 //!
 //! Tools: `remember` {text, category?, session?}, `recall` {query, k?},
-//! `forget` {id}, `core_memory` {}, `consolidate` {force?}. Resource:
+//! `forget` {id}, `core_memory` {}, `consolidate` {force?}. Started as
+//! `memd --dir ROOT mcp --memory NAME` ([`Scope::many`]), it serves the
+//! memories under ROOT (the layout of `memd serve --root`): each tool also
+//! takes `memory`, NAME by default, and `remember` makes a memory that
+//! does not exist yet. Resource:
 //! `memd://MEMORY.md`, the always-in-prompt memory (the same text as
 //! `core_memory`), for clients that attach resources to the prompt.
 
@@ -47,8 +51,9 @@ const INTERNAL_ERROR: i64 = -32603;
 /// MCP's error code for a resource that does not exist.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
-fn tools() -> Value {
-    json!([
+/// The tools; with `many`, each takes an optional `memory` argument.
+fn tools(many: bool) -> Value {
+    let mut tools = json!([
         {
             "name": "remember",
             "description": "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact.",
@@ -100,7 +105,14 @@ fn tools() -> Value {
                 "additionalProperties": false
             }
         }
-    ])
+    ]);
+    if many {
+        let memory = json!({"type": "string", "description": "Which memory (a name under the server's root; default: the one it was started with)"});
+        for t in tools.as_array_mut().into_iter().flatten() {
+            t["inputSchema"]["properties"]["memory"] = memory.clone();
+        }
+    }
+    tools
 }
 
 fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str> {
@@ -119,33 +131,103 @@ fn opt_str(args: &Value, name: &str) -> Option<String> {
 /// most of a recall.
 pub(crate) type Held = tokio::sync::OnceCell<Arc<Index>>;
 
-/// Where a tool call goes: the daemon when one runs, else this process with
-/// its held index.
-async fn backend(layout: &Layout, config: &Config, held: &Held) -> Result<Backend> {
-    let backend = Backend::for_dir(layout);
-    if !matches!(backend, Backend::InProcess(_)) {
-        return Ok(backend);
-    }
-    let index = held
-        .get_or_try_init(|| async {
-            Ok::<_, crate::Error>(Arc::new(Index::open(layout, config).await?))
+/// One memory directory a server answers for.
+pub struct Target {
+    layout: Layout,
+    config: Config,
+    held: Held,
+}
+
+impl Target {
+    fn new(layout: Layout, config: Config) -> Arc<Target> {
+        Arc::new(Target {
+            layout,
+            config,
+            held: Held::new(),
         })
-        .await?;
-    Ok(Backend::InProcess(Some(index.clone())))
+    }
+
+    /// Where a tool call goes: the daemon when one runs, else this process
+    /// with its held index.
+    async fn backend(&self) -> Result<Backend> {
+        let backend = Backend::for_dir(&self.layout);
+        if !matches!(backend, Backend::InProcess(_)) {
+            return Ok(backend);
+        }
+        let index = self
+            .held
+            .get_or_try_init(|| async {
+                let index = Index::open(&self.layout, &self.config).await?;
+                Ok::<_, crate::Error>(Arc::new(index))
+            })
+            .await?;
+        Ok(Backend::InProcess(Some(index.clone())))
+    }
+}
+
+/// What a server answers for: one memory directory, or (`memd mcp --memory
+/// NAME`) every memory under a root, NAME unless a tool names another.
+pub enum Scope {
+    One(Arc<Target>),
+    Many {
+        root: std::path::PathBuf,
+        default: String,
+        open: std::sync::Mutex<std::collections::HashMap<String, Arc<Target>>>,
+    },
+}
+
+impl Scope {
+    pub fn one(layout: Layout, config: Config) -> Scope {
+        Scope::One(Target::new(layout, config))
+    }
+
+    /// The memories under `root`, `default` unless a tool names another.
+    pub fn many(root: &std::path::Path, default: &str) -> Result<Scope> {
+        crate::memories::check_name(default)?;
+        Ok(Scope::Many {
+            root: root.to_path_buf(),
+            default: default.to_string(),
+            open: Default::default(),
+        })
+    }
+
+    /// The memory a call's `memory` argument names (or the default);
+    /// made on a write (`create`) if it does not exist.
+    fn pick(&self, args: &Value, create: bool) -> Result<Arc<Target>> {
+        let asked = args.get("memory").and_then(Value::as_str);
+        let (root, default, open) = match self {
+            Scope::One(t) if asked.is_none() => return Ok(t.clone()),
+            Scope::One(_) => bail!(
+                "this server serves one memory directory: start it with `memd --dir ROOT mcp --memory NAME` to choose among the memories under ROOT"
+            ),
+            Scope::Many {
+                root,
+                default,
+                open,
+            } => (root, default, open),
+        };
+        let name = asked.unwrap_or(default);
+        if let Some(t) = open.lock().expect("not poisoned").get(name) {
+            return Ok(t.clone());
+        }
+        let layout = crate::memories::layout_of(root, name, create)?;
+        let config = Config::load(&layout.root)?;
+        let t = Target::new(layout, config);
+        open.lock()
+            .expect("not poisoned")
+            .insert(name.to_string(), t.clone());
+        Ok(t)
+    }
 }
 
 /// Run one tool; its text result.
-async fn call_tool(
-    layout: &Layout,
-    config: &Config,
-    held: &Held,
-    name: &str,
-    args: &Value,
-) -> Result<String> {
+async fn call_tool(scope: &Scope, name: &str, args: &Value) -> Result<String> {
+    let target = scope.pick(args, name == "remember")?;
+    let (layout, config) = (&target.layout, &target.config);
     if name == "core_memory" {
         return core_memory(layout);
     }
-    let backend = backend(layout, config, held).await?;
+    let backend = target.backend().await?;
     match name {
         "remember" => {
             let facts = archive::new_facts(
@@ -262,12 +344,7 @@ fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
 }
 
 /// The reply to one JSON-RPC message (`None` for a notification).
-pub(crate) async fn handle(
-    layout: &Layout,
-    config: &Config,
-    held: &Held,
-    line: &str,
-) -> Option<Value> {
+pub(crate) async fn handle(scope: &Scope, line: &str) -> Option<Value> {
     let msg: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
@@ -297,7 +374,7 @@ pub(crate) async fn handle(
             })
         }
         "ping" => json!({}),
-        "tools/list" => json!({ "tools": tools() }),
+        "tools/list" => json!({ "tools": tools(matches!(scope, Scope::Many { .. })) }),
         "resources/list" => json!({ "resources": [{
             "uri": CORE_URI,
             "name": "MEMORY.md",
@@ -306,7 +383,10 @@ pub(crate) async fn handle(
         }]}),
         "resources/read" => match params["uri"].as_str() {
             Some(CORE_URI) => {
-                let text = match core_memory(layout) {
+                let text = match scope
+                    .pick(&json!({}), false)
+                    .and_then(|t| core_memory(&t.layout))
+                {
                     Ok(t) => t,
                     Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
                 };
@@ -321,7 +401,7 @@ pub(crate) async fn handle(
             let name = params["name"].as_str().unwrap_or("");
             let args = params.get("arguments").cloned().unwrap_or(json!({}));
             // A failing tool is a result the model can read, not a protocol error.
-            match call_tool(layout, config, held, name, &args).await {
+            match call_tool(scope, name, &args).await {
                 Ok(text) => json!({"content": [{"type": "text", "text": text}], "isError": false}),
                 Err(e) => {
                     json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
@@ -335,18 +415,17 @@ pub(crate) async fn handle(
 }
 
 /// Serve MCP on stdin/stdout until stdin closes.
-pub async fn serve_stdio(layout: Layout, config: Config) -> Result<()> {
+pub async fn serve_stdio(scope: Scope) -> Result<()> {
     let mut input = BufReader::new(tokio::io::stdin());
     let mut out = tokio::io::stdout();
     let mut buf = Vec::new();
-    let held = Held::new();
     loop {
         let reply = match read_line(&mut input, &mut buf).await? {
             Line::End => return Ok(()),
             Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
             Line::Bytes => match std::str::from_utf8(&buf) {
                 Ok(line) if line.trim().is_empty() => None,
-                Ok(line) => handle(&layout, &config, &held, line).await,
+                Ok(line) => handle(&scope, line).await,
                 Err(e) => Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
             },
         };

@@ -59,6 +59,30 @@ pub fn check_name(name: &str) -> Result<()> {
     )))
 }
 
+/// The layout of memory `name` under `root` (the name checked first).
+/// When it does not exist: made as `memd init` does, with `root/memd.toml`
+/// (if any) as its configuration, when `create`; else `NoSuch`.
+pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
+    check_name(name)?;
+    let dir = root.join(name);
+    if dir.join("archive").is_dir() {
+        return Layout::open(&dir);
+    }
+    if !create {
+        return Err(crate::Error::NoSuch {
+            what: format!("memory {name:?} (its first write creates it)"),
+        });
+    }
+    let layout = crate::layout::init(&dir)?;
+    let template = root.join("memd.toml");
+    if template.is_file() {
+        std::fs::copy(&template, layout.config_file())
+            .with_context(|| format!("copying {}", template.display()))?;
+    }
+    tracing::info!(memory = %name, "memory created");
+    Ok(layout)
+}
+
 /// One open memory.
 pub struct Memory {
     pub name: String,
@@ -137,12 +161,6 @@ impl Memories {
         }
     }
 
-    /// The directory of memory `name` (checked).
-    pub fn dir(&self, name: &str) -> Result<PathBuf> {
-        check_name(name)?;
-        Ok(self.root.join(name))
-    }
-
     /// Every memory under the root (directories with a valid name and an
     /// `archive/`), by name.
     pub fn names(&self) -> Result<Vec<String>> {
@@ -179,7 +197,7 @@ impl Memories {
     /// Memory `name`, opened if it is not; created first when `create`
     /// (a write), else `NotFound` if it does not exist.
     pub async fn get(&self, name: &str, create: bool) -> Result<Arc<Memory>> {
-        let dir = self.dir(name)?;
+        check_name(name)?;
         if let Some(m) = self.open.lock().expect("not poisoned").touch(name) {
             return Ok(m);
         }
@@ -187,32 +205,13 @@ impl Memories {
         if let Some(m) = self.open.lock().expect("not poisoned").touch(name) {
             return Ok(m);
         }
-        let layout = self.layout(name, &dir, create)?;
+        let layout = layout_of(&self.root, name, create)?;
         let m = Arc::new(self.open_memory(name, layout).await?);
         self.open
             .lock()
             .expect("not poisoned")
             .hold(m.clone(), self.max_open);
         Ok(m)
-    }
-
-    fn layout(&self, name: &str, dir: &Path, create: bool) -> Result<Layout> {
-        if dir.join("archive").is_dir() {
-            return Layout::open(dir);
-        }
-        if !create {
-            return Err(crate::Error::NoSuch {
-                what: format!("memory {name:?} (its first POST /v1/m/{name}/facts creates it)"),
-            });
-        }
-        let layout = crate::layout::init(dir)?;
-        let template = self.root.join("memd.toml");
-        if template.is_file() {
-            std::fs::copy(&template, layout.config_file())
-                .with_context(|| format!("copying {}", template.display()))?;
-        }
-        tracing::info!(memory = %name, "memory created");
-        Ok(layout)
     }
 
     async fn open_memory(&self, name: &str, layout: Layout) -> Result<Memory> {

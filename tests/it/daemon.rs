@@ -390,18 +390,24 @@ async fn sigterm_during_a_consolidation_leaves_whole_files_and_the_next_start_fi
     .unwrap();
 }
 
-/// `memd mcp` on `layout`, with its stdin and its stdout (line by line).
-fn spawn_mcp(
-    layout: &Layout,
-) -> (
+type Mcp = (
     Child,
     std::process::ChildStdin,
     BufReader<std::process::ChildStdout>,
-) {
+);
+
+/// `memd mcp` on `layout`, with its stdin and its stdout (line by line).
+fn spawn_mcp(layout: &Layout) -> Mcp {
+    spawn_mcp_with(&layout.root, &[])
+}
+
+/// `memd --dir DIR mcp ARGS…`.
+fn spawn_mcp_with(dir: &std::path::Path, args: &[&str]) -> Mcp {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
         .arg("--dir")
-        .arg(&layout.root)
+        .arg(dir)
         .arg("mcp")
+        .args(args)
         .env_remove("MEMD_DIR")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1156,4 +1162,68 @@ fn the_consolidation_loop_runs_each_memorys_gate_open_or_closed() {
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(entries("carol"), 0, "carol's own gate holds");
     d.stop();
+}
+
+/// A tool call's (is error, text).
+fn tool(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut BufReader<std::process::ChildStdout>,
+    name: &str,
+    args: Value,
+) -> (bool, String) {
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": args}});
+    writeln!(stdin, "{msg}").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let r: Value = serde_json::from_str(&line).unwrap();
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    (r["result"]["isError"] == json!(true), text.to_string())
+}
+
+#[test]
+fn mcp_with_a_memory_name_serves_the_memories_under_its_directory() {
+    let root = root_dir();
+    let (mut child, mut stdin, mut stdout) = spawn_mcp_with(root.path(), &["--memory", "alice"]);
+    let mut call = |name: &str, args: Value| tool(&mut stdin, &mut stdout, name, args);
+    let (err, text) = call("remember", json!({"text": "Alice keeps bees"}));
+    assert!(!err, "{text}");
+    let (err, text) = call(
+        "remember",
+        json!({"text": "Bob keeps goats", "memory": "bob"}),
+    );
+    assert!(!err, "{text}");
+    let (_, alice) = call("recall", json!({"query": "keeps", "k": 10}));
+    assert!(
+        alice.contains("bees") && !alice.contains("goats"),
+        "{alice}"
+    );
+    let (_, bob) = call(
+        "recall",
+        json!({"query": "keeps", "k": 10, "memory": "bob"}),
+    );
+    assert!(bob.contains("goats") && !bob.contains("bees"), "{bob}");
+    let (err, text) = call("recall", json!({"query": "x", "memory": "../alice"}));
+    assert!(err && text.contains("memory name"), "{text}");
+    let (err, text) = call("recall", json!({"query": "x", "memory": "carol"}));
+    assert!(err && text.contains("no memory"), "{text}");
+    assert!(!root.path().join("carol").exists());
+    drop(stdin);
+    child.wait().unwrap();
+
+    // One memory directory: no `memory` to choose.
+    let alice = Layout::open(root.path().join("alice")).unwrap();
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&alice);
+    let (err, text) = tool(
+        &mut stdin,
+        &mut stdout,
+        "recall",
+        json!({"query": "x", "memory": "bob"}),
+    );
+    assert!(err && text.contains("--memory"), "{text}");
+    drop(stdin);
+    child.wait().unwrap();
 }
