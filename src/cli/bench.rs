@@ -78,6 +78,30 @@ enum What {
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
     },
+    /// One daemon over many memories (`memd serve --root`, a child
+    /// process): its RSS and open files, a cold memory's first search, a
+    /// warm one's searches, posts/s across memories, no fact lost.
+    ServeMany {
+        #[arg(long, default_value_t = 1000)]
+        memories: usize,
+        /// Facts in each memory's archive before the daemon starts.
+        #[arg(long, default_value_t = 100)]
+        facts: usize,
+        #[arg(long, default_value_t = 64)]
+        max_open: usize,
+        /// Memories whose first search is timed one by one.
+        #[arg(long, default_value_t = 30)]
+        cold: usize,
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// How long the clients post.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value = "minilm")]
+        embedder: String,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
         #[arg(long, default_value_t = 1000)]
@@ -163,6 +187,28 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
                 }
                 anyhow::Ok(())
             })
+        }
+        What::ServeMany {
+            memories,
+            facts,
+            max_open,
+            cold,
+            clients,
+            seconds,
+            embedder,
+            r#in,
+        } => {
+            super::embedder_kind(&embedder)?;
+            let load = bench::Load {
+                memories,
+                facts,
+                max_open,
+                cold,
+                clients,
+                seconds: seconds.min(600),
+                embedder,
+            };
+            print_line(&rt.block_on(bench::serve_many(&r#in, &load))?)
         }
         What::Append {
             singles,

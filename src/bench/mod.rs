@@ -1,6 +1,10 @@
 //! Benchmarks behind `memd bench`. Speed is measured here, never asserted
 //! in tests.
 
+mod many;
+
+pub use many::{Load, ServeManyReport, serve_many};
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
