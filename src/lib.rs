@@ -56,8 +56,9 @@
 //! `src/cli/` and maps errors to exit codes), the daemon ([`daemon`]:
 //! watcher, consolidation loop, index upkeep; given its listener and a
 //! shutdown future, stopped through [`shutdown`]) with its HTTP API
-//! ([`api`], whose requests [`guard`] screens first), and the MCP server
-//! ([`mcp`]). The CLI and MCP reach the index through [`service`], which
+//! ([`api`], whose requests [`guard`] screens first), the daemon for many
+//! memories under one root (`daemon::many`, `api::many`, the open
+//! memories capped by [`memories`]), and the MCP server ([`mcp`]). The CLI and MCP reach the index through [`service`], which
 //! goes through the daemon's API when one runs (it owns the index) and
 //! works in process otherwise; `add`, the API and MCP share its one add
 //! path.
