@@ -12,6 +12,16 @@
 //! - and their embeddings are close ([`Rule::min_cosine`]): a guard
 //!   against texts whose words match by accident.
 //!
+//! A second, one-way rule folds a text into one that says it and more
+//! ([`Rule::part_of`]): "Gina lost her job at Door Dash" into "Gina lost
+//! her job at Door Dash during the month of the conversation". The shorter
+//! must be a leading clause of the longer, word for word as above, ending
+//! at a comma or before a word that opens a further phrase ("at", "which",
+//! "and", …), and nothing after it may take it back, narrow it or make it
+//! a condition ("but", "not", "until", "if", …); their embeddings must be
+//! at least [`PART_MIN_COSINE`] alike. Folding it loses nothing: every
+//! word of the shorter text is still there in the longer.
+//!
 //! `memd eval dedup` measures the rule on labelled pairs of the dev data
 //! (pairs that say the same thing, and hard pairs that do not) for each
 //! variant and threshold. [`Rule::SHIPPED`] is the setting with no false
@@ -159,4 +169,107 @@ fn named(text: &str, word: &str) -> bool {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .skip(1)
         .any(|w| w.starts_with(char::is_uppercase) && w.to_lowercase().starts_with(word))
+}
+
+/// Words that open a further phrase or clause: what follows one adds to
+/// what came before it ("Maria volunteers at a homeless shelter, which she
+/// started a year ago"; "Joanna is lactose intolerant and bakes vegan").
+const OPENS_MORE: &[&str] = &[
+    "and", "at", "in", "on", "which", "who", "with", "for", "since", "after", "before", "because",
+    "while", "to", "from", "as", "by", "where", "during",
+];
+
+/// Words after which a text may take back, narrow or make a condition of
+/// what came before it ("likes coffee, but not anymore"; "was vegetarian
+/// until 2020"; "would move to Berlin, if offered a job"; "as long as").
+const TAKES_BACK: &[&str] = &[
+    "if",
+    "whether",
+    "provided",
+    "assuming",
+    "long",
+    "almost",
+    "nearly",
+    "hardly",
+    "barely",
+    "not",
+    "no",
+    "never",
+    "nor",
+    "but",
+    "however",
+    "although",
+    "though",
+    "except",
+    "until",
+    "anymore",
+    "formerly",
+    "previously",
+    "once",
+    "used",
+    "instead",
+    "rather",
+    "only",
+    "unless",
+    "without",
+    "nobody",
+    "nothing",
+    "none",
+];
+
+/// Least cosine between a text and one it is a leading clause of for
+/// consolidation to fold it in ([`Rule::part_of`]). `memd eval dedup`
+/// (EVALUATION.md): on the dev pairs no threshold makes a wrong merge, and
+/// 0.6 is the highest that still merges every SICK pair whose longer text
+/// entails the shorter, so the guard costs nothing there (the way
+/// [`Rule::SHIPPED`]'s threshold was chosen).
+pub const PART_MIN_COSINE: f32 = 0.6;
+
+/// Fewest words a leading clause needs to count on its own ("Gina lost
+/// her job"): a bare name before "and" says nothing by itself.
+const CLAUSE_MIN_WORDS: usize = 3;
+
+/// Whether `rest` (the words after a leading clause) could take the
+/// clause back.
+fn takes_back(rest: &[String]) -> bool {
+    rest.iter()
+        .any(|w| TAKES_BACK.contains(&w.as_str()) || w.ends_with("n't"))
+}
+
+impl Rule {
+    /// The keys ([`Rule::key`]) of `text`'s leading clauses: its first
+    /// words up to a comma, semicolon or parenthesis, or up to a word that
+    /// opens a further phrase ([`OPENS_MORE`]), when nothing after them
+    /// could take them back ([`TAKES_BACK`]). A text says everything each
+    /// of its leading clauses says: "Gina lost her job at Door Dash during
+    /// the month" says "Gina lost her job at Door Dash".
+    pub fn leading_keys(&self, text: &str) -> Vec<String> {
+        let folded = crate::text::fold(text);
+        let mut words: Vec<String> = Vec::new();
+        // Positions in `words` where a punctuation mark ends a clause.
+        let mut stops: Vec<usize> = Vec::new();
+        for piece in folded.split_inclusive([',', ';', '(', ')', ':']) {
+            let bare = piece.trim_end_matches([',', ';', '(', ')', ':']);
+            words.extend(self.words(bare));
+            stops.push(words.len());
+        }
+        let mut out = Vec::new();
+        for at in CLAUSE_MIN_WORDS..words.len() {
+            let opens = stops.contains(&at) || OPENS_MORE.contains(&words[at].as_str());
+            if opens && !takes_back(&words[at..]) {
+                out.push(words[..at].join(" "));
+            }
+        }
+        out
+    }
+
+    /// Whether `part` says a leading clause of `whole` ([`Rule::leading_keys`])
+    /// and their embeddings have at least `min_cosine`: then `whole` says
+    /// everything `part` says, and `part` can be folded into it.
+    pub fn part_of(&self, part: &str, whole: &str, cosine: f32, min_cosine: f32) -> bool {
+        let key = self.key(part);
+        cosine >= min_cosine
+            && self.words(part).len() >= CLAUSE_MIN_WORDS
+            && self.leading_keys(whole).contains(&key)
+    }
 }

@@ -76,6 +76,18 @@ enum What {
     Dedup(Pairs),
     /// Candidate recall: is a fact's true partner among its top-k neighbours?
     Neighbours(Pairs),
+    /// Forget a fact, add it back in other words: how often it stays out.
+    Forget {
+        #[arg(long, env = "MEMD_EVAL_DATA")]
+        data: PathBuf,
+        /// At most this many cases of each kind (the first ones).
+        #[arg(long, default_value_t = 50)]
+        cases: usize,
+        #[command(flatten)]
+        judge: Judge,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// What an evaluation of labelled pairs reads and measures.
@@ -116,6 +128,28 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         }
         What::Neighbours(p) => neighbours(dir, &p.data, p.embedder, p.json),
         What::Dedup(p) => dedup(dir, &p.data, p.embedder, p.json),
+        What::Forget {
+            data,
+            cases,
+            judge,
+            json,
+        } => {
+            let config = config(dir, judge)?;
+            let r = super::runtime()?.block_on(memd::eval::forget::run(&data, config, cases))?;
+            super::emit(json, &r, |r| {
+                let mut out = format!("forgotten, then back in other words; judge {}\n", r.judge);
+                for k in &r.kinds {
+                    out.push_str(&format!(
+                        "  {:<24} {:>4} / {:<4} kept out\n",
+                        k.kind, k.kept_out, k.cases
+                    ));
+                    for (o, w) in &k.came_back {
+                        out.push_str(&format!("    came back: {w:?} (forgotten: {o:?})\n"));
+                    }
+                }
+                out
+            })
+        }
     }
 }
 
@@ -283,7 +317,34 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
         };
         println!("  {:.2}  {}{shipped}", t.min_cosine, per.join(" "));
     }
+    print_parts(&r);
     Ok(())
+}
+
+/// The leading-clause table of `memd eval dedup`.
+fn print_parts(r: &memd::eval::dedup::DedupReport) {
+    println!(
+        "leading-clause merges (a text folded into one that says it and more), pairs both ways round:"
+    );
+    println!(
+        "  {:>6}  {:>13} {:>17} {:>6} {:>5}",
+        "cosine", "sick-entailed", "sick-not-entailed", "letta", "mrpc"
+    );
+    for p in &r.parts {
+        let shipped = match p.min_cosine == r.part_shipped {
+            true => "  <- shipped",
+            false => "",
+        };
+        println!(
+            "  {:>6.2}  {:>13} {:>17} {:>6} {:>5}{shipped}",
+            p.min_cosine, p.sick_entailed, p.sick_not_entailed, p.letta, p.mrpc
+        );
+    }
+    if let Some(p) = r.parts.iter().find(|p| p.min_cosine == r.part_shipped) {
+        for (whole, part) in &p.mrpc_merged {
+            println!("  mrpc merged: {part:?}  into  {whole:?}");
+        }
+    }
 }
 
 fn neighbours(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()> {

@@ -14,7 +14,7 @@ use crate::embed::cache::Cached;
 use crate::entries::{Document, Entry};
 use crate::error::{Context, Result};
 use crate::pending::{Pending, Settled};
-use crate::same::Rule;
+use crate::same::{PART_MIN_COSINE, Rule};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{Tombstone, Tombstones};
@@ -236,11 +236,7 @@ pub(crate) fn near_texts(
     rule: Rule,
 ) -> Vec<String> {
     let mut by_key: HashMap<String, Vec<&str>> = HashMap::new();
-    let others = entries
-        .iter()
-        .map(|e| e.text.as_str())
-        .chain(tombstones.all.iter().map(|t| t.text.as_str()));
-    for t in groups.iter().map(|g| g.text.as_str()).chain(others) {
+    for t in every_text(groups, entries, tombstones) {
         by_key.entry(rule.key(t)).or_default().push(t);
     }
     let mut out: Vec<String> = groups
@@ -250,8 +246,48 @@ pub(crate) fn near_texts(
         .flatten()
         .map(|t| t.to_string())
         .collect();
+    out.extend(part_texts(groups, entries, tombstones, rule));
     out.sort();
     out.dedup();
+    out
+}
+
+/// The texts tier 2 may compare: the groups', the entries' and the
+/// forgotten ones.
+fn every_text<'a>(
+    groups: &'a [Group],
+    entries: &'a [Snapshot],
+    tombstones: &'a Tombstones,
+) -> impl Iterator<Item = &'a str> {
+    let others = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(tombstones.all.iter().map(|t| t.text.as_str()));
+    groups.iter().map(|g| g.text.as_str()).chain(others)
+}
+
+/// The texts of [`near_texts`] for leading-clause merges: each group that
+/// is a leading clause of another text ([`Rule::leading_keys`]), and each
+/// group one of whose leading clauses another group is, with those texts.
+fn part_texts(
+    groups: &[Group],
+    entries: &[Snapshot],
+    tombstones: &Tombstones,
+    rule: Rule,
+) -> Vec<String> {
+    let mut wholes: HashMap<String, Vec<&str>> = HashMap::new();
+    for t in every_text(groups, entries, tombstones) {
+        for k in rule.leading_keys(t) {
+            wholes.entry(k).or_default().push(t);
+        }
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        if let Some(w) = wholes.get(&rule.key(&g.text)) {
+            out.push(g.text.clone());
+            out.extend(w.iter().map(|t| t.to_string()));
+        }
+    }
     out
 }
 
@@ -274,6 +310,14 @@ pub(crate) fn near_duplicates(
         (Some(x), Some(y)) => rule.same(a, b, crate::embed::cosine(x, y)),
         _ => false,
     };
+    // Says `part`, a leading clause of `whole`, and nothing `whole` lacks.
+    let says = |whole: &str, part: &str| match (vector(whole), vector(part)) {
+        (Some(x), Some(y)) => {
+            let cosine = crate::embed::cosine(x, y);
+            rule.same(part, whole, cosine) || rule.part_of(part, whole, cosine, PART_MIN_COSINE)
+        }
+        _ => false,
+    };
     let mut out = NearDuplicates::default();
     let mut earlier: HashMap<String, Vec<usize>> = HashMap::new();
     for g in groups {
@@ -283,7 +327,7 @@ pub(crate) fn near_duplicates(
             continue;
         }
         let key = rule.key(&g.text);
-        if let Some(t) = tombstones.all.iter().find(|t| same(&g.text, &t.text)) {
+        if let Some(t) = tombstones.all.iter().find(|t| says(&t.text, &g.text)) {
             out.forgotten.push((g, t.clone()));
             continue;
         }
@@ -291,7 +335,7 @@ pub(crate) fn near_duplicates(
             out.rest.push(g);
             continue;
         }
-        if let Some(e) = entries.iter().find(|e| same(&g.text, &e.text)) {
+        if let Some(e) = entries.iter().find(|e| says(&e.text, &g.text)) {
             let keep = Op::Keep {
                 target: e.id.clone(),
                 from: g.ids.clone(),
@@ -300,8 +344,23 @@ pub(crate) fn near_duplicates(
             continue;
         }
         let at = earlier.entry(key).or_default();
-        match at.iter().find(|&&i| same(&g.text, &out.rest[i].text)) {
-            Some(&i) => {
+        let found = at
+            .iter()
+            .find(|&&i| same(&g.text, &out.rest[i].text))
+            .copied();
+        // A leading clause of an earlier group, or the other way round:
+        // one group, in the words of the one that says more.
+        let found = found.or_else(|| {
+            let i = out.rest.iter().position(|r| {
+                vector(&r.text).is_some() && (says(&r.text, &g.text) || says(&g.text, &r.text))
+            })?;
+            if says(&g.text, &out.rest[i].text) {
+                out.rest[i].text = g.text.clone();
+            }
+            Some(i)
+        });
+        match found {
+            Some(i) => {
                 out.rest[i].ids.extend(g.ids);
                 out.rest[i].days.extend(g.days);
             }

@@ -55,6 +55,28 @@ pub struct Row {
     pub merges_of_same: usize,
 }
 
+/// Thresholds measured for leading-clause merges ([`Rule::part_of`]).
+pub const PART_THRESHOLDS: [f32; 5] = [0.0, 0.6, 0.7, 0.8, 0.85];
+
+/// Leading-clause merges at one threshold: a text folded into one that says
+/// it and more. Pairs are taken both ways round.
+#[derive(Debug, Serialize)]
+pub struct PartRow {
+    pub min_cosine: f32,
+    /// SICK pairs whose whole entails the part (its directional label):
+    /// right merges.
+    pub sick_entailed: usize,
+    /// SICK pairs whose whole does not entail the part: wrong merges.
+    pub sick_not_entailed: usize,
+    /// Letta facts of one set, and an update against what it supersedes:
+    /// wrong merges.
+    pub letta: usize,
+    /// MRPC pairs (labelled paraphrase or not, never entailment), with
+    /// the merged pairs themselves to read.
+    pub mrpc: usize,
+    pub mrpc_merged: Vec<(String, String)>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct DedupReport {
     pub embedder: String,
@@ -64,15 +86,87 @@ pub struct DedupReport {
     pub shown: Vec<Shown>,
     /// What `memd add` ships: [`crate::service::SIMILAR_MIN_COSINE`].
     pub similar_min: f32,
+    pub parts: Vec<PartRow>,
+    /// The threshold consolidation ships for leading-clause merges.
+    pub part_shipped: f32,
 }
 
-struct Labelled {
-    name: &'static str,
-    same: bool,
-    pairs: Vec<(String, String)>,
+/// Where a (whole, part) pair comes from, and so whether a merge is right.
+#[derive(Clone, Copy, PartialEq)]
+enum PartClass {
+    SickEntailed,
+    SickNot,
+    Letta,
+    Mrpc,
 }
 
-fn sick(dir: &Path) -> Result<Vec<Labelled>> {
+/// Every (whole, part, class) pair, both ways round, whose part is a
+/// leading clause of its whole by words alone.
+fn part_pairs(dir: &Path, sources: &[Labelled]) -> Result<Vec<(String, String, PartClass)>> {
+    let rule = Rule::SHIPPED;
+    let mut out = Vec::new();
+    let text = super::read(&dir.join("sick_dev.tsv"))?;
+    for f in super::tsv(&text, 6) {
+        let (a, b) = (f[1].trim(), f[2].trim());
+        for (whole, part, label) in [(a, b, f[4]), (b, a, f[5])] {
+            let class = match label.contains("entails") {
+                true => PartClass::SickEntailed,
+                false => PartClass::SickNot,
+            };
+            out.push((whole.to_string(), part.to_string(), class));
+        }
+    }
+    for s in sources {
+        let class = match s.name {
+            n if n.starts_with("letta") => PartClass::Letta,
+            n if n.starts_with("mrpc") => PartClass::Mrpc,
+            _ => continue,
+        };
+        for (a, b) in &s.pairs {
+            out.push((a.clone(), b.clone(), class));
+            out.push((b.clone(), a.clone(), class));
+        }
+    }
+    out.retain(|(whole, part, _)| rule.part_of(part, whole, 1.0, 0.0));
+    Ok(out)
+}
+
+/// Leading-clause merges at each of [`PART_THRESHOLDS`].
+async fn parts(cached: &Cached, dir: &Path, sources: &[Labelled]) -> Result<Vec<PartRow>> {
+    let pairs = part_pairs(dir, sources)?;
+    let texts = pairs
+        .iter()
+        .flat_map(|(w, p, _)| [Rule::compared(w), Rule::compared(p)]);
+    let at = embedded(cached, texts).await?;
+    let cosine =
+        |w: &str, p: &str| crate::embed::cosine(&at[&Rule::compared(w)], &at[&Rule::compared(p)]);
+    let rows = PART_THRESHOLDS.iter().map(|&t| {
+        let merged: Vec<&(String, String, PartClass)> =
+            pairs.iter().filter(|(w, p, _)| cosine(w, p) >= t).collect();
+        let count = |c: PartClass| merged.iter().filter(|m| m.2 == c).count();
+        PartRow {
+            min_cosine: t,
+            sick_entailed: count(PartClass::SickEntailed),
+            sick_not_entailed: count(PartClass::SickNot),
+            letta: count(PartClass::Letta),
+            mrpc: count(PartClass::Mrpc),
+            mrpc_merged: merged
+                .iter()
+                .filter(|m| m.2 == PartClass::Mrpc)
+                .map(|(w, p, _)| (w.clone(), p.clone()))
+                .collect(),
+        }
+    });
+    Ok(rows.collect())
+}
+
+pub(crate) struct Labelled {
+    pub(crate) name: &'static str,
+    pub(crate) same: bool,
+    pub(crate) pairs: Vec<(String, String)>,
+}
+
+pub(crate) fn sick(dir: &Path) -> Result<Vec<Labelled>> {
     let text = super::read(&dir.join("sick_dev.tsv"))?;
     let (mut same, mut contra, mut neutral) = (Vec::new(), Vec::new(), Vec::new());
     for f in super::tsv(&text, 6) {
@@ -104,7 +198,7 @@ fn sick(dir: &Path) -> Result<Vec<Labelled>> {
     ])
 }
 
-fn mrpc(dir: &Path) -> Result<Vec<Labelled>> {
+pub(crate) fn mrpc(dir: &Path) -> Result<Vec<Labelled>> {
     let (mut yes, mut no) = (Vec::new(), Vec::new());
     for file in ["msr-para-train.tsv", "msr-para-val.tsv"] {
         let text = super::read(&dir.join(file))?;
@@ -234,6 +328,8 @@ pub async fn run(
             .collect(),
         shipped: Rule::SHIPPED,
         similar_min: crate::service::SIMILAR_MIN_COSINE,
+        parts: parts(&cached, dir, &sources).await?,
+        part_shipped: crate::same::PART_MIN_COSINE,
     })
 }
 

@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::embed::{self, Embedder, cache::Cached};
 
 pub mod dedup;
+pub mod forget;
 pub mod letta;
 pub mod locomo;
 

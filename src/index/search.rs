@@ -299,8 +299,9 @@ pub struct Similar {
     /// `score` is the cosine similarity of the entry and the fact.
     #[serde(flatten)]
     pub hit: Hit,
-    /// The tier-2 rule ([`crate::same::Rule::SHIPPED`]) says they are the
-    /// same: the built-in judge will merge the fact into this entry.
+    /// The built-in judge will merge the fact into this entry: the tier-2
+    /// rule ([`crate::same::Rule::SHIPPED`]) says they are the same, or the
+    /// entry says the fact and more ([`crate::same::Rule::part_of`]).
     pub same: bool,
 }
 
@@ -340,17 +341,22 @@ impl Index {
         Ok(out)
     }
 
-    /// Whether the tier-2 rule says `a` and `b` are the same (embeds only
-    /// when their words agree).
-    async fn same(&self, a: &str, b: &str) -> Result<bool> {
-        use crate::same::Rule;
-        if !Rule::SHIPPED.words_agree(a, b) {
+    /// Whether the built-in judge would fold `fact` into `entry`: the
+    /// tier-2 rule says they are the same, or `fact` says a leading clause
+    /// of `entry` ([`crate::same::Rule::part_of`]). Embeds only when their
+    /// words allow either.
+    async fn same(&self, fact: &str, entry: &str) -> Result<bool> {
+        use crate::same::{PART_MIN_COSINE, Rule};
+        let rule = Rule::SHIPPED;
+        let part = rule.part_of(fact, entry, 1.0, 0.0);
+        if !part && !rule.words_agree(fact, entry) {
             return Ok(false);
         }
         let v = self
             .embedder
-            .embed(&[Rule::compared(a), Rule::compared(b)])
+            .embed(&[Rule::compared(fact), Rule::compared(entry)])
             .await?;
-        Ok(Rule::SHIPPED.same(a, b, cosine(&v[0], &v[1])))
+        let c = cosine(&v[0], &v[1]);
+        Ok(rule.same(fact, entry, c) || rule.part_of(fact, entry, c, PART_MIN_COSINE))
     }
 }

@@ -1999,3 +1999,49 @@ async fn a_restatement_of_a_held_fact_is_kept_without_a_judge() {
         .await
         .unwrap();
 }
+
+/// The built-in judge folds a fact into an entry that says it and more,
+/// and two pending facts into the one that says more; never a fact that
+/// the longer text takes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_built_in_judge_folds_a_fact_an_entry_says_with_more_but_not_one_it_takes_back() {
+    let (_t, layout) = memory_dir();
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Minilm;
+    config.consolidation.min_facts = 1;
+    config.consolidation.min_hours = 0.0;
+    let shelter = "Maria volunteers at a homeless shelter, which she started a year ago";
+    let coffee = "User liked coffee, but not anymore";
+    add(&layout, "2026-11-18", &[shelter, coffee]);
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let gina = "Gina lost her job at Door Dash during the month of the conversation.";
+    let later = add(
+        &layout,
+        "2026-11-19",
+        &[
+            "Maria volunteers at a homeless shelter",
+            "User liked coffee",
+            "Gina lost her job at Door Dash.",
+            gina,
+        ],
+    );
+    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let all = entries(&layout);
+    let by_text = |t: &str| all.iter().find(|e| e.text == t).map(sources);
+    let texts: Vec<&str> = all.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(all.len(), 4, "{texts:?}");
+    assert!(by_text(shelter).unwrap().contains(&later[0]), "{all:?}");
+    assert_eq!(
+        by_text("User liked coffee").map(|s| s.len()),
+        Some(1),
+        "{texts:?}"
+    );
+    assert_eq!(
+        by_text(gina).unwrap(),
+        vec![later[2].clone(), later[3].clone()]
+    );
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "leading-clause merges"))
+        .await
+        .unwrap();
+}
