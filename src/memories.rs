@@ -89,6 +89,9 @@ pub struct Memory {
     pub layout: Layout,
     pub config: Config,
     pub index: Arc<Index>,
+    /// Set by every request and run since the upkeep loop last looked: an
+    /// open memory nobody touched needs no upkeep.
+    pub touched: std::sync::atomic::AtomicBool,
     _served: lock::Guard,
 }
 
@@ -188,6 +191,15 @@ impl Memories {
             .contains_key(name)
     }
 
+    /// Note that `name` was used (a write that did not open it): if it is
+    /// open, the upkeep loop syncs it.
+    pub fn mark_used(&self, name: &str) {
+        let open = self.open.lock().expect("not poisoned");
+        if let Some((m, _)) = open.held.get(name) {
+            m.touched.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// The open memories.
     pub fn held(&self) -> Vec<Arc<Memory>> {
         let open = self.open.lock().expect("not poisoned");
@@ -199,10 +211,12 @@ impl Memories {
     pub async fn get(&self, name: &str, create: bool) -> Result<Arc<Memory>> {
         check_name(name)?;
         if let Some(m) = self.open.lock().expect("not poisoned").touch(name) {
+            m.touched.store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(m);
         }
         let _one = self.opening.lock().await;
         if let Some(m) = self.open.lock().expect("not poisoned").touch(name) {
+            m.touched.store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(m);
         }
         let layout = layout_of(&self.root, name, create)?;
@@ -231,6 +245,7 @@ impl Memories {
             layout,
             config,
             index,
+            touched: std::sync::atomic::AtomicBool::new(true),
             _served: served,
         })
     }

@@ -7,7 +7,8 @@
 //! | `GET /healthz`               | the daemon's liveness                     |
 //!
 //! A memory is created by its first `POST /v1/m/{name}/facts`; any other
-//! request for one that does not exist is a 404. A name that
+//! request for one that does not exist is a 404. Appending facts is a file
+//! write, answered without opening the memory's index. A name that
 //! [`crate::memories::check_name`] refuses is a 400, before any file is
 //! touched.
 //!
@@ -19,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -135,9 +136,15 @@ async fn forwarded(s: &State, req: Request) -> Result<Response, ApiError> {
     *req.uri_mut() = uri;
     *req.headers_mut() = parts.headers;
     *req.version_mut() = parts.version;
-    // The first write makes the memory: appending facts.
-    let create = req.method() == Method::POST && rest == "facts";
-    let m = s.memories.get(&name, create).await?;
+    // Appending facts is a file write: no index, so the memory is not
+    // opened for it (and is made by it, its first write).
+    if req.method() == Method::POST && rest == "facts" {
+        let layout = crate::memories::layout_of(&s.memories.root, &name, true)?;
+        s.memories.mark_used(&name);
+        let body = Json::<super::FactsBody>::from_request(req, &()).await;
+        return super::append_facts(layout, body).await;
+    }
+    let m = s.memories.get(&name, false).await?;
     let state = Arc::new(super::State {
         layout: m.layout.clone(),
         config: m.config.clone(),

@@ -150,7 +150,7 @@ async fn guard(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FactsBody {
+pub(crate) struct FactsBody {
     text: Option<String>,
     texts: Option<Vec<String>>,
     category: Option<String>,
@@ -160,6 +160,15 @@ struct FactsBody {
 
 async fn add_facts(
     axum::extract::State(s): axum::extract::State<Shared>,
+    body: Result<Json<FactsBody>, JsonRejection>,
+) -> Reply {
+    append_facts(s.layout.clone(), body).await
+}
+
+/// `POST /v1/facts` on `layout`: a file write that needs no index, so
+/// `serve --root` answers it without opening the memory.
+pub(crate) async fn append_facts(
+    layout: Layout,
     body: Result<Json<FactsBody>, JsonRejection>,
 ) -> Reply {
     let Json(b) = body?;
@@ -173,7 +182,6 @@ async fn add_facts(
         }
     };
     let facts = archive::new_facts(texts, b.category, b.session, b.key, many);
-    let layout = s.layout.clone();
     let appended = blocking(move || archive::append_now(&layout, &facts)).await?;
     let ids: Vec<&str> = appended.iter().map(|a| a.id.as_str()).collect();
     ok(json!({ "ids": ids, "facts": appended }))

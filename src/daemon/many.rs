@@ -6,11 +6,12 @@
 //!   each memory's own gate is asked (without opening it), in an order that
 //!   starts one memory further on every round, so that no memory waits
 //!   behind the same others each time; at most [`RUNS_AT_ONCE`] run at once;
-//! - index upkeep of the open memories, as `memd serve` does for its one.
+//! - index upkeep of the open memories used since its last round, as
+//!   `memd serve` does for its one.
 //!
 //! There is no file watcher per memory (a thousand memories would be a
 //! thousand watchers): every search first syncs the files that changed,
-//! hand edits included, and an open memory's upkeep loop syncs too.
+//! hand edits included, and the upkeep loop syncs the open memories in use.
 //!
 //! Shutdown is `memd serve`'s: the loops and the HTTP server stop, and each
 //! open memory gives up its lock and `daemon.json`.
@@ -151,7 +152,13 @@ async fn upkeep_loop(memories: &Memories, stop: Shutdown) {
             _ = tokio::time::sleep(OPTIMIZE_CHECK_EVERY) => {}
             _ = stop.recv() => return,
         }
-        for m in memories.held() {
+        // Only the memories used since the last round: the work of a round
+        // must not grow with the number of open memories nobody uses.
+        let used = memories
+            .held()
+            .into_iter()
+            .filter(|m| m.touched.swap(false, Ordering::Relaxed));
+        for m in used {
             let span = tracing::info_span!("memory", name = %m.name);
             let one = async {
                 if let Err(e) = m.index.sync().await {

@@ -1072,9 +1072,14 @@ fn the_lru_closes_and_reopens_a_memory_without_losing_a_write() {
         vec!["Alice keeps bees"]
     );
     post("bob", "Bob keeps goats");
+    let alice = memd::Layout::open(root.path().join("alice")).unwrap();
+    assert!(
+        memd::daemon::running(&alice).is_some(),
+        "a post opens nothing: alice is still the open one"
+    );
+    assert_eq!(texts(&c.get("/v1/m/bob/search?q=goats").1).len(), 1);
     let (_, list) = c.get("/v1/memories");
     assert_eq!(list["open"], 1, "{list}");
-    let alice = memd::Layout::open(root.path().join("alice")).unwrap();
     assert!(
         memd::daemon::running(&alice).is_none(),
         "a closed memory is not served"
