@@ -55,16 +55,25 @@ pub(crate) fn refuse(
             format!("requests from web pages are refused (Sec-Fetch-Site: {site})"),
         ));
     }
-    if let Some(token) = token {
-        let sent = text(AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
-        if !sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes())) {
-            return Some((
-                401,
-                "this daemon needs `Authorization: Bearer <MEMD_TOKEN>`".into(),
-            ));
-        }
+    if let Some(token) = token
+        && !bears(headers, token)
+    {
+        return Some((
+            401,
+            "this daemon needs `Authorization: Bearer <MEMD_TOKEN>`".into(),
+        ));
     }
     None
+}
+
+/// Whether the request carries `Authorization: Bearer <token>` (compared
+/// in constant time).
+pub(crate) fn bears(headers: &HeaderMap, token: &str) -> bool {
+    let sent = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes()))
 }
 
 /// Whether a `Host` header (`name[:port]`, `[v6]:port`) names this daemon.
@@ -97,6 +106,6 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 
 /// Equality that takes as long whatever the first differing byte (the
 /// length is not secret).
-pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

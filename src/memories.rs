@@ -92,6 +92,9 @@ pub struct Memory {
     /// Set by every request and run since the upkeep loop last looked: an
     /// open memory nobody touched needs no upkeep.
     pub touched: std::sync::atomic::AtomicBool,
+    /// Its HTTP API ([`crate::api`]'s one-memory router), built by the
+    /// first request it serves and kept while it is open.
+    pub(crate) api: std::sync::OnceLock<axum::Router>,
     _served: lock::Guard,
 }
 
@@ -246,6 +249,7 @@ impl Memories {
             config,
             index,
             touched: std::sync::atomic::AtomicBool::new(true),
+            api: std::sync::OnceLock::new(),
             _served: served,
         })
     }

@@ -297,7 +297,10 @@ fn undo_keep(doc: &Document, r: &Record) -> Verdict {
     if !meta.sources.iter().any(|s| r.sources.contains(s)) {
         return Verdict::Done;
     }
-    if meta.hash != text_hash(&text) {
+    if doc
+        .get(&r.entry)
+        .is_some_and(crate::entries::Entry::edited_by_hand)
+    {
         return Verdict::Left("edited by hand since the run: left as it is".into());
     }
     let to = meta_before_op(&meta, r, &text);

@@ -267,9 +267,9 @@ impl Rule {
     /// and their embeddings have at least `min_cosine`: then `whole` says
     /// everything `part` says, and `part` can be folded into it.
     pub fn part_of(&self, part: &str, whole: &str, cosine: f32, min_cosine: f32) -> bool {
-        let key = self.key(part);
+        let words = self.words(part);
         cosine >= min_cosine
-            && self.words(part).len() >= CLAUSE_MIN_WORDS
-            && self.leading_keys(whole).contains(&key)
+            && words.len() >= CLAUSE_MIN_WORDS
+            && self.leading_keys(whole).contains(&words.join(" "))
     }
 }

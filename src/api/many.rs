@@ -76,22 +76,20 @@ async fn guard(
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
         return ApiError(status, msg).into_response();
     }
-    let sent = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let opens = |token: Option<&String>| {
-        token.is_some_and(|t| sent.is_some_and(|s| crate::guard::same(s.as_bytes(), t.as_bytes())))
-    };
-    let own = memory_of(req.uri().path()).and_then(|m| s.tokens.get(m));
-    let needed = s.token.is_some() || own.is_some();
-    if needed && !opens(s.token.as_ref()) && !opens(own) {
+    if !opened(&s, &req) {
         let msg =
             "this daemon needs `Authorization: Bearer <token>` (the daemon's, or the memory's own)";
         return ApiError(StatusCode::UNAUTHORIZED, msg.into()).into_response();
     }
     next.run(req).await
+}
+
+/// Whether `req` may pass: no token is set for what it asks, or it bears
+/// the daemon's token or its memory's own.
+fn opened(s: &State, req: &Request) -> bool {
+    let own = memory_of(req.uri().path()).and_then(|m| s.tokens.get(m));
+    let mut tokens = s.token.iter().chain(own).peekable();
+    tokens.peek().is_none() || tokens.any(|t| crate::guard::bears(req.headers(), t))
 }
 
 async fn memories(axum::extract::State(s): axum::extract::State<Shared>) -> Response {
@@ -145,15 +143,17 @@ async fn forwarded(s: &State, req: Request) -> Result<Response, ApiError> {
         return super::append_facts(layout, body).await;
     }
     let m = s.memories.get(&name, false).await?;
-    let state = Arc::new(super::State {
-        layout: m.layout.clone(),
-        config: m.config.clone(),
-        index: m.index.clone(),
-        token: None,
-        bound: s.bound,
-        shutdown: s.shutdown.clone(),
+    let router = m.api.get_or_init(|| {
+        super::router(Arc::new(super::State {
+            layout: m.layout.clone(),
+            config: m.config.clone(),
+            index: m.index.clone(),
+            token: None,
+            bound: s.bound,
+            shutdown: s.shutdown.clone(),
+        }))
     });
-    let reply = super::router(state).oneshot(req).await;
+    let reply = router.clone().oneshot(req).await;
     // The request ran with the memory held; it may be closed from now on.
     drop(m);
     Ok(reply.unwrap_or_else(|never| match never {}))

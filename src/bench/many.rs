@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::{percentile, synthetic_fact};
@@ -74,33 +74,6 @@ fn populate(root: &Path, load: &Load) -> Result<()> {
         archive::append(&layout, "2026-11-20", "10:00:00", &facts)?;
     }
     Ok(())
-}
-
-/// `memd serve --root` on a free port, once it answers.
-async fn start(root: &Path, max_open: usize) -> Result<(std::process::Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = std::process::Command::new(std::env::current_exe()?)
-        .args(["serve", "--root"])
-        .arg(root)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--max-open", &max_open.to_string()])
-        .env_remove("MEMD_TOKEN")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("starting memd serve --root")?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let http = reqwest::Client::new();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        if Instant::now() > deadline || child.try_wait()?.is_some() {
-            let _ = child.kill();
-            anyhow::bail!("the daemon did not start");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok((child, base))
 }
 
 /// The process's resident and peak resident memory (MB), and open files.
@@ -204,7 +177,15 @@ pub async fn serve_many(parent: &Path, load: &Load) -> Result<ServeManyReport> {
         setup_seconds: t.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    let (mut child, base) = start(root, load.max_open).await?;
+    let max_open = load.max_open.to_string();
+    let serve = [
+        "serve".as_ref(),
+        "--root".as_ref(),
+        root.as_os_str(),
+        "--max-open".as_ref(),
+        max_open.as_ref(),
+    ];
+    let (mut child, base) = super::start_serve(&serve).await?;
     let http = reqwest::Client::new();
     let mut cold = Vec::new();
     for i in 0..load.cold.min(load.memories) {

@@ -506,7 +506,8 @@ pub async fn serve(
         layout.config_file(),
         format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 3600\n"),
     )?;
-    let (mut child, base) = start_daemon(&layout).await?;
+    let serve = ["--dir".as_ref(), layout.root.as_os_str(), "serve".as_ref()];
+    let (mut child, base) = start_serve(&serve).await?;
     let http = reqwest::Client::new();
     let started = Instant::now();
     let until = started + Duration::from_secs(seconds);
@@ -557,31 +558,31 @@ pub async fn serve(
     })
 }
 
-/// `memd serve` on port 0 as a child process, and its base URL once it
-/// has said where it listens.
-async fn start_daemon(layout: &crate::Layout) -> Result<(std::process::Child, String)> {
+/// `memd ARGS --listen 127.0.0.1:PORT` (a `serve` command) as a child
+/// process on a free port, and its base URL once it answers `/healthz`.
+async fn start_serve(args: &[&std::ffi::OsStr]) -> Result<(std::process::Child, String)> {
     use anyhow::Context;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
     let mut child = std::process::Command::new(std::env::current_exe()?)
-        .arg("--dir")
-        .arg(&layout.root)
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
         .env_remove("MEMD_TOKEN")
         .stderr(std::process::Stdio::null())
         .spawn()
         .context("starting memd serve")?;
     let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Some(info) = crate::daemon_info::running(layout)
-            && info.pid == child.id()
-        {
-            return Ok((child, format!("http://{}", info.listen)));
-        }
+    let http = reqwest::Client::new();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
         if Instant::now() > deadline || child.try_wait()?.is_some() {
             let _ = child.kill();
             anyhow::bail!("the daemon did not start");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok((child, base))
 }
 
 /// What one client did: latencies of its posts and searches, the ids it

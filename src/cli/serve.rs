@@ -58,6 +58,21 @@ async fn address(listen: &str, guarded: bool) -> Result<SocketAddr> {
     Ok(addr)
 }
 
+/// Bind `addr` and say where memd serves `what`.
+async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    eprintln!("memd: serving {what} on http://{}", listener.local_addr()?);
+    Ok(listener)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn signalled() {
+    let name = memd::shutdown::signal().await;
+    tracing::info!("{name}: shutting down");
+}
+
 fn token() -> Option<String> {
     std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty())
 }
@@ -81,24 +96,14 @@ async fn serve_root(root: &Path, config: Config, args: Args) -> Result<()> {
     let token = token();
     let addr = address(&listen, token.is_some()).await?;
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
-    eprintln!(
-        "memd: serving the memories under {} on http://{local}",
-        root.display()
-    );
-    let shutdown = async {
-        let name = memd::shutdown::signal().await;
-        tracing::info!("{name}: shutting down");
-    };
+    let what = format!("the memories under {}", root.display());
+    let listener = bind(addr, &what).await?;
     let opts = memd::daemon::many::Options {
         token,
         tokens,
         max_open: args.max_open,
     };
-    memd::daemon::many::serve(root, config, listener, opts, shutdown).await?;
+    memd::daemon::many::serve(root, config, listener, opts, signalled()).await?;
     eprintln!("memd: stopped");
     Ok(())
 }
@@ -109,16 +114,8 @@ async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Result
     let addr = address(&listen, token.is_some()).await?;
     // Said before binding, so a second daemon on the same port is told why.
     memd::daemon::ensure_not_served(&layout)?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
-    eprintln!("memd: serving {} on http://{local}", layout.root.display());
-    let shutdown = async {
-        let name = memd::shutdown::signal().await;
-        tracing::info!("{name}: shutting down");
-    };
-    memd::daemon::serve(layout, config, listener, token, shutdown).await?;
+    let listener = bind(addr, &layout.root.display().to_string()).await?;
+    memd::daemon::serve(layout, config, listener, token, signalled()).await?;
     eprintln!("memd: stopped");
     Ok(())
 }

@@ -319,19 +319,17 @@ pub(crate) fn near_duplicates(
         _ => false,
     };
     let mut out = NearDuplicates::default();
-    let mut earlier: HashMap<String, Vec<usize>> = HashMap::new();
     for g in groups {
         // Not among the texts that share words: nothing it could match.
         if vector(&g.text).is_none() {
             out.rest.push(g);
             continue;
         }
-        let key = rule.key(&g.text);
         if let Some(t) = tombstones.all.iter().find(|t| says(&t.text, &g.text)) {
             out.forgotten.push((g, t.clone()));
             continue;
         }
-        if !merge || key.is_empty() {
+        if !merge || rule.key(&g.text).is_empty() {
             out.rest.push(g);
             continue;
         }
@@ -343,18 +341,20 @@ pub(crate) fn near_duplicates(
             out.keeps.push((keep, g, e.clone()));
             continue;
         }
-        let at = earlier.entry(key).or_default();
-        let found = at
-            .iter()
-            .find(|&&i| same(&g.text, &out.rest[i].text))
-            .copied();
-        // A leading clause of an earlier group, or the other way round:
-        // one group, in the words of the one that says more.
+        // One group per thing said: the first earlier group that says the
+        // same, else one that is a leading clause of it or the other way
+        // round, in the words of the one that says more.
+        let found = out.rest.iter().position(|r| same(&g.text, &r.text));
         let found = found.or_else(|| {
-            let i = out.rest.iter().position(|r| {
-                vector(&r.text).is_some() && (says(&r.text, &g.text) || says(&g.text, &r.text))
+            let (i, more) = out.rest.iter().enumerate().find_map(|(i, r)| {
+                vector(&r.text)?;
+                if says(&r.text, &g.text) {
+                    Some((i, false))
+                } else {
+                    says(&g.text, &r.text).then_some((i, true))
+                }
             })?;
-            if says(&g.text, &out.rest[i].text) {
+            if more {
                 out.rest[i].text = g.text.clone();
             }
             Some(i)
@@ -364,10 +364,7 @@ pub(crate) fn near_duplicates(
                 out.rest[i].ids.extend(g.ids);
                 out.rest[i].days.extend(g.days);
             }
-            None => {
-                at.push(out.rest.len());
-                out.rest.push(g);
-            }
+            None => out.rest.push(g),
         }
     }
     out
