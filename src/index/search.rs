@@ -76,7 +76,12 @@ impl Index {
                 rank: i as u32 + 1,
             })
             .collect();
-        recall::append(&self.layout.recall_log(), &log)?;
+        // An fsync'd append: off the async workers, which the daemon's
+        // other requests share.
+        let path = self.layout.recall_log();
+        tokio::task::spawn_blocking(move || recall::append(&path, &log))
+            .await
+            .map_err(|e| crate::error::err!("recall log task failed: {e}"))??;
         Ok(hits)
     }
 
@@ -262,20 +267,21 @@ fn finish(
     hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
     // Collapse near-identical hits (a fact and the entry or core line that
     // restates it), keeping the best-ranked one.
-    let mut kept: Vec<(Hit, Vec<f32>)> = Vec::new();
+    // (Each text normalized once: comparing pairs normalized both every time.)
+    let mut kept: Vec<(Hit, Vec<f32>, String)> = Vec::new();
     for (h, v) in hits {
-        let dup = kept.iter().any(|(k, kv)| {
-            normalize(&k.text) == normalize(&h.text)
-                || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE)
-        });
+        let text = normalize(&h.text);
+        let dup = kept
+            .iter()
+            .any(|(_, kv, kt)| *kt == text || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE));
         if !dup {
-            kept.push((h, v));
+            kept.push((h, v, text));
         }
         if kept.len() == k {
             break;
         }
     }
-    kept.into_iter().map(|(h, _)| h).collect()
+    kept.into_iter().map(|(h, _, _)| h).collect()
 }
 
 async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<RecordBatch>> {

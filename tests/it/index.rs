@@ -753,3 +753,37 @@ async fn a_handle_that_remembers_its_rows_still_sees_another_writers_changes() {
     let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
     assert_eq!(rebuilt.ids().await.unwrap(), ids);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_of_single_fact_syncs_merges_its_small_fragments_as_it_goes() {
+    let (_tmp, layout) = example_dir();
+    let index = Index::open_with(&layout, &Config::default(), lexical())
+        .await
+        .unwrap();
+    index.sync().await.unwrap();
+    let before = index.ids().await.unwrap().len();
+    // One sync per append, as a daemon whose client searches after every
+    // post: one small fragment each, which every search visits.
+    for i in 0..3 * memd::index::TAIL_FRAGMENTS {
+        let text = format!("User tried tea number {i} this week");
+        let time = format!("10:{:02}:00", i);
+        archive::append(&layout, "2026-11-21", &time, &[fact(&text)]).unwrap();
+        index.sync().await.unwrap();
+        let fragments = index.fragments().await.unwrap();
+        assert!(
+            fragments <= memd::index::TAIL_FRAGMENTS,
+            "after {} single-fact syncs: {fragments} fragments",
+            i + 1
+        );
+    }
+    assert_eq!(
+        index.ids().await.unwrap().len(),
+        before + 3 * memd::index::TAIL_FRAGMENTS,
+        "merging fragments keeps every row, once"
+    );
+    let hits = index.search_unlogged("tea number 5", 3).await.unwrap();
+    assert!(
+        hits.iter().any(|h| h.text.contains("number 5 ")),
+        "{hits:?}"
+    );
+}
