@@ -288,3 +288,33 @@ fn memory_md_lines_that_look_like_markup_round_trip() {
     let back = MemoryMd::parse(&written).unwrap();
     assert_eq!(back.lines(), lines);
 }
+
+#[test]
+fn ascii_text_normalises_as_the_unicode_pass_normalises_it() {
+    // A zero-width space is dropped by the Unicode pass and only by it, so
+    // a text with one takes that pass and must come out the same.
+    let every: String = (0u8..128).map(char::from).collect();
+    let samples = [
+        every.as_str(),
+        "  User LOVES\tflat white,\r\n  really!  ",
+        "x\u{0B}y\u{0C}z\u{1C}w\u{1F}v",
+        "---",
+        "",
+    ];
+    for s in samples {
+        let plain = memd::text::normalize(s);
+        assert_eq!(
+            plain,
+            memd::text::normalize(&format!("\u{200B}{s}")),
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn a_short_hash_is_the_leading_hex_digits_of_the_sha256() {
+    // SHA-256("abc"), FIPS 180-2 appendix B.1.
+    let full = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    assert_eq!(memd::text::short_hash("abc", 64), full);
+    assert_eq!(memd::text::short_hash("abc", 8), &full[..8]);
+}
