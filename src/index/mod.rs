@@ -81,9 +81,10 @@ const TAIL_ROWS: usize = 1_000;
 /// search after every post writes one fragment per sync, dozens a second:
 /// waiting for the background compaction ([`COMPACT_SMALL_FRAGMENTS`],
 /// checked every 10 s) let 100+ fragments pile up. Measured (`memd bench
-/// serve --clients 1,16 --seconds 10`, lexical, 2 cores): merging at 8
-/// took search p50 from 24.8 to 11 ms with 1 client and 16 clients from
-/// 114-141 to ~300 requests/s; see BENCHMARKS.md.
+/// serve --clients 1,4,16`, lexical, 2 cores, with this session's other
+/// savings): one client's search p50 went from 24-27 to 16 ms and 16
+/// clients from 105-110 to 225-255 requests/s; a merge costs an add ~45
+/// ms at 10,000 rows, once in 8 (BENCHMARKS.md, item 4).
 pub const TAIL_FRAGMENTS: usize = 8;
 
 /// From this many rows the full-text index covers every row and is built
