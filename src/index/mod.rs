@@ -723,7 +723,8 @@ impl Index {
             return self.keeping_rows(compact(&self.table)).await;
         }
         if self.fragments_under(TAIL_ROWS).await? >= TAIL_FRAGMENTS {
-            self.keeping_rows(compact_tail(&self.table)).await?;
+            self.keeping_rows(merge_fragments(&self.table, TAIL_ROWS))
+                .await?;
         }
         // Unindexed rows are still found by the vector search (an exact
         // scan), so new rows are folded into the vector index only once
@@ -784,7 +785,9 @@ impl Index {
     }
 
     /// Fragments of fewer than `rows` rows (from the manifest: no file is
-    /// read).
+    /// read). Under [`COMPACT_TARGET_ROWS`]: the small fragments a
+    /// compaction merges; each sync that added rows writes one, and every
+    /// search visits every fragment.
     async fn fragments_under(&self, rows: usize) -> Result<usize> {
         Ok(match self.table.as_native() {
             Some(t) => t.num_small_files(rows).await?,
@@ -801,12 +804,6 @@ impl Index {
         })
     }
 
-    /// Small fragments in the table (each sync that added rows writes one;
-    /// every search visits every fragment).
-    async fn small_fragments(&self) -> Result<usize> {
-        Ok(self.table.stats().await?.fragment_stats.num_small_fragments)
-    }
-
     /// Compact once [`COMPACT_SMALL_FRAGMENTS`] have piled up, or
     /// [`COMPACT_IDLE_SMALL_FRAGMENTS`] with no rows added for
     /// [`COMPACT_IDLE`] (the daemon checks this in the background); returns
@@ -817,7 +814,7 @@ impl Index {
             .lock()
             .unwrap()
             .is_none_or(|t| t.elapsed() >= COMPACT_IDLE);
-        let small = self.small_fragments().await?;
+        let small = self.fragments_under(COMPACT_TARGET_ROWS).await?;
         if small < COMPACT_SMALL_FRAGMENTS && !(idle && small >= COMPACT_IDLE_SMALL_FRAGMENTS) {
             return Ok(false);
         }
@@ -980,15 +977,10 @@ async fn compact(table: &lancedb::Table) -> Result<()> {
     fold(table, others).await
 }
 
-/// Merge the tail: the fragments under [`TAIL_ROWS`] rows, into fragments
-/// of up to that many (no pruning, no folding: the background compaction
-/// does those).
-async fn compact_tail(table: &lancedb::Table) -> Result<()> {
-    merge_fragments(table, TAIL_ROWS).await
-}
-
 /// Rewrite the fragments under `target` rows into fragments of up to
-/// `target` rows (and those with many deleted rows without them).
+/// `target` rows (and those with many deleted rows without them). With
+/// [`TAIL_ROWS`], a sync's merge of its tail: no pruning, no folding, which
+/// [`compact`] does.
 async fn merge_fragments(table: &lancedb::Table, target: usize) -> Result<()> {
     use lancedb::table::{CompactionOptions, OptimizeAction};
     table

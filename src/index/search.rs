@@ -79,9 +79,7 @@ impl Index {
         // An fsync'd append: off the async workers, which the daemon's
         // other requests share.
         let path = self.layout.recall_log();
-        tokio::task::spawn_blocking(move || recall::append(&path, &log))
-            .await
-            .map_err(|e| crate::error::err!("recall log task failed: {e}"))??;
+        tokio::task::spawn_blocking(move || recall::append(&path, &log)).await??;
         Ok(hits)
     }
 
@@ -266,8 +264,8 @@ fn finish(
         .collect();
     hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
     // Collapse near-identical hits (a fact and the entry or core line that
-    // restates it), keeping the best-ranked one.
-    // (Each text normalized once: comparing pairs normalized both every time.)
+    // restates it), keeping the best-ranked one; each kept hit carries its
+    // normalised text, computed once.
     let mut kept: Vec<(Hit, Vec<f32>, String)> = Vec::new();
     for (h, v) in hits {
         let text = normalize(&h.text);
