@@ -4,8 +4,7 @@
 //! - the consolidation loop, every `interval_seconds`, through the gate;
 //! - background index optimisation: compaction and index folding once
 //!   small fragments pile up, or a few of them once writes pause (checked
-//!   every 10 s; see `Index::compact_if_needed`), and the full-text index
-//!   built anew after rows changed (`Index::settle_text_index`);
+//!   every 10 s; see `Index::compact_if_needed`);
 //! - the HTTP API ([`crate::api`]).
 //!
 //! [`serve`] takes its listener, token and shutdown future from the caller
@@ -182,16 +181,13 @@ pub(crate) async fn stop_on(
     trigger.fire();
 }
 
-/// Compact the index if it needs it, then rebuild its full-text index if
-/// rows changed (failures are warnings: the next check tries again).
+/// Compact the index if it needs it (a failure is a warning: the next
+/// check tries again).
 pub(crate) async fn upkeep(index: &Index) {
     let t = std::time::Instant::now();
     match index.compact_if_needed().await {
         Ok(false) => {}
         Ok(true) => tracing::info!(ms = t.elapsed().as_millis() as u64, "index compacted"),
         Err(e) => tracing::warn!("index compaction failed: {e:#}"),
-    }
-    if let Err(e) = index.settle_text_index().await {
-        tracing::warn!("full-text index build failed: {e:#}");
     }
 }

@@ -1,5 +1,6 @@
 //! The derived LanceDB index under `.memd/index/`: one table of facts,
-//! entries and core lines, with vectors and a full-text index on `text`.
+//! entries and core lines, with their vectors; full-text scores are kept
+//! by memd itself, in memory ([`terms`]).
 //!
 //! Everything here can be rebuilt from the markdown files. Sync is per
 //! source file and by content hash: rows whose (id, hash) is new are embedded
@@ -11,15 +12,11 @@
 //! `meta.json` records the embedder and dimension that built the table; a
 //! different embedder rebuilds it rather than mixing vectors.
 //! `files.json` records each source file's fingerprint at its last sync.
-//! `text-index-behind` marks that rows changed since the full-text index
-//! was built (when that changes full-text scores); it is written before the
-//! table changes and removed once the index is built anew, so a crash in
-//! between leaves the mark and the next search rebuilds (see
-//! [`Index::settle_text_index`] for why it must).
 
 mod known;
 pub mod search;
 mod seen;
+mod terms;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -29,7 +26,6 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::index::Index as LanceIndex;
-use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use serde::{Deserialize, Serialize};
 
@@ -86,17 +82,6 @@ const TAIL_ROWS: usize = 1_000;
 /// clients from 105-110 to 225-255 requests/s; a merge costs an add ~45
 /// ms at 10,000 rows, once in 8 (BENCHMARKS.md, item 4).
 pub const TAIL_FRAGMENTS: usize = 8;
-
-/// From this many rows the full-text index covers every row and is built
-/// anew after each change (`text_index_behind`); below it, the index is
-/// the one made on the empty table, covers no row, and LanceDB scores every
-/// row by a flat scan with statistics over the live rows: exact, nothing to
-/// rebuild, and a cost per search that grows with the rows. Measured
-/// (`memd bench index`, lexical): flat, search p50 5.5 ms at 1,000 rows and
-/// 36 ms at 10,000 (about 3.3 µs a row); indexed, 3.1 and 3.4 ms, but every
-/// change costs a build of 12 ms at 1,000 rows and 63 ms at 10,000. At
-/// 2,000 rows a flat search costs about 7 ms more and a build about 20 ms.
-pub(crate) const TEXT_INDEX_MIN_ROWS: usize = 2_000;
 
 /// How many rows may wait outside the indices before they are folded in.
 const FOLD_UNINDEXED_ROWS: usize = 1_000;
@@ -183,7 +168,7 @@ struct Meta {
 struct Changes<'a> {
     batches: Vec<RecordBatch>,
     stale: BTreeMap<&'a str, Vec<&'a str>>,
-    added: Vec<(String, String, String)>,
+    added: Vec<(Row, String)>,
 }
 
 /// What one sync did.
@@ -220,6 +205,8 @@ pub struct Index {
     /// The rows' (id, hash) per source, as this handle last read or wrote
     /// them ([`known`]).
     known: std::sync::Mutex<known::Known>,
+    /// The rows' words, for full-text scores ([`terms`]).
+    terms: std::sync::Mutex<terms::Terms>,
     /// The files' fingerprints, hashed again only when a file changed.
     seen: std::sync::Mutex<seen::Seen>,
     /// The fingerprints this handle's last sync brought the table to.
@@ -310,11 +297,7 @@ impl Index {
         .await?;
         let table = match db.open_table(TABLE).execute().await {
             Ok(t) => t,
-            Err(_) => {
-                let table = db.create_empty_table(TABLE, schema(dim)).execute().await?;
-                create_text_index(&table).await?;
-                table
-            }
+            Err(_) => db.create_empty_table(TABLE, schema(dim)).execute().await?,
         };
         if have.as_ref() != Some(&want) {
             crate::atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
@@ -331,6 +314,7 @@ impl Index {
             last_added: std::sync::Mutex::new(None),
             sources: std::sync::Mutex::new(None),
             known: std::sync::Mutex::new(known::Known::default()),
+            terms: std::sync::Mutex::new(terms::Terms::new()?),
             seen: std::sync::Mutex::new(seen::Seen::default()),
             synced: std::sync::Mutex::new(None),
             sole_writer: std::sync::atomic::AtomicBool::new(false),
@@ -440,9 +424,7 @@ impl Index {
             .await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
-        if (!stale.is_empty() || !batches.is_empty()) && self.changes_text_scores(&report).await? {
-            mark_text_index_behind(&self.layout)?;
-        }
+        let before = self.table.version().await?;
         if !stale.is_empty() {
             self.table.delete(&rows_filter(&stale)).await?;
         }
@@ -451,11 +433,7 @@ impl Index {
             *self.last_added.lock().unwrap() = Some(std::time::Instant::now());
         }
         if !stale.is_empty() || !added.is_empty() {
-            let version = self.table.version().await?;
-            let deleted = stale
-                .iter()
-                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)));
-            self.known.lock().unwrap().wrote(version, deleted, added);
+            self.wrote(before, &stale, added).await?;
         }
         for source in changed {
             fingerprints.insert(source.clone(), current[source].clone());
@@ -515,12 +493,42 @@ impl Index {
             report.rows_added += new.len();
             batches.push(self.batch(&new.iter().collect::<Vec<_>>(), vectors)?);
         }
-        let added = new.into_iter().map(|(r, h)| (r.source, r.id, h)).collect();
         Ok(Changes {
             batches,
             stale,
-            added,
+            added: new,
         })
+    }
+
+    /// Tell [`known`] and [`terms`] what a sync changed: the table went
+    /// from `before` to its version now, `stale` rows deleted and `added`
+    /// ones there.
+    async fn wrote(
+        &self,
+        before: u64,
+        stale: &BTreeMap<&str, Vec<&str>>,
+        added: Vec<(Row, String)>,
+    ) -> Result<()> {
+        let after = self.table.version().await?;
+        let deleted = || {
+            stale
+                .iter()
+                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)))
+        };
+        let docs = added.iter().map(|(r, _)| terms::Doc {
+            id: r.id.clone(),
+            source: r.source.clone(),
+            kind: r.kind,
+            text: r.text.clone(),
+            day: r.day.clone(),
+        });
+        self.terms
+            .lock()
+            .unwrap()
+            .wrote(before, after, deleted(), docs);
+        let added = added.into_iter().map(|(r, h)| (r.source, r.id, h));
+        self.known.lock().unwrap().wrote(after, deleted(), added);
+        Ok(())
     }
 
     /// What every write of the index starts with: the lock across
@@ -593,6 +601,37 @@ impl Index {
         Ok(self.known.lock().unwrap().rows_of(sources))
     }
 
+    /// Load every row's words from the table at the handle's version (a
+    /// new handle's first search, or one after another process wrote).
+    /// Called under the sync lock, so the version cannot move meanwhile.
+    pub(crate) async fn load_terms(&self) -> Result<()> {
+        let version = self.table.version().await?;
+        let columns = ["id", "source", "kind", "text", "day"];
+        let query = self.table.query().select(Select::columns(&columns));
+        let mut docs = Vec::new();
+        for b in collect(query).await? {
+            let (ids, sources, kinds) = (
+                string_col(&b, "id")?,
+                string_col(&b, "source")?,
+                string_col(&b, "kind")?,
+            );
+            let (texts, days) = (string_col(&b, "text")?, string_col(&b, "day")?);
+            for i in 0..b.num_rows() {
+                docs.push(terms::Doc {
+                    id: ids.value(i).to_string(),
+                    source: sources.value(i).to_string(),
+                    // Written by this module only; an unknown value reads
+                    // as a fact.
+                    kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
+                    text: texts.value(i).to_string(),
+                    day: (!days.is_null(i)).then(|| days.value(i).to_string()),
+                });
+            }
+        }
+        self.terms.lock().unwrap().load(version, docs);
+        Ok(())
+    }
+
     /// The given text columns of every row matching `filter`.
     async fn strings<const N: usize>(
         &self,
@@ -643,13 +682,6 @@ impl Index {
         )?)
     }
 
-    /// Build the full-text index anew over every row (replacing the one
-    /// there is), then clear the [`text_index_behind`] mark.
-    pub(crate) async fn rebuild_text_index(&self) -> Result<()> {
-        self.keeping_rows(create_text_index(&self.table)).await?;
-        clear_text_index_behind(&self.layout)
-    }
-
     /// Run `op`, which rewrites the table without changing its rows, and
     /// tell [`known`] so.
     async fn keeping_rows(&self, op: impl std::future::Future<Output = Result<()>>) -> Result<()> {
@@ -657,63 +689,22 @@ impl Index {
         op.await?;
         let after = self.table.version().await?;
         self.known.lock().unwrap().same_rows(before, after);
+        self.terms.lock().unwrap().same_rows(before, after);
         Ok(())
-    }
-
-    /// Whether the full-text index must be built over the rows: always
-    /// from [`TEXT_INDEX_MIN_ROWS`], and below that when it already covers
-    /// rows (the table was larger, or an older memd built it); an index
-    /// made on the empty table covers none and needs nothing.
-    async fn text_index_needed(&self) -> Result<bool> {
-        let rows = self.table.count_rows(None).await?;
-        self.text_index_needed_at(rows).await
-    }
-
-    /// Whether a sync's deletions and additions change full-text scores
-    /// (and so must mark the index behind first): not while the index
-    /// covers no row and the table stays under [`TEXT_INDEX_MIN_ROWS`],
-    /// where every search scores the live rows by a flat scan. Deciding it
-    /// here, once per write, spares every search after a post the index
-    /// lock that clearing the mark takes.
-    async fn changes_text_scores(&self, change: &SyncReport) -> Result<bool> {
-        let now = self.table.count_rows(None).await?;
-        let after = (now + change.rows_added).saturating_sub(change.rows_deleted);
-        self.text_index_needed_at(now.max(after)).await
-    }
-
-    /// [`Index::text_index_needed`] for a table of `rows` rows.
-    async fn text_index_needed_at(&self, rows: usize) -> Result<bool> {
-        if rows >= TEXT_INDEX_MIN_ROWS {
-            return Ok(true);
-        }
-        let indices = self.table.list_indices().await?;
-        let Some(text) = on_column(&indices, "text") else {
-            return Ok(true);
-        };
-        let stats = self.table.index_stats(&text.name).await?;
-        Ok(stats.is_none_or(|s| s.num_indexed_rows > 0))
     }
 
     /// Keep the table fast as it grows: a vector index (IVF_HNSW_SQ,
     /// cosine) once a flat scan gets slow, with new rows folded into it in
-    /// bulk. (The full-text index is built by
-    /// [`Index::settle_text_index`].)
+    /// bulk.
     async fn maintain_indices(&self) -> Result<()> {
         let indices = self.table.list_indices().await?;
+        if let Some(text) = on_column(&indices, "text") {
+            self.drop_text_index(&text.name).await?;
+        }
         let vector = on_column(&indices, "vector");
         if vector.is_none() && self.table.count_rows(None).await? >= VECTOR_INDEX_MIN_ROWS {
             tracing::info!("creating the vector index (IVF_HNSW_SQ)");
-            self.table
-                .create_index(
-                    &["vector"],
-                    LanceIndex::IvfHnswSq(
-                        lancedb::index::vector::IvfHnswSqIndexBuilder::default()
-                            .distance_type(lancedb::DistanceType::Cosine),
-                    ),
-                )
-                .execute()
-                .await?;
-            return Ok(());
+            return self.keeping_rows(create_vector_index(&self.table)).await;
         }
         // Without a daemon compacting in the background (CLI use: each
         // `memd search` after an add writes one small fragment), a sync
@@ -738,9 +729,23 @@ impl Index {
             None => 0,
         };
         if unindexed >= FOLD_UNINDEXED_ROWS {
-            fold(&self.table, vec![vector.name.clone()]).await?;
+            self.keeping_rows(fold(&self.table, vec![vector.name.clone()]))
+                .await?;
         }
         Ok(())
+    }
+
+    /// Drop the full-text index an older memd built (and its
+    /// `text-index-behind` mark): memd scores the words itself now
+    /// ([`terms`]), and each compaction would only remap it.
+    async fn drop_text_index(&self, name: &str) -> Result<()> {
+        tracing::info!("dropping LanceDB's full-text index (memd scores text itself)");
+        let drop = async { Ok(self.table.drop_index(name).await?) };
+        self.keeping_rows(drop).await?;
+        match std::fs::remove_file(self.layout.index_dir().join("text-index-behind")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
     }
 
     /// The baseline memd is benchmarked against: re-embed every row of a
@@ -772,12 +777,9 @@ impl Index {
         let _all = self.writing().await?;
         *self.last_sync_start.lock().unwrap() = None;
         *self.synced.lock().unwrap() = None;
-        mark_text_index_behind(&self.layout)?;
         self.table.delete("true").await?;
         self.known.lock().unwrap().clear();
-        // Made on the emptied table, the full-text index covers no row
-        // again, and its statistics no longer count the deleted ones.
-        self.rebuild_text_index().await?;
+        self.terms.lock().unwrap().clear();
         match std::fs::remove_file(files_path(&self.layout)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
@@ -821,27 +823,6 @@ impl Index {
         let _one = self.sync_lock.lock().await;
         let _all = self.writing().await?;
         self.keeping_rows(compact(&self.table)).await?;
-        Ok(true)
-    }
-
-    /// Build the full-text index anew if rows changed since it was built
-    /// ([`text_index_behind`]); returns whether it did. A search does this
-    /// first, so a burst of writes costs one build, and the daemon does it
-    /// in the background once writes pause, so its searches rarely wait.
-    pub async fn settle_text_index(&self) -> Result<bool> {
-        if !text_index_behind(&self.layout) {
-            return Ok(false);
-        }
-        let _one = self.sync_lock.lock().await;
-        let _all = self.writing().await?;
-        if !text_index_behind(&self.layout) {
-            return Ok(false);
-        }
-        if !self.text_index_needed().await? {
-            clear_text_index_behind(&self.layout)?;
-            return Ok(false);
-        }
-        self.rebuild_text_index().await?;
         Ok(true)
     }
 
@@ -966,8 +947,8 @@ async fn compact(table: &lancedb::Table) -> Result<()> {
             error_if_tagged_old_versions: None,
         })
         .await?;
-    // The full-text index is never folded: it covers every row or none
-    // (`text_index_behind`), and `Index::settle_text_index` builds it.
+    // A full-text index an older memd built is never folded: the next
+    // sync that adds rows drops it (`Index::drop_text_index`).
     let indices = table.list_indices().await?;
     let others: Vec<String> = indices
         .iter()
@@ -1018,11 +999,12 @@ fn on_column<'a>(
         .find(|i| i.columns.iter().any(|c| c == column))
 }
 
-/// The full-text index over the rows the table has now (replacing any).
-async fn create_text_index(table: &lancedb::Table) -> Result<()> {
+/// The vector index (IVF_HNSW_SQ, cosine) over every row.
+async fn create_vector_index(table: &lancedb::Table) -> Result<()> {
+    let index = lancedb::index::vector::IvfHnswSqIndexBuilder::default()
+        .distance_type(lancedb::DistanceType::Cosine);
     table
-        .create_index(&["text"], LanceIndex::FTS(FtsIndexBuilder::default()))
-        .replace(true)
+        .create_index(&["vector"], LanceIndex::IvfHnswSq(index))
         .execute()
         .await?;
     Ok(())
@@ -1046,47 +1028,6 @@ fn rows_filter(ids: &BTreeMap<&str, Vec<&str>>) -> String {
 /// Run a query and gather its batches.
 pub(crate) async fn collect(query: impl ExecutableQuery) -> Result<Vec<RecordBatch>> {
     Ok(query.execute().await?.try_collect().await?)
-}
-
-/// Marks that rows were added or deleted since the full-text index was
-/// built.
-///
-/// LanceDB scores the rows its full-text index covers with the index's own
-/// BM25 statistics (document count, lengths, term frequencies), which still
-/// count deleted rows and not yet the rows added since; it scores the rows
-/// outside the index with statistics over the live rows. So the same rows
-/// scored differently depending on when each had been indexed, and a
-/// search's order depended on the index's history (measured on 30 rows:
-/// "User's cat Miso likes warm milk" 2.995 vs 3.071 after `reindex --clear`,
-/// "User loves coffee" 2.342 vs 1.992, enough to swap ranks). Folding new
-/// rows in as a delta costs as much as building the index anew, and keeps
-/// the deleted rows' statistics. So the index covers no row (below
-/// [`TEXT_INDEX_MIN_ROWS`]) or every row, built anew before the first
-/// search after any change ([`Index::settle_text_index`]):
-/// `memd bench index` measures 12 ms at 1,000 rows and 63 ms at 10,000.
-/// The mark is written before a change that affects full-text scores
-/// (`Index::changes_text_scores`: any change once the index covers rows,
-/// or one that takes the table to the threshold) and removed after the
-/// build, so a crash in between, or a change by another process, still
-/// leads to the build.
-fn text_index_behind_path(layout: &Layout) -> std::path::PathBuf {
-    layout.index_dir().join("text-index-behind")
-}
-
-fn text_index_behind(layout: &Layout) -> bool {
-    text_index_behind_path(layout).exists()
-}
-
-fn clear_text_index_behind(layout: &Layout) -> Result<()> {
-    match std::fs::remove_file(text_index_behind_path(layout)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
-    }
-}
-
-fn mark_text_index_behind(layout: &Layout) -> Result<()> {
-    crate::atomic::write(&text_index_behind_path(layout), b"")?;
-    Ok(())
 }
 
 fn files_path(layout: &Layout) -> std::path::PathBuf {

@@ -1,5 +1,5 @@
-//! Hybrid search: vector top-n and full-text top-n fused by reciprocal
-//! rank, optional recency weighting, near-identical hits collapsed,
+//! Hybrid search: vector top-n (LanceDB) and full-text top-n (BM25 kept
+//! by memd, [`super::terms`]) fused by reciprocal rank, optional recency weighting, near-identical hits collapsed,
 //! tombstoned rows excluded, every hit logged to `.recall_log.jsonl`.
 
 use std::collections::HashMap;
@@ -8,7 +8,6 @@ use crate::Result;
 use crate::error::Context;
 use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch};
 use lancedb::DistanceType;
-use lancedb::index::scalar::FullTextSearchQuery;
 use lancedb::query::{QueryBase, Select};
 use serde::Serialize;
 
@@ -32,15 +31,16 @@ pub struct Hit {
     pub day: Option<String>,
 }
 
-const COLUMNS: [&str; 6] = ["id", "kind", "text", "source", "day", "vector"];
+const COLUMNS: [&str; 7] = ["id", "kind", "text", "source", "day", "vector", "_distance"];
 
 /// Hits whose vectors are at least this similar are one result.
 const NEAR_DUPLICATE: f32 = 0.95;
 
-fn columns(score: &str) -> Select {
-    let mut c: Vec<&str> = COLUMNS.to_vec();
-    c.push(score);
-    Select::columns(&c)
+/// A result list, best first: each row with its vector, and its score
+/// (higher is better).
+struct Ranked {
+    rows: Vec<(Hit, Vec<f32>)>,
+    scores: Vec<f32>,
 }
 
 impl Index {
@@ -50,8 +50,9 @@ impl Index {
     }
 
     /// [`Index::search`] over the table as it is, without waiting for a
-    /// sync or a build of the full-text index another task is doing (the
-    /// daemon's `GET /v1/search?wait=false`, while a backlog is indexed).
+    /// sync another task is doing (the daemon's `GET /v1/search?wait=false`,
+    /// while a backlog is indexed): the full-text scores are then those of
+    /// the rows the handle last saw, or none if it never loaded them.
     pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
         self.search_logged(query, k, false).await
     }
@@ -60,8 +61,8 @@ impl Index {
         let hits = match settle {
             true => self.search_unlogged(query, k).await?,
             false => {
-                self.ranked(query, self.query_vector(query).await?, k)
-                    .await?
+                let qv = self.query_vector(query).await?;
+                self.ranked(query, qv, k, false).await?
             }
         };
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -103,47 +104,106 @@ impl Index {
         qv: Vec<f32>,
         k: usize,
     ) -> Result<Vec<Hit>> {
-        self.settle_text_index().await?;
-        self.ranked(query, qv, k).await
+        self.ranked(query, qv, k, true).await
     }
 
     /// Vector and full-text results fused and finished, from the table as
-    /// it is.
-    async fn ranked(&self, query: &str, qv: Vec<f32>, k: usize) -> Result<Vec<Hit>> {
+    /// it is (`wait`: see [`Index::full_text`]).
+    async fn ranked(&self, query: &str, qv: Vec<f32>, k: usize, wait: bool) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
-        // The two queries are independent: run them on two tasks, so a
-        // multi-threaded runtime runs them on two cores.
+        // The vector query runs on its own task while the words are scored
+        // here, so a multi-threaded runtime uses two cores.
         let table = self.table.clone();
         let vector = tokio::spawn(async move { nearest(&table, qv, n).await });
-        let text = match full_text(&self.table, query, n).await {
-            Ok(b) => b,
-            Err(e) => {
-                // An empty index or a query of only stop words: vectors alone.
-                tracing::debug!(error = %e, "full-text search skipped");
-                Vec::new()
-            }
-        };
+        let text = self.full_text(query, n, wait).await;
         let vector = vector.await??;
+        let vector = Ranked {
+            rows: rows(&vector)?,
+            scores: distances(&vector)?.into_iter().map(|d| -d).collect(),
+        };
+        let text = self.with_vectors(text?, &vector).await?;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
-        let fused = fuse([(vector, Score::Distance), (text, Score::Relevance)])?;
+        let fused = fuse([vector, text]);
         let half_life = self.config.search.recency_half_life_days;
         Ok(finish(fused, &tombstones, half_life, k))
+    }
+}
+
+impl Index {
+    /// The full-text half of a search alone: at most `n` rows whose words
+    /// best match `query`, best first, each `score` its BM25 score
+    /// (benchmarks and tests look at it apart; see [`super::terms`] for the
+    /// rows tied at the cut).
+    pub async fn full_text_hits(&self, query: &str, n: usize) -> Result<Vec<Hit>> {
+        self.full_text(query, n, true).await
+    }
+
+    /// The `n` rows whose words best match `query` ([`super::terms`]), as
+    /// the table is at the handle's version: the words are loaded from the
+    /// table first when the handle holds them for another version. With
+    /// `wait` false and a sync running, the words as they are serve.
+    async fn full_text(&self, query: &str, n: usize, wait: bool) -> Result<Vec<Hit>> {
+        if !self.terms_current().await? {
+            let one = match wait {
+                true => Some(self.sync_lock.lock().await),
+                false => self.sync_lock.try_lock().ok(),
+            };
+            if one.is_some() && !self.terms_current().await? {
+                self.load_terms().await?;
+            }
+        }
+        Ok(self.terms.lock().unwrap().top(query, n))
+    }
+
+    /// Whether the handle's words are those of the table at its version.
+    async fn terms_current(&self) -> Result<bool> {
+        let version = self.table.version().await?;
+        Ok(self.terms.lock().unwrap().version() == Some(version))
+    }
+
+    /// Full-text hits with their vectors, for collapsing near duplicates:
+    /// the vector list's where it has the row, else the embedding cache's
+    /// (the vector the row was written with).
+    async fn with_vectors(&self, hits: Vec<Hit>, vector: &Ranked) -> Result<Ranked> {
+        let have: HashMap<&str, &Vec<f32>> = vector
+            .rows
+            .iter()
+            .map(|(h, v)| (h.id.as_str(), v))
+            .collect();
+        let missing: Vec<String> = hits
+            .iter()
+            .filter(|h| !have.contains_key(h.id.as_str()))
+            .map(|h| h.text.clone())
+            .collect();
+        let mut embedded = match missing.is_empty() {
+            true => Vec::new().into_iter(),
+            false => self.embedder.embed(&missing).await?.into_iter(),
+        };
+        let scores = hits.iter().map(|h| h.score).collect();
+        let rows = hits
+            .into_iter()
+            .map(|h| {
+                let v = match have.get(h.id.as_str()) {
+                    Some(v) => (*v).clone(),
+                    None => embedded.next().unwrap_or_default(),
+                };
+                (h, v)
+            })
+            .collect();
+        Ok(Ranked { rows, scores })
     }
 }
 
 /// Reciprocal rank fusion of the vector and full-text result lists: each
 /// row's score is the sum of `1 / (RRF_K + rank)` over the lists it is in.
 /// Rows with equal scores in a list share its rank (1 + the rows scored
-/// strictly better): LanceDB returns ties in storage order, which depends on
-/// how the table was built, so ranking them by position would make results
-/// depend on the index's history. Each row comes with its vector, for
-/// collapsing near duplicates.
-fn fuse(lists: [(Vec<RecordBatch>, Score); 2]) -> Result<HashMap<String, (Hit, Vec<f32>)>> {
+/// strictly better), so that ties never depend on the order a list came
+/// back in. Each row keeps its vector, for collapsing near duplicates.
+fn fuse(lists: [Ranked; 2]) -> HashMap<String, (Hit, Vec<f32>)> {
     let mut fused: HashMap<String, (Hit, Vec<f32>)> = HashMap::new();
-    for (batches, order) in lists {
-        let rows = rows(&batches)?;
-        let scores = scores(&batches, order)?;
-        for (rank, (mut hit, v)) in shared_ranks(&scores).into_iter().zip(rows) {
+    for list in lists {
+        let ranks = shared_ranks(&list.scores);
+        for (rank, (mut hit, v)) in ranks.into_iter().zip(list.rows) {
             let add = 1.0 / (RRF_K + rank as f32);
             fused
                 .entry(hit.id.clone())
@@ -154,39 +214,18 @@ fn fuse(lists: [(Vec<RecordBatch>, Score); 2]) -> Result<HashMap<String, (Hit, V
                 });
         }
     }
-    Ok(fused)
+    fused
 }
 
-/// A result list's score column, and which way is better.
-#[derive(Debug, Clone, Copy)]
-enum Score {
-    /// `_distance` of a vector search: lower is better.
-    Distance,
-    /// `_score` of a full-text search (BM25): higher is better.
-    Relevance,
-}
-
-impl Score {
-    fn column(self) -> &'static str {
-        match self {
-            Score::Distance => "_distance",
-            Score::Relevance => "_score",
-        }
-    }
-}
-
-/// Each row's score, as "higher is better".
-fn scores(batches: &[RecordBatch], order: Score) -> Result<Vec<f32>> {
+/// The `_distance` column of a vector search's batches (lower is better).
+fn distances(batches: &[RecordBatch]) -> Result<Vec<f32>> {
     let mut out = Vec::new();
     for b in batches {
         let col = b
-            .column_by_name(order.column())
+            .column_by_name("_distance")
             .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
-            .with_context(|| format!("index column {} missing", order.column()))?;
-        out.extend(col.values().iter().map(|&s| match order {
-            Score::Distance => -s,
-            Score::Relevance => s,
-        }));
+            .context("index column _distance missing")?;
+        out.extend(col.values().iter().copied());
     }
     Ok(out)
 }
@@ -287,14 +326,7 @@ async fn nearest(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Vec<R
         .query()
         .nearest_to(qv)?
         .distance_type(DistanceType::Cosine);
-    collect(query.select(columns(Score::Distance.column())).limit(n)).await
-}
-
-async fn full_text(table: &lancedb::Table, query: &str, n: usize) -> Result<Vec<RecordBatch>> {
-    let query = table
-        .query()
-        .full_text_search(FullTextSearchQuery::new(query.to_string()));
-    collect(query.select(columns(Score::Relevance.column())).limit(n)).await
+    collect(query.select(Select::columns(&COLUMNS)).limit(n)).await
 }
 
 /// An existing entry like a new fact.
@@ -323,7 +355,7 @@ impl Index {
             .nearest_to(qv.clone())?
             .distance_type(DistanceType::Cosine)
             .only_if(filter);
-        let found = collect(query.select(columns(Score::Distance.column())).limit(k * 4)).await?;
+        let found = collect(query.select(Select::columns(&COLUMNS)).limit(k * 4)).await?;
         let tombstones = Tombstones::load(&self.layout.tombstones_file())?;
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();

@@ -683,11 +683,10 @@ fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn search_results_stay_the_same_when_the_table_outgrows_the_flat_full_text_scan() {
-    // Past TEXT_INDEX_MIN_ROWS (2,000) the full-text index covers every
-    // row and is rebuilt after each change; below it, no row. Cross it
-    // one fact at a time, with a deletion on the way back, and compare
-    // with a rebuild from the files.
+async fn search_results_stay_the_same_over_two_thousand_rows_grown_one_fact_at_a_time() {
+    // Full-text scores kept in step by single-fact syncs (past 2,000 rows,
+    // where LanceDB's own index once took over from a flat scan), with a
+    // deletion on the way, compared with a rebuild from the files.
     let (_tmp, layout) = example_dir();
     let config = Config::default();
     let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
@@ -786,4 +785,199 @@ async fn a_run_of_single_fact_syncs_merges_its_small_fragments_as_it_goes() {
         hits.iter().any(|h| h.text.contains("number 5 ")),
         "{hits:?}"
     );
+}
+
+/// BM25 as LanceDB defines it (k1 1.2, b 0.75), computed from scratch over
+/// `texts` with LanceDB's own tokenizer: every matching text's score, by
+/// text.
+fn bm25_by_hand(texts: &[String], query: &str) -> std::collections::HashMap<String, f32> {
+    use lance_tokenizer::TokenStream;
+    let mut tokenizer = lancedb::index::scalar::FtsIndexBuilder::default()
+        .build()
+        .unwrap();
+    let mut words = |t: &str, search: bool| -> Vec<String> {
+        let mut s = match search {
+            true => tokenizer.token_stream_for_search(t),
+            false => tokenizer.token_stream_for_doc(t),
+        };
+        let mut out = Vec::new();
+        while s.advance() {
+            out.push(s.token().text.clone());
+        }
+        out
+    };
+    let docs: Vec<Vec<String>> = texts.iter().map(|t| words(t, false)).collect();
+    let query = words(query, true);
+    let counted = docs.iter().filter(|d| !d.is_empty()).count() as f64;
+    let mean = docs.iter().map(Vec::len).sum::<usize>() as f64 / counted;
+    let mut out = std::collections::HashMap::new();
+    for (text, doc) in texts.iter().zip(&docs) {
+        let mut score = 0.0f64;
+        for w in query.iter().collect::<std::collections::BTreeSet<_>>() {
+            let df = docs.iter().filter(|d| d.contains(w)).count() as f64;
+            let tf = doc.iter().filter(|x| *x == w).count() as f64;
+            if tf > 0.0 {
+                let idf = ((counted - df + 0.5) / (df + 0.5) + 1.0).ln();
+                let norm = 1.2 * (1.0 - 0.75 + 0.75 * doc.len() as f64 / mean);
+                score += idf * 2.2 * tf / (tf + norm);
+            }
+        }
+        if score > 0.0 {
+            out.insert(text.clone(), score as f32);
+        }
+    }
+    out
+}
+
+/// Facts sharing `user` and a few other words in different measure, some
+/// with a word twice, of different lengths.
+fn word_facts() -> Vec<String> {
+    let things = ["coffee", "tea", "garden", "piano", "bicycle", "Lisbon"];
+    (0..48)
+        .map(|i| {
+            let (a, b) = (things[i % 6], things[(i / 6) % 6]);
+            let tail = " and again ".repeat(i % 3) + &a.repeat((i % 4 == 0) as usize);
+            format!("User {i} talked about {a} with {b} {tail}")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn full_text_scores_are_bm25_over_the_live_rows_through_adds_deletes_and_compactions() {
+    let (_tmp, layout) = crate::support::memory_dir();
+    let config = Config::default();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    let facts = word_facts();
+    let day = |i: usize| format!("2026-11-{:02}", 10 + i % 3);
+    for (i, t) in facts.iter().enumerate() {
+        let time = format!("09:{:02}:{:02}", i / 60, i % 60);
+        archive::append(&layout, &day(i), &time, &[fact(t)]).unwrap();
+        if i % 5 == 0 {
+            index.sync().await.unwrap();
+            index.full_text_hits("coffee", 3).await.unwrap();
+        }
+        if i == 30 {
+            index.compact().await.unwrap();
+        }
+    }
+    index.sync().await.unwrap();
+    // Rows deleted by hand (a word's rows thinned out), then more added.
+    let gone = [7, 13, 24, 30];
+    for n in gone {
+        remove_lines_containing(&layout.archive_file(&day(n)), &format!("User {n} "));
+    }
+    index.sync().await.unwrap();
+    let extra = "User rode the bicycle to the garden twice";
+    archive::append(&layout, "2026-11-13", "10:00:00", &[fact(extra)]).unwrap();
+    index.sync().await.unwrap();
+    let live: Vec<String> = facts
+        .iter()
+        .filter(|t| !gone.iter().any(|n| t.starts_with(&format!("User {n} "))))
+        .cloned()
+        .chain([extra.to_string()])
+        .collect();
+    for q in [
+        "coffee",
+        "tea with the piano",
+        "what did the user say about Lisbon and bicycles",
+    ] {
+        let want = bm25_by_hand(&live, q);
+        let hits = index.full_text_hits(q, 1_000).await.unwrap();
+        let got: std::collections::HashMap<String, f32> =
+            hits.iter().map(|h| (h.text.clone(), h.score)).collect();
+        assert_eq!(got.len(), want.len(), "query {q:?}: rows matched");
+        for (text, score) in &want {
+            let g = got
+                .get(text)
+                .unwrap_or_else(|| panic!("{q:?}: {text:?} missing"));
+            assert!((g - score).abs() < 1e-4, "{q:?}: {text:?} {g} vs {score}");
+        }
+        // Best first, equal scores by id.
+        for pair in hits.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(
+                a.score > b.score || (a.score == b.score && a.id < b.id),
+                "{q:?}"
+            );
+        }
+        // The first few alone (words in every row skipped where they
+        // cannot change the result): the same rows with the same scores.
+        // Rows tied with the first one left out are left out too.
+        let few = index.full_text_hits(q, 3).await.unwrap();
+        let out = hits.get(3).map_or(f32::MIN, |h| h.score);
+        let head: Vec<(String, f32)> = hits
+            .iter()
+            .take(3)
+            .filter(|h| h.score > out)
+            .map(|h| (h.id.clone(), h.score))
+            .collect();
+        let few: Vec<(String, f32)> = few.into_iter().map(|h| (h.id, h.score)).collect();
+        assert_eq!(few, head, "{q:?}");
+    }
+    // A handle opened afresh loads the same words from the table.
+    let fresh = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    for q in ["coffee", "tea with the piano"] {
+        let a = index.full_text_hits(q, 1_000).await.unwrap();
+        let b = fresh.full_text_hits(q, 1_000).await.unwrap();
+        let key = |h: &memd::index::search::Hit| (h.id.clone(), h.score);
+        assert_eq!(
+            a.iter().map(key).collect::<Vec<_>>(),
+            b.iter().map(key).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handle_finds_by_their_words_the_rows_another_process_wrote() {
+    let (_tmp, layout) = crate::support::memory_dir();
+    let config = Config::default();
+    let a = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    archive::append(
+        &layout,
+        "2026-11-20",
+        "09:00:00",
+        &[fact("User sold the canoe")],
+    )
+    .unwrap();
+    a.sync().await.unwrap();
+    assert_eq!(a.full_text_hits("theremin", 5).await.unwrap().len(), 0);
+    // Another handle (another process, for the table) adds a row.
+    let b = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    let t = "User plays the theremin";
+    archive::append(&layout, "2026-11-20", "09:00:01", &[fact(t)]).unwrap();
+    b.sync().await.unwrap();
+    // The first handle's next sync finds the files as the table has them,
+    // and moves to the table's latest version.
+    a.sync().await.unwrap();
+    let hits = a.full_text_hits("theremin", 5).await.unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.text.as_str()).collect::<Vec<_>>(),
+        [t]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_tied_at_the_cut_of_the_full_text_list_are_all_left_out() {
+    // 50 rows share the query's common words with the same length; one
+    // also has its rare word. Lifting 19 of the 49 (by id) beside it would
+    // give each as much from the fusion as the one real match.
+    let (_tmp, layout) = crate::support::memory_dir();
+    let index = Index::open_with(&layout, &Config::default(), lexical())
+        .await
+        .unwrap();
+    let facts: Vec<NewFact> = (0..50)
+        .map(|i| fact(&format!("User noted item {i}")))
+        .collect();
+    archive::append(&layout, "2026-11-20", "09:00:00", &facts).unwrap();
+    index.sync().await.unwrap();
+    let hits = index.full_text_hits("noted item 7", 20).await.unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    assert_eq!(texts, ["User noted item 7"]);
+    // With room for every row, all are there, the tied ones sharing a
+    // score.
+    let all = index.full_text_hits("noted item 7", 50).await.unwrap();
+    assert_eq!(all.len(), 50);
+    assert!(all[1..].iter().all(|h| h.score == all[1].score));
 }
