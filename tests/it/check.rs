@@ -176,12 +176,7 @@ async fn indexed_with_a_duplicate() -> (tempfile::TempDir, Layout) {
 async fn duplicate_a_row(layout: &Layout) {
     use futures::TryStreamExt;
     use lancedb::query::{ExecutableQuery, QueryBase};
-    let lance = layout.index_dir().join("lance");
-    let db = lancedb::connect(lance.to_str().unwrap())
-        .execute()
-        .await
-        .unwrap();
-    let table = db.open_table("memory").execute().await.unwrap();
+    let table = crate::support::lance_table(layout).await;
     let one: Vec<arrow_array::RecordBatch> = table
         .query()
         .limit(1)

@@ -981,3 +981,42 @@ async fn rows_tied_at_the_cut_of_the_full_text_list_are_all_left_out() {
     assert_eq!(all.len(), 50);
     assert!(all[1..].iter().all(|h| h.score == all[1].score));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_older_memds_full_text_index_is_dropped_by_the_next_sync_and_words_still_match() {
+    let (_tmp, layout) = crate::support::memory_dir();
+    let config = Config::default();
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    let canoe = fact("User sold the canoe");
+    archive::append(&layout, "2026-11-20", "09:00:00", &[canoe]).unwrap();
+    index.sync().await.unwrap();
+    drop(index);
+    // What an older memd left: LanceDB's full-text index on `text`, and
+    // the mark that it was behind the rows.
+    let table = crate::support::lance_table(&layout).await;
+    let fts = lancedb::index::Index::FTS(Default::default());
+    table.create_index(&["text"], fts).execute().await.unwrap();
+    let mark = layout.index_dir().join("text-index-behind");
+    std::fs::write(&mark, "").unwrap();
+
+    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
+    let t = "User plays the theremin";
+    archive::append(&layout, "2026-11-20", "09:00:01", &[fact(t)]).unwrap();
+    index.sync().await.unwrap();
+    table.checkout_latest().await.unwrap();
+    let indices = table.list_indices().await.unwrap();
+    assert!(
+        indices
+            .iter()
+            .all(|i| !i.columns.iter().any(|c| c == "text")),
+        "{indices:?}"
+    );
+    assert!(!mark.exists());
+    for (q, want) in [("theremin", t), ("canoe", "User sold the canoe")] {
+        let hits = index.full_text_hits(q, 5).await.unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.text.as_str()).collect::<Vec<_>>(),
+            [want]
+        );
+    }
+}

@@ -268,3 +268,14 @@ pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 }
+
+/// The index's LanceDB table, opened behind memd's back (to set up what
+/// another process or an older memd left).
+pub async fn lance_table(layout: &memd::Layout) -> lancedb::Table {
+    let lance = layout.index_dir().join("lance");
+    let db = lancedb::connect(lance.to_str().unwrap())
+        .execute()
+        .await
+        .unwrap();
+    db.open_table("memory").execute().await.unwrap()
+}
