@@ -77,6 +77,14 @@ pub(crate) fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// Remove `path`; a file that is not there is already removed.
+pub(crate) fn remove(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Remove the temp files that interrupted writes of `path` left behind
 /// (named as [`write`] names them). Call it only while holding the lock
 /// that every writer of `path` holds, so no write in flight loses its file.

@@ -134,6 +134,20 @@ pub struct Row {
     pub category: Option<String>,
 }
 
+impl Row {
+    /// The row as a search shows it (score 0).
+    fn hit(&self) -> search::Hit {
+        search::Hit {
+            id: self.id.clone(),
+            kind: self.kind,
+            text: self.text.clone(),
+            score: 0.0,
+            source: self.source.clone(),
+            day: self.day.clone(),
+        }
+    }
+}
+
 /// Each row with its [`Row::hash`], computed once.
 fn with_hashes(rows: Vec<Row>) -> Vec<(Row, String)> {
     rows.into_iter()
@@ -515,17 +529,11 @@ impl Index {
                 .iter()
                 .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)))
         };
-        let docs = added.iter().map(|(r, _)| terms::Doc {
-            id: r.id.clone(),
-            source: r.source.clone(),
-            kind: r.kind,
-            text: r.text.clone(),
-            day: r.day.clone(),
-        });
+        let hits = added.iter().map(|(r, _)| r.hit());
         self.terms
             .lock()
             .unwrap()
-            .wrote(before, after, deleted(), docs);
+            .wrote(before, after, deleted(), hits);
         let added = added.into_iter().map(|(r, h)| (r.source, r.id, h));
         self.known.lock().unwrap().wrote(after, deleted(), added);
         Ok(())
@@ -608,27 +616,11 @@ impl Index {
         let version = self.table.version().await?;
         let columns = ["id", "source", "kind", "text", "day"];
         let query = self.table.query().select(Select::columns(&columns));
-        let mut docs = Vec::new();
+        let mut rows = Vec::new();
         for b in collect(query).await? {
-            let (ids, sources, kinds) = (
-                string_col(&b, "id")?,
-                string_col(&b, "source")?,
-                string_col(&b, "kind")?,
-            );
-            let (texts, days) = (string_col(&b, "text")?, string_col(&b, "day")?);
-            for i in 0..b.num_rows() {
-                docs.push(terms::Doc {
-                    id: ids.value(i).to_string(),
-                    source: sources.value(i).to_string(),
-                    // Written by this module only; an unknown value reads
-                    // as a fact.
-                    kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
-                    text: texts.value(i).to_string(),
-                    day: (!days.is_null(i)).then(|| days.value(i).to_string()),
-                });
-            }
+            rows.extend(search::hits(&b)?);
         }
-        self.terms.lock().unwrap().load(version, docs);
+        self.terms.lock().unwrap().load(version, rows);
         Ok(())
     }
 
@@ -742,10 +734,9 @@ impl Index {
         tracing::info!("dropping LanceDB's full-text index (memd scores text itself)");
         let drop = async { Ok(self.table.drop_index(name).await?) };
         self.keeping_rows(drop).await?;
-        match std::fs::remove_file(self.layout.index_dir().join("text-index-behind")) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        }
+        Ok(crate::atomic::remove(
+            &self.layout.index_dir().join("text-index-behind"),
+        )?)
     }
 
     /// The baseline memd is benchmarked against: re-embed every row of a
@@ -780,10 +771,7 @@ impl Index {
         self.table.delete("true").await?;
         self.known.lock().unwrap().clear();
         self.terms.lock().unwrap().clear();
-        match std::fs::remove_file(files_path(&self.layout)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        }
+        Ok(crate::atomic::remove(&files_path(&self.layout))?)
     }
 
     /// Fragments of fewer than `rows` rows (from the manifest: no file is

@@ -1,6 +1,7 @@
 //! Hybrid search: vector top-n (LanceDB) and full-text top-n (BM25 kept
-//! by memd, [`super::terms`]) fused by reciprocal rank, optional recency weighting, near-identical hits collapsed,
-//! tombstoned rows excluded, every hit logged to `.recall_log.jsonl`.
+//! by memd, [`super::terms`]) fused by reciprocal rank, optional recency
+//! weighting, near-identical hits collapsed, tombstoned rows excluded,
+//! every hit logged to `.recall_log.jsonl`.
 
 use std::collections::HashMap;
 
@@ -242,37 +243,43 @@ fn shared_ranks(scores: &[f32]) -> Vec<usize> {
 fn rows(batches: &[RecordBatch]) -> Result<Vec<(Hit, Vec<f32>)>> {
     let mut out = Vec::new();
     for b in batches {
-        let (ids, kinds, texts, sources) = (
-            string_col(b, "id")?,
-            string_col(b, "kind")?,
-            string_col(b, "text")?,
-            string_col(b, "source")?,
-        );
-        let days = string_col(b, "day")?;
         let vectors = b
             .column_by_name("vector")
             .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
             .context("index column vector missing")?;
-        for i in 0..b.num_rows() {
+        for (i, hit) in hits(b)?.into_iter().enumerate() {
             let v = vectors.value(i);
             let v = v
                 .as_any()
                 .downcast_ref::<Float32Array>()
                 .map(|a| a.values().to_vec());
-            let hit = Hit {
-                id: ids.value(i).to_string(),
-                // Written by this module only; an unknown value reads as a
-                // fact.
-                kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
-                text: texts.value(i).to_string(),
-                score: 0.0,
-                source: sources.value(i).to_string(),
-                day: (!days.is_null(i)).then(|| days.value(i).to_string()),
-            };
             out.push((hit, v.unwrap_or_default()));
         }
     }
     Ok(out)
+}
+
+/// The rows of a batch as hits (score 0), from its columns `id`, `kind`,
+/// `text`, `source` and `day`.
+pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
+    let (ids, kinds, texts, sources) = (
+        string_col(b, "id")?,
+        string_col(b, "kind")?,
+        string_col(b, "text")?,
+        string_col(b, "source")?,
+    );
+    let days = string_col(b, "day")?;
+    Ok((0..b.num_rows())
+        .map(|i| Hit {
+            id: ids.value(i).to_string(),
+            // Written by this module only; an unknown value reads as a fact.
+            kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
+            text: texts.value(i).to_string(),
+            score: 0.0,
+            source: sources.value(i).to_string(),
+            day: (!days.is_null(i)).then(|| days.value(i).to_string()),
+        })
+        .collect())
 }
 
 /// Recency weighting, tombstones left out, best first (ties by id, so the

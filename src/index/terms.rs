@@ -32,7 +32,6 @@ use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer
 use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::FtsIndexBuilder;
 
-use super::RowKind;
 use super::search::Hit;
 use crate::Result;
 
@@ -40,21 +39,10 @@ use crate::Result;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
-/// A row as the full-text scoring needs it.
-#[derive(Debug, Clone)]
-pub(super) struct Doc {
-    pub id: String,
-    pub source: String,
-    pub kind: RowKind,
-    pub text: String,
-    pub day: Option<String>,
-}
-
-/// A live row: what a hit shows, its length in words, and its words with
-/// how often each occurs.
+/// A live row: the hit it shows (its score unset), and its words with how
+/// often each occurs (its length is in `Terms::lens`).
 struct Slot {
-    doc: Doc,
-    len: u32,
+    hit: Hit,
     words: Vec<(u32, u32)>,
 }
 
@@ -103,12 +91,12 @@ impl Terms {
     /// cores; the rows then go in one by one, in table order. Measured
     /// (`memd bench index`, `terms_load_ms`): 28 ms at 10,000 rows, 0.36 s
     /// at 100,000, once per process.
-    pub(super) fn load(&mut self, version: u64, docs: Vec<Doc>) {
+    pub(super) fn load(&mut self, version: u64, rows: Vec<Hit>) {
         self.clear();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let chunk = docs.len().div_ceil(threads).max(1);
+        let chunk = rows.len().div_ceil(threads).max(1);
         let tokens: Vec<Vec<Vec<String>>> = std::thread::scope(|scope| {
-            let running: Vec<_> = docs
+            let running: Vec<_> = rows
                 .chunks(chunk)
                 .map(|part| {
                     let mut tokenizer = self.tokenizer.box_clone();
@@ -124,8 +112,8 @@ impl Terms {
                 .map(|t| t.join().expect("tokenising panicked"))
                 .collect()
         });
-        for (doc, tokens) in docs.into_iter().zip(tokens.into_iter().flatten()) {
-            self.insert_tokens(doc, tokens);
+        for (row, tokens) in rows.into_iter().zip(tokens.into_iter().flatten()) {
+            self.insert_tokens(row, tokens);
         }
         self.version = Some(version);
     }
@@ -138,7 +126,7 @@ impl Terms {
         before: u64,
         after: u64,
         deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
-        added: impl IntoIterator<Item = Doc>,
+        added: impl IntoIterator<Item = Hit>,
     ) {
         if self.version != Some(before) {
             return self.clear();
@@ -176,8 +164,8 @@ impl Terms {
     }
 
     /// Add a row, given its words (from [`tokens`]).
-    fn insert_tokens(&mut self, doc: Doc, tokens: Vec<String>) {
-        let key = (doc.source.clone(), doc.id.clone());
+    fn insert_tokens(&mut self, hit: Hit, tokens: Vec<String>) {
+        let key = (hit.source.clone(), hit.id.clone());
         if let Some(&old) = self.by_row.get(&key) {
             // The same row twice (a table with a duplicate row): the last
             // one read stands, as one row.
@@ -218,7 +206,7 @@ impl Terms {
         }
         self.by_row.insert(key, slot);
         self.lens[slot as usize] = len;
-        self.slots[slot as usize] = Some(Slot { doc, len, words });
+        self.slots[slot as usize] = Some(Slot { hit, words });
     }
 
     fn remove(&mut self, source: &str, id: &str) {
@@ -234,12 +222,12 @@ impl Terms {
         for (w, _) in &s.words {
             self.postings[*w as usize].remove(&slot);
         }
-        if s.len > 0 {
+        let len = std::mem::take(&mut self.lens[slot as usize]);
+        if len > 0 {
             self.counted -= 1;
-            self.tokens -= s.len as u64;
+            self.tokens -= len as u64;
         }
-        self.by_row.remove(&(s.doc.source, s.doc.id));
-        self.lens[slot as usize] = 0;
+        self.by_row.remove(&(s.hit.source, s.hit.id));
         self.free.push(slot);
     }
 
@@ -293,8 +281,12 @@ impl Terms {
         };
         let mut scores = vec![0f32; self.slots.len()];
         let mut seen: Vec<u32> = Vec::new();
-        let mut i = 0;
-        while i < words.len() && nth(&scores, &seen, n).is_none_or(|t| t <= left(i)) {
+        let (mut i, mut cut) = (0, None);
+        while i < words.len() {
+            cut = nth(&scores, &seen, n).filter(|&t| t > left(i));
+            if cut.is_some() {
+                break;
+            }
             let (w, idf) = words[i];
             for (&slot, &tf) in &self.postings[w as usize] {
                 let s = &mut scores[slot as usize];
@@ -305,7 +297,7 @@ impl Terms {
             }
             i += 1;
         }
-        if let Some(t) = nth(&scores, &seen, n).filter(|_| i < words.len()) {
+        if let Some(t) = cut {
             let floor = t - left(i);
             seen.retain(|&s| scores[s as usize] >= floor);
             for &(w, idf) in &words[i..] {
@@ -331,11 +323,11 @@ impl Terms {
     }
 
     fn best(&self, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
-        let mut ranked: Vec<(&Doc, f32)> = seen
+        let mut ranked: Vec<(&Hit, f32)> = seen
             .into_iter()
             .filter_map(|slot| {
-                let doc = &self.slots[slot as usize].as_ref()?.doc;
-                Some((doc, scores[slot as usize]))
+                let hit = &self.slots[slot as usize].as_ref()?.hit;
+                Some((hit, scores[slot as usize]))
             })
             .collect();
         ranked.sort_by(|(a, x), (b, y)| y.total_cmp(x).then_with(|| a.id.cmp(&b.id)));
@@ -345,13 +337,9 @@ impl Terms {
         ranked
             .into_iter()
             .take(n)
-            .map(|(d, score)| Hit {
-                id: d.id.clone(),
-                kind: d.kind,
-                text: d.text.clone(),
+            .map(|(hit, score)| Hit {
                 score,
-                source: d.source.clone(),
-                day: d.day.clone(),
+                ..hit.clone()
             })
             .collect()
     }
