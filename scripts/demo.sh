@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 ./scripts/fetch-model.sh
-cargo build --locked --features lab
+cargo build --locked --features lab,failpoints
 target="${CARGO_TARGET_DIR:-target}"
 memd="$target/debug/memd"
 work="$(mktemp -d)"

@@ -3,11 +3,18 @@
 # then the tests. Uses the one dev profile and whatever CARGO_TARGET_DIR is
 # set, so the tree is built once and reused (clippy's check of the
 # dependencies is a few minutes more on a cold tree). The `lab` feature
-# builds `memd eval` and `memd bench`, which some tests use.
+# builds `memd eval` and `memd bench`, which some tests use; `failpoints`
+# the test failpoints of the SIGKILL tests. The binary as `cargo install`
+# builds it (no features; only memd itself is compiled again, not the
+# dependencies) is kept beside as `memd-shipped`, for the test that a
+# shipped memd never reads MEMD_PAUSE_AT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 ./scripts/fetch-model.sh
 cargo fmt --check
-cargo clippy --locked --features lab --all-targets -- -D warnings
-cargo test --locked --features lab "$@"
+target="${CARGO_TARGET_DIR:-target}"
+cargo build --locked --bin memd
+cp "$target/debug/memd" "$target/debug/memd-shipped"
+cargo clippy --locked --features lab,failpoints --all-targets -- -D warnings
+cargo test --locked --features lab,failpoints "$@"

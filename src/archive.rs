@@ -33,13 +33,15 @@ use serde::Serialize;
 
 use crate::Layout;
 use crate::error::{Context, Result};
+use crate::ids::FactId;
+use crate::layout::rel;
 use crate::text::norm_hash;
 
 /// One fact of a daily log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Fact {
     /// `DAY#HASH` or `DAY#HASH.N`.
-    pub id: String,
+    pub id: FactId,
     pub day: String,
     pub text: String,
     pub category: Option<String>,
@@ -126,7 +128,7 @@ pub fn parse(day: &str, src: &str) -> Day {
         let n = occurrences.entry(hash.clone()).or_insert(0);
         *n += 1;
         out.facts.push(Fact {
-            id: fact_id(day, &hash, *n),
+            id: FactId::new(day, &hash, *n),
             day: day.to_string(),
             text: parsed.text,
             category: parsed.category,
@@ -145,14 +147,6 @@ pub fn parse(day: &str, src: &str) -> Day {
 pub(crate) fn id_hash(id: &str) -> &str {
     let h = id.split_once('#').map(|(_, h)| h).unwrap_or(id);
     h.split_once('.').map(|(h, _)| h).unwrap_or(h)
-}
-
-fn fact_id(day: &str, hash: &str, occurrence: usize) -> String {
-    if occurrence <= 1 {
-        format!("{day}#{hash}")
-    } else {
-        format!("{day}#{hash}.{occurrence}")
-    }
 }
 
 /// `14:05:12 · session 7f3a` → (time, session). Hand-written headings that
@@ -302,7 +296,7 @@ pub fn read_all(layout: &Layout) -> Result<(Vec<Fact>, Vec<String>)> {
             parsed
                 .warnings
                 .into_iter()
-                .map(|w| format!("archive/{day}.md: {w}")),
+                .map(|w| format!("{}: {w}", rel::archive_file(&day))),
         );
         facts.extend(parsed.facts);
     }
@@ -348,9 +342,12 @@ pub fn new_facts(
         .collect()
 }
 
-/// [`append`] to today's file at the current local time.
-pub(crate) fn append_now(layout: &Layout, facts: &[NewFact]) -> Result<Vec<Appended>> {
-    let now = chrono::Local::now();
+/// [`append`] to the day file of `now`, stamped with its time.
+pub(crate) fn append_at(
+    layout: &Layout,
+    now: chrono::DateTime<chrono::FixedOffset>,
+    facts: &[NewFact],
+) -> Result<Vec<Appended>> {
     append(
         layout,
         &now.format("%Y-%m-%d").to_string(),
@@ -360,9 +357,9 @@ pub(crate) fn append_now(layout: &Layout, facts: &[NewFact]) -> Result<Vec<Appen
 }
 
 /// What an append did with one fact.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Appended {
-    pub id: String,
+    pub id: FactId,
     pub day: String,
     pub text: String,
     pub category: Option<String>,
@@ -459,7 +456,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
         buf.push('\n');
     }
     let out = lines(&mut buf, (day, time), &today, yesterday.as_ref(), facts);
-    crate::pause::at(layout, "append-locked");
+    crate::pause::at(layout, crate::pause::Step::AppendLocked);
     if out.iter().any(|a| a.written) {
         let len = bytes.len() as u64;
         crate::atomic::append_whole(&mut file, len, buf.as_bytes())
@@ -467,7 +464,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
         if !existed {
             crate::atomic::sync_dir(&layout.archive_dir())?;
         }
-        crate::pause::at(layout, "append-written");
+        crate::pause::at(layout, crate::pause::Step::AppendWritten);
     }
     Ok(out)
 }
@@ -486,7 +483,7 @@ fn written_yesterday(
     let yesterday = previous_day(day)
         .map(|d| DayText::read(layout, &d))
         .transpose()?;
-    let ids: Option<Vec<String>> = facts
+    let ids: Option<Vec<FactId>> = facts
         .iter()
         .map(|f| yesterday.as_ref().and_then(|y| y.key_id(f.key.as_deref()?)))
         .collect();
@@ -509,7 +506,7 @@ fn lines(
     yesterday: Option<&DayText>,
     facts: &[NewFact],
 ) -> Vec<Appended> {
-    let mut keys: HashMap<String, String> = HashMap::new();
+    let mut keys: HashMap<String, FactId> = HashMap::new();
     let mut occurrences: HashMap<String, usize> = HashMap::new();
     let mut tail_session = today.tail_session();
     let mut out = Vec::with_capacity(facts.len());
@@ -545,7 +542,7 @@ fn lines(
             .entry(hash.clone())
             .or_insert_with(|| today.occurrences(&item.text, &hash));
         *n += 1;
-        let id = fact_id(day, &hash, *n);
+        let id = FactId::new(day, &hash, *n);
         if let Some(k) = &f.key {
             keys.insert(k.clone(), id.clone());
         }
@@ -584,7 +581,7 @@ struct DayText {
     /// the day once per fact (a 40k-fact retry was quadratic).
     keys: std::cell::OnceCell<HashSet<String>>,
     /// Key → fact id, from the parse, built once.
-    key_ids: std::cell::OnceCell<HashMap<String, String>>,
+    key_ids: std::cell::OnceCell<HashMap<String, FactId>>,
     /// Occurrence lookups so far, and past [`PREFILTER_LOOKUPS`] the
     /// count of each hash, from one parse.
     asked: std::cell::Cell<usize>,
@@ -624,7 +621,7 @@ impl DayText {
     }
 
     /// The id of the fact written with idempotency key `key`, if any.
-    fn key_id(&self, key: &str) -> Option<String> {
+    fn key_id(&self, key: &str) -> Option<FactId> {
         let keys = self.keys.get_or_init(|| {
             self.src
                 .match_indices(KEY_OPEN)
@@ -685,7 +682,7 @@ impl DayText {
     }
 }
 
-fn appended(f: &NewFact, id: String, day: &str, written: bool) -> Appended {
+fn appended(f: &NewFact, id: FactId, day: &str, written: bool) -> Appended {
     Appended {
         id,
         day: day.to_string(),

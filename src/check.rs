@@ -28,7 +28,11 @@ use serde::Serialize;
 use crate::archive::{self, Fact};
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
-use crate::index;
+use crate::ids::{EntryId, FactId};
+use crate::index::fingerprints::{self, Freshness};
+use crate::index::rows::{self, RowsBySource};
+use crate::index::table::{self, StoredRow};
+use crate::layout::{Source, rel};
 use crate::memory_md::MemoryMd;
 use crate::pending::{Pending, Settled};
 use crate::state::State;
@@ -36,7 +40,7 @@ use crate::tombstones::Tombstones;
 use crate::{Layout, journal, jsonl, recall};
 
 /// One finding: where, and what.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// Relative to the memory directory.
     pub file: String,
@@ -46,7 +50,8 @@ pub struct Finding {
     pub what: String,
 }
 
-#[derive(Debug, Default, Serialize)]
+/// What `memd check` found.
+#[derive(Debug, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub problems: Vec<Finding>,
     pub notes: Vec<Finding>,
@@ -56,6 +61,9 @@ pub struct Report {
     pub index_rows: Option<usize>,
     /// Whether some problem is the index's alone (`--fix` can repair it).
     pub index_fixable: bool,
+    /// Whether `--fix` rebuilt the index from the files before this check.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub index_rebuilt: bool,
 }
 
 impl Report {
@@ -93,14 +101,14 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     let mut report = Report::default();
     let (facts, warnings) = archive::read_all(layout)?;
     for w in warnings {
-        report.note("archive/", None, w);
+        report.note(rel::ARCHIVE, None, w);
     }
     let doc = Document::read(&layout.entries_file())?;
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let state = match State::load(&layout.state_file()) {
         Ok(s) => s,
         Err(e) => {
-            report.problem(".consolidation_state.json", None, e.to_string());
+            report.problem(rel::STATE, None, e.to_string());
             State::default()
         }
     };
@@ -114,14 +122,14 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     Ok(report)
 }
 
-const ENTRIES: &str = "consolidated/memory.md";
+const ENTRIES: &str = rel::ENTRIES;
 
 /// Unique ids, readable metadata; hand edits as notes.
 fn entries(doc: &Document, report: &mut Report) {
     for w in &doc.warnings {
         report.problem(ENTRIES, Some(w.line), w.message.clone());
     }
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut seen: HashMap<&EntryId, usize> = HashMap::new();
     for e in doc.entries() {
         let Some(m) = e.meta.as_ref() else {
             report.note(
@@ -134,7 +142,7 @@ fn entries(doc: &Document, report: &mut Report) {
             );
             continue;
         };
-        *seen.entry(m.id.as_str()).or_default() += 1;
+        *seen.entry(&m.id).or_default() += 1;
         if m.hash != text_hash(&e.text) {
             report.note(ENTRIES, None, format!("{} was edited by hand", m.id));
         }
@@ -159,19 +167,19 @@ fn provenance(
     tombstones: &Tombstones,
     report: &mut Report,
 ) {
-    let mut holders: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut holders: HashMap<&FactId, Vec<&str>> = HashMap::new();
     for m in doc.entries().filter_map(|e| e.meta.as_ref()) {
         for s in &m.sources {
-            holders.entry(s.as_str()).or_default().push(m.id.as_str());
+            holders.entry(s).or_default().push(m.id.as_str());
         }
     }
     let rule = Pending::new(state, tombstones, doc);
-    let known: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    let known: HashSet<&FactId> = facts.iter().map(|f| &f.id).collect();
     for f in facts {
-        let file = format!("archive/{}.md", f.day);
-        let held = holders.get(f.id.as_str()).map_or(0, Vec::len);
+        let file = rel::archive_file(&f.day);
+        let held = holders.get(&f.id).map_or(0, Vec::len);
         if held > 1 {
-            let by = holders[f.id.as_str()].join(", ");
+            let by = holders[&f.id].join(", ");
             report.problem(
                 &file,
                 Some(f.line),
@@ -202,16 +210,12 @@ fn provenance(
 /// One pair of markers; every generated line tied to a live entry.
 fn memory_md(layout: &Layout, doc: &Document, report: &mut Report) {
     match MemoryMd::read(&layout.memory_md()) {
-        Err(e) => report.problem("MEMORY.md", None, e.to_string()),
+        Err(e) => report.problem(rel::CORE, None, e.to_string()),
         Ok(md) => {
-            let live: HashSet<&str> = doc.entries().filter_map(|e| e.id()).collect();
-            for l in md
-                .lines()
-                .iter()
-                .filter(|l| !live.contains(l.entry_id.as_str()))
-            {
+            let live: HashSet<&EntryId> = doc.entries().filter_map(|e| e.id()).collect();
+            for l in md.lines().iter().filter(|l| !live.contains(&l.entry_id)) {
                 report.problem(
-                    "MEMORY.md",
+                    rel::CORE,
                     None,
                     format!(
                         "a generated line names {}, which is not an entry: {:?}",
@@ -228,15 +232,15 @@ fn memory_md(layout: &Layout, doc: &Document, report: &mut Report) {
 fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
     let bad = [
         (
-            "consolidated/journal.jsonl",
+            rel::JOURNAL,
             jsonl::read::<journal::Record>(&layout.journal_file())?.1,
         ),
         (
-            ".tombstones.jsonl",
+            rel::TOMBSTONES,
             jsonl::read::<serde_json::Value>(&layout.tombstones_file())?.1,
         ),
         (
-            ".recall_log.jsonl",
+            rel::RECALL_LOG,
             jsonl::read::<recall::Hit>(&layout.recall_log())?.1,
         ),
     ];
@@ -250,11 +254,12 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
 
 /// The index holds exactly the rows the files call for.
 async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
-    let Some(stored) = index::stored_rows(layout).await? else {
+    let Some(stored) = table::stored_rows(layout).await? else {
         return Ok(());
     };
     report.index_rows = Some(stored.len());
-    let (expected, fresh) = index::expected_rows(layout)?;
+    let expected = rows::expected(layout)?;
+    let fresh = fingerprints::freshness(layout)?;
     let before = report.problems.len();
     let mut counts: HashMap<(&str, &str), usize> = HashMap::new();
     for r in &stored {
@@ -278,10 +283,11 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
         }
     }
     for (source, state) in &fresh {
-        source_rows(source, state, &expected, &stored, report);
+        source_rows(source, *state, &expected, &stored, report);
     }
     let gone: HashSet<&str> = stored.iter().map(|r| r.source.as_str()).collect();
-    for source in gone.into_iter().filter(|s| !fresh.contains_key(*s)) {
+    let known = |s: &str| Source::parse(s).is_some_and(|s| fresh.contains_key(&s));
+    for source in gone.into_iter().filter(|s| !known(s)) {
         let what = format!("rows of {source}, which no longer exists (not synced yet)");
         report.note(INDEX, None, what);
     }
@@ -289,18 +295,19 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
     Ok(())
 }
 
-const INDEX: &str = ".memd/index";
+const INDEX: &str = rel::INDEX;
 
 /// One source file's rows in the index against the rows it calls for: a
 /// difference is a problem when the index says it synced the file as it
 /// is, a note when the file changed since.
 fn source_rows(
-    source: &str,
-    state: &str,
-    expected: &index::RowsBySource,
-    stored: &[index::StoredRow],
+    source: &Source,
+    state: Freshness,
+    expected: &RowsBySource,
+    stored: &[StoredRow],
     report: &mut Report,
 ) {
+    let rel = source.rel();
     let want: HashMap<&str, &str> = expected
         .get(source)
         .into_iter()
@@ -309,13 +316,13 @@ fn source_rows(
         .collect();
     let have: HashMap<&str, &str> = stored
         .iter()
-        .filter(|r| r.source == source)
+        .filter(|r| r.source == rel)
         .map(|r| (r.id.as_str(), r.hash.as_str()))
         .collect();
     if want == have {
         return;
     }
-    if state != "fresh" {
+    if state != Freshness::Fresh {
         let what = format!("{source} changed since the last sync ({state})");
         report.note(INDEX, None, what);
         return;

@@ -32,3 +32,8 @@ impl Clock {
         self.now().to_rfc3339_opts(SecondsFormat::Secs, true)
     }
 }
+
+/// Whether `s` is a day as memd writes one (`YYYY-MM-DD`).
+pub(crate) fn is_day(s: &str) -> bool {
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
+}

@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::error::{Context, Result, bail, err};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub consolidation: Consolidation,
@@ -23,7 +23,7 @@ pub struct Config {
     pub server: Server,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Consolidation {
     pub min_hours: f64,
@@ -41,7 +41,9 @@ pub struct Consolidation {
 }
 
 /// How the LLM judge is asked about a cluster.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Request {
     /// `prompts/consolidate.md`: a list of ops (ADD, REPLACE, KEEP,
@@ -77,7 +79,7 @@ impl Default for Consolidation {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Promotion {
     pub max_lines: u32,
@@ -89,7 +91,7 @@ impl Default for Promotion {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Search {
     pub default_k: u32,
@@ -105,7 +107,7 @@ impl Default for Search {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Llm {
     pub base_url: String,
@@ -137,7 +139,7 @@ impl Llm {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
     Minilm,
@@ -147,7 +149,9 @@ pub enum EmbedderKind {
 
 /// What runs the minilm model. Both give the same vectors (cosine at least
 /// 0.999, tested), so the index and the embedding cache are shared.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     /// ONNX Runtime when `./scripts/fetch-model.sh` installed it beside the
@@ -160,7 +164,7 @@ pub enum Runtime {
     Candle,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Embedder {
     pub kind: EmbedderKind,
@@ -191,7 +195,7 @@ impl Default for Embedder {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Server {
     pub listen: String,
@@ -383,7 +387,7 @@ impl Config {
     /// Load `memd.toml` from `dir` (absent = defaults), then apply `MEMD_*`
     /// environment overrides.
     pub fn load(dir: &Path) -> Result<Config> {
-        let path = dir.join("memd.toml");
+        let path = dir.join(crate::layout::rel::CONFIG);
         let bytes = crate::atomic::read_if_exists(&path)
             .with_context(|| format!("reading {}", path.display()))?
             .unwrap_or_default();

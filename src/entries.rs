@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
+use crate::ids::{EntryId, FactId};
 use crate::text::{escape_comments, short_hash, unescape_comments};
 
 /// What `memd init` writes.
@@ -31,16 +32,16 @@ const META_OPEN: &str = "<!--m ";
 const META_CLOSE: &str = "-->";
 
 /// The metadata comment of an entry. Unknown fields are kept as they are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Meta {
-    pub id: String,
+    pub id: EntryId,
     #[serde(default)]
     pub first_seen: String,
     #[serde(default)]
     pub updated: String,
     /// Every archive fact folded into this entry: its repetition count.
     #[serde(default)]
-    pub sources: Vec<String>,
+    pub sources: Vec<FactId>,
     /// Hash of the text as memd last wrote it: a mismatch means a hand edit.
     #[serde(default)]
     pub hash: String,
@@ -68,8 +69,8 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn id(&self) -> Option<&str> {
-        self.meta.as_ref().map(|m| m.id.as_str())
+    pub fn id(&self) -> Option<&EntryId> {
+        self.meta.as_ref().map(|m| &m.id)
     }
 
     /// True when the text is not what memd last wrote (or memd never wrote
@@ -102,7 +103,7 @@ impl Entry {
 /// is; the OS frees it if the holder dies.
 pub fn lock(layout: &crate::Layout) -> Result<crate::lock::Guard> {
     crate::lock::lock_or_explain(
-        &layout.runtime_dir().join("consolidate.lock"),
+        &layout.entries_lock(),
         "a consolidation (or forget) in this memory directory",
     )
 }
@@ -169,7 +170,7 @@ pub struct Document {
     /// Every id in the file, so a new id is checked in O(1): a run that
     /// ADDs thousands of entries to a file of thousands would otherwise
     /// scan the file once per new entry.
-    ids: std::collections::HashSet<String>,
+    ids: std::collections::HashSet<EntryId>,
     /// The first line of the file that is not UTF-8, when one is: such a
     /// file is read (with U+FFFD in place of its bad bytes) but never
     /// written back, which would replace the user's bytes for good.
@@ -181,11 +182,11 @@ pub struct Document {
 /// [`Document::parse`] reads as one, and an unreadable one names no
 /// sources there either. The index needs only this at every sync of a day
 /// file, and it is several times cheaper than a full parse.
-pub fn sources(path: &Path) -> Result<HashSet<String>> {
+pub fn sources(path: &Path) -> Result<HashSet<FactId>> {
     #[derive(Deserialize)]
     struct Sources {
         #[serde(default)]
-        sources: Vec<String>,
+        sources: Vec<FactId>,
     }
     let read = crate::atomic::read_if_exists(path);
     let Some(bytes) = read.with_context(|| format!("reading {}", path.display()))? else {
@@ -366,7 +367,7 @@ impl Document {
         }
     }
 
-    pub fn save(&mut self, path: &Path, today: &str) -> Result<Vec<String>> {
+    pub fn save(&mut self, path: &Path, today: &str) -> Result<Vec<EntryId>> {
         self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
         crate::atomic::write(path, self.render().as_bytes())
@@ -389,7 +390,7 @@ impl Document {
         today: &str,
         original: Option<&[u8]>,
         before_rename: impl FnOnce() -> std::io::Result<()>,
-    ) -> Result<Option<Vec<String>>> {
+    ) -> Result<Option<Vec<EntryId>>> {
         self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
         let conflict = std::cell::Cell::new(false);
@@ -407,7 +408,7 @@ impl Document {
         }
     }
 
-    fn adopt_hand_written(&mut self, today: &str) -> Vec<String> {
+    fn adopt_hand_written(&mut self, today: &str) -> Vec<EntryId> {
         let mut adopted = Vec::new();
         let ids = &mut self.ids;
         for block in &mut self.blocks {
@@ -441,13 +442,13 @@ impl Document {
     }
 
     pub fn get(&self, id: &str) -> Option<&Entry> {
-        self.entries().find(|e| e.id() == Some(id))
+        self.entries().find(|e| e.id().is_some_and(|e| e == id))
     }
 
     /// Mutable access to an entry; the entry is re-rendered on save.
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
         self.blocks.iter_mut().find_map(|b| match b {
-            Block::Entry { entry, raw } if entry.id() == Some(id) => {
+            Block::Entry { entry, raw } if entry.id().is_some_and(|e| e == id) => {
                 *raw = None;
                 Some(&mut **entry)
             }
@@ -474,7 +475,7 @@ impl Document {
     }
 
     /// A fresh metadata record with a new unique id.
-    pub fn new_meta(&self, text: &str, today: &str, sources: Vec<String>) -> Meta {
+    pub fn new_meta(&self, text: &str, today: &str, sources: Vec<FactId>) -> Meta {
         Meta {
             id: new_id(text, |id| self.ids.contains(id)),
             first_seen: today.to_string(),
@@ -489,10 +490,9 @@ impl Document {
 
     /// Remove the entry `id` with the blank lines that separated it.
     pub fn remove(&mut self, id: &str) -> Option<Entry> {
-        let at = self
-            .blocks
-            .iter()
-            .position(|b| matches!(b, Block::Entry { entry, .. } if entry.id() == Some(id)))?;
+        let at = self.blocks.iter().position(
+            |b| matches!(b, Block::Entry { entry, .. } if entry.id().is_some_and(|e| e == id)),
+        )?;
         let Block::Entry { entry, .. } = self.blocks.remove(at) else {
             unreachable!()
         };
@@ -519,7 +519,7 @@ impl Document {
 
 /// A new entry id, not `taken` and, in practice, unique across time: the
 /// text, the clock and a process-wide counter all feed the hash.
-fn new_id(text: &str, taken: impl Fn(&str) -> bool) -> String {
+fn new_id(text: &str, taken: impl Fn(&str) -> bool) -> EntryId {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -535,7 +535,7 @@ fn new_id(text: &str, taken: impl Fn(&str) -> bool) -> String {
             )
         );
         if !taken(&id) {
-            return id;
+            return EntryId::from(id);
         }
     }
 }

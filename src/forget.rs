@@ -15,18 +15,20 @@ use serde::Serialize;
 use crate::archive::{self, Fact};
 use crate::entries::Document;
 use crate::error::{Result, bail};
-use crate::journal::{self, Record};
+use crate::ids::{EntryId, FactId};
+use crate::index::RowKind;
+use crate::journal::{self, Record, Stamp};
 use crate::memory_md::{self, MemoryMd};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{self, Tombstone, Tombstones};
-use crate::{Layout, consolidate, entries};
+use crate::{Layout, Memory, entries};
 
 /// Something that can be forgotten.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Candidate {
-    /// `entry` or `fact` (a fact not yet consolidated).
-    pub kind: String,
+    /// `entry`, or `fact` (a fact not yet consolidated).
+    pub kind: RowKind,
     pub id: String,
     pub text: String,
 }
@@ -46,7 +48,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
         .filter(|e| normalize(&e.text).contains(&needle))
         .filter_map(|e| {
             Some(Candidate {
-                kind: "entry".into(),
+                kind: RowKind::Entry,
                 id: e.id()?.to_string(),
                 text: e.text.clone(),
             })
@@ -60,83 +62,91 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
             .filter(|f| pending.is_pending(f))
             .filter(|f| normalize(&f.text).contains(&needle))
             .map(|f| Candidate {
-                kind: "fact".into(),
-                id: f.id,
+                kind: RowKind::Fact,
+                id: f.id.into(),
                 text: f.text,
             }),
     );
     Ok(out)
 }
 
-/// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`). Returns what
-/// was forgotten.
-pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
+/// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`), stamped with
+/// `memory`'s clock. Returns what was forgotten.
+pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
+    let layout = &memory.layout;
     let _lock = entries::lock(layout)?;
-    let run = consolidate::new_run_id(&crate::clock::Clock::System);
-    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let stamp = Stamp::new(memory.clock);
     let (facts, _) = archive::read_all(layout)?;
     let mut doc = Document::read(&layout.entries_file())?;
     if let Some(entry) = doc.remove(id) {
-        let sources = entry
-            .meta
-            .as_ref()
-            .map(|m| m.sources.clone())
-            .unwrap_or_default();
-        let source_facts: Vec<&Fact> = facts.iter().filter(|f| sources.contains(&f.id)).collect();
-        let mut stones = vec![Tombstone::new(
-            Some(id.to_string()),
-            &entry.text,
-            sources.clone(),
-            "forget",
-        )];
-        let mut texts: HashSet<String> = HashSet::from([normalize(&entry.text)]);
-        for f in source_facts {
-            if texts.insert(normalize(&f.text)) {
-                stones.push(Tombstone::new(
-                    Some(id.to_string()),
-                    &f.text,
-                    vec![f.id.clone()],
-                    "forget",
-                ));
-            }
-        }
-        // Tombstones first: if the process dies after this line, the entry
-        // is still in the file but can never be re-created from its facts.
-        tombstones::append(&layout.tombstones_file(), &stones)?;
-        doc.save(&layout.entries_file(), &today)?;
-        let mut r = Record::new(&run, journal::Op::Forget, id);
-        r.before = Some(entry.text.clone());
-        r.sources = sources;
-        journal::append(&layout.journal_file(), &[r])?;
-        let md = MemoryMd::read(&layout.memory_md())?;
-        let lines: Vec<_> = md
-            .lines()
-            .into_iter()
-            .filter(|l| l.entry_id != id)
-            .collect();
-        memory_md::write_lines(&layout.memory_md(), &lines)?;
+        forget_entry(
+            layout,
+            &stamp,
+            (&mut doc, &facts[..]),
+            (EntryId::from(id), &entry),
+        )?;
         return Ok(Candidate {
-            kind: "entry".into(),
+            kind: RowKind::Entry,
             id: id.to_string(),
             text: entry.text,
         });
     }
     if let Some(f) = facts.iter().find(|f| f.id == id) {
-        tombstones::append(
-            &layout.tombstones_file(),
-            &[Tombstone::new(None, &f.text, vec![f.id.clone()], "forget")],
-        )?;
-        let mut r = Record::new(&run, journal::Op::Forget, id);
+        let stone = Tombstone::new(&stamp.clock, None, &f.text, vec![f.id.clone()], "forget");
+        tombstones::append(&layout.tombstones_file(), &[stone])?;
+        let mut r = stamp.record(journal::Op::Forget, id);
         r.before = Some(f.text.clone());
         r.sources = vec![f.id.clone()];
         journal::append(&layout.journal_file(), &[r])?;
         return Ok(Candidate {
-            kind: "fact".into(),
+            kind: RowKind::Fact,
             id: id.to_string(),
             text: f.text.clone(),
         });
     }
     Err(crate::Error::NotFound { id: id.to_string() })
+}
+
+/// Forget `entry` (already taken out of `doc`): its tombstones, the file
+/// without it, the journal, and MEMORY.md without its line.
+fn forget_entry(
+    layout: &Layout,
+    stamp: &Stamp,
+    (doc, facts): (&mut Document, &[Fact]),
+    (id, entry): (EntryId, &entries::Entry),
+) -> Result<()> {
+    let sources: Vec<FactId> = entry
+        .meta
+        .as_ref()
+        .map(|m| m.sources.clone())
+        .unwrap_or_default();
+    let source_facts: Vec<&Fact> = facts.iter().filter(|f| sources.contains(&f.id)).collect();
+    let stone = |text: &str, sources: Vec<FactId>| {
+        Tombstone::new(&stamp.clock, Some(id.clone()), text, sources, "forget")
+    };
+    let mut stones = vec![stone(&entry.text, sources.clone())];
+    let mut texts: HashSet<String> = HashSet::from([normalize(&entry.text)]);
+    for f in source_facts {
+        if texts.insert(normalize(&f.text)) {
+            stones.push(stone(&f.text, vec![f.id.clone()]));
+        }
+    }
+    // Tombstones first: if the process dies after this line, the entry
+    // is still in the file but can never be re-created from its facts.
+    tombstones::append(&layout.tombstones_file(), &stones)?;
+    doc.save(&layout.entries_file(), &stamp.today())?;
+    let mut r = stamp.record(journal::Op::Forget, &id);
+    r.before = Some(entry.text.clone());
+    r.sources = sources;
+    journal::append(&layout.journal_file(), &[r])?;
+    let md = MemoryMd::read(&layout.memory_md())?;
+    let lines: Vec<_> = md
+        .lines()
+        .into_iter()
+        .filter(|l| l.entry_id != id)
+        .collect();
+    memory_md::write_lines(&layout.memory_md(), &lines)?;
+    Ok(())
 }
 
 /// Undo `memd forget ID` (or the deletion by hand of entry `ID`): its
@@ -148,7 +158,9 @@ pub fn forget(layout: &Layout, id: &str) -> Result<Candidate> {
 /// Crash order: the entry first, then the lift, then the journal. A crash
 /// before the lift leaves the tombstones in force, and running the undo
 /// again finishes it (the entry is not restored twice).
-pub fn undo(layout: &Layout, id: &str) -> Result<Candidate> {
+pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
+    let layout = &memory.layout;
+    let stamp = Stamp::new(memory.clock);
     let _lock = entries::lock(layout)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
@@ -168,26 +180,30 @@ pub fn undo(layout: &Layout, id: &str) -> Result<Candidate> {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),
             None => {
-                let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+                let today = stamp.today();
                 let sources = forgot
                     .as_ref()
                     .map(|r| r.sources.clone())
                     .unwrap_or_default();
                 let mut meta = doc.new_meta(&text, &today, sources);
-                meta.id = id.to_string();
+                meta.id = EntryId::from(id);
                 doc.push(&text, meta);
                 doc.save(&layout.entries_file(), &today)?;
             }
         }
     }
-    tombstones::append(&layout.tombstones_file(), &[Tombstone::lift(id)])?;
-    let run = consolidate::new_run_id(&crate::clock::Clock::System);
-    let mut r = Record::new(&run, journal::Op::Unforget, id);
+    let lift = Tombstone::lift(&stamp.clock, id);
+    tombstones::append(&layout.tombstones_file(), &[lift])?;
+    let mut r = stamp.record(journal::Op::Unforget, id);
     r.after = Some(text.clone());
     r.sources = forgot.map(|r| r.sources).unwrap_or_default();
     journal::append(&layout.journal_file(), &[r])?;
     Ok(Candidate {
-        kind: if is_entry { "entry" } else { "fact" }.into(),
+        kind: if is_entry {
+            RowKind::Entry
+        } else {
+            RowKind::Fact
+        },
         id: id.to_string(),
         text,
     })
@@ -201,7 +217,7 @@ pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
     loop {
         let merged: Vec<String> = all
             .iter()
-            .filter(|r| r.into.as_deref().is_some_and(|i| ids.contains(i)))
+            .filter(|r| r.into.as_ref().is_some_and(|i| ids.contains(i.as_str())))
             .map(|r| r.entry.clone())
             .filter(|e| !ids.contains(e))
             .collect();
@@ -212,6 +228,8 @@ pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
     }
     Ok(all
         .into_iter()
-        .filter(|r| ids.contains(&r.entry) || r.into.as_deref().is_some_and(|i| ids.contains(i)))
+        .filter(|r| {
+            ids.contains(&r.entry) || r.into.as_ref().is_some_and(|i| ids.contains(i.as_str()))
+        })
         .collect())
 }

@@ -6,11 +6,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Clock;
 use crate::entries::Meta;
 use crate::error::{Context, Result};
+use crate::ids::{EntryId, FactId, RunId};
 use crate::jsonl;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Op {
     Add,
@@ -35,12 +37,14 @@ pub enum Op {
     Undo,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One record of the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {
     pub ts: String,
-    pub run: String,
+    pub run: RunId,
     pub op: Op,
-    /// The entry the op acted on (for ADD, the entry it created).
+    /// The entry the op acted on (for ADD, the entry it created); for
+    /// SUPPRESS, and FORGET of a pending fact, the fact.
     pub entry: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<String>,
@@ -48,10 +52,10 @@ pub struct Record {
     pub after: Option<String>,
     /// Archive facts behind the op.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<String>,
+    pub sources: Vec<FactId>,
     /// For REMOVE: the entry it was merged into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub into: Option<String>,
+    pub into: Option<EntryId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,15 +69,16 @@ pub struct Record {
     pub meta_after: Option<Meta>,
     /// UNDO: the run it undid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undoes: Option<String>,
+    pub undoes: Option<RunId>,
 }
 
 impl Record {
-    /// A record stamped now, with no optional fields set.
-    pub fn new(run: &str, op: Op, entry: &str) -> Record {
+    /// A record of `run`, stamped with the time `clock` gives, with no
+    /// optional fields set.
+    pub fn new(clock: &Clock, run: &RunId, op: Op, entry: &str) -> Record {
         Record {
-            ts: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            run: run.to_string(),
+            ts: clock.timestamp(),
+            run: run.clone(),
             op,
             entry: entry.to_string(),
             before: None,
@@ -86,6 +91,34 @@ impl Record {
             meta_after: None,
             undoes: None,
         }
+    }
+}
+
+/// What the records of one run are stamped with: its id, and the clock
+/// that gives their time (a run's, or a forget's or an undo's).
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub run: RunId,
+    pub clock: Clock,
+}
+
+impl Stamp {
+    /// A new run, on `clock`.
+    pub fn new(clock: Clock) -> Stamp {
+        Stamp {
+            run: RunId::new(&clock),
+            clock,
+        }
+    }
+
+    /// A record of this run.
+    pub fn record(&self, op: Op, entry: &str) -> Record {
+        Record::new(&self.clock, &self.run, op, entry)
+    }
+
+    /// The day (`YYYY-MM-DD`) by the run's clock.
+    pub fn today(&self) -> String {
+        self.clock.today()
     }
 }
 

@@ -8,7 +8,105 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Context, Result};
-use crate::{atomic, config, entries, memory_md};
+
+/// Every file's path relative to the memory directory, as findings,
+/// index rows and reports name it. This module is the only place that
+/// spells one.
+pub mod rel {
+    pub const CONFIG: &str = "memd.toml";
+    pub const ARCHIVE: &str = "archive/";
+    pub const ENTRIES: &str = "consolidated/memory.md";
+    pub const JOURNAL: &str = "consolidated/journal.jsonl";
+    pub const CORE: &str = "MEMORY.md";
+    pub const TOMBSTONES: &str = ".tombstones.jsonl";
+    pub const RECALL_LOG: &str = ".recall_log.jsonl";
+    pub const STATE: &str = ".consolidation_state.json";
+    pub const RUNTIME: &str = ".memd";
+    pub const INDEX: &str = ".memd/index";
+
+    /// The daily log of `day` (`YYYY-MM-DD`).
+    pub fn archive_file(day: &str) -> String {
+        format!("{ARCHIVE}{day}.md")
+    }
+
+    /// The day of a daily log's relative path, if it is one.
+    pub fn day_of(path: &str) -> Option<&str> {
+        let day = path.strip_prefix(ARCHIVE)?.strip_suffix(".md")?;
+        super::is_day(day).then_some(day)
+    }
+}
+
+/// A markdown file the index takes rows from. Declared in the order of
+/// their relative paths as text (`MEMORY.md`, `archive/…`,
+/// `consolidated/…`; days are fixed-width), so sorting sources sorts their
+/// paths.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// `MEMORY.md`.
+    Core,
+    /// The daily log of a day (`YYYY-MM-DD`).
+    Day(String),
+    /// `consolidated/memory.md`.
+    Entries,
+}
+
+impl Source {
+    /// The path relative to the memory directory.
+    pub fn rel(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Source::Core => rel::CORE.into(),
+            Source::Day(day) => rel::archive_file(day).into(),
+            Source::Entries => rel::ENTRIES.into(),
+        }
+    }
+
+    /// The source a relative path names, if it names one.
+    pub fn parse(path: &str) -> Option<Source> {
+        match path {
+            rel::CORE => Some(Source::Core),
+            rel::ENTRIES => Some(Source::Entries),
+            other => rel::day_of(other).map(|d| Source::Day(d.to_string())),
+        }
+    }
+
+    /// The file itself.
+    pub fn path(&self, layout: &Layout) -> PathBuf {
+        layout.at(&self.rel())
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&self.rel())
+    }
+}
+
+impl serde::Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.rel())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Source {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Source, D::Error> {
+        let path = String::deserialize(d)?;
+        Source::parse(&path)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a source file: {path:?}")))
+    }
+}
+
+impl schemars::JsonSchema for Source {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Source".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "The file a row comes from, relative to the memory directory: `archive/YYYY-MM-DD.md`, `consolidated/memory.md` or `MEMORY.md`",
+        })
+    }
+}
 
 /// Paths of one memory directory.
 #[derive(Debug, Clone)]
@@ -34,43 +132,108 @@ impl Layout {
         Ok(layout)
     }
 
+    /// Whether `dir` is a memory directory (it has an `archive/`).
+    pub fn is_memory(dir: &Path) -> bool {
+        dir.join(rel::ARCHIVE).is_dir()
+    }
+
+    /// The file at a relative path of [`rel`].
+    pub fn at(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
     pub fn config_file(&self) -> PathBuf {
-        self.root.join("memd.toml")
+        self.at(rel::CONFIG)
     }
     pub(crate) fn archive_dir(&self) -> PathBuf {
-        self.root.join("archive")
+        self.at(rel::ARCHIVE)
     }
     /// The daily log for `day` (`YYYY-MM-DD`).
     pub fn archive_file(&self, day: &str) -> PathBuf {
-        self.archive_dir().join(format!("{day}.md"))
+        self.at(&rel::archive_file(day))
     }
     pub fn consolidated_dir(&self) -> PathBuf {
         self.root.join("consolidated")
     }
     pub fn entries_file(&self) -> PathBuf {
-        self.consolidated_dir().join("memory.md")
+        self.at(rel::ENTRIES)
     }
     pub fn journal_file(&self) -> PathBuf {
-        self.consolidated_dir().join("journal.jsonl")
+        self.at(rel::JOURNAL)
     }
+    /// `MEMORY.md`, the core memory an agent keeps in every prompt.
     pub fn memory_md(&self) -> PathBuf {
-        self.root.join("MEMORY.md")
+        self.at(rel::CORE)
     }
     pub fn tombstones_file(&self) -> PathBuf {
-        self.root.join(".tombstones.jsonl")
+        self.at(rel::TOMBSTONES)
     }
     pub fn recall_log(&self) -> PathBuf {
-        self.root.join(".recall_log.jsonl")
+        self.at(rel::RECALL_LOG)
     }
     pub fn state_file(&self) -> PathBuf {
-        self.root.join(".consolidation_state.json")
+        self.at(rel::STATE)
+    }
+    /// What git leaves out of a memory directory.
+    pub(crate) fn gitignore(&self) -> PathBuf {
+        self.root.join(".gitignore")
+    }
+    /// The user's own prompt templates, when there are any.
+    pub(crate) fn prompt_file(&self, name: &str) -> PathBuf {
+        self.root.join("prompts").join(name)
     }
     /// Derived and runtime data only: the one folder that may be deleted.
     pub fn runtime_dir(&self) -> PathBuf {
-        self.root.join(".memd")
+        self.at(rel::RUNTIME)
     }
     pub fn index_dir(&self) -> PathBuf {
-        self.runtime_dir().join("index")
+        self.at(rel::INDEX)
+    }
+    /// The LanceDB database inside the index.
+    pub(crate) fn lance_dir(&self) -> PathBuf {
+        self.index_dir().join("lance")
+    }
+    /// The embedder and dimension the index was built with.
+    pub(crate) fn index_meta(&self) -> PathBuf {
+        self.index_dir().join("meta.json")
+    }
+    /// Each source file's fingerprint at its last sync.
+    pub(crate) fn index_files(&self) -> PathBuf {
+        self.index_dir().join("files.json")
+    }
+    /// The mark an older memd left when its full-text index fell behind.
+    pub(crate) fn old_text_index_mark(&self) -> PathBuf {
+        self.index_dir().join("text-index-behind")
+    }
+    /// Held by every process while it writes the index (outside the index,
+    /// so that removing the index keeps it).
+    pub(crate) fn index_lock(&self) -> PathBuf {
+        self.runtime_dir().join("index.lock")
+    }
+    /// Held by every writer of the entries file.
+    pub(crate) fn entries_lock(&self) -> PathBuf {
+        self.runtime_dir().join("consolidate.lock")
+    }
+    /// Held by the daemon serving this directory, for its life.
+    pub(crate) fn daemon_lock(&self) -> PathBuf {
+        self.runtime_dir().join("daemon.lock")
+    }
+    /// Where the daemon serving this directory listens.
+    pub(crate) fn daemon_info(&self) -> PathBuf {
+        self.runtime_dir().join("daemon.json")
+    }
+    /// The watcher's health, for `memd status`.
+    pub(crate) fn watch_health(&self) -> PathBuf {
+        self.runtime_dir().join("watch.json")
+    }
+    /// The embedding cache.
+    pub(crate) fn cache_dir(&self) -> PathBuf {
+        self.runtime_dir().join("cache")
+    }
+    /// The mark a test failpoint leaves where it stopped.
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+    pub(crate) fn paused_at(&self, step: &str) -> PathBuf {
+        self.runtime_dir().join(format!("paused-at-{step}"))
     }
 
     /// Days that have an archive file, oldest first.
@@ -115,32 +278,5 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// Whether `s` is a `YYYY-MM-DD` date.
 pub(crate) fn is_day(s: &str) -> bool {
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
-}
-
-/// Create a memory directory at `root` (or complete a partial one). Existing
-/// files are never overwritten: running `init` twice is harmless.
-pub fn init(root: &Path) -> Result<Layout> {
-    let layout = Layout::new(root);
-    for dir in [
-        layout.root.clone(),
-        layout.archive_dir(),
-        layout.consolidated_dir(),
-        layout.runtime_dir(),
-    ] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let files: [(PathBuf, String); 4] = [
-        (layout.config_file(), config::default_file_text()),
-        (layout.entries_file(), entries::EMPTY_FILE.to_string()),
-        (layout.memory_md(), memory_md::EMPTY_FILE.to_string()),
-        (layout.root.join(".gitignore"), ".memd/\n".to_string()),
-    ];
-    for (path, text) in files {
-        if !path.exists() {
-            atomic::write(&path, text.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(layout)
+    crate::clock::is_day(s)
 }

@@ -3,24 +3,29 @@
 //! # Map
 //!
 //! Markdown files in a memory directory are the source of truth; everything
-//! under `.memd/` is derived and can be rebuilt (see `../shared/DESIGN.md`).
+//! under `.memd/` is derived and can be rebuilt. "Memory" means one such
+//! directory ([`Memory`]: its [`Layout`], configuration, clock and
+//! embedder); its tiers are the archive, the entries and the core memory.
 //!
 //! ```text
-//!   agent / CLI / API
-//!        │ add
-//!        ▼
+//!   CLI (src/cli/)   HTTP (server)   MCP (mcp)   tests, eval, bench
+//!          \               |            |           /
+//!           └──── request: one type per operation ─┘
+//!                 Target::run — through the daemon, or here
+//!                       │
 //!   archive ──(parse: facts with stable ids)──► consolidate ──► entries
-//!   archive/YYYY-MM-DD.md                        (gate, LLM)    consolidated/memory.md
+//!   archive/YYYY-MM-DD.md                        (gate, judge)  consolidated/memory.md
 //!        │                                          │   │             │
 //!        │                                          │   └► journal    └► memory_md
 //!        │                                          │      (every op)     MEMORY.md
 //!        ▼                                          ▼
 //!   tombstones (never resurrect)              state (watermark, last run)
 //!   recall (one line per search hit: the usage signal for promotion)
+//!   index (derived: rows of the files, vectors, words; one writer per process)
 //! ```
 //!
 //! Each file format has exactly one owning module, and nothing else writes
-//! that file:
+//! that file ([`layout`] is the one place that spells their paths):
 //!
 //! | file                                   | module          |
 //! |----------------------------------------|-----------------|
@@ -33,54 +38,55 @@
 //! | `.recall_log.jsonl`                    | [`recall`]      |
 //! | `.consolidation_state.json`            | [`state`]       |
 //! | `.memd/watch.json`                     | [`watch`]       |
-//! | `.memd/daemon.json`, `.memd/daemon.lock` | [`daemon_info`] |
+//! | `.memd/daemon.json`, `.memd/daemon.lock` | [`server::info`] |
 //! | `.memd/index/`, `.memd/index.lock`     | [`index`]       |
 //! | `.memd/cache/`                         | [`embed`]       |
 //!
-//! Consolidation is [`consolidate`], a pipeline with one file per stage:
-//! gate → plan (inputs, [`pending`] facts, restatements and near-duplicates
-//! by the rule of [`same`], clusters) → judge
-//! (an [`llm`] with the templates of [`prompts`], or the built-in judge) →
-//! reply (parse → validate → repair → validate) → apply → commit (journal,
-//! state) → promote (MEMORY.md, [`consolidate::promote`]). It takes an
-//! embedder, not the index, and a [`clock`]; whoever owns the index syncs
-//! it after the run ([`service::consolidate_then_sync`]). [`forget`]
-//! removes and tombstones an entry (and undoes that) and reads lineage back
-//! from the journal; [`runs`] lists runs from the journal and undoes one
-//! (and an undo).
-//! The derived [`index`] (LanceDB, vectors from [`embed`]) serves search
-//! and is kept in step by [`watch`]; [`entries::lock`] (a [`lock`]) keeps
-//! two writers of the entries apart.
+//! **Requests.** Every operation memd offers is one type in [`request`]
+//! (after mini-redis' `src/cmd/`), with its reply type and its route; the
+//! command line (`src/cli/`, one file per command), the HTTP API, MCP and
+//! in-process callers all build and answer these types, and
+//! [`request::Target::run`] is the one rule of where a request runs: the
+//! daemon owns the index, and a request that needs it goes there; files
+//! are written by whichever process the request is in.
 //!
-//! Front ends: the binary (`src/main.rs` parses, dispatches to a command of
-//! `src/cli/` and maps errors to exit codes), the daemon ([`daemon`]:
-//! watcher, consolidation loop, index upkeep; given its listener and a
-//! shutdown future, stopped through [`shutdown`]) with its HTTP API
-//! ([`api`], whose requests [`guard`] screens first), the daemon for many
-//! memories under one root (`daemon::many`, `api::many`, the open
-//! memories capped by [`memories`]), and the MCP server ([`mcp`]). The CLI and MCP reach the index through [`service`], which
-//! goes through the daemon's API when one runs (it owns the index) and
-//! works in process otherwise; `add`, the API and MCP share its one add
-//! path.
+//! **Server.** [`server`] is the daemon, for one memory directory or every
+//! memory under a root (a [`server::memories::Memories`] of one, or many):
+//! the HTTP API generated from the request types (and its OpenAPI
+//! description), the guard, the consolidation and upkeep loops, the
+//! daemon's lock and `daemon.json`, shutdown. [`mcp`] serves the same
+//! requests as MCP tools over stdio.
 //!
-//! Errors are one enum, [`Error`]; callers branch on [`error::Kind`], never
-//! on message text. `anyhow` is for the edges only (the binary, `eval`,
-//! `bench`).
+//! **Consolidation** is [`consolidate`], a pipeline with one file per
+//! stage: gate → plan (pending facts by [`pending`], restatements and near
+//! duplicates by the rule of [`duplicate`], clusters) → judge (an [`llm`]
+//! with the templates of [`prompts`], or the built-in judge) → reply (one
+//! typed `Reply` from either request shape, checked, repaired, checked) →
+//! apply → commit (journal, state) → promote (MEMORY.md). A run takes a
+//! [`Memory`] and is stamped with its clock ([`journal::Stamp`]); whoever
+//! owns the index syncs it after. [`forget`] removes and tombstones an
+//! entry (and undoes that) and reads lineage back from the journal;
+//! [`runs`] lists runs and undoes one (and an undo).
 //!
-//! Shared mechanics live in small helpers: [`layout`] knows where every
-//! file is and creates a directory, [`atomic`] replaces a file so that no
-//! reader ever sees half of it (and is where a missing file reads as
-//! empty), [`jsonl`] reads and appends JSON-lines files tolerantly,
-//! [`http`] POSTs JSON with retries for the embedder and the LLM client,
-//! [`text`] holds the normalisation, hashing and markup escaping every
-//! module must agree on. [`status`] gathers the read-only report behind
-//! `memd status`, [`progress`] shows long work (a bar on a terminal, log
-//! lines otherwise), and [`check`] verifies every invariant above (`memd
-//! check`, the oracle of the fault tests, which stop processes at [`pause`]
-//! points). With the `lab` feature, [`eval`] and [`bench`] hold the
-//! evaluations and benchmarks behind `memd eval` and `memd bench`.
+//! **Index.** [`index`] is split by job: rows of the files, their
+//! fingerprints, the LanceDB table, one writer and cheap readers (after
+//! tantivy); vectors come from [`embed`].
+//!
+//! **Ids** are types ([`ids`]): a fact's, an entry's, a run's, an index
+//! row's. Errors are one enum, [`Error`]; callers branch on
+//! [`error::Kind`], never on message text. `anyhow` is for the edges only
+//! (the binary, `eval`, `bench`).
+//!
+//! Shared mechanics live in small helpers: [`atomic`] replaces a file so
+//! that no reader ever sees half of it, [`jsonl`] reads and appends
+//! JSON-lines files tolerantly, [`text`] holds the normalisation, hashing
+//! and markup escaping every module must agree on, [`status`] gathers the
+//! read-only report behind `memd status`, [`progress`] shows long work,
+//! and [`check`] verifies every invariant above (`memd check`, the oracle
+//! of the fault tests, which stop processes at failpoints compiled only
+//! into test builds). With the `lab` feature, [`eval`] and [`bench`] hold
+//! the evaluations and benchmarks behind `memd eval` and `memd bench`.
 
-pub(crate) mod api;
 pub mod archive;
 pub mod atomic;
 #[cfg(feature = "lab")]
@@ -89,16 +95,15 @@ pub mod check;
 pub mod clock;
 pub mod config;
 pub mod consolidate;
-pub mod daemon;
-pub(crate) mod daemon_info;
+pub mod duplicate;
 pub mod embed;
 pub mod entries;
 pub mod error;
 #[cfg(feature = "lab")]
 pub mod eval;
 pub mod forget;
-pub(crate) mod guard;
 pub(crate) mod http;
+pub mod ids;
 pub mod index;
 pub mod journal;
 pub mod jsonl;
@@ -106,17 +111,16 @@ pub mod layout;
 pub mod llm;
 pub(crate) mod lock;
 pub mod mcp;
-pub mod memories;
+pub mod memory;
 pub mod memory_md;
 pub(crate) mod pause;
 pub(crate) mod pending;
 pub mod progress;
 pub(crate) mod prompts;
 pub mod recall;
+pub mod request;
 pub mod runs;
-pub mod same;
-pub mod service;
-pub mod shutdown;
+pub mod server;
 pub mod state;
 pub mod status;
 pub mod text;
@@ -125,3 +129,4 @@ pub mod watch;
 
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use memory::Memory;

@@ -1,4 +1,4 @@
-//! Tier 3: `MEMORY.md`, the small always-in-prompt memory.
+//! Tier 3: `MEMORY.md`, the core memory: small, and in every prompt.
 //!
 //! memd owns only the part between `<!-- memd:begin -->` and
 //! `<!-- memd:end -->`; everything outside the markers is the user's and is
@@ -15,6 +15,7 @@
 use std::path::Path;
 
 use crate::error::{Context, Result, bail};
+use crate::ids::EntryId;
 use crate::text::{escape_comments, unescape_comments};
 
 pub const BEGIN: &str = "<!-- memd:begin -->";
@@ -28,7 +29,7 @@ Notes you write outside the memd markers are yours and are kept as they are.\n\n
 /// One generated line: a promoted entry and the line shown for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
-    pub entry_id: String,
+    pub entry_id: EntryId,
     pub text: String,
 }
 
@@ -42,7 +43,7 @@ impl Line {
         let body = line.trim().strip_prefix("- ")?;
         let body = body.strip_suffix("-->")?;
         let at = body.rfind("<!--")?;
-        let entry_id = body[at + 4..].trim().to_string();
+        let entry_id = EntryId::from(body[at + 4..].trim());
         Some(Line {
             entry_id,
             text: unescape_comments(body[..at].trim()),

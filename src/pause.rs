@@ -1,25 +1,72 @@
-//! Test failpoints: with `MEMD_PAUSE_AT=<step>` the process stops at the
-//! named step, leaves `.memd/paused-at-<step>` and waits to be killed. The
-//! crash-safety tests kill it there with SIGKILL, one step after another,
-//! and then run `memd check`. Steps: `append-locked`, `append-written`
-//! (an append), `planned`, `before-rename`, `entries-written`,
-//! `journal-written`, `state-written`, `memory-md-written` (a
-//! consolidation run), `undo-journaled`, `undo-entries-written` (an undo,
-//! [`crate::runs`]).
-
-use std::time::Duration;
+//! Test failpoints, compiled only with the cargo feature `failpoints`
+//! (which `scripts/test.sh` turns on, and `cargo install` leaves off: a
+//! shipped memd never reads `MEMD_PAUSE_AT`).
+//!
+//! With `MEMD_PAUSE_AT=<step>` the process stops at the named [`Step`],
+//! leaves `.memd/paused-at-<step>` and waits to be killed. The crash-safety
+//! tests kill it there with SIGKILL, one step after another, and then run
+//! `memd check`.
 
 use crate::Layout;
 
-/// Stop here for good if `MEMD_PAUSE_AT` names `step`.
-pub(crate) fn at(layout: &Layout, step: &str) {
-    if std::env::var("MEMD_PAUSE_AT").ok().as_deref() == Some(step) {
-        let _ = std::fs::write(
-            layout.runtime_dir().join(format!("paused-at-{step}")),
-            std::process::id().to_string(),
-        );
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
+/// A point where a test may stop memd for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// An append: the day file is locked, nothing written yet.
+    AppendLocked,
+    /// An append: the lines are written, not yet synced.
+    AppendWritten,
+    /// A consolidation run: every op planned, nothing written.
+    Planned,
+    /// A consolidation run: the new entries file is written to its temp
+    /// file, not yet renamed over the old one.
+    BeforeRename,
+    /// A consolidation run: the entries file and tombstones are written.
+    EntriesWritten,
+    JournalWritten,
+    StateWritten,
+    MemoryMdWritten,
+    /// An undo ([`crate::runs`]): its records are in the journal.
+    UndoJournaled,
+    /// An undo: the entries file holds its new text.
+    UndoEntriesWritten,
+}
+
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+impl Step {
+    /// The name `MEMD_PAUSE_AT` gives it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Step::AppendLocked => "append-locked",
+            Step::AppendWritten => "append-written",
+            Step::Planned => "planned",
+            Step::BeforeRename => "before-rename",
+            Step::EntriesWritten => "entries-written",
+            Step::JournalWritten => "journal-written",
+            Step::StateWritten => "state-written",
+            Step::MemoryMdWritten => "memory-md-written",
+            Step::UndoJournaled => "undo-journaled",
+            Step::UndoEntriesWritten => "undo-entries-written",
         }
     }
 }
+
+/// Stop here for good if `MEMD_PAUSE_AT` names `step`.
+#[cfg(feature = "failpoints")]
+pub(crate) fn at(layout: &Layout, step: Step) {
+    if std::env::var("MEMD_PAUSE_AT").ok().as_deref() == Some(step.name()) {
+        let _ = std::fs::write(
+            layout.paused_at(step.name()),
+            std::process::id().to_string(),
+        );
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Without the `failpoints` feature: nothing, and `MEMD_PAUSE_AT` is never
+/// read.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn at(_layout: &Layout, _step: Step) {}

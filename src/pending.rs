@@ -36,7 +36,7 @@ impl<'a> Pending<'a> {
         let sources = doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(String::as_str));
+            .flat_map(|m| m.sources.iter().map(|s| s.as_str()));
         Pending::with_sources(state, tombstones, sources)
     }
 

@@ -31,7 +31,7 @@ fn built_in(name: &str) -> Option<&'static str> {
 /// The template `name`: the memory directory's copy if it has one, else the
 /// built-in one.
 pub fn load(layout: &Layout, name: &str) -> Result<String> {
-    let path = layout.root.join("prompts").join(name);
+    let path = layout.prompt_file(name);
     let read = crate::atomic::read_if_exists(&path);
     match read.with_context(|| format!("reading {}", path.display()))? {
         Some(b) => String::from_utf8(b).with_context(|| format!("{}: not UTF-8", path.display())),

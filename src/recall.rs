@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
+use crate::ids::RowId;
 use crate::jsonl;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,8 +15,8 @@ pub struct Hit {
     /// RFC 3339 time of the search.
     pub ts: String,
     pub query: String,
-    /// The row that was returned (entry id or fact id).
-    pub id: String,
+    /// The row that was returned.
+    pub id: RowId,
     pub kind: String,
     pub rank: u32,
 }
@@ -38,13 +39,15 @@ pub struct Usage {
 
 pub(crate) const WEIGHT_HALF_LIFE_DAYS: f64 = 14.0;
 
-/// Summarise the log by id.
-pub fn summary(path: &Path) -> Result<HashMap<String, Usage>> {
+/// Summarise the log by id, each recall weighed by its age at `now`.
+pub fn summary(
+    path: &Path,
+    now: chrono::DateTime<chrono::FixedOffset>,
+) -> Result<HashMap<RowId, Usage>> {
     let (hits, _) =
         jsonl::read::<Hit>(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut usage: HashMap<String, Usage> = HashMap::new();
-    let mut queries: HashMap<String, HashSet<String>> = HashMap::new();
-    let now = chrono::Local::now().fixed_offset();
+    let mut usage: HashMap<RowId, Usage> = HashMap::new();
+    let mut queries: HashMap<RowId, HashSet<String>> = HashMap::new();
     for h in hits {
         let u = usage.entry(h.id.clone()).or_default();
         u.count += 1;

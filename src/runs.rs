@@ -48,16 +48,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::entries::{self, Document, Meta, text_hash};
 use crate::error::{Result, bail};
-use crate::journal::{self, Op, Record};
+use crate::ids::{EntryId, FactId, RunId};
+use crate::journal::{self, Op, Record, Stamp};
 use crate::memory_md::{self, MemoryMd};
 use crate::state::State;
 use crate::tombstones::{self, Tombstone, Tombstones};
-use crate::{Layout, archive, consolidate};
+use crate::{Layout, Memory, archive, consolidate};
 
 /// One run as the journal tells it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
-    pub id: String,
+    pub id: RunId,
     /// When its first record was written (RFC 3339).
     pub started: String,
     /// `consolidate`, `forget` or `undo`.
@@ -70,10 +71,10 @@ pub struct Run {
     pub facts: usize,
     /// For an undo: the run it undid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undoes: Option<String>,
+    pub undoes: Option<RunId>,
     /// The undos of this run, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undone_by: Vec<String>,
+    pub undone_by: Vec<RunId>,
 }
 
 /// The journal's name of an op (`ADD`, `REPLACE`, …).
@@ -88,7 +89,7 @@ pub fn op_name(op: Op) -> String {
 pub fn list(layout: &Layout) -> Result<Vec<Run>> {
     let records = journal::read(&layout.journal_file())?;
     let mut runs: Vec<Run> = Vec::new();
-    let mut facts: Vec<BTreeSet<&str>> = Vec::new();
+    let mut facts: Vec<BTreeSet<&FactId>> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
     for r in &records {
         let i = *at.entry(&r.run).or_insert_with(|| {
@@ -116,7 +117,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
             r.op,
             Op::Add | Op::Replace | Op::Keep | Op::Suppress | Op::Undo
         ) {
-            facts[i].extend(r.sources.iter().map(String::as_str));
+            facts[i].extend(r.sources.iter());
         }
         if r.undoes.is_some() {
             run.undoes = r.undoes.clone();
@@ -132,7 +133,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
         }
         .into();
     }
-    let undos: Vec<(String, String)> = runs
+    let undos: Vec<(RunId, RunId)> = runs
         .iter()
         .filter_map(|r| Some((r.undoes.clone()?, r.id.clone())))
         .collect();
@@ -145,7 +146,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
 }
 
 /// How to undo.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Options {
     /// Work out the changes, write nothing.
@@ -155,7 +156,7 @@ pub struct Options {
 }
 
 /// One entry the undo changed: its text before and after (`None`: absent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Change {
     pub entry: String,
     pub before: Option<String>,
@@ -163,27 +164,27 @@ pub struct Change {
 }
 
 /// Something of the run the undo left as it is, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Left {
     pub entry: String,
     pub why: String,
 }
 
 /// What an undo did (or, on a dry run, would do).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     /// The run undone.
-    pub undoes: String,
+    pub undoes: RunId,
     /// The undo's own run id (undo it to bring the run back); `None` when
     /// nothing was written.
-    pub run: Option<String>,
+    pub run: Option<RunId>,
     pub dry_run: bool,
     pub changes: Vec<Change>,
     pub left: Vec<Left>,
     /// Facts no entry holds any more, pending again.
-    pub pending_again: Vec<String>,
+    pub pending_again: Vec<FactId>,
     /// Facts no entry holds any more, forgotten (`keep_out`).
-    pub kept_out: Vec<String>,
+    pub kept_out: Vec<FactId>,
 }
 
 /// An entry as it stands: its text and metadata, or absent.
@@ -234,7 +235,7 @@ fn same_slot(a: &Slot, b: &Slot) -> bool {
     }
 }
 
-fn without(meta: &Meta, sources: &[String]) -> Meta {
+fn without(meta: &Meta, sources: &[FactId]) -> Meta {
     let mut m = meta.clone();
     m.sources.retain(|s| !sources.contains(s));
     m
@@ -308,7 +309,7 @@ fn undo_keep(doc: &Document, r: &Record) -> Verdict {
 }
 
 /// A merge undone: the entry back, and its facts out of the survivor.
-fn undo_remove(doc: &Document, r: &Record) -> Verdict {
+fn undo_remove(doc: &Document, r: &Record, today: &str) -> Verdict {
     let Some(before) = &r.before else {
         return Verdict::Left("the journal does not hold its text".into());
     };
@@ -319,12 +320,8 @@ fn undo_remove(doc: &Document, r: &Record) -> Verdict {
         };
     }
     let meta = r.meta_before.clone().unwrap_or_else(|| {
-        let mut m = doc.new_meta(
-            before,
-            &chrono::Local::now().format("%Y-%m-%d").to_string(),
-            r.sources.clone(),
-        );
-        m.id = r.entry.clone();
+        let mut m = doc.new_meta(before, today, r.sources.clone());
+        m.id = EntryId::from(r.entry.as_str());
         m.hash = text_hash(before);
         m
     });
@@ -339,7 +336,7 @@ fn undo_remove(doc: &Document, r: &Record) -> Verdict {
     {
         let to = without(&m, &r.sources);
         steps.push(Step {
-            entry: into.clone(),
+            entry: into.to_string(),
             from: Some((text.clone(), m)),
             to: Some((text, to)),
         });
@@ -361,12 +358,12 @@ fn undo_undo(doc: &Document, r: &Record) -> Verdict {
     }
 }
 
-fn verdict(doc: &Document, r: &Record) -> Verdict {
+fn verdict(doc: &Document, r: &Record, today: &str) -> Verdict {
     match r.op {
         Op::Add => undo_add(doc, r),
         Op::Replace => undo_replace(doc, r),
         Op::Keep => undo_keep(doc, r),
-        Op::Remove => undo_remove(doc, r),
+        Op::Remove => undo_remove(doc, r, today),
         Op::Undo => undo_undo(doc, r),
         Op::Adopt => Verdict::Nothing,
         Op::Forget | Op::Unforget => {
@@ -378,7 +375,7 @@ fn verdict(doc: &Document, r: &Record) -> Verdict {
         )),
         Op::Suppress => Verdict::Left(format!(
             "kept out as a restatement of a forgotten entry: `memd forget --undo {}` lifts that",
-            r.into.as_deref().unwrap_or(&r.entry)
+            r.into.as_deref().unwrap_or(r.entry.as_str())
         )),
     }
 }
@@ -400,11 +397,11 @@ fn set(doc: &mut Document, id: &str, to: &Slot) {
 
 /// The steps that undo `records` (one run's, oldest first), applied to
 /// `doc` as they are found, and what is left as it is.
-fn plan(doc: &mut Document, records: &[&Record]) -> (Vec<Step>, Vec<Left>) {
+fn plan(doc: &mut Document, records: &[&Record], today: &str) -> (Vec<Step>, Vec<Left>) {
     let mut steps = Vec::new();
     let mut left = Vec::new();
     for r in records.iter().rev() {
-        match verdict(doc, r) {
+        match verdict(doc, r, today) {
             Verdict::Steps(s) => {
                 for s in s {
                     set(doc, &s.entry, &s.to);
@@ -421,31 +418,29 @@ fn plan(doc: &mut Document, records: &[&Record]) -> (Vec<Step>, Vec<Left>) {
     (steps, left)
 }
 
-fn sources(s: &Slot) -> &[String] {
+fn sources(s: &Slot) -> &[FactId] {
     s.as_ref().map(|(_, m)| m.sources.as_slice()).unwrap_or(&[])
 }
 
 /// The facts the steps moved: (out of every entry now, into some entry).
-fn moved(doc: &Document, steps: &[Step]) -> (BTreeSet<String>, BTreeSet<String>) {
-    let live: HashSet<&str> = doc
+fn moved(doc: &Document, steps: &[Step]) -> (BTreeSet<FactId>, BTreeSet<FactId>) {
+    let live: HashSet<&FactId> = doc
         .entries()
         .filter_map(|e| e.meta.as_ref())
-        .flat_map(|m| m.sources.iter().map(String::as_str))
+        .flat_map(|m| m.sources.iter())
         .collect();
-    let touched: BTreeSet<&String> = steps
+    let touched: BTreeSet<&FactId> = steps
         .iter()
         .flat_map(|s| sources(&s.from).iter().chain(sources(&s.to)))
         .collect();
-    let (into, out): (BTreeSet<String>, BTreeSet<String>) = touched
-        .into_iter()
-        .cloned()
-        .partition(|f| live.contains(f.as_str()));
+    let (into, out): (BTreeSet<FactId>, BTreeSet<FactId>) =
+        touched.into_iter().cloned().partition(|f| live.contains(f));
     (out, into)
 }
 
 /// The journal record of a step.
-fn record(run: &str, undoes: &str, s: &Step) -> Record {
-    let mut r = Record::new(run, Op::Undo, &s.entry);
+fn record(stamp: &Stamp, undoes: &RunId, s: &Step) -> Record {
+    let mut r = stamp.record(Op::Undo, &s.entry);
     r.before = s.from.as_ref().map(|(t, _)| t.clone());
     r.after = s.to.as_ref().map(|(t, _)| t.clone());
     r.meta_before = s.from.as_ref().map(|(_, m)| m.clone());
@@ -457,7 +452,7 @@ fn record(run: &str, undoes: &str, s: &Step) -> Record {
         .chain(to.iter().filter(|f| !from.contains(f)))
         .cloned()
         .collect();
-    r.undoes = Some(undoes.to_string());
+    r.undoes = Some(undoes.clone());
     r
 }
 
@@ -485,18 +480,21 @@ fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
 /// changing under it.
 const ATTEMPTS: usize = 10;
 
-/// Undo run `id` (see the module doc). Holds the entries lock.
-pub fn undo(layout: &Layout, id: &str, opts: Options) -> Result<Outcome> {
+/// Undo run `id` (see the module doc), stamped with `memory`'s clock.
+/// Holds the entries lock.
+pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
+    let layout = &memory.layout;
     let _lock = entries::lock(layout)?;
     let all = journal::read(&layout.journal_file())?;
     let records = records_of(&all, id)?;
-    let run = consolidate::new_run_id(&crate::clock::Clock::System);
+    let stamp = Stamp::new(memory.clock);
+    let today = stamp.today();
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;
-        let (steps, left) = plan(&mut doc, &records);
+        let (steps, left) = plan(&mut doc, &records, &today);
         let (out, into) = moved(&doc, &steps);
         let mut outcome = Outcome {
-            undoes: id.to_string(),
+            undoes: RunId::from(id),
             run: None,
             dry_run: opts.dry_run,
             changes: steps.iter().map(Step::change).collect(),
@@ -511,29 +509,31 @@ pub fn undo(layout: &Layout, id: &str, opts: Options) -> Result<Outcome> {
             };
             return Ok(outcome);
         }
-        let mut state = release(layout, &out, opts, &mut outcome)?;
+        let mut state = release(layout, &stamp, &out, opts, &mut outcome)?;
         refresh_memory_md(layout, None, &steps)?;
-        let records: Vec<Record> = steps.iter().map(|s| record(&run, id, s)).collect();
-        let Some(adopted) = save_journaled(layout, &mut doc, original.as_deref(), &records)? else {
+        let undone = RunId::from(id);
+        let records: Vec<Record> = steps.iter().map(|s| record(&stamp, &undone, s)).collect();
+        let saved = save_journaled(layout, &mut doc, (original.as_deref(), &today), &records)?;
+        let Some(adopted) = saved else {
             tracing::info!(
                 "consolidated/memory.md changed during the undo; undoing again on the new text"
             );
             continue;
         };
-        crate::pause::at(layout, "undo-entries-written");
+        crate::pause::at(layout, crate::pause::Step::UndoEntriesWritten);
         let adopted: Vec<Record> = adopted
             .iter()
             .map(|a| {
-                let mut r = Record::new(&run, Op::Adopt, a);
+                let mut r = stamp.record(Op::Adopt, a);
                 r.after = doc.get(a).map(|e| e.text.clone());
                 r
             })
             .collect();
         journal::append(&layout.journal_file(), &adopted)?;
-        state.mark_done(into.iter().map(String::as_str));
+        state.mark_done(into.iter());
         state.save(&layout.state_file())?;
         refresh_memory_md(layout, Some(&doc), &steps)?;
-        outcome.run = Some(run);
+        outcome.run = Some(stamp.run.clone());
         return Ok(outcome);
     }
     bail!("consolidated/memory.md kept changing during the undo; nothing was changed, run it again")
@@ -545,14 +545,13 @@ pub fn undo(layout: &Layout, id: &str, opts: Options) -> Result<Outcome> {
 fn save_journaled(
     layout: &Layout,
     doc: &mut Document,
-    original: Option<&[u8]>,
+    (original, today): (Option<&[u8]>, &str),
     records: &[Record],
-) -> Result<Option<Vec<String>>> {
-    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
-    doc.save_if_unchanged(&layout.entries_file(), &today, original, || {
+) -> Result<Option<Vec<EntryId>>> {
+    doc.save_if_unchanged(&layout.entries_file(), today, original, || {
         journal::append(&layout.journal_file(), records)
             .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-        crate::pause::at(layout, "undo-journaled");
+        crate::pause::at(layout, crate::pause::Step::UndoJournaled);
         Ok(())
     })
 }
@@ -562,7 +561,8 @@ fn save_journaled(
 /// state as saved.
 fn release(
     layout: &Layout,
-    out: &BTreeSet<String>,
+    stamp: &Stamp,
+    out: &BTreeSet<FactId>,
     opts: Options,
     outcome: &mut Outcome,
 ) -> Result<State> {
@@ -575,7 +575,8 @@ fn release(
             continue;
         }
         if opts.keep_out {
-            new_stones.push(Tombstone::new(None, &f.text, vec![f.id.clone()], "undo"));
+            let ids = vec![f.id.clone()];
+            new_stones.push(Tombstone::new(&stamp.clock, None, &f.text, ids, "undo"));
             outcome.kept_out.push(f.id.clone());
         } else {
             outcome.pending_again.push(f.id.clone());

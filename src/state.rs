@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::Fact;
 use crate::error::{Context, Result};
+use crate::ids::{FactId, RunId};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -25,7 +26,7 @@ pub struct Watermark {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub through_day: Option<String>,
     /// The facts runs have decided.
-    pub done: BTreeSet<String>,
+    pub done: BTreeSet<FactId>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -36,10 +37,10 @@ pub struct State {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_run: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_run_id: Option<String>,
+    pub last_run_id: Option<RunId>,
     /// Failed LLM attempts per pending fact, so the fallback triggers after
     /// `max_retries` even across runs.
-    pub retries: BTreeMap<String, u32>,
+    pub retries: BTreeMap<FactId, u32>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -74,10 +75,11 @@ impl State {
     }
 
     /// Record facts as decided; their retry counts are done with too.
-    pub fn mark_done<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
+    pub fn mark_done(&mut self, ids: impl IntoIterator<Item = impl Into<FactId>>) {
         for id in ids {
-            self.watermark.done.insert(id.to_string());
-            self.retries.remove(id);
+            let id = id.into();
+            self.retries.remove(&id);
+            self.watermark.done.insert(id);
         }
     }
 }

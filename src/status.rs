@@ -1,15 +1,20 @@
 //! The read-only report behind `memd status`.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::config::Config;
 use crate::entries::Document;
+use crate::index::fingerprints::Freshness;
+use crate::layout::{Source, rel};
 use crate::state::State;
 use crate::tombstones::Tombstones;
-use crate::{Layout, archive};
+use crate::{Memory, archive};
 
-#[derive(Debug, Serialize)]
+/// What `memd status` reports.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub dir: String,
     pub days: Vec<DayCount>,
@@ -28,9 +33,9 @@ pub struct Report {
     /// Which judge consolidation uses: the built-in one or an LLM.
     pub judge: String,
     /// Per source file: `fresh`, `stale` or `not indexed`.
-    pub index: std::collections::BTreeMap<String, &'static str>,
+    pub index: BTreeMap<Source, Freshness>,
     /// The daemon serving this directory, if one runs.
-    pub daemon: Option<crate::daemon_info::Info>,
+    pub daemon: Option<crate::server::info::Info>,
     /// The watcher's last health record and whether it is alive.
     pub watcher: Option<WatcherStatus>,
     /// Problems found while reading the files (none of them fatal).
@@ -38,20 +43,21 @@ pub struct Report {
     pub config: Config,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WatcherStatus {
     pub alive: bool,
     #[serde(flatten)]
     pub health: crate::watch::Health,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DayCount {
     pub day: String,
     pub facts: usize,
 }
 
-pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
+pub fn gather(memory: &Memory) -> Result<Report> {
+    let (layout, config) = (&memory.layout, &memory.config);
     let (facts, mut warnings) = archive::read_all(layout)?;
     let mut days: Vec<DayCount> = Vec::new();
     for f in &facts {
@@ -67,7 +73,7 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
     warnings.extend(
         doc.warnings
             .iter()
-            .map(|w| format!("consolidated/memory.md: {w}")),
+            .map(|w| format!("{}: {w}", rel::ENTRIES)),
     );
     let entries: Vec<_> = doc.entries().collect();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
@@ -98,8 +104,8 @@ pub fn gather(layout: &Layout, config: &Config) -> Result<Report> {
         pending_facts: pending,
         last_consolidation: state.last_run,
         judge,
-        index: crate::index::freshness(layout)?,
-        daemon: crate::daemon_info::running(layout),
+        index: crate::index::fingerprints::freshness(layout)?,
+        daemon: crate::server::info::running(layout),
         watcher: crate::watch::health(layout)
             .map(|(health, alive)| WatcherStatus { alive, health }),
         warnings,

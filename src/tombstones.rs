@@ -10,7 +10,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Clock;
 use crate::error::{Context, Result};
+use crate::ids::{EntryId, FactId};
 use crate::jsonl;
 use crate::text::normalize;
 
@@ -20,11 +22,11 @@ pub struct Tombstone {
     pub ts: String,
     /// The forgotten entry, when an entry was forgotten.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entry: Option<String>,
+    pub entry: Option<EntryId>,
     /// Normalised text ([`crate::text::normalize`]).
     pub text: String,
     #[serde(default)]
-    pub sources: Vec<String>,
+    pub sources: Vec<FactId>,
     /// `forget`, `hand-removed`, …
     #[serde(default)]
     pub reason: String,
@@ -36,10 +38,17 @@ pub struct Tombstone {
 }
 
 impl Tombstone {
-    /// A tombstone for `text` (normalised here) and its sources, stamped now.
-    pub fn new(entry: Option<String>, text: &str, sources: Vec<String>, reason: &str) -> Tombstone {
+    /// A tombstone for `text` (normalised here) and its sources, stamped
+    /// with the time `clock` gives.
+    pub fn new(
+        clock: &Clock,
+        entry: Option<EntryId>,
+        text: &str,
+        sources: Vec<FactId>,
+        reason: &str,
+    ) -> Tombstone {
         Tombstone {
-            ts: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ts: clock.timestamp(),
             entry,
             text: normalize(text),
             sources,
@@ -49,8 +58,8 @@ impl Tombstone {
     }
 
     /// The record that lifts the tombstones of `id` (see [`Tombstone::of`]).
-    pub fn lift(id: &str) -> Tombstone {
-        let mut t = Tombstone::new(None, "", Vec::new(), "undo");
+    pub fn lift(clock: &Clock, id: &str) -> Tombstone {
+        let mut t = Tombstone::new(clock, None, "", Vec::new(), "undo");
         t.lifts = Some(id.to_string());
         t
     }
@@ -72,7 +81,7 @@ impl Tombstone {
 pub struct Tombstones {
     pub all: Vec<Tombstone>,
     texts: HashSet<String>,
-    facts: HashSet<String>,
+    facts: HashSet<FactId>,
 }
 
 impl Tombstones {

@@ -16,7 +16,7 @@ use crate::Result;
 use crate::index::Index;
 use crate::{Error, Layout};
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
     pub pid: u32,
     pub started: String,
@@ -35,7 +35,7 @@ fn now() -> String {
 }
 
 fn health_path(layout: &Layout) -> std::path::PathBuf {
-    layout.runtime_dir().join("watch.json")
+    layout.watch_health()
 }
 
 /// The last health record, and whether it looks alive (its process exists
@@ -102,7 +102,7 @@ pub async fn run(
             }
             _ = tick.tick() => {}
         }
-        match index.sync().await {
+        match index.writer.sync().await {
             Ok(r) => {
                 if r.files_synced > 0 {
                     tracing::info!(

@@ -1,9 +1,9 @@
 //! Benchmarks behind `memd bench`. Speed is measured here, never asserted
 //! in tests.
 
-mod many;
+mod serve_many;
 
-pub use many::{Load, ServeManyReport, serve_many};
+pub use serve_many::{Load, ServeManyReport, serve_many};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,7 +12,6 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::archive::{self, NewFact};
-use crate::layout;
 
 #[derive(Debug, Serialize)]
 pub struct AppendReport {
@@ -36,7 +35,7 @@ pub fn append(
     batches: usize,
 ) -> Result<AppendReport> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = layout::init(tmp.path())?;
+    let layout = crate::memory::init(tmp.path())?;
     let mut lat = Vec::with_capacity(singles);
     for i in 0..singles {
         let fact = NewFact {
@@ -184,7 +183,7 @@ async fn time_queries(index: &crate::index::Index) -> Result<(Vec<Duration>, Vec
             .remove(0);
         embed.push(t.elapsed());
         let t = Instant::now();
-        index.search_with_vector(&query, qv, 8).await?;
+        index.reader.search_with_vector(&query, qv, 8).await?;
         search.push(t.elapsed());
     }
     search.sort();
@@ -200,7 +199,7 @@ pub async fn index(
 ) -> Result<IndexReport> {
     use crate::index::Index;
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = layout::init(tmp.path())?;
+    let layout = crate::memory::init(tmp.path())?;
     let config = crate::config::Config::default();
     for (d, start) in (0..rows).step_by(1000).enumerate() {
         let facts: Vec<NewFact> = (start..(start + 1000).min(rows))
@@ -217,8 +216,11 @@ pub async fn index(
     }
     let name = embedder.id();
     let t = Instant::now();
-    let index = Index::open_with(&layout, &config, embedder.clone()).await?;
-    index.sync().await?;
+    let index = Index::open(
+        &crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()),
+    )
+    .await?;
+    index.writer.sync().await?;
     let build = t.elapsed().as_secs_f64();
 
     let (search, embed) = time_queries(&index).await?;
@@ -236,11 +238,11 @@ pub async fn index(
                 ..Default::default()
             }],
         )?;
-        index.sync().await?;
-        let hits = index.search_unlogged(&text, 8).await?;
+        index.writer.sync().await?;
+        let hits = index.reader.search_unlogged(&text, 8).await?;
         visible.push(t.elapsed());
         anyhow::ensure!(
-            hits.iter().any(|h| h.id == a[0].id),
+            hits.iter().any(|h| h.id.as_str() == a[0].id.as_str()),
             "appended fact not searchable"
         );
     }
@@ -251,11 +253,11 @@ pub async fn index(
     // What a daemon does once writes pause.
     tokio::time::sleep(crate::index::COMPACT_IDLE).await;
     let t = Instant::now();
-    index.compact_if_needed().await?;
+    index.writer.compact_if_needed().await?;
     let compaction = t.elapsed();
     let (compacted, _) = time_queries(&index).await?;
     let t = Instant::now();
-    index.load_terms().await?;
+    index.reader.load_terms().await?;
     let terms = t.elapsed();
     Ok(IndexReport {
         rows,
@@ -314,8 +316,11 @@ pub async fn reembed(
         let config = config.clone();
         async move {
             let tmp = tempfile::tempdir_in(parent)?;
-            let layout = layout::init(tmp.path())?;
-            let index = Index::open_with(&layout, &config, embedder.clone()).await?;
+            let layout = crate::memory::init(tmp.path())?;
+            let index = Index::open(
+                &crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()),
+            )
+            .await?;
             let mut embedded = 0;
             let mut seconds = 0.0;
             for i in 0..n {
@@ -328,13 +333,14 @@ pub async fn reembed(
                 seconds += t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 if !whole {
-                    index.sync().await?;
+                    index.writer.sync().await?;
                     // What the daemon does in the background, timed here
                     // as if it were in the way.
-                    index.compact_if_needed().await?;
+                    index.writer.compact_if_needed().await?;
                 } else if i % every == every / 2 {
                     embedded += index
-                        .rewrite_source_uncached(&layout, "archive/2026-01-01.md")
+                        .writer
+                        .rewrite_source_uncached(&crate::layout::Source::Day("2026-01-01".into()))
                         .await?;
                     seconds += t.elapsed().as_secs_f64() * (every - 1) as f64;
                 }
@@ -426,7 +432,7 @@ pub async fn consolidate(
 ) -> Result<ConsolidateReport> {
     use crate::entries::Document;
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = layout::init(tmp.path())?;
+    let layout = crate::memory::init(tmp.path())?;
     let mut doc = Document::parse(crate::entries::EMPTY_FILE);
     for i in 0..entries {
         let text = synthetic_fact(i);
@@ -445,8 +451,9 @@ pub async fn consolidate(
     config.llm.base_url = instant_llm().await?;
     config.llm.model = "instant".into();
     config.consolidation.concurrency = 1; // so LLM time and memd's time do not overlap
-    let index = crate::index::Index::open(&layout, &config).await?;
-    index.sync().await?;
+    let index =
+        crate::index::Index::open(&crate::Memory::new(layout.clone(), config.clone())).await?;
+    index.writer.sync().await?;
     let embedder = index.embedder().inner().id();
     drop(index);
     // Timed around the run and the index sync after it, as before the
@@ -456,7 +463,9 @@ pub async fn consolidate(
         force: true,
         dry_run: false,
     };
-    let r = crate::service::consolidate_then_sync(&layout, &config, opts, None).await?;
+    let r = crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
+        .run(opts)
+        .await?;
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     let outside = total_ms - r.llm_ms;
     Ok(ConsolidateReport {
@@ -500,7 +509,7 @@ pub async fn serve(
     embedder: &str,
 ) -> Result<ServeReport> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = layout::init(tmp.path())?;
+    let layout = crate::memory::init(tmp.path())?;
     std::fs::write(
         layout.config_file(),
         format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 3600\n"),

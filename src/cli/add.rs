@@ -5,8 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use memd::archive;
-use memd::service::Backend;
+use memd::request::Add;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,34 +30,43 @@ pub struct Args {
     no_similar: bool,
 }
 
-/// The facts to append: the argument, or the non-blank lines of stdin.
-fn texts(args: &Args) -> Result<Vec<String>> {
-    if args.stdin {
-        let mut input = String::new();
-        std::io::stdin()
-            .read_to_string(&mut input)
-            .context("reading standard input")?;
-        return Ok(input
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(String::from)
-            .collect());
-    }
-    match &args.text {
-        Some(t) => Ok(vec![t.clone()]),
-        None => bail!("give the fact as an argument, or use --stdin"),
-    }
+/// The request: the argument, or the non-blank lines of stdin as a batch.
+fn request(args: Args) -> Result<(Add, bool)> {
+    let (text, texts) = match (args.stdin, args.text) {
+        (true, _) => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .context("reading standard input")?;
+            let lines = input
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect();
+            (None, Some(lines))
+        }
+        (false, Some(t)) => (Some(t), None),
+        (false, None) => bail!("give the fact as an argument, or use --stdin"),
+    };
+    let add = Add {
+        text,
+        texts,
+        category: args.category,
+        session: args.session,
+        key: args.key,
+        similar: !args.no_similar,
+    };
+    Ok((add, args.json))
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let texts = texts(&args)?;
-    let facts = archive::new_facts(texts, args.category, args.session, args.key, args.stdin);
-    let backend = Backend::for_dir(&layout);
-    let added =
-        super::runtime()?.block_on(backend.add(&layout, &config, &facts, !args.no_similar))?;
-    for a in added {
-        if args.json {
+    let (add, json) = request(args)?;
+    if add.texts.as_ref().is_some_and(|t| t.is_empty()) {
+        return Ok(());
+    }
+    let added = super::run_at(dir, add, false)?;
+    for a in added.facts {
+        if json {
             println!("{}", serde_json::to_value(&a)?);
             continue;
         }
@@ -67,7 +75,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         } else {
             println!("{} (already written under this key)", a.fact.id);
         }
-        for s in a.similar {
+        for s in a.similar.into_iter().flatten() {
             let how = match s.same {
                 true => "same as entry (consolidation will merge it)",
                 false => "similar entry",

@@ -82,23 +82,8 @@ enum What {
     /// process): its RSS and open files, a cold memory's first search, a
     /// warm one's searches, posts/s across memories, no fact lost.
     ServeMany {
-        #[arg(long, default_value_t = 1000)]
-        memories: usize,
-        /// Facts in each memory's archive before the daemon starts.
-        #[arg(long, default_value_t = 100)]
-        facts: usize,
-        #[arg(long, default_value_t = 64)]
-        max_open: usize,
-        /// Memories whose first search is timed one by one.
-        #[arg(long, default_value_t = 30)]
-        cold: usize,
-        #[arg(long, default_value_t = 8)]
-        clients: usize,
-        /// How long the clients post.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        #[arg(long, default_value = "minilm")]
-        embedder: String,
+        #[command(flatten)]
+        load: ManyLoad,
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
     },
@@ -117,6 +102,42 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The load of `bench serve-many`.
+#[derive(clap::Args)]
+struct ManyLoad {
+    #[arg(long, default_value_t = 1000)]
+    memories: usize,
+    /// Facts in each memory's archive before the daemon starts.
+    #[arg(long, default_value_t = 100)]
+    facts: usize,
+    #[arg(long, default_value_t = 64)]
+    max_open: usize,
+    /// Memories whose first search is timed one by one.
+    #[arg(long, default_value_t = 30)]
+    cold: usize,
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// How long the clients post.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    #[arg(long, default_value = "minilm")]
+    embedder: String,
+}
+
+impl From<ManyLoad> for bench::Load {
+    fn from(m: ManyLoad) -> bench::Load {
+        bench::Load {
+            memories: m.memories,
+            facts: m.facts,
+            max_open: m.max_open,
+            cold: m.cold,
+            clients: m.clients,
+            seconds: m.seconds.min(600),
+            embedder: m.embedder,
+        }
+    }
 }
 
 /// The directory's configuration with the embedder named on the command line.
@@ -140,20 +161,13 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             whole_file_every,
             embedder,
             r#in,
-        } => {
-            let config = with_embedder(dir, &embedder)?;
-            let embedder = memd::embed::from_config(&config.embedder)?;
-            rt.block_on(async {
-                for n in rows {
-                    print_line(&bench::index(&r#in, n, embedder.clone()).await?)?;
-                }
-                if appends > 0 {
-                    let r = bench::reembed(&r#in, appends, whole_file_every, embedder.clone());
-                    print_line(&r.await?)?;
-                }
-                anyhow::Ok(())
-            })
-        }
+        } => rt.block_on(index(
+            dir,
+            &embedder,
+            &r#in,
+            &rows,
+            (appends, whole_file_every),
+        )),
         What::Embed {
             texts,
             batch,
@@ -188,27 +202,9 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
                 anyhow::Ok(())
             })
         }
-        What::ServeMany {
-            memories,
-            facts,
-            max_open,
-            cold,
-            clients,
-            seconds,
-            embedder,
-            r#in,
-        } => {
-            super::embedder_kind(&embedder)?;
-            let load = bench::Load {
-                memories,
-                facts,
-                max_open,
-                cold,
-                clients,
-                seconds: seconds.min(600),
-                embedder,
-            };
-            print_line(&rt.block_on(bench::serve_many(&r#in, &load))?)
+        What::ServeMany { load, r#in } => {
+            super::embedder_kind(&load.embedder)?;
+            print_line(&rt.block_on(bench::serve_many(&r#in, &load.into()))?)
         }
         What::Append {
             singles,
@@ -218,6 +214,27 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             json,
         } => append(&r#in, singles, batch_size, batches, json),
     }
+}
+
+/// `bench index`: each table size, then (with `appends`) incremental sync
+/// against re-embedding the whole day file.
+async fn index(
+    dir: &Path,
+    embedder: &str,
+    at: &Path,
+    rows: &[usize],
+    (appends, whole_file_every): (usize, usize),
+) -> Result<()> {
+    let config = with_embedder(dir, embedder)?;
+    let embedder = memd::embed::from_config(&config.embedder)?;
+    for &n in rows {
+        print_line(&bench::index(at, n, embedder.clone()).await?)?;
+    }
+    if appends > 0 {
+        let r = bench::reembed(at, appends, whole_file_every, embedder.clone());
+        print_line(&r.await?)?;
+    }
+    Ok(())
 }
 
 fn append(at: &Path, singles: usize, batch_size: usize, batches: usize, json: bool) -> Result<()> {

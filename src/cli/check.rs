@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use memd::check::{Finding, Report};
-use memd::service::Backend;
+use memd::request::Check;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,17 +19,9 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let rt = super::runtime()?;
-    let mut report = rt.block_on(memd::check::run(&layout))?;
-    if args.fix && report.index_rows.is_some() {
-        let backend = Backend::for_dir(&layout);
-        let clear = report.index_fixable;
-        rt.block_on(backend.reindex(&layout, &config, clear))?;
-        if clear {
-            eprintln!("memd: the index was rebuilt from the files");
-        }
-        report = rt.block_on(memd::check::run(&layout))?;
+    let report = super::run_at(dir, Check { fix: args.fix }, false)?;
+    if report.index_rebuilt {
+        eprintln!("memd: the index was rebuilt from the files");
     }
     super::emit(args.json, &report, render)?;
     match report.problems.len() {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::consolidate::{Options, Report};
-use memd::service::Backend;
+use memd::consolidate::Report;
+use memd::request::Consolidate;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -21,16 +21,11 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let backend = Backend::for_dir(&layout);
-    if let Some(via) = backend.describe() {
-        eprintln!("memd: {via}");
-    }
-    let opts = Options {
+    let run = Consolidate {
         force: args.force,
         dry_run: args.dry_run,
     };
-    let report = super::runtime()?.block_on(backend.consolidate(&layout, &config, opts))?;
+    let report = super::run_at(dir, run, true)?;
     super::emit(args.json, &report, render)
 }
 

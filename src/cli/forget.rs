@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use memd::service::Backend;
+use memd::request::{Candidates, Forget, Target, Unforget};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,13 +25,14 @@ pub struct Args {
 
 /// The ids to forget: the one given, or (with `--yes`) every candidate
 /// matching the text. `None` when there is nothing to do.
-fn chosen(layout: &memd::Layout, args: Args) -> Result<Option<Vec<String>>> {
+fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
     let text = match (args.id, args.r#match) {
         (Some(id), _) => return Ok(Some(vec![id])),
         (None, Some(text)) => text,
         (None, None) => bail!("give an id to forget, or --match TEXT to list candidates"),
     };
-    let found = memd::forget::candidates(layout, &text)?;
+    let ask = Candidates { text: text.clone() };
+    let found = super::runtime()?.block_on(target.run(ask))?;
     if found.is_empty() {
         println!("nothing matches {text:?}");
         return Ok(None);
@@ -49,24 +50,20 @@ fn chosen(layout: &memd::Layout, args: Args) -> Result<Option<Vec<String>>> {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let layout = memd::Layout::open(dir)?;
+    let target = Target::open(dir)?;
+    let rt = super::runtime()?;
     if args.undo {
         let id = args.id.unwrap_or_default();
-        let config = memd::config::Config::load(&layout.root)?;
-        let backend = Backend::for_dir(&layout);
-        let back = super::runtime()?.block_on(backend.unforget(&layout, &config, &id))?;
+        let back = rt.block_on(target.run(Unforget { id }))?;
         let text = super::one_line(&back.text);
         println!("no longer forgotten: {} {}: {text}", back.kind, back.id);
         return Ok(());
     }
-    let Some(ids) = chosen(&layout, args)? else {
+    let Some(ids) = chosen(&target, args)? else {
         return Ok(());
     };
-    let config = memd::config::Config::load(&layout.root)?;
-    let backend = Backend::for_dir(&layout);
-    let rt = super::runtime()?;
     for id in ids {
-        let gone = rt.block_on(backend.forget(&layout, &config, &id))?;
+        let gone = rt.block_on(target.run(Forget { id }))?;
         let text = super::one_line(&gone.text);
         println!("forgot {} {}: {text}", gone.kind, gone.id);
     }

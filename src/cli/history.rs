@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use memd::journal::Record;
+use memd::request::History;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,12 +15,12 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let layout = memd::Layout::open(dir)?;
-    let records = memd::forget::history(&layout, &args.id)?;
+    let id = args.id.clone();
+    let records = super::run_at(dir, History { id: args.id }, false)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&records)?);
     } else if records.is_empty() {
-        println!("no journal records for {}", args.id);
+        println!("no journal records for {id}");
     } else {
         for r in &records {
             print!("{}", render(r));

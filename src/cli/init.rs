@@ -11,7 +11,7 @@ pub struct Args {
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let root = args.path.unwrap_or_else(|| dir.to_path_buf());
-    let layout = memd::layout::init(&root)?;
+    let layout = memd::memory::init(&root)?;
     println!("initialised memory directory {}", layout.root.display());
     Ok(())
 }

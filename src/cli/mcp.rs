@@ -17,10 +17,7 @@ pub struct Args {
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let scope = match args.memory {
         Some(name) => Scope::many(dir, &name)?,
-        None => {
-            let (layout, config) = super::open(dir)?;
-            Scope::one(layout, config)
-        }
+        None => Scope::one(memd::Memory::open(dir)?),
     };
     Ok(super::runtime()?.block_on(memd::mcp::serve_stdio(scope))?)
 }

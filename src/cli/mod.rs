@@ -7,6 +7,7 @@ mod add;
 mod bench;
 mod check;
 mod consolidate;
+mod core;
 #[cfg(feature = "lab")]
 mod eval;
 mod forget;
@@ -26,8 +27,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use memd::Layout;
-use memd::config::Config;
+use memd::request::{Request, Target};
 
 #[derive(Parser)]
 #[command(
@@ -71,6 +71,8 @@ enum Command {
     /// Keep the index in step with the files until interrupted (file events
     /// plus a periodic reconcile).
     Watch(watch::Args),
+    /// Print MEMORY.md, the core memory an agent keeps in every prompt.
+    Core(core::Args),
     /// Show the state of the memory directory and the configuration in force.
     Status(status::Args),
     /// Verify memd's invariants (every fact accounted for, unique ids, one
@@ -105,6 +107,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Undo(args) => undo::run(&dir, args),
         Command::Reindex(args) => reindex::run(&dir, args),
         Command::Watch(args) => watch::run(&dir, args),
+        Command::Core(args) => core::run(&dir, args),
         Command::Status(args) => status::run(&dir, args),
         Command::Check(args) => check::run(&dir, args),
         Command::Serve(args) => serve::run(&dir, args),
@@ -116,11 +119,18 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// The memory directory at `dir` and its configuration.
-fn open(dir: &Path) -> Result<(Layout, Config)> {
-    let layout = Layout::open(dir)?;
-    let config = Config::load(&layout.root)?;
-    Ok((layout, config))
+/// Run `req` at the memory directory `dir` (through its daemon when one
+/// serves it and the request needs the index), saying on stderr when it
+/// went through the daemon if `say_where`.
+fn run_at<R: Request>(dir: &Path, req: R, say_where: bool) -> Result<R::Reply> {
+    let target = Target::open(dir)?;
+    if say_where
+        && req.needs_index()
+        && let Some(via) = target.describe()
+    {
+        eprintln!("memd: {via}");
+    }
+    Ok(runtime()?.block_on(target.run(req))?)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::service::Backend;
+use memd::request::Reindex;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -13,12 +13,8 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let backend = Backend::for_dir(&layout);
-    if let Some(via) = backend.describe() {
-        eprintln!("memd: {via}");
-    }
-    let (r, rows) = super::runtime()?.block_on(backend.reindex(&layout, &config, args.clear))?;
+    let done = super::run_at(dir, Reindex { clear: args.clear }, true)?;
+    let (r, rows) = (done.report, done.rows);
     println!(
         "{} files checked, {} synced, {} rows added, {} deleted; {rows} rows in the index",
         r.files_checked, r.files_synced, r.rows_added, r.rows_deleted

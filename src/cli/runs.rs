@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::request::Runs;
 use memd::runs::Run;
 
 #[derive(clap::Args)]
@@ -16,9 +17,8 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let layout = memd::Layout::open(dir)?;
-    let runs = memd::runs::list(&layout)?;
-    let shown = &runs[runs.len().saturating_sub(args.last)..];
+    let last = Some(args.last);
+    let shown = super::run_at(dir, Runs { last }, false)?;
     super::emit(args.json, &shown, |runs| {
         if runs.is_empty() {
             return "no runs in the journal yet\n".into();

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::service::Backend;
+use memd::request::Search;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,10 +16,12 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let k = args.k.unwrap_or(config.search.default_k as usize);
-    let backend = Backend::for_dir(&layout);
-    let hits = super::runtime()?.block_on(backend.search(&layout, &config, &args.query, k))?;
+    let search = Search {
+        query: Some(args.query),
+        k: args.k,
+        wait: None,
+    };
+    let hits = super::run_at(dir, search, false)?.hits();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&hits)?);
     } else if hits.is_empty() {

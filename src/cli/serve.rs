@@ -9,8 +9,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use memd::Layout;
 use memd::config::Config;
+use memd::server::{Options, Served};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,16 +34,41 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    if let Some(root) = args.root.clone() {
-        let config = Config::load(&root)?;
-        return super::runtime()?.block_on(serve_root(&root, config, args));
+    let token = std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty());
+    let tokens = tokens(args.tokens.as_deref())?;
+    let served = match args.root {
+        Some(root) => {
+            let config = Config::load(&root)?;
+            Served::Root { dir: root, config }
+        }
+        None => Served::One(memd::Memory::open(dir)?),
+    };
+    let opts = Options {
+        token,
+        tokens,
+        max_open: args.max_open,
+    };
+    super::runtime()?.block_on(serve(served, args.listen, opts))
+}
+
+/// The `--tokens` file: `NAME = "TOKEN"` lines, each name checked.
+fn tokens(path: Option<&Path>) -> Result<HashMap<String, String>> {
+    let Some(path) = path else {
+        return Ok(HashMap::new());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let tokens: HashMap<String, String> = toml::from_str(&text)
+        .with_context(|| format!("{}: want NAME = \"TOKEN\" lines", path.display()))?;
+    for name in tokens.keys() {
+        memd::server::memories::check_name(name)?;
     }
-    let (layout, config) = super::open(dir)?;
-    super::runtime()?.block_on(serve(layout, config, args.listen))
+    Ok(tokens)
 }
 
 /// The address to listen on, refused when it is not loopback and no token
-/// guards it.
+/// guards it. Under a root, a memory's token guards only its own routes,
+/// so without the daemon's token the rest is open: loopback only.
 async fn address(listen: &str, guarded: bool) -> Result<SocketAddr> {
     let addr: SocketAddr = tokio::net::lookup_host(listen)
         .await
@@ -58,64 +83,30 @@ async fn address(listen: &str, guarded: bool) -> Result<SocketAddr> {
     Ok(addr)
 }
 
-/// Bind `addr` and say where memd serves `what`.
-async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener> {
+async fn serve(served: Served, listen: Option<String>, opts: Options) -> Result<()> {
+    let (config, what) = match &served {
+        Served::One(memory) => {
+            // Said before binding, so a second daemon on the same port is
+            // told why.
+            memd::server::ensure_not_served(&memory.layout)?;
+            (&memory.config, memory.layout.root.display().to_string())
+        }
+        Served::Root { dir, config } => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            (config, format!("the memories under {}", dir.display()))
+        }
+    };
+    let listen = listen.unwrap_or_else(|| config.server.listen.clone());
+    let addr = address(&listen, opts.token.is_some()).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     eprintln!("memd: serving {what} on http://{}", listener.local_addr()?);
-    Ok(listener)
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn signalled() {
-    let name = memd::shutdown::signal().await;
-    tracing::info!("{name}: shutting down");
-}
-
-fn token() -> Option<String> {
-    std::env::var("MEMD_TOKEN").ok().filter(|t| !t.is_empty())
-}
-
-async fn serve_root(root: &Path, config: Config, args: Args) -> Result<()> {
-    let listen = args.listen.unwrap_or_else(|| config.server.listen.clone());
-    let tokens: HashMap<String, String> = match &args.tokens {
-        None => HashMap::new(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            toml::from_str(&text)
-                .with_context(|| format!("{}: want NAME = \"TOKEN\" lines", path.display()))?
-        }
+    let signalled = async {
+        let name = memd::server::shutdown::signal().await;
+        tracing::info!("{name}: shutting down");
     };
-    for name in tokens.keys() {
-        memd::memories::check_name(name)?;
-    }
-    // Without the daemon's token, a memory's token guards only its own
-    // routes, so the rest is open: loopback only.
-    let token = token();
-    let addr = address(&listen, token.is_some()).await?;
-    std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-    let what = format!("the memories under {}", root.display());
-    let listener = bind(addr, &what).await?;
-    let opts = memd::daemon::many::Options {
-        token,
-        tokens,
-        max_open: args.max_open,
-    };
-    memd::daemon::many::serve(root, config, listener, opts, signalled()).await?;
-    eprintln!("memd: stopped");
-    Ok(())
-}
-
-async fn serve(layout: Layout, config: Config, listen: Option<String>) -> Result<()> {
-    let listen = listen.unwrap_or_else(|| config.server.listen.clone());
-    let token = token();
-    let addr = address(&listen, token.is_some()).await?;
-    // Said before binding, so a second daemon on the same port is told why.
-    memd::daemon::ensure_not_served(&layout)?;
-    let listener = bind(addr, &layout.root.display().to_string()).await?;
-    memd::daemon::serve(layout, config, listener, token, signalled()).await?;
+    memd::server::serve(served, listener, opts, signalled).await?;
     eprintln!("memd: stopped");
     Ok(())
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::request::Status;
 use memd::status::Report;
 
 #[derive(clap::Args)]
@@ -13,8 +14,7 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let report = memd::status::gather(&layout, &config)?;
+    let report = super::run_at(dir, Status {}, false)?;
     super::emit(args.json, &report, render)
 }
 
@@ -66,7 +66,11 @@ fn files(r: &Report) -> String {
         r.last_consolidation.as_deref().unwrap_or("never")
     ));
     out.push_str(&format!("judge             {}\n", r.judge));
-    let stale: Vec<_> = r.index.iter().filter(|(_, s)| **s != "fresh").collect();
+    let stale: Vec<_> = r
+        .index
+        .iter()
+        .filter(|(_, s)| **s != memd::index::fingerprints::Freshness::Fresh)
+        .collect();
     out.push_str(&format!(
         "index             {} of {} files fresh\n",
         r.index.len() - stale.len(),

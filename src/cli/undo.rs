@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::request::Undo;
 use memd::runs::{Change, Options, Outcome};
-use memd::service::Backend;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -23,13 +23,15 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    let opts = Options {
+    let options = Options {
         dry_run: args.dry_run,
         keep_out: args.keep_out,
     };
-    let backend = Backend::for_dir(&layout);
-    let outcome = super::runtime()?.block_on(backend.undo(&layout, &config, &args.run, opts))?;
+    let undo = Undo {
+        run: args.run.into(),
+        options,
+    };
+    let outcome = super::run_at(dir, undo, false)?;
     super::emit(args.json, &outcome, render)
 }
 

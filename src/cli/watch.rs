@@ -14,8 +14,9 @@ pub struct Args {
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (layout, config) = super::open(dir)?;
-    if let Some(d) = memd::daemon::running(&layout) {
+    let memory = memd::Memory::open(dir)?;
+    let layout = memory.layout.clone();
+    if let Some(d) = memd::server::running(&layout) {
         bail!(
             "the daemon (pid {}, {}) already watches this directory",
             d.pid,
@@ -24,7 +25,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     }
     let reconcile = Duration::from_secs(args.reconcile_seconds.max(1));
     let watched = super::runtime()?.block_on(async {
-        let index = Index::open(&layout, &config).await?;
+        let index = Index::open(&memory).await?;
         eprintln!("memd: watching {} (Ctrl-C to stop)", layout.root.display());
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;

@@ -8,19 +8,21 @@ use std::collections::{HashMap, HashSet};
 
 use super::judge::{Decision, Planned};
 use super::ops::{Cluster, Op};
+use super::pause_point;
+use super::reply::repair;
 use super::report::Counts;
-use super::{pause_point, repair};
 use crate::Layout;
 use crate::Result;
 use crate::entries::{Document, sanitize_text, text_hash};
-use crate::journal::{self, Record};
+use crate::ids::{EntryId, FactId};
+use crate::journal::{self, Record, Stamp};
 
 /// What applying a run's decisions did.
 #[derive(Default)]
 pub struct Applied {
     pub records: Vec<Record>,
     /// Facts now folded into entries.
-    pub done: Vec<String>,
+    pub done: Vec<FactId>,
     pub counts: Counts,
     pub skipped: usize,
 }
@@ -34,18 +36,18 @@ const ATTEMPTS: usize = 10;
 pub(crate) fn apply(
     layout: &Layout,
     planned: &[Planned],
-    today: &str,
-    run: &str,
+    stamp: &Stamp,
 ) -> Result<(Applied, Document)> {
     let path = layout.entries_file();
+    let today = stamp.today();
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&path)?;
         let mut out = Applied::default();
         for p in planned {
-            apply_decision(&mut doc, p, today, run, &mut out);
+            apply_decision(&mut doc, p, stamp, &mut out);
         }
-        let Some(adopted) = doc.save_if_unchanged(&path, today, original.as_deref(), || {
-            pause_point(layout, "before-rename");
+        let Some(adopted) = doc.save_if_unchanged(&path, &today, original.as_deref(), || {
+            pause_point(layout, crate::pause::Step::BeforeRename);
             Ok(())
         })?
         else {
@@ -55,7 +57,7 @@ pub(crate) fn apply(
             continue;
         };
         for id in adopted {
-            let mut r = Record::new(run, journal::Op::Adopt, &id);
+            let mut r = stamp.record(journal::Op::Adopt, &id);
             r.after = doc.get(&id).map(|e| e.text.clone());
             out.records.push(r);
         }
@@ -67,7 +69,7 @@ pub(crate) fn apply(
 }
 
 /// The day range of some facts: (earliest, latest).
-fn days_of(cluster: &Cluster, ids: &[String]) -> Option<(String, String)> {
+fn days_of(cluster: &Cluster, ids: &[FactId]) -> Option<(String, String)> {
     let mut days: Vec<&str> = cluster
         .groups
         .iter()
@@ -79,7 +81,7 @@ fn days_of(cluster: &Cluster, ids: &[String]) -> Option<(String, String)> {
     Some((days.first()?.to_string(), days.last()?.to_string()))
 }
 
-fn add_sources(sources: &mut Vec<String>, more: &[String]) {
+fn add_sources(sources: &mut Vec<FactId>, more: &[FactId]) {
     for s in more {
         if !sources.contains(s) {
             sources.push(s.clone());
@@ -90,12 +92,12 @@ fn add_sources(sources: &mut Vec<String>, more: &[String]) {
 /// One decision's ops, applied to `doc`.
 struct Step<'a> {
     planned: &'a Planned,
-    today: &'a str,
-    run: &'a str,
+    today: String,
+    stamp: &'a Stamp,
     unreviewed: bool,
     /// What each entry's text must still be for an op on it to apply: the
     /// text the judge saw, or the text this run gave it.
-    expected: HashMap<String, String>,
+    expected: HashMap<EntryId, String>,
 }
 
 impl Step<'_> {
@@ -107,7 +109,7 @@ impl Step<'_> {
     }
 
     fn record(&self, kind: journal::Op, entry: &str, op: &Op) -> Record {
-        let mut r = Record::new(self.run, kind, entry);
+        let mut r = self.stamp.record(kind, entry);
         r.model = Some(self.planned.model.clone());
         r.prompt_hash = self.planned.prompt_hash.clone();
         r.sources = op.from().to_vec();
@@ -147,18 +149,19 @@ impl Step<'_> {
         doc: &mut Document,
         op: &Op,
         text: &str,
-        from: &[String],
+        from: &[FactId],
         range: Option<(String, String)>,
         counts: &mut Counts,
     ) -> Record {
-        let mut meta = doc.new_meta(text, self.today, from.to_vec());
+        let mut meta = doc.new_meta(text, &self.today, from.to_vec());
         if let Some((first, last)) = range {
             meta.first_seen = first;
             meta.updated = last;
         }
         meta.unreviewed = self.unreviewed;
         let entry = doc.push(text, meta);
-        let mut r = self.record(journal::Op::Add, entry.id().unwrap_or_default(), op);
+        let id = entry.id().map(EntryId::as_str).unwrap_or_default();
+        let mut r = self.record(journal::Op::Add, id, op);
         r.after = Some(entry.text.clone());
         counts.add += 1;
         r
@@ -169,9 +172,9 @@ impl Step<'_> {
         &mut self,
         doc: &mut Document,
         op: &Op,
-        target: &str,
+        target: &EntryId,
         text: &str,
-        from: &[String],
+        from: &[FactId],
         range: Option<(String, String)>,
         counts: &mut Counts,
     ) -> Option<Record> {
@@ -186,10 +189,10 @@ impl Step<'_> {
         add_sources(&mut m.sources, from);
         m.updated = range
             .map(|r| r.1)
-            .unwrap_or_else(|| self.today.to_string())
+            .unwrap_or_else(|| self.today.clone())
             .max(m.updated.clone());
         m.unreviewed = false;
-        self.expected.insert(target.to_string(), e.text.clone());
+        self.expected.insert(target.clone(), e.text.clone());
         let mut r = self.record(journal::Op::Replace, target, op);
         r.before = Some(before);
         r.after = Some(e.text.clone());
@@ -202,8 +205,8 @@ impl Step<'_> {
         &self,
         doc: &mut Document,
         op: &Op,
-        target: &str,
-        into: &str,
+        target: &EntryId,
+        into: &EntryId,
         counts: &mut Counts,
     ) -> Option<Record> {
         let ok = self.unchanged(doc, target)
@@ -217,7 +220,7 @@ impl Step<'_> {
         }
         let mut r = self.record(journal::Op::Remove, target, op);
         r.before = Some(gone.text);
-        r.into = Some(into.to_string());
+        r.into = Some(into.clone());
         r.sources = sources;
         r.meta_before = gone.meta;
         counts.remove += 1;
@@ -240,7 +243,7 @@ impl Step<'_> {
     }
 }
 
-fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: &mut Applied) {
+fn apply_decision(doc: &mut Document, p: &Planned, stamp: &Stamp, out: &mut Applied) {
     let ops = match &p.decision {
         Decision::Ops(ops) => ops.clone(),
         Decision::Fallback(_) => repair::fallback(&p.cluster),
@@ -248,8 +251,8 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
     };
     let mut step = Step {
         planned: p,
-        today,
-        run,
+        today: stamp.today(),
+        stamp,
         unreviewed: matches!(p.decision, Decision::Fallback(_)),
         expected: p
             .cluster
@@ -258,8 +261,8 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
             .map(|e| (e.id.clone(), e.text.clone()))
             .collect(),
     };
-    let mut held: HashSet<String> = HashSet::new();
-    let mut done: Vec<String> = Vec::new();
+    let mut held: HashSet<FactId> = HashSet::new();
+    let mut done: Vec<FactId> = Vec::new();
     // Merges last, so that a REPLACE of the surviving entry lands first.
     let ordered = ops
         .iter()
@@ -274,7 +277,7 @@ fn apply_decision(doc: &mut Document, p: &Planned, today: &str, run: &str, out: 
             None => {
                 tracing::info!(
                     op = op.name(),
-                    target = op.target().unwrap_or(""),
+                    target = op.target().map(EntryId::as_str).unwrap_or(""),
                     "entry edited by hand during the run: op skipped, its facts stay pending"
                 );
                 out.skipped += 1;

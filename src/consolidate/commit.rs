@@ -7,7 +7,9 @@ use super::judge::{Decision, Planned};
 use super::pause_point;
 use crate::Layout;
 use crate::Result;
-use crate::journal;
+use crate::ids::FactId;
+use crate::journal::{self, Stamp};
+use crate::pause::Step;
 use crate::state::State;
 
 /// Journal the applied ops, then save the state: the facts done (applied
@@ -17,12 +19,12 @@ pub(crate) fn commit(
     layout: &Layout,
     applied: &Applied,
     planned: &[Planned],
-    settled: &[String],
+    settled: &[FactId],
     mut state: State,
-    (run_id, timestamp): (&str, String),
+    stamp: &Stamp,
 ) -> Result<State> {
     journal::append(&layout.journal_file(), &applied.records)?;
-    pause_point(layout, "journal-written");
+    pause_point(layout, Step::JournalWritten);
     for p in planned {
         if let Decision::Failed {
             counted: true,
@@ -30,16 +32,15 @@ pub(crate) fn commit(
         } = &p.decision
         {
             for id in p.cluster.fact_ids() {
-                state.retries.insert(id.to_string(), p.failures);
+                state.retries.insert(id.clone(), p.failures);
             }
             tracing::warn!(error = %error, "cluster held back: its facts stay pending");
         }
     }
-    let done = settled.iter().chain(&applied.done).map(String::as_str);
-    state.mark_done(done);
-    state.last_run = Some(timestamp);
-    state.last_run_id = Some(run_id.to_string());
+    state.mark_done(settled.iter().chain(&applied.done));
+    state.last_run = Some(stamp.clock.timestamp());
+    state.last_run_id = Some(stamp.run.clone());
     state.save(&layout.state_file())?;
-    pause_point(layout, "state-written");
+    pause_point(layout, Step::StateWritten);
     Ok(state)
 }

@@ -10,18 +10,22 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use super::ops::{self, Cluster, Group, Op, Snapshot};
-use super::{reply, second_look};
-use crate::Result;
+use super::plan::{self, Inputs};
+use super::reply::{self, per_fact, update};
+use super::report::{Report, Suppressed};
 use crate::config::Config;
+use crate::embed::cache::Cached;
+use crate::ids::EntryId;
 use crate::llm::{self, Message};
-use crate::prompts;
 use crate::state::State;
 use crate::text::short_hash;
+use crate::tombstones::Tombstone;
+use crate::{Memory, Result, prompts};
 
 /// Who decides what the pending facts do to the entries.
 pub enum Judge {
     /// No LLM configured: restatements in nearly the same words KEEP
-    /// (`crate::same`), everything else ADD.
+    /// (`crate::duplicate`), everything else ADD.
     BuiltIn,
     Llm(llm::Client),
 }
@@ -189,7 +193,7 @@ struct Ctx<'a> {
 }
 
 /// A usable reply: its ops, and the fact groups it kept out as forgotten.
-type Verdict = (Vec<Op>, Vec<reply::Forget>);
+type Usable = (Vec<Op>, Vec<reply::Forget>);
 
 /// Each run asks a cluster at most this often (the second time naming what
 /// was wrong); past that it waits for the next run, so that a model having
@@ -218,8 +222,8 @@ impl Ctx<'_> {
         let mut messages = vec![Message::user(prompt.clone())];
         let mut last_error = String::new();
         let schema = match per_fact {
-            true => super::per_fact::schema(&cluster),
-            false => super::schema::reply(&cluster),
+            true => per_fact::schema(&cluster),
+            false => reply::schema::reply(&cluster),
         };
         for _ in 0..CALLS_PER_RUN {
             let reply = match self.ask(&messages, Some(&schema)).await {
@@ -291,14 +295,14 @@ impl Ctx<'_> {
     /// What a reply stands for: its ops and the facts it kept out as
     /// forgotten, or why it cannot be used. Its REMOVEs come off the run's
     /// budget when it is accepted.
-    fn verdict(&self, reply: &str, cluster: &Cluster) -> Result<Verdict, String> {
+    fn verdict(&self, reply: &str, cluster: &Cluster) -> Result<Usable, String> {
         let v = llm::extract_json(reply).map_err(|e| e.to_string())?;
-        let v = match self.per_fact(cluster) {
-            true => super::per_fact::to_ops(&v, cluster)?,
-            false => v,
+        let parsed = match self.per_fact(cluster) {
+            true => per_fact::read(&v, cluster)?,
+            false => reply::parse::read(&v, cluster)?,
         };
         let mut budget = self.budget.lock().unwrap();
-        let (ops, kept_out) = reply::read_all(&v, cluster, *budget)?;
+        let (ops, kept_out) = reply::check(parsed, cluster, *budget)?;
         *budget -= ops
             .iter()
             .filter(|o| matches!(o, Op::Remove { .. }))
@@ -333,7 +337,7 @@ impl Ctx<'_> {
     }
 
     /// The second look at each ADD of a valid reply (see
-    /// [`second_look::update_candidates`]): an ADD the judge says makes an entry
+    /// [`update::update_candidates`]): an ADD the judge says makes an entry
     /// out of date becomes a REPLACE keeping the old text as history. No
     /// answer, or one naming no candidate, leaves the ADD: the default is
     /// keep.
@@ -342,11 +346,11 @@ impl Ctx<'_> {
             return ops;
         };
         for i in 0..ops.len() {
-            let candidates = second_look::update_candidates(&ops, i, cluster);
+            let candidates = update::update_candidates(&ops, i, cluster);
             if candidates.is_empty() {
                 continue;
             }
-            let question = second_look::update_question(&ops, i, cluster, &candidates);
+            let question = update::update_question(&ops, i, cluster, &candidates);
             let (entries, fact) = ops::prompt_lists(&question);
             let prompt = prompts::render(template, &[("entries", &entries), ("fact", &fact)]);
             let answer = match self.ask(&[Message::user(prompt)], None).await {
@@ -356,14 +360,195 @@ impl Ctx<'_> {
                     None
                 }
             };
-            if let Some(k) = answer
-                .as_ref()
-                .and_then(|v| second_look::outdated(v, &question))
-            {
-                second_look::make_update(&mut ops, i, cluster, candidates[k]);
+            if let Some(k) = answer.as_ref().and_then(|v| update::outdated(v, &question)) {
+                update::make_update(&mut ops, i, cluster, candidates[k]);
                 tracing::info!(entry = %cluster.entries[candidates[k]].id, "second look: the ADD updates an entry");
             }
         }
         ops
+    }
+}
+
+/// What the judge needs to decide a run's pending facts.
+pub(crate) struct Decide<'a> {
+    memory: &'a Memory,
+    judge: &'a Judge,
+    inputs: &'a Inputs,
+    state: &'a State,
+    /// The caller's embedder (the daemon's), if it has one.
+    embedder: Option<&'a Cached>,
+    /// Otherwise one of the run's own, opened when first needed (tier 2
+    /// and the clusters share it: the model is loaded once per run).
+    own_embedder: std::sync::OnceLock<Cached>,
+}
+
+/// What [`Decide::decide`] planned.
+pub(crate) struct Decided {
+    pub planned: Vec<Planned>,
+    /// The first this many of `planned` are restatements (tiers 1 and 2).
+    pub restatements: usize,
+    /// For pending facts that say what was forgotten (in other words than
+    /// the tombstone's): each keeps its fact out for good, under the
+    /// forgotten entry's id, so `memd forget --undo` lifts both.
+    pub tombstones: Vec<Tombstone>,
+}
+
+impl<'a> Decide<'a> {
+    pub(crate) fn new(
+        memory: &'a Memory,
+        judge: &'a Judge,
+        inputs: &'a Inputs,
+        state: &'a State,
+        embedder: Option<&'a Cached>,
+    ) -> Decide<'a> {
+        Decide {
+            memory,
+            judge,
+            inputs,
+            state,
+            embedder,
+            own_embedder: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The embedder the run uses: the caller's, or its own.
+    fn embedder(&self) -> Result<&Cached> {
+        if let Some(e) = self.embedder {
+            return Ok(e);
+        }
+        if self.own_embedder.get().is_none() {
+            let own = self.memory.cached_embedder()?;
+            let _ = self.own_embedder.set(own);
+        }
+        Ok(self.own_embedder.get().expect("set above"))
+    }
+
+    /// Every pending fact's decision: restatements first (their count is
+    /// returned), then the judge's clusters; and the tombstones for facts
+    /// that say what was forgotten.
+    pub(crate) async fn decide(
+        &self,
+        pending: Vec<crate::archive::Fact>,
+        report: &mut Report,
+    ) -> Result<Decided> {
+        let (keeps, rest) = plan::restatements(plan::group(&pending), &self.inputs.doc);
+        report.restatements = keeps.iter().map(|(_, g, _)| g.ids.len()).sum();
+        let near = self.near_duplicates(rest).await?;
+        report.near_duplicates = near.keeps.iter().map(|(_, g, _)| g.ids.len()).sum();
+        let mut planned: Vec<Planned> = keeps
+            .into_iter()
+            .chain(near.keeps)
+            .map(|(keep, g, s)| Planned::built_in(keep, g, Some(s)))
+            .collect();
+        let restatements = planned.len();
+        let mut kept_out: Vec<(Group, Option<EntryId>)> = near
+            .forgotten
+            .into_iter()
+            .map(|(g, t)| (g, t.entry))
+            .collect();
+        match self.judge {
+            Judge::BuiltIn => planned.extend(near.rest.into_iter().map(|g| {
+                let add = Op::Add {
+                    text: g.text.clone(),
+                    from: g.ids.clone(),
+                };
+                Planned::built_in(add, g, None)
+            })),
+            Judge::Llm(client) => planned.extend(self.ask(client, near.rest, report).await?),
+        }
+        for p in &planned {
+            kept_out.extend(p.kept_out.iter().map(|&(g, x)| {
+                let entry = p.cluster.forgotten[x].entry.clone();
+                (p.cluster.groups[g].clone(), entry)
+            }));
+        }
+        let tombstones = self.forgotten(kept_out, report);
+        report.clusters = planned.len() - restatements;
+        Ok(Decided {
+            planned,
+            restatements,
+            tombstones,
+        })
+    }
+
+    /// Tier 2 ([`plan::near_duplicates`]) with the shipped rule; embeds
+    /// only the texts whose words another text shares.
+    async fn near_duplicates(&self, groups: Vec<Group>) -> Result<plan::NearDuplicates> {
+        let rule = crate::duplicate::Rule::SHIPPED;
+        let entries = self.inputs.snapshots();
+        let texts = plan::near_texts(&groups, &entries, &self.inputs.tombstones, rule);
+        let compared: Vec<String> = texts
+            .iter()
+            .map(|t| crate::duplicate::Rule::compared(t))
+            .collect();
+        let vectors = match compared.is_empty() {
+            true => Vec::new(),
+            false => self.embedder()?.embed(&compared).await?,
+        };
+        let vectors = texts.into_iter().zip(vectors).collect();
+        let merge = matches!(self.judge, Judge::BuiltIn);
+        let tombstones = &self.inputs.tombstones;
+        Ok(plan::near_duplicates(
+            groups,
+            &entries,
+            tombstones,
+            &vectors,
+            (rule, merge),
+        ))
+    }
+
+    /// Cluster the groups with the entries and ask the LLM about each.
+    async fn ask(
+        &self,
+        client: &llm::Client,
+        groups: Vec<Group>,
+        report: &mut Report,
+    ) -> Result<Vec<Planned>> {
+        let (layout, config) = (&self.memory.layout, &self.memory.config);
+        let embedder = self.embedder()?;
+        let clusters = plan::clusters(embedder, config, groups, self.inputs.snapshots()).await?;
+        let clusters = plan::with_forgotten(embedder, clusters, &self.inputs.tombstones).await?;
+        let ops = prompts::load(layout, prompts::CONSOLIDATE)?;
+        let per_fact = match config.consolidation.request {
+            crate::config::Request::Ops => None,
+            crate::config::Request::PerFact => Some(prompts::load(layout, prompts::DECIDE)?),
+        };
+        let update = match config.consolidation.check_updates {
+            true => Some(prompts::load(layout, prompts::UPDATE)?),
+            false => None,
+        };
+        let templates = Templates {
+            ops: &ops,
+            per_fact: per_fact.as_deref(),
+            update: update.as_deref(),
+        };
+        let (planned, spent) = decide_all(client, config, templates, clusters, self.state).await;
+        report.llm_calls = spent.calls;
+        report.invalid_replies = spent.invalid;
+        report.prompt_tokens = spent.prompt_tokens;
+        report.completion_tokens = spent.completion_tokens;
+        report.llm_ms = spent.llm_ms;
+        Ok(planned)
+    }
+
+    /// The tombstones for groups that say what `forgotten` texts say, each
+    /// fact named in the report.
+    fn forgotten(
+        &self,
+        groups: Vec<(Group, Option<EntryId>)>,
+        report: &mut Report,
+    ) -> Vec<Tombstone> {
+        let mut out = Vec::new();
+        for (g, entry) in groups {
+            report.suppressed.extend(g.ids.iter().map(|id| Suppressed {
+                fact: id.clone(),
+                text: g.text.clone(),
+                forgotten: entry.clone(),
+            }));
+            let reason = "says what was forgotten";
+            let clock = &self.memory.clock;
+            out.push(Tombstone::new(clock, entry, &g.text, g.ids, reason));
+        }
+        out
     }
 }

@@ -13,11 +13,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::ids::{EntryId, FactId};
+
 /// Pending facts with the same normalised text: one item for the judge.
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {
     /// Fact ids, oldest first.
-    pub ids: Vec<String>,
+    pub ids: Vec<FactId>,
     pub text: String,
     /// Days of the facts, oldest first.
     pub days: Vec<String>,
@@ -26,7 +28,7 @@ pub struct Group {
 /// An entry as it was when the run planned (what the judge saw).
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
-    pub id: String,
+    pub id: EntryId,
     pub text: String,
     pub pinned: bool,
     pub unreviewed: bool,
@@ -49,15 +51,13 @@ pub struct Cluster {
 pub struct Forgotten {
     pub text: String,
     /// The forgotten entry, when an entry was forgotten.
-    pub entry: Option<String>,
+    pub entry: Option<EntryId>,
 }
 
 impl Cluster {
     /// Every fact id of the cluster.
-    pub(crate) fn fact_ids(&self) -> impl Iterator<Item = &str> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.ids.iter().map(String::as_str))
+    pub(crate) fn fact_ids(&self) -> impl Iterator<Item = &FactId> {
+        self.groups.iter().flat_map(|g| g.ids.iter())
     }
 
     pub fn entry(&self, id: &str) -> Option<&Snapshot> {
@@ -66,38 +66,38 @@ impl Cluster {
 }
 
 /// One operation, with real ids.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Op {
     Add {
         text: String,
-        from: Vec<String>,
+        from: Vec<FactId>,
     },
     Replace {
-        target: String,
+        target: EntryId,
         text: String,
-        from: Vec<String>,
+        from: Vec<FactId>,
     },
     Remove {
-        target: String,
-        into: String,
+        target: EntryId,
+        into: EntryId,
     },
     Keep {
-        target: String,
-        from: Vec<String>,
+        target: EntryId,
+        from: Vec<FactId>,
     },
 }
 
 impl Op {
     /// The archive facts behind the op.
-    pub fn from(&self) -> &[String] {
+    pub fn from(&self) -> &[FactId] {
         match self {
             Op::Add { from, .. } | Op::Replace { from, .. } | Op::Keep { from, .. } => from,
             Op::Remove { .. } => &[],
         }
     }
 
-    pub fn target(&self) -> Option<&str> {
+    pub fn target(&self) -> Option<&EntryId> {
         match self {
             Op::Add { .. } => None,
             Op::Replace { target, .. } | Op::Remove { target, .. } | Op::Keep { target, .. } => {

@@ -10,11 +10,12 @@ use super::report::Suppressed;
 use crate::Layout;
 use crate::archive::{self, Fact};
 use crate::config::Config;
+use crate::duplicate::{PART_MIN_COSINE, Rule};
 use crate::embed::cache::Cached;
 use crate::entries::{Document, Entry};
 use crate::error::{Context, Result};
+use crate::ids::FactId;
 use crate::pending::{Pending, Settled};
-use crate::same::{PART_MIN_COSINE, Rule};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{Tombstone, Tombstones};
@@ -38,7 +39,7 @@ impl Inputs {
     /// The pending facts, and the ids of facts settled without a decision
     /// that the watermark does not cover yet (forgotten, or folded into an
     /// entry by a run that stopped before saving the state).
-    pub fn pending(&self, state: &State) -> (Vec<Fact>, Vec<String>) {
+    pub fn pending(&self, state: &State) -> (Vec<Fact>, Vec<FactId>) {
         let rule = Pending::new(state, &self.tombstones, &self.doc);
         let mut pending = Vec::new();
         let mut settled = Vec::new();
@@ -54,11 +55,11 @@ impl Inputs {
 
     /// The facts among `settled` that only restate something forgotten
     /// (the forgotten facts themselves are not listed).
-    pub fn suppressed(&self, settled: &[String]) -> Vec<Suppressed> {
-        let settled: HashSet<&str> = settled.iter().map(String::as_str).collect();
+    pub fn suppressed(&self, settled: &[FactId]) -> Vec<Suppressed> {
+        let settled: HashSet<&FactId> = settled.iter().collect();
         self.facts
             .iter()
-            .filter(|f| settled.contains(f.id.as_str()))
+            .filter(|f| settled.contains(&f.id))
             .filter_map(|f| {
                 let t = self.tombstones.restated(&f.id, &f.text)?;
                 Some(Suppressed {
@@ -214,7 +215,7 @@ pub async fn clusters(
         .collect())
 }
 
-/// What tier 2 ([`crate::same`]) decided for the groups tier 1 left.
+/// What tier 2 ([`crate::duplicate`]) decided for the groups tier 1 left.
 #[derive(Default)]
 pub(crate) struct NearDuplicates {
     /// Groups that say what an entry says: KEEP into it.

@@ -13,14 +13,14 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::entries::Document;
 use crate::error::{Result, bail};
+use crate::ids::{EntryId, RowId};
 use crate::llm::{self, Message};
 use crate::memory_md::{self, Line};
 use crate::recall::{self, Usage};
 use crate::tombstones::Tombstones;
-use crate::{Layout, prompts};
+use crate::{Layout, Memory, prompts};
 
 /// Half-life of the recency bonus, in days.
 const RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
@@ -36,7 +36,7 @@ pub struct Outcome {
 /// A promotion candidate.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    pub id: String,
+    pub id: EntryId,
     pub text: String,
     pub pinned: bool,
     pub usage: Usage,
@@ -57,21 +57,21 @@ pub(crate) fn line_text(text: &str) -> String {
     format!("{cut}…")
 }
 
-/// Every entry, best first.
+/// Every entry, best first, as of `today`.
 pub fn rank(
     doc: &Document,
-    usage: &HashMap<String, Usage>,
+    usage: &HashMap<RowId, Usage>,
     tombstones: &Tombstones,
+    today: chrono::NaiveDate,
 ) -> Vec<Candidate> {
-    let today = chrono::Local::now().date_naive();
     let mut out: Vec<Candidate> = doc
         .entries()
         .filter(|e| !e.text.trim().is_empty() && !tombstones.covers("", &e.text))
         .filter_map(|e| {
             let m = e.meta.as_ref()?;
             // A search hit on the MEMORY.md line is a recall of the entry.
-            let mut u = usage.get(&m.id).cloned().unwrap_or_default();
-            if let Some(core) = usage.get(&format!("core:{}", m.id)) {
+            let mut u = usage.get(m.id.as_str()).cloned().unwrap_or_default();
+            if let Some(core) = usage.get(&RowId::core(&m.id)) {
                 u.count += core.count;
                 u.weight += core.weight;
                 u.distinct_queries += core.distinct_queries;
@@ -110,18 +110,15 @@ fn built_in(ranked: &[Candidate], max: usize) -> Vec<Line> {
         .collect()
 }
 
-/// Rewrite the generated part of `MEMORY.md`.
+/// Rewrite the generated part of `MEMORY.md`, as of `memory`'s clock.
 /// `doc` is the entries file as the run wrote it (read once per run).
-pub async fn run(
-    layout: &Layout,
-    config: &Config,
-    doc: &Document,
-    llm: Option<&llm::Client>,
-) -> Result<Outcome> {
+pub async fn run(memory: &Memory, doc: &Document, llm: Option<&llm::Client>) -> Result<Outcome> {
+    let layout = &memory.layout;
+    let now = memory.clock.now();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    let usage = recall::summary(&layout.recall_log())?;
-    let ranked = rank(doc, &usage, &tombstones);
-    let max = config.promotion.max_lines as usize;
+    let usage = recall::summary(&layout.recall_log(), now)?;
+    let ranked = rank(doc, &usage, &tombstones, now.date_naive());
+    let max = memory.config.promotion.max_lines as usize;
     let mut warnings = Vec::new();
     let lines = match llm {
         None => built_in(&ranked, max),
@@ -192,7 +189,7 @@ async fn by_llm(
 /// with words or numbers its entry lacks, or the opposite polarity (an
 /// instruction to the agent, say), is replaced by the entry's own text.
 fn says_only_its_entry(line: String, entry: &str) -> String {
-    use super::faithful::{invented, negated};
+    use super::reply::faithful::{invented, negated};
     if invented(&line, &[entry]).is_empty() && negated(&line) == negated(entry) {
         return line;
     }

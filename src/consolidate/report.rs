@@ -1,17 +1,49 @@
 //! The run report: what a consolidation run did, as data; each front end
 //! (the command line, the API, MCP) presents it its own way.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ops::Op;
+use crate::ids::{EntryId, FactId, RunId};
+
+/// What became of one cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The judge's ops (valid, after repair).
+    Ops,
+    /// Restatements merged without a judge (tiers 1 and 2).
+    Restatement,
+    /// Replies stayed invalid: the facts are added verbatim, unreviewed.
+    Fallback,
+    /// No usable reply this run: the facts stay pending.
+    Failed,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ops => "ops",
+            Verdict::Restatement => "restatement",
+            Verdict::Fallback => "fallback",
+            Verdict::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
 
 /// One cluster in the run report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ClusterReport {
-    pub facts: Vec<String>,
-    pub entries: Vec<String>,
-    /// `ops`, `restatement`, `fallback` or `failed`.
-    pub decision: String,
+    pub facts: Vec<FactId>,
+    pub entries: Vec<EntryId>,
+    pub decision: Verdict,
     pub ops: Vec<Op>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -20,16 +52,16 @@ pub struct ClusterReport {
 }
 
 /// A fact a tombstone kept out.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Suppressed {
-    pub fact: String,
+    pub fact: FactId,
     pub text: String,
     /// The forgotten entry whose text it restates, when one was forgotten.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub forgotten: Option<String>,
+    pub forgotten: Option<EntryId>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
     pub add: usize,
     pub replace: usize,
@@ -37,10 +69,11 @@ pub struct Counts {
     pub keep: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What a consolidation run did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Report {
-    pub run_id: String,
+    pub run_id: RunId,
     pub dry_run: bool,
     pub judge: String,
     /// Why the gate skipped the run.
@@ -51,7 +84,7 @@ pub struct Report {
     /// without a judge.
     pub restatements: usize,
     /// Facts that say what an entry says in nearly the same words (tier 2,
-    /// [`crate::same`]): merged by the built-in judge.
+    /// [`crate::duplicate`]): merged by the built-in judge.
     pub near_duplicates: usize,
     /// Clusters sent to the judge (restatements not counted).
     pub clusters: usize,

@@ -34,17 +34,6 @@ pub trait Embedder: Send + Sync {
 }
 
 /// The embedder the configuration asks for.
-/// Where embeddings are cached for a memory directory (`.memd/cache`).
-pub(crate) fn cache_dir(layout: &crate::Layout) -> std::path::PathBuf {
-    layout.runtime_dir().join("cache")
-}
-
-/// The configured embedder behind the directory's cache, for a process
-/// that needs vectors but not the index (consolidation without a daemon).
-pub(crate) fn cached(layout: &crate::Layout, cfg: &config::Embedder) -> Result<cache::Cached> {
-    cache::Cached::open(from_config(cfg)?, &cache_dir(layout))
-}
-
 pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     Ok(match cfg.kind {
         EmbedderKind::Minilm => minilm_on(cfg.runtime, &minilm::model_dir(cfg))?,

@@ -1,4 +1,4 @@
-//! `memd eval dedup`: the tier-2 merge rule ([`crate::same`]) on labelled
+//! `memd eval dedup`: the tier-2 merge rule ([`crate::duplicate`]) on labelled
 //! pairs of the dev data, per variant and cosine threshold: how many pairs
 //! that say the same thing it merges, and how many that do not it merges
 //! anyway (false merges).
@@ -16,8 +16,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::duplicate::{Rule, Words};
 use crate::embed::{Embedder, cache::Cached};
-use crate::same::{Rule, Words};
 use crate::text::normalize;
 
 /// Cosine thresholds the report covers.
@@ -84,7 +84,7 @@ pub struct DedupReport {
     pub rows: Vec<Row>,
     pub shipped: Rule,
     pub shown: Vec<Shown>,
-    /// What `memd add` ships: [`crate::service::SIMILAR_MIN_COSINE`].
+    /// What `memd add` ships: [`crate::index::reader::SIMILAR_MIN_COSINE`].
     pub similar_min: f32,
     pub parts: Vec<PartRow>,
     /// The threshold consolidation ships for leading-clause merges.
@@ -327,9 +327,9 @@ pub async fn run(
             })
             .collect(),
         shipped: Rule::SHIPPED,
-        similar_min: crate::service::SIMILAR_MIN_COSINE,
+        similar_min: crate::index::reader::SIMILAR_MIN_COSINE,
         parts: parts(&cached, dir, &sources).await?,
-        part_shipped: crate::same::PART_MIN_COSINE,
+        part_shipped: crate::duplicate::PART_MIN_COSINE,
     })
 }
 

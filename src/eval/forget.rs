@@ -23,9 +23,9 @@ use serde::Serialize;
 use crate::archive::{self, NewFact};
 use crate::config::Config;
 use crate::consolidate::{self, Options};
-use crate::embed::{self, Embedder, cache::Cached};
+use crate::duplicate::Rule;
+use crate::embed::{self, Embedder};
 use crate::entries::Document;
-use crate::same::Rule;
 
 /// One kind of rewording and how often it stayed out.
 #[derive(Debug, Serialize)]
@@ -70,8 +70,9 @@ async fn kept_out(
     (original, reworded): (&str, &str),
 ) -> Result<bool> {
     let tmp = tempfile::tempdir()?;
-    let layout = crate::layout::init(tmp.path())?;
-    let cached = Cached::open(embedder.clone(), &embed::cache_dir(&layout))?;
+    let layout = crate::memory::init(tmp.path())?;
+    let memory = crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone());
+    let cached = memory.cached_embedder()?;
     let force = Options {
         force: true,
         dry_run: false,
@@ -84,13 +85,13 @@ async fn kept_out(
         archive::append(&layout, day, "10:00:00", &[fact])
     };
     add("2026-11-18", original)?;
-    consolidate::run_with(&layout, config, force, Some(&cached)).await?;
+    consolidate::run_with(&memory, force, Some(&cached)).await?;
     let doc = Document::read(&layout.entries_file())?;
     for id in doc.entries().filter_map(|e| e.id()) {
-        crate::forget::forget(&layout, id)?;
+        crate::forget::forget(&memory, id)?;
     }
     let back = add("2026-11-19", reworded)?;
-    consolidate::run_with(&layout, config, force, Some(&cached)).await?;
+    consolidate::run_with(&memory, force, Some(&cached)).await?;
     let doc = Document::read(&layout.entries_file())?;
     let held = doc
         .entries()

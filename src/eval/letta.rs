@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, NewFact};
 use crate::config::Config;
-use crate::consolidate::{self, Options, faithful};
+use crate::consolidate::reply::faithful;
+use crate::consolidate::{self, Options};
 use crate::entries::{Document, Entry};
 use crate::text::{content_words, coverage};
 use crate::{Layout, layout};
@@ -251,7 +252,7 @@ struct SetRun {
     base: Layout,
     facts: Vec<String>,
     /// The archive ids of `facts`, in order.
-    ids: Vec<String>,
+    ids: Vec<crate::ids::FactId>,
     /// The entries after the ingest.
     before: Vec<Entry>,
     /// Everything the judge was shown across the set (facts, new facts,
@@ -271,7 +272,7 @@ impl SetRun {
         report: &mut LettaReport,
     ) -> Result<SetRun> {
         let facts = rows[0].facts.clone();
-        let base = layout::init(&root.join("base"))?;
+        let base = crate::memory::init(&root.join("base"))?;
         let new: Vec<NewFact> = facts
             .iter()
             .map(|t| NewFact {
@@ -279,11 +280,13 @@ impl SetRun {
                 ..Default::default()
             })
             .collect();
-        let ids: Vec<String> = archive::append(&base, INGEST_DAY, "09:00:00", &new)?
+        let ids: Vec<crate::ids::FactId> = archive::append(&base, INGEST_DAY, "09:00:00", &new)?
             .into_iter()
             .map(|a| a.id)
             .collect();
-        let r = crate::service::consolidate_then_sync(&base, config, FORCE, None).await?;
+        let r = crate::request::Target::local(crate::Memory::new(base.clone(), config.clone()))
+            .run(FORCE)
+            .await?;
         add_usage(report, &r);
         let before = entries_of(&base)?;
         report.facts += facts.len();
@@ -294,7 +297,7 @@ impl SetRun {
                 let m = e.meta.as_ref().map(|m| &m.sources);
                 let n = ids
                     .iter()
-                    .filter(|id| m.is_some_and(|s| s.contains(id)))
+                    .filter(|id| m.is_some_and(|s| s.contains(*id)))
                     .count();
                 n.saturating_sub(1)
             })
@@ -351,7 +354,9 @@ impl SetRun {
         let new_id = archive::append(&layout, UPDATE_DAY, "09:00:00", &[fact])?
             .remove(0)
             .id;
-        let r = crate::service::consolidate_then_sync(&layout, config, FORCE, None).await?;
+        let r = crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
+            .run(FORCE)
+            .await?;
         add_usage(report, &r);
         let after = entries_of(&layout)?;
         report.update_rows += 1;

@@ -22,7 +22,6 @@ use crate::config::Config;
 use crate::consolidate::{self, Options};
 use crate::entries::Document;
 use crate::index::Index;
-use crate::layout;
 
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct LocomoReport {
@@ -76,7 +75,7 @@ pub async fn run(
     let mut progress = crate::progress::Progress::steps("conversations evaluated", chosen as u64);
     for conv in all.iter().take(conversations) {
         let tmp = tempfile::tempdir()?;
-        let layout = layout::init(tmp.path())?;
+        let layout = crate::memory::init(tmp.path())?;
         // Dialogue id → the archive facts that cite it.
         let mut by_dia: HashMap<String, Vec<String>> = HashMap::new();
         let mut ingested = 0;
@@ -89,7 +88,10 @@ pub async fn run(
                 force: true,
                 dry_run: false,
             };
-            let r = crate::service::consolidate_then_sync(&layout, &config, force, None).await?;
+            let r =
+                crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
+                    .run(force)
+                    .await?;
             report.llm_calls += r.llm_calls;
             report.prompt_tokens += r.prompt_tokens;
             report.completion_tokens += r.completion_tokens;
@@ -100,8 +102,8 @@ pub async fn run(
         progress.inc(1);
         let doc = Document::read(&layout.entries_file())?;
         report.entries += doc.entries().count();
-        let index = Index::open(&layout, &config).await?;
-        index.sync().await?;
+        let index = Index::open(&crate::Memory::new(layout.clone(), config.clone())).await?;
+        index.writer.sync().await?;
         let asked = Questions {
             doc: &doc,
             by_dia: &by_dia,
@@ -155,7 +157,10 @@ fn session_facts(
     let appended = archive::append(layout, &day, "12:00:00", &facts)?;
     for (a, dia) in appended.into_iter().zip(cites) {
         for d in dia.split([',', ';', ' ']).filter(|d| !d.is_empty()) {
-            by_dia.entry(d.to_string()).or_default().push(a.id.clone());
+            by_dia
+                .entry(d.to_string())
+                .or_default()
+                .push(a.id.to_string());
         }
     }
     Ok(Some(facts.len()))
@@ -179,7 +184,7 @@ impl Questions<'_> {
             .doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(|s| (s.clone(), m.id.clone())))
+            .flat_map(|m| m.sources.iter().map(|s| (s.to_string(), m.id.to_string())))
             .collect();
         for qa in conv["qa"].as_array().into_iter().flatten() {
             let Some(facts) = self.evidence(qa) else {
@@ -193,14 +198,15 @@ impl Questions<'_> {
             for f in &facts {
                 rows.insert((*f).clone());
                 if let Some(e) = holder.get(*f) {
-                    rows.insert(format!("core:{e}"));
+                    let entry = crate::ids::EntryId::from(e.as_str());
+                    rows.insert(crate::ids::RowId::core(&entry).to_string());
                     rows.insert(e.clone());
                 }
             }
             report.questions += 1;
             let q = qa["question"].as_str().unwrap_or_default();
-            let hits = index.search_unlogged(q, 10).await?;
-            if hits.iter().any(|h| rows.contains(&h.id)) {
+            let hits = index.reader.search_unlogged(q, 10).await?;
+            if hits.iter().any(|h| rows.contains(h.id.as_str())) {
                 report.found_at_10 += 1;
             }
         }

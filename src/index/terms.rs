@@ -21,7 +21,7 @@
 //! scores are ordered by id, and a list ends where scores differ
 //! ([`Terms::top`]).
 //!
-//! Like [`super::known`], it is valid for one table version: every write of
+//! Like `super::row_hashes`, it is valid for one table version: every write of
 //! the handle records the version it left, and a version the handle did
 //! not leave (another process wrote, or the process just started) means a
 //! reload from the table. Nothing is on disk, so a crash loses nothing.
@@ -165,7 +165,7 @@ impl Terms {
 
     /// Add a row, given its words (from [`tokens`]).
     fn insert_tokens(&mut self, hit: Hit, tokens: Vec<String>) {
-        let key = (hit.source.clone(), hit.id.clone());
+        let key = (hit.source.rel().into_owned(), hit.id.to_string());
         if let Some(&old) = self.by_row.get(&key) {
             // The same row twice (a table with a duplicate row): the last
             // one read stands, as one row.
@@ -227,7 +227,8 @@ impl Terms {
             self.counted -= 1;
             self.tokens -= len as u64;
         }
-        self.by_row.remove(&(s.hit.source, s.hit.id));
+        self.by_row
+            .remove(&(s.hit.source.rel().into_owned(), s.hit.id.to_string()));
         self.free.push(slot);
     }
 

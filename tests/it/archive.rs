@@ -336,7 +336,7 @@ fn a_long_batch_numbers_restatements_like_a_single_append() {
     let ids: Vec<String> = archive::append(&layout, day, "10:00:00", &batch)
         .unwrap()
         .into_iter()
-        .map(|a| a.id)
+        .map(|a| a.id.into())
         .collect();
     assert_eq!(ids[100], format!("{}.2", first[0].id));
     let (facts, _) = archive::read_all(&layout).unwrap();

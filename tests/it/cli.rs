@@ -568,7 +568,13 @@ fn entry_texts(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
     let layout = memd::Layout::open(dir).unwrap();
     let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
     doc.entries()
-        .map(|e| (e.text.clone(), e.meta.clone().unwrap().sources))
+        .map(|e| {
+            let sources = e.meta.clone().unwrap().sources;
+            (
+                e.text.clone(),
+                sources.into_iter().map(String::from).collect(),
+            )
+        })
         .collect()
 }
 
@@ -644,7 +650,10 @@ fn a_rewording_of_a_forgotten_entry_stays_out_until_the_forget_is_undone() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].0, "Lives at 14 Elm Street");
     let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
-    assert_eq!(doc.entries().next().unwrap().id(), Some(id.as_str()));
+    assert_eq!(
+        doc.entries().next().unwrap().id().map(|i| i.as_str()),
+        Some(id.as_str())
+    );
     // The rewording is pending again, and says what the entry says.
     assert_eq!(pending(dir), 1);
     assert!(memd(dir, &["consolidate", "--force"]).status.success());
@@ -691,4 +700,59 @@ fn indexing_a_backlog_shows_progress_and_a_small_sync_does_not() {
     let out = memd(tmp.path(), &["add", "User noted one more item"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("texts embedded"), "{}", stderr(&out));
+}
+
+/// The binary `cargo install` builds (no cargo features), which
+/// `scripts/test.sh` keeps beside the test build as `memd-shipped`.
+fn shipped_memd() -> std::path::PathBuf {
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_memd"));
+    let shipped = built.with_file_name("memd-shipped");
+    assert!(
+        shipped.is_file(),
+        "{} is missing: scripts/test.sh builds it (cargo build --bin memd, no features)",
+        shipped.display()
+    );
+    shipped
+}
+
+/// The failpoints are test code: a build without the `failpoints` feature
+/// runs straight through a step `MEMD_PAUSE_AT` names, where the test build
+/// stops (the same step, the same command).
+#[test]
+fn a_shipped_build_never_reads_memd_pause_at() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(memd(dir, &["init"]).status.success());
+    let mut child = std::process::Command::new(shipped_memd())
+        .arg("--dir")
+        .arg(dir)
+        .args(["add", "--no-similar", "Keeps bees on the roof"])
+        .env("MEMD_PAUSE_AT", "append-locked")
+        .env_remove("MEMD_DIR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the shipped memd stopped at MEMD_PAUSE_AT=append-locked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
+    assert!(!dir.join(".memd/paused-at-append-locked").exists());
+    let layout = memd::Layout::open(dir).unwrap();
+    assert_eq!(memd::archive::read_all(&layout).unwrap().0.len(), 1);
+    // The test build does stop there (and is killed, the fact unwritten).
+    crate::support::kill_at(
+        dir,
+        &["add", "--no-similar", "Plays the cello"],
+        "append-locked",
+    );
+    assert_eq!(memd::archive::read_all(&layout).unwrap().0.len(), 1);
 }

@@ -33,7 +33,7 @@ fn entries_and_their_metadata_are_read() {
     let doc = Document::parse(FILE);
     let entries: Vec<_> = doc.entries().collect();
     assert_eq!(entries.len(), 3);
-    assert_eq!(entries[0].id(), Some("e-3f9a2c1d"));
+    assert_eq!(entries[0].id().map(|i| i.as_str()), Some("e-3f9a2c1d"));
     assert_eq!(entries[0].meta.as_ref().unwrap().sources.len(), 2);
     assert!(entries[1].pinned());
     assert_eq!(
@@ -91,13 +91,16 @@ fn changes_touch_only_their_entry() {
         "2026-06-01",
         vec!["2026-06-01#abcdef01".into()],
     );
-    let new_id = meta.id.clone();
+    let new_id = meta.id.to_string();
     doc.push("Likes tea", meta);
     let removed = doc.remove("e-00000002").unwrap();
     assert!(removed.pinned());
     let out = doc.render();
     let again = Document::parse(&out);
-    let ids: Vec<_> = again.entries().map(|e| e.id().map(String::from)).collect();
+    let ids: Vec<_> = again
+        .entries()
+        .map(|e| e.id().map(|i| i.to_string()))
+        .collect();
     assert_eq!(
         ids,
         vec![Some("e-3f9a2c1d".into()), None, Some(new_id.clone())]

@@ -75,6 +75,7 @@ fn malformed_jsonl_lines_are_skipped_and_never_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join(".tombstones.jsonl");
     let good = Tombstone::new(
+        &memd::clock::Clock::System,
         Some("e-1".into()),
         "User likes Jazz!",
         vec!["2026-01-01#aaaa0000".into()],
@@ -85,7 +86,13 @@ fn malformed_jsonl_lines_are_skipped_and_never_rewritten() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"{this is not json");
     std::fs::write(&path, &bytes).unwrap();
-    let second = Tombstone::new(None, "Other thing", vec![], "forget");
+    let second = Tombstone::new(
+        &memd::clock::Clock::System,
+        None,
+        "Other thing",
+        vec![],
+        "forget",
+    );
     tombstones::append(&path, std::slice::from_ref(&second)).unwrap();
 
     let (records, bad) = jsonl::read::<Tombstone>(&path).unwrap();
@@ -123,7 +130,7 @@ fn recall_summary_counts_hits_and_distinct_queries() {
         ],
     )
     .unwrap();
-    let s = recall::summary(&path).unwrap();
+    let s = recall::summary(&path, chrono::Local::now().fixed_offset()).unwrap();
     assert_eq!(s["e-1"].count, 3);
     assert_eq!(s["e-1"].distinct_queries, 2);
     assert_eq!(s["e-1"].last, "2026-01-03T00:00:00Z");
@@ -134,14 +141,34 @@ fn recall_summary_counts_hits_and_distinct_queries() {
 fn journal_history_follows_an_entry_and_its_merges() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("journal.jsonl");
-    let mut add = journal::Record::new("r1", journal::Op::Add, "e-1");
+    let mut add = journal::Record::new(
+        &memd::clock::Clock::System,
+        &"r1".into(),
+        journal::Op::Add,
+        "e-1",
+    );
     add.after = Some("works at Google".into());
-    let mut rep = journal::Record::new("r2", journal::Op::Replace, "e-1");
+    let mut rep = journal::Record::new(
+        &memd::clock::Clock::System,
+        &"r2".into(),
+        journal::Op::Replace,
+        "e-1",
+    );
     rep.before = Some("works at Google".into());
     rep.after = Some("works at Microsoft; previously Google".into());
-    let mut merge = journal::Record::new("r3", journal::Op::Remove, "e-9");
+    let mut merge = journal::Record::new(
+        &memd::clock::Clock::System,
+        &"r3".into(),
+        journal::Op::Remove,
+        "e-9",
+    );
     merge.into = Some("e-1".into());
-    let other = journal::Record::new("r3", journal::Op::Add, "e-2");
+    let other = journal::Record::new(
+        &memd::clock::Clock::System,
+        &"r3".into(),
+        journal::Op::Add,
+        "e-2",
+    );
     journal::append(&path, &[add.clone(), rep.clone(), merge.clone(), other]).unwrap();
     assert_eq!(
         journal::history(&path, "e-1").unwrap(),
@@ -254,13 +281,22 @@ fn entry_text_that_looks_like_markup_round_trips_and_never_becomes_metadata() {
     let mut doc = Document::parse("");
     let mut ids = Vec::new();
     for (i, text) in HOSTILE.iter().enumerate() {
-        let meta = doc.new_meta(text, "2026-11-20", vec![format!("2026-11-20#{i:08x}")]);
+        let meta = doc.new_meta(
+            text,
+            "2026-11-20",
+            vec![format!("2026-11-20#{i:08x}").into()],
+        );
         ids.push(doc.push(text, meta).id().unwrap().to_string());
     }
     let back = Document::parse(&doc.render());
     let got: Vec<(String, String)> = back
         .entries()
-        .map(|e| (e.id().unwrap_or("").to_string(), e.text.clone()))
+        .map(|e| {
+            (
+                e.id().map(|i| i.to_string()).unwrap_or_default(),
+                e.text.clone(),
+            )
+        })
         .collect();
     let want: Vec<(String, String)> = ids
         .iter()
@@ -279,7 +315,7 @@ fn memory_md_lines_that_look_like_markup_round_trip() {
         .iter()
         .enumerate()
         .map(|(i, t)| Line {
-            entry_id: format!("e-{i:08x}"),
+            entry_id: format!("e-{i:08x}").into(),
             text: t.replace('\n', " "),
         })
         .collect();

@@ -11,9 +11,10 @@ use memd::embed::{self, Embedder, lexical::Lexical, openai::OpenAi};
 use memd::index::Index;
 use memd::tombstones::{self, Tombstone};
 
+use crate::search::rebuilt_from_files;
 use crate::support::{Reply, embeddings_reply, example_dir, scripted, stderr};
 
-fn openai_config(url: &str, timeout: u64, attempts: u32) -> Config {
+pub fn openai_config(url: &str, timeout: u64, attempts: u32) -> Config {
     let mut c = Config::default();
     c.embedder.kind = EmbedderKind::Openai;
     c.embedder.base_url = url.to_string();
@@ -24,11 +25,11 @@ fn openai_config(url: &str, timeout: u64, attempts: u32) -> Config {
     c
 }
 
-fn lexical() -> Arc<dyn Embedder> {
+pub fn lexical() -> Arc<dyn Embedder> {
     Arc::new(Lexical)
 }
 
-fn fact(text: &str) -> NewFact {
+pub fn fact(text: &str) -> NewFact {
     NewFact {
         text: text.into(),
         ..Default::default()
@@ -78,9 +79,11 @@ async fn an_embedding_timeout_is_a_clear_error_and_leaves_the_index_unchanged() 
     .await;
     let (_tmp, layout) = example_dir();
     let config = openai_config(&server.url, 1, 2);
-    let index = Index::open(&layout, &config).await.unwrap();
-    index.sync().await.unwrap();
-    let before = index.ids().await.unwrap();
+    let index = Index::open(&memd::Memory::new(layout.clone(), config.clone()))
+        .await
+        .unwrap();
+    index.writer.sync().await.unwrap();
+    let before = index.reader.ids().await.unwrap();
     assert!(!before.is_empty());
 
     slow.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -91,28 +94,31 @@ async fn an_embedding_timeout_is_a_clear_error_and_leaves_the_index_unchanged() 
         &[fact("User adopted a greyhound called Biscuit")],
     )
     .unwrap();
-    let err = format!("{:#}", index.sync().await.unwrap_err());
+    let err = format!("{:#}", index.writer.sync().await.unwrap_err());
     assert!(
         err.contains("timed out") && err.contains("2 attempts"),
         "{err}"
     );
-    assert_eq!(index.ids().await.unwrap(), before);
+    assert_eq!(index.reader.ids().await.unwrap(), before);
 
     // Once the server answers again, the same sync goes through.
     slow.store(false, std::sync::atomic::Ordering::SeqCst);
-    let report = index.sync().await.unwrap();
+    let report = index.writer.sync().await.unwrap();
     assert_eq!(report.rows_added, 1);
-    assert_eq!(index.ids().await.unwrap().len(), before.len() + 1);
+    assert_eq!(index.reader.ids().await.unwrap().len(), before.len() + 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
     let (_tmp, layout) = example_dir();
     let config = Config::default();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let first = index.sync().await.unwrap();
+    let index =
+        Index::open(&memd::Memory::new(layout.clone(), config.clone()).with_embedder(lexical()))
+            .await
+            .unwrap();
+    let first = index.writer.sync().await.unwrap();
     assert!(first.rows_added > 0);
-    let again = index.sync().await.unwrap();
+    let again = index.writer.sync().await.unwrap();
     assert_eq!(
         (again.rows_added, again.rows_deleted, again.files_synced),
         (0, 0, 0)
@@ -120,7 +126,7 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
 
     // Pending facts, entries and core lines are indexed; facts behind the
     // watermark are represented by their entries.
-    let ids = index.ids().await.unwrap();
+    let ids = index.reader.ids().await.unwrap();
     let kinds = |k: &str| ids.iter().filter(|(_, kind)| kind == k).count();
     assert_eq!(kinds("fact"), 3, "{ids:?}");
     assert_eq!(kinds("entry"), 8, "{ids:?}");
@@ -141,12 +147,12 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
         text.replace("flat white.", "flat white, no sugar."),
     )
     .unwrap();
-    index.sync().await.unwrap();
-    let incremental = index.ids().await.unwrap();
+    index.writer.sync().await.unwrap();
+    let incremental = index.reader.ids().await.unwrap();
     drop(index);
 
     let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
-    assert_eq!(rebuilt.ids().await.unwrap(), incremental);
+    assert_eq!(rebuilt.reader.ids().await.unwrap(), incremental);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -155,14 +161,22 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     let config = Config::default();
     let secret = "User's locker code is 4417";
     let a = archive::append(&layout, "2026-11-21", "09:00:00", &[fact(secret)]).unwrap();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    index.sync().await.unwrap();
-    let hits = index.search_unlogged("locker code", 3).await.unwrap();
+    let index =
+        Index::open(&memd::Memory::new(layout.clone(), config.clone()).with_embedder(lexical()))
+            .await
+            .unwrap();
+    index.writer.sync().await.unwrap();
+    let hits = index
+        .reader
+        .search_unlogged("locker code", 3)
+        .await
+        .unwrap();
     assert_eq!(hits[0].id, a[0].id);
 
     tombstones::append(
         &layout.tombstones_file(),
         &[Tombstone::new(
+            &memd::clock::Clock::System,
             None,
             secret,
             vec![a[0].id.clone()],
@@ -178,15 +192,24 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
         &[fact("user's locker code is 4417.")],
     )
     .unwrap();
-    index.sync().await.unwrap();
-    let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
+    index.writer.sync().await.unwrap();
+    let hits = index
+        .reader
+        .search_unlogged("locker code 4417", 10)
+        .await
+        .unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
     drop(index);
     let index = rebuilt_from_files(&layout, &config, lexical()).await;
-    let hits = index.search_unlogged("locker code 4417", 10).await.unwrap();
+    let hits = index
+        .reader
+        .search_unlogged("locker code 4417", 10)
+        .await
+        .unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
     assert!(
         !index
+            .reader
             .ids()
             .await
             .unwrap()
@@ -199,20 +222,32 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
 async fn a_different_embedder_dimension_rebuilds_the_index() {
     let (_tmp, layout) = example_dir();
     let config = Config::default();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    index.sync().await.unwrap();
-    let ids = index.ids().await.unwrap();
+    let index =
+        Index::open(&memd::Memory::new(layout.clone(), config.clone()).with_embedder(lexical()))
+            .await
+            .unwrap();
+    index.writer.sync().await.unwrap();
+    let ids = index.reader.ids().await.unwrap();
     drop(index);
 
     let server = scripted(|_, body| Reply::Json(embeddings_reply(body, 8))).await;
     let config = openai_config(&server.url, 5, 2);
-    let index = Index::open(&layout, &config).await.unwrap();
+    let index = Index::open(&memd::Memory::new(layout.clone(), config.clone()))
+        .await
+        .unwrap();
     // The old 512-d table is gone: the new one starts empty and fills with
     // 8-d vectors, never a mix.
-    assert!(index.ids().await.unwrap().is_empty());
-    index.sync().await.unwrap();
-    assert_eq!(index.ids().await.unwrap(), ids);
-    assert!(!index.search_unlogged("coffee", 3).await.unwrap().is_empty());
+    assert!(index.reader.ids().await.unwrap().is_empty());
+    index.writer.sync().await.unwrap();
+    assert_eq!(index.reader.ids().await.unwrap(), ids);
+    assert!(
+        !index
+            .reader
+            .search_unlogged("coffee", 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let meta = std::fs::read_to_string(layout.index_dir().join("meta.json")).unwrap();
     assert!(meta.contains("\"dim\": 8"), "{meta}");
 }
@@ -355,12 +390,12 @@ async fn eval_dedup_counts_merges_and_false_merges_per_rule() {
         .unwrap();
     let names: Vec<&str> = r.sources.iter().map(|s| s.name.as_str()).collect();
     let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let row = |rule: memd::same::Rule| r.rows.iter().find(|row| row.rule == rule).unwrap();
-    let shipped = row(memd::same::Rule::SHIPPED);
+    let row = |rule: memd::duplicate::Rule| r.rows.iter().find(|row| row.rule == rule).unwrap();
+    let shipped = row(memd::duplicate::Rule::SHIPPED);
     assert_eq!(shipped.merged[at("sick-mutual-entailment")], 1);
     assert_eq!(shipped.false_merges, 0);
-    let swap = row(memd::same::Rule {
-        words: memd::same::Words::OneSwap,
+    let swap = row(memd::duplicate::Rule {
+        words: memd::duplicate::Words::OneSwap,
         stem: true,
         min_cosine: 0.0,
     });
@@ -472,10 +507,12 @@ fn the_watcher_syncs_a_hand_edit_and_reports_health() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
     let (_tmp, layout) = example_dir();
-    let index = Index::open_with(&layout, &Config::default(), lexical())
-        .await
-        .unwrap();
-    index.sync().await.unwrap();
+    let index = Index::open(
+        &memd::Memory::new(layout.clone(), Config::default().clone()).with_embedder(lexical()),
+    )
+    .await
+    .unwrap();
+    index.writer.sync().await.unwrap();
     // One sync per append: one small fragment each.
     let texts = [
         "User adopted a greyhound",
@@ -484,132 +521,26 @@ async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
     ];
     for (i, t) in texts.iter().enumerate() {
         archive::append(&layout, "2026-11-21", &format!("09:00:0{i}"), &[fact(t)]).unwrap();
-        index.sync().await.unwrap();
+        index.writer.sync().await.unwrap();
     }
     assert!(
-        !index.compact_if_needed().await.unwrap(),
+        !index.writer.compact_if_needed().await.unwrap(),
         "rows were just added: a few small fragments wait for a quiet moment"
     );
     tokio::time::sleep(memd::index::COMPACT_IDLE + Duration::from_millis(200)).await;
-    assert!(index.compact_if_needed().await.unwrap(), "quiet: compacts");
     assert!(
-        !index.compact_if_needed().await.unwrap(),
+        index.writer.compact_if_needed().await.unwrap(),
+        "quiet: compacts"
+    );
+    assert!(
+        !index.writer.compact_if_needed().await.unwrap(),
         "nothing left to compact"
     );
-    let hits = index.search_unlogged("greyhound", 3).await.unwrap();
+    let hits = index.reader.search_unlogged("greyhound", 3).await.unwrap();
     assert!(
         hits.iter().any(|h| h.text.contains("greyhound")),
         "{hits:?}"
     );
-}
-
-/// `reindex --clear`: the index deleted, then built from the files.
-async fn rebuilt_from_files(
-    layout: &memd::Layout,
-    config: &Config,
-    embedder: Arc<dyn Embedder>,
-) -> Index {
-    Index::clear(layout).await.unwrap();
-    let index = Index::open_with(layout, config, embedder).await.unwrap();
-    index.sync().await.unwrap();
-    index
-}
-
-/// Delete by hand the lines of `path` that contain `needle`.
-fn remove_lines_containing(path: &std::path::Path, needle: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let kept: String = text
-        .lines()
-        .filter(|l| !l.contains(needle))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(path, kept).unwrap();
-}
-
-/// Facts of one person, with words the queries share in different measure.
-const BUILD_PATH_FACTS: [&str; 16] = [
-    "User loves coffee, especially flat white",
-    "User broke the pour-over set last week",
-    "User's manager is Dana Whitfield",
-    "User drinks green tea in the afternoon",
-    "User is allergic to peanuts",
-    "User runs 10 km every Saturday morning",
-    "User's sister lives in Lisbon",
-    "User prefers window seats on flights",
-    "User bought a new espresso grinder",
-    "User's cat Miso likes warm milk",
-    "User works on the payments team",
-    "User is learning Portuguese for a trip to Lisbon",
-    "User stopped drinking coffee after 4 pm",
-    "User's favourite coffee shop is Kaffeine",
-    "User's birthday is on 3 March",
-    "User cycles to work when it is dry",
-];
-
-const BUILD_PATH_QUERIES: [&str; 6] = [
-    "what coffee does the user like",
-    "where does the user's sister live",
-    "user allergies",
-    "coffee",
-    "what does the user do on weekends",
-    "Lisbon trip",
-];
-
-/// Ids in rank order, with scores rounded to what a tie-break can see.
-async fn rankings(index: &Index) -> Vec<Vec<(String, String)>> {
-    let mut out = Vec::new();
-    for q in BUILD_PATH_QUERIES {
-        let hits = index.search_unlogged(q, 8).await.unwrap();
-        out.push(
-            hits.into_iter()
-                .map(|h| (h.text, format!("{:.6}", h.score)))
-                .collect(),
-        );
-    }
-    out
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn search_results_are_the_same_however_the_index_was_built() {
-    let (_tmp, layout) = example_dir();
-    let config = Config::default();
-    let index = Index::open(&layout, &config).await.unwrap();
-    index.sync().await.unwrap();
-    // (a) One sync per fact, as single `memd add`s do, compacting now and
-    // then, and one fact removed by hand on the way.
-    for (i, t) in BUILD_PATH_FACTS.iter().enumerate() {
-        let time = format!("09:{:02}:00", i);
-        archive::append(&layout, "2026-11-21", &time, &[fact(t)]).unwrap();
-        index.sync().await.unwrap();
-        if i % 5 == 4 {
-            index.compact().await.unwrap();
-        }
-        if i == 9 {
-            let day = layout.archive_file("2026-11-21");
-            remove_lines_containing(&day, "espresso");
-            index.sync().await.unwrap();
-        }
-    }
-    let incremental = rankings(&index).await;
-    drop(index);
-
-    // (b) The same files, indexed at once.
-    let rebuilt = rebuilt_from_files(
-        &layout,
-        &config,
-        embed::from_config(&config.embedder).unwrap(),
-    )
-    .await;
-    let whole = rankings(&rebuilt).await;
-    for (q, (a, b)) in BUILD_PATH_QUERIES
-        .iter()
-        .zip(incremental.iter().zip(&whole))
-    {
-        assert_eq!(
-            a, b,
-            "query {q:?}: incremental (left) vs reindex --clear (right)"
-        );
-    }
 }
 
 /// Texts of every length the model sees, out of length order: the
@@ -680,343 +611,4 @@ fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
         err.contains("model.onnx") && err.contains("fetch-model.sh") && err.contains("candle"),
         "{err}"
     );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn search_results_stay_the_same_over_two_thousand_rows_grown_one_fact_at_a_time() {
-    // Full-text scores kept in step by single-fact syncs (past 2,000 rows,
-    // where LanceDB's own index once took over from a flat scan), with a
-    // deletion on the way, compared with a rebuild from the files.
-    let (_tmp, layout) = example_dir();
-    let config = Config::default();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let bulk: Vec<NewFact> = (0..1_990)
-        .map(|i| fact(&format!("User logged errand number {i} about the garden")))
-        .collect();
-    archive::append(&layout, "2026-11-21", "08:00:00", &bulk).unwrap();
-    index.sync().await.unwrap();
-    for (i, t) in BUILD_PATH_FACTS.iter().enumerate() {
-        let time = format!("09:{:02}:00", i);
-        archive::append(&layout, "2026-11-22", &time, &[fact(t)]).unwrap();
-        index.sync().await.unwrap();
-        index.search_unlogged("coffee", 3).await.unwrap();
-    }
-    let day = layout.archive_file("2026-11-22");
-    remove_lines_containing(&day, "espresso");
-    index.sync().await.unwrap();
-    let incremental = rankings(&index).await;
-    drop(index);
-
-    let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
-    assert_eq!(rankings(&rebuilt).await, incremental);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_handle_that_remembers_its_rows_still_sees_another_writers_changes() {
-    let (_tmp, layout) = example_dir();
-    let config = Config::default();
-    let a = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    a.sync().await.unwrap();
-    for (i, t) in ["User sold the canoe", "User visits Porto"]
-        .iter()
-        .enumerate()
-    {
-        archive::append(&layout, "2026-11-21", &format!("09:00:0{i}"), &[fact(t)]).unwrap();
-        a.sync().await.unwrap();
-    }
-    // Another handle (another process, for the table) changes the same
-    // day file: a fact added and one removed by hand.
-    let b = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    archive::append(
-        &layout,
-        "2026-11-21",
-        "09:00:05",
-        &[fact("User adopted a greyhound")],
-    )
-    .unwrap();
-    let day = layout.archive_file("2026-11-21");
-    remove_lines_containing(&day, "canoe");
-    b.sync().await.unwrap();
-    b.compact().await.unwrap();
-    // Back to the first handle, which remembered the rows it wrote.
-    archive::append(
-        &layout,
-        "2026-11-21",
-        "09:00:09",
-        &[fact("User bought a kayak")],
-    )
-    .unwrap();
-    a.sync().await.unwrap();
-    let ids = a.ids().await.unwrap();
-    drop((a, b));
-    let rebuilt = rebuilt_from_files(&layout, &config, lexical()).await;
-    assert_eq!(rebuilt.ids().await.unwrap(), ids);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_run_of_single_fact_syncs_merges_its_small_fragments_as_it_goes() {
-    let (_tmp, layout) = example_dir();
-    let index = Index::open_with(&layout, &Config::default(), lexical())
-        .await
-        .unwrap();
-    index.sync().await.unwrap();
-    let before = index.ids().await.unwrap().len();
-    // One sync per append, as a daemon whose client searches after every
-    // post: one small fragment each, which every search visits.
-    for i in 0..3 * memd::index::TAIL_FRAGMENTS {
-        let text = format!("User tried tea number {i} this week");
-        let time = format!("10:{:02}:00", i);
-        archive::append(&layout, "2026-11-21", &time, &[fact(&text)]).unwrap();
-        index.sync().await.unwrap();
-        let fragments = index.fragments().await.unwrap();
-        assert!(
-            fragments <= memd::index::TAIL_FRAGMENTS,
-            "after {} single-fact syncs: {fragments} fragments",
-            i + 1
-        );
-    }
-    assert_eq!(
-        index.ids().await.unwrap().len(),
-        before + 3 * memd::index::TAIL_FRAGMENTS,
-        "merging fragments keeps every row, once"
-    );
-    let hits = index.search_unlogged("tea number 5", 3).await.unwrap();
-    assert!(
-        hits.iter().any(|h| h.text.contains("number 5 ")),
-        "{hits:?}"
-    );
-}
-
-/// BM25 as LanceDB defines it (k1 1.2, b 0.75), computed from scratch over
-/// `texts` with LanceDB's own tokenizer: every matching text's score, by
-/// text.
-fn bm25_by_hand(texts: &[String], query: &str) -> std::collections::HashMap<String, f32> {
-    use lance_tokenizer::TokenStream;
-    let mut tokenizer = lancedb::index::scalar::FtsIndexBuilder::default()
-        .build()
-        .unwrap();
-    let mut words = |t: &str, search: bool| -> Vec<String> {
-        let mut s = match search {
-            true => tokenizer.token_stream_for_search(t),
-            false => tokenizer.token_stream_for_doc(t),
-        };
-        let mut out = Vec::new();
-        while s.advance() {
-            out.push(s.token().text.clone());
-        }
-        out
-    };
-    let docs: Vec<Vec<String>> = texts.iter().map(|t| words(t, false)).collect();
-    let query = words(query, true);
-    let counted = docs.iter().filter(|d| !d.is_empty()).count() as f64;
-    let mean = docs.iter().map(Vec::len).sum::<usize>() as f64 / counted;
-    let mut out = std::collections::HashMap::new();
-    for (text, doc) in texts.iter().zip(&docs) {
-        let mut score = 0.0f64;
-        for w in query.iter().collect::<std::collections::BTreeSet<_>>() {
-            let df = docs.iter().filter(|d| d.contains(w)).count() as f64;
-            let tf = doc.iter().filter(|x| *x == w).count() as f64;
-            if tf > 0.0 {
-                let idf = ((counted - df + 0.5) / (df + 0.5) + 1.0).ln();
-                let norm = 1.2 * (1.0 - 0.75 + 0.75 * doc.len() as f64 / mean);
-                score += idf * 2.2 * tf / (tf + norm);
-            }
-        }
-        if score > 0.0 {
-            out.insert(text.clone(), score as f32);
-        }
-    }
-    out
-}
-
-/// Facts sharing `user` and a few other words in different measure, some
-/// with a word twice, of different lengths.
-fn word_facts() -> Vec<String> {
-    let things = ["coffee", "tea", "garden", "piano", "bicycle", "Lisbon"];
-    (0..48)
-        .map(|i| {
-            let (a, b) = (things[i % 6], things[(i / 6) % 6]);
-            let tail = " and again ".repeat(i % 3) + &a.repeat((i % 4 == 0) as usize);
-            format!("User {i} talked about {a} with {b} {tail}")
-                .trim_end()
-                .to_string()
-        })
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn full_text_scores_are_bm25_over_the_live_rows_through_adds_deletes_and_compactions() {
-    let (_tmp, layout) = crate::support::memory_dir();
-    let config = Config::default();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let facts = word_facts();
-    let day = |i: usize| format!("2026-11-{:02}", 10 + i % 3);
-    for (i, t) in facts.iter().enumerate() {
-        let time = format!("09:{:02}:{:02}", i / 60, i % 60);
-        archive::append(&layout, &day(i), &time, &[fact(t)]).unwrap();
-        if i % 5 == 0 {
-            index.sync().await.unwrap();
-            index.full_text_hits("coffee", 3).await.unwrap();
-        }
-        if i == 30 {
-            index.compact().await.unwrap();
-        }
-    }
-    index.sync().await.unwrap();
-    // Rows deleted by hand (a word's rows thinned out), then more added.
-    let gone = [7, 13, 24, 30];
-    for n in gone {
-        remove_lines_containing(&layout.archive_file(&day(n)), &format!("User {n} "));
-    }
-    index.sync().await.unwrap();
-    let extra = "User rode the bicycle to the garden twice";
-    archive::append(&layout, "2026-11-13", "10:00:00", &[fact(extra)]).unwrap();
-    index.sync().await.unwrap();
-    let live: Vec<String> = facts
-        .iter()
-        .filter(|t| !gone.iter().any(|n| t.starts_with(&format!("User {n} "))))
-        .cloned()
-        .chain([extra.to_string()])
-        .collect();
-    for q in [
-        "coffee",
-        "tea with the piano",
-        "what did the user say about Lisbon and bicycles",
-    ] {
-        let want = bm25_by_hand(&live, q);
-        let hits = index.full_text_hits(q, 1_000).await.unwrap();
-        let got: std::collections::HashMap<String, f32> =
-            hits.iter().map(|h| (h.text.clone(), h.score)).collect();
-        assert_eq!(got.len(), want.len(), "query {q:?}: rows matched");
-        for (text, score) in &want {
-            let g = got
-                .get(text)
-                .unwrap_or_else(|| panic!("{q:?}: {text:?} missing"));
-            assert!((g - score).abs() < 1e-4, "{q:?}: {text:?} {g} vs {score}");
-        }
-        // Best first, equal scores by id.
-        for pair in hits.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            assert!(
-                a.score > b.score || (a.score == b.score && a.id < b.id),
-                "{q:?}"
-            );
-        }
-        // The first few alone (words in every row skipped where they
-        // cannot change the result): the same rows with the same scores.
-        // Rows tied with the first one left out are left out too.
-        let few = index.full_text_hits(q, 3).await.unwrap();
-        let out = hits.get(3).map_or(f32::MIN, |h| h.score);
-        let head: Vec<(String, f32)> = hits
-            .iter()
-            .take(3)
-            .filter(|h| h.score > out)
-            .map(|h| (h.id.clone(), h.score))
-            .collect();
-        let few: Vec<(String, f32)> = few.into_iter().map(|h| (h.id, h.score)).collect();
-        assert_eq!(few, head, "{q:?}");
-    }
-    // A handle opened afresh loads the same words from the table.
-    let fresh = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    for q in ["coffee", "tea with the piano"] {
-        let a = index.full_text_hits(q, 1_000).await.unwrap();
-        let b = fresh.full_text_hits(q, 1_000).await.unwrap();
-        let key = |h: &memd::index::search::Hit| (h.id.clone(), h.score);
-        assert_eq!(
-            a.iter().map(key).collect::<Vec<_>>(),
-            b.iter().map(key).collect::<Vec<_>>()
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_handle_finds_by_their_words_the_rows_another_process_wrote() {
-    let (_tmp, layout) = crate::support::memory_dir();
-    let config = Config::default();
-    let a = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    archive::append(
-        &layout,
-        "2026-11-20",
-        "09:00:00",
-        &[fact("User sold the canoe")],
-    )
-    .unwrap();
-    a.sync().await.unwrap();
-    assert_eq!(a.full_text_hits("theremin", 5).await.unwrap().len(), 0);
-    // Another handle (another process, for the table) adds a row.
-    let b = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let t = "User plays the theremin";
-    archive::append(&layout, "2026-11-20", "09:00:01", &[fact(t)]).unwrap();
-    b.sync().await.unwrap();
-    // The first handle's next sync finds the files as the table has them,
-    // and moves to the table's latest version.
-    a.sync().await.unwrap();
-    let hits = a.full_text_hits("theremin", 5).await.unwrap();
-    assert_eq!(
-        hits.iter().map(|h| h.text.as_str()).collect::<Vec<_>>(),
-        [t]
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn rows_tied_at_the_cut_of_the_full_text_list_are_all_left_out() {
-    // 50 rows share the query's common words with the same length; one
-    // also has its rare word. Lifting 19 of the 49 (by id) beside it would
-    // give each as much from the fusion as the one real match.
-    let (_tmp, layout) = crate::support::memory_dir();
-    let index = Index::open_with(&layout, &Config::default(), lexical())
-        .await
-        .unwrap();
-    let facts: Vec<NewFact> = (0..50)
-        .map(|i| fact(&format!("User noted item {i}")))
-        .collect();
-    archive::append(&layout, "2026-11-20", "09:00:00", &facts).unwrap();
-    index.sync().await.unwrap();
-    let hits = index.full_text_hits("noted item 7", 20).await.unwrap();
-    let texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
-    assert_eq!(texts, ["User noted item 7"]);
-    // With room for every row, all are there, the tied ones sharing a
-    // score.
-    let all = index.full_text_hits("noted item 7", 50).await.unwrap();
-    assert_eq!(all.len(), 50);
-    assert!(all[1..].iter().all(|h| h.score == all[1].score));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn an_older_memds_full_text_index_is_dropped_by_the_next_sync_and_words_still_match() {
-    let (_tmp, layout) = crate::support::memory_dir();
-    let config = Config::default();
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let canoe = fact("User sold the canoe");
-    archive::append(&layout, "2026-11-20", "09:00:00", &[canoe]).unwrap();
-    index.sync().await.unwrap();
-    drop(index);
-    // What an older memd left: LanceDB's full-text index on `text`, and
-    // the mark that it was behind the rows.
-    let table = crate::support::lance_table(&layout).await;
-    let fts = lancedb::index::Index::FTS(Default::default());
-    table.create_index(&["text"], fts).execute().await.unwrap();
-    let mark = layout.index_dir().join("text-index-behind");
-    std::fs::write(&mark, "").unwrap();
-
-    let index = Index::open_with(&layout, &config, lexical()).await.unwrap();
-    let t = "User plays the theremin";
-    archive::append(&layout, "2026-11-20", "09:00:01", &[fact(t)]).unwrap();
-    index.sync().await.unwrap();
-    table.checkout_latest().await.unwrap();
-    let indices = table.list_indices().await.unwrap();
-    assert!(
-        indices
-            .iter()
-            .all(|i| !i.columns.iter().any(|c| c == "text")),
-        "{indices:?}"
-    );
-    assert!(!mark.exists());
-    for (q, want) in [("theremin", t), ("canoe", "User sold the canoe")] {
-        let hits = index.full_text_hits(q, 5).await.unwrap();
-        assert_eq!(
-            hits.iter().map(|h| h.text.as_str()).collect::<Vec<_>>(),
-            [want]
-        );
-    }
 }

@@ -2,17 +2,24 @@
 //!
 //! One test binary on purpose: each extra one links the whole LanceDB tree.
 
+mod api;
 mod archive;
 mod check;
 mod cli;
 mod config;
 mod consolidate;
 mod daemon;
+mod duplicate;
 mod entries;
 #[cfg(feature = "lab")]
 mod eval;
 mod formats;
 mod index;
+mod judge;
+mod mcp;
+mod offline;
+mod root;
 mod runs;
-mod same;
+mod search;
+mod serving;
 mod support;

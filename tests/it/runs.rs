@@ -36,7 +36,9 @@ fn mover(body: &serde_json::Value) -> Reply {
 
 fn pending(layout: &memd::Layout) -> usize {
     let config = memd::config::Config::load(&layout.root).unwrap();
-    memd::status::gather(layout, &config).unwrap().pending_facts
+    memd::status::gather(&crate::support::memory(layout, &config))
+        .unwrap()
+        .pending_facts
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -50,7 +52,9 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
         "2026-11-18",
         &["Lives in Berlin", "Grows tomatoes on the balcony"],
     );
-    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
     let entries_before = std::fs::read(layout.entries_file()).unwrap();
     add(
         &layout,
@@ -61,7 +65,9 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
             "Has a dog called Rex",
         ],
     );
-    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
     let a = &r.applied;
     assert_eq!((a.add, a.replace, a.keep), (1, 1, 1), "{r:?}");
     let entries_after = std::fs::read(layout.entries_file()).unwrap();
@@ -71,7 +77,7 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
         dry_run: true,
         keep_out: false,
     };
-    let planned = runs::undo(&layout, &r.run_id, dry).unwrap();
+    let planned = runs::undo(&memd::Memory::open(&layout.root).unwrap(), &r.run_id, dry).unwrap();
     assert_eq!(
         (planned.changes.len(), planned.pending_again.len()),
         (3, 3),
@@ -79,7 +85,12 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
     );
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), entries_after);
 
-    let undone = runs::undo(&layout, &r.run_id, Options::default()).unwrap();
+    let undone = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &r.run_id,
+        Options::default(),
+    )
+    .unwrap();
     assert_eq!(
         std::fs::read(layout.entries_file()).unwrap(),
         entries_before
@@ -98,7 +109,12 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
     assert!(!core.contains("Rex"), "{core}");
     assert_checks_clean(&layout.root, "an undo");
 
-    let again = runs::undo(&layout, &r.run_id, Options::default()).unwrap();
+    let again = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &r.run_id,
+        Options::default(),
+    )
+    .unwrap();
     assert_eq!(
         (again.run.as_deref(), again.changes.len()),
         (None, 0),
@@ -106,14 +122,19 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
     );
 
     let undo_run = undone.run.unwrap();
-    let back = runs::undo(&layout, &undo_run, Options::default()).unwrap();
+    let back = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &undo_run,
+        Options::default(),
+    )
+    .unwrap();
     assert_eq!(back.changes.len(), 3, "{back:?}");
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), entries_after);
     assert_eq!(pending(&layout), 0);
     assert_checks_clean(&layout.root, "an undo of an undo");
 
     let listed = runs::list(&layout).unwrap();
-    let kinds: Vec<(&str, Vec<String>)> = listed
+    let kinds: Vec<(&str, Vec<memd::ids::RunId>)> = listed
         .iter()
         .map(|r| (r.kind.as_str(), r.undone_by.clone()))
         .collect();
@@ -136,13 +157,17 @@ async fn an_entry_edited_by_hand_since_the_run_is_left_alone_and_reported() {
     let (_t, layout) = memory_dir();
     let config = llm_config(&server.url);
     add(&layout, "2026-11-18", &["Lives in Berlin"]);
-    consolidate::run(&layout, &config, FORCE).await.unwrap();
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
     add(
         &layout,
         "2026-11-19",
         &["Moved to Hamburg", "Has a dog called Rex"],
     );
-    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
     let file = std::fs::read_to_string(layout.entries_file()).unwrap();
     let edited = "Lives in Hamburg (Altona); previously Berlin.";
     std::fs::write(
@@ -151,7 +176,12 @@ async fn an_entry_edited_by_hand_since_the_run_is_left_alone_and_reported() {
     )
     .unwrap();
 
-    let undone = runs::undo(&layout, &r.run_id, Options::default()).unwrap();
+    let undone = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &r.run_id,
+        Options::default(),
+    )
+    .unwrap();
     let all = entries(&layout);
     let texts: Vec<&str> = all.iter().map(|e| e.text.as_str()).collect();
     assert_eq!(
@@ -205,22 +235,34 @@ async fn an_undone_merge_brings_the_merged_entry_back_with_its_facts() {
     .into_iter()
     .zip(&facts)
     {
-        let mut meta = doc.new_meta(text, "2026-11-18", vec![fact.clone()]);
+        let mut meta = doc.new_meta(text, "2026-11-18", vec![fact.clone().into()]);
         meta.unreviewed = unreviewed;
         doc.push(text, meta);
     }
     doc.save(&layout.entries_file(), "2026-11-18").unwrap();
     let before = std::fs::read(layout.entries_file()).unwrap();
-    let r = consolidate::run(&layout, &config, FORCE).await.unwrap();
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
     assert_eq!(r.applied.remove, 1, "{r:?}");
     let merged = std::fs::read(layout.entries_file()).unwrap();
 
-    let undone = runs::undo(&layout, &r.run_id, Options::default()).unwrap();
+    let undone = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &r.run_id,
+        Options::default(),
+    )
+    .unwrap();
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), before);
     assert!(undone.pending_again.is_empty(), "{undone:?}");
     assert_checks_clean(&layout.root, "an undone merge");
 
-    runs::undo(&layout, &undone.run.unwrap(), Options::default()).unwrap();
+    runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &undone.run.unwrap(),
+        Options::default(),
+    )
+    .unwrap();
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), merged);
     assert_checks_clean(&layout.root, "a merge undone twice");
 }

@@ -38,7 +38,7 @@ pub fn stderr(o: &Output) -> String {
 /// A fresh, initialised memory directory.
 pub fn memory_dir() -> (tempfile::TempDir, memd::Layout) {
     let tmp = tempfile::tempdir().unwrap();
-    let layout = memd::layout::init(tmp.path()).unwrap();
+    let layout = memd::memory::init(tmp.path()).unwrap();
     (tmp, layout)
 }
 
@@ -278,4 +278,9 @@ pub async fn lance_table(layout: &memd::Layout) -> lancedb::Table {
         .await
         .unwrap();
     db.open_table("memory").execute().await.unwrap()
+}
+
+/// The memory at `layout` with `config`, on the system clock.
+pub fn memory(layout: &memd::Layout, config: &memd::config::Config) -> memd::Memory {
+    memd::Memory::new(layout.clone(), config.clone())
 }

@@ -1,0 +1,287 @@
+//! The per-fact request shape (`[consolidation] request = "per-fact"`):
+//! the judge gives one decision per fact, in order, instead of a list of
+//! ops. A 1.5B model asked for ops leaves facts out of a 10-fact reply and
+//! proposes merges of entries nobody asked about (EVALUATION.md); here the
+//! schema lists every fact, so a constraining server cannot leave one out,
+//! and there is no REMOVE to misuse.
+//!
+//! The decisions become the same [`Reply`] an ops reply is read into
+//! ([`read`]), and go through the same validation and repair: the shape
+//! changes what is asked, never what is accepted.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use super::{Kind, Proposed, Reply};
+use crate::consolidate::ops::{Aliases, Cluster};
+use crate::text::content_words;
+
+/// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
+/// decision per fact, in order; a fact may be the same as an entry or an
+/// earlier fact, and may update an entry; no text. It needs `prefixItems` and
+/// `minItems` (llama.cpp, vLLM); an endpoint that refuses them is asked
+/// with `json_object`, and validation names any fact left out.
+pub(crate) fn schema(cluster: &Cluster) -> Value {
+    let n = cluster.groups.len();
+    let entries: Vec<String> = (1..=cluster.entries.len())
+        .map(|i| format!("E{i}"))
+        .collect();
+    let mut decisions = vec!["NEW", "SAME", "UPDATE"];
+    if !cluster.forgotten.is_empty() {
+        decisions.push("FORGOTTEN");
+    }
+    let items: Vec<Value> = (1..=n)
+        .map(|i| {
+            let mut targets = vec!["none".to_string()];
+            targets.extend(entries.iter().cloned());
+            targets.extend((1..=cluster.forgotten.len()).map(|x| format!("X{x}")));
+            targets.extend((1..i).map(|j| format!("F{j}")));
+            json!({
+                "type": "object",
+                "properties": {
+                    "fact": {"enum": [format!("F{i}")]},
+                    "decision": {"enum": decisions},
+                    "entry": {"enum": targets},
+                },
+                "required": ["fact", "decision", "entry"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    json!({
+        "type": "object",
+        "properties": {"decisions": {
+            "type": "array", "prefixItems": items, "minItems": n, "maxItems": n,
+        }},
+        "required": ["decisions"],
+        "additionalProperties": false,
+    })
+}
+
+/// What a per-fact reply stands for, as a [`Reply`]: NEW (or a decision
+/// naming nothing it may name) is an ADD of the fact's own words; SAME as
+/// an entry a KEEP; SAME as an earlier fact joins that fact's op; UPDATE a
+/// REPLACE of the entry with the fact's own words, which the history rule
+/// of [`super::repair`] turns into "now; (previously: …)" (two updates of
+/// one entry are one REPLACE holding both facts, with the first one's
+/// words); FORGOTTEN keeps the fact out. The model writes no text at all:
+/// a 1.5B model asked to write the updated entry dropped the old value
+/// (EVALUATION.md). A fact with no decision is in no op, which validation
+/// refuses, naming it. A reply in the ops shape is read as one.
+pub(crate) fn read(reply: &Value, cluster: &Cluster) -> Result<Reply, String> {
+    let Some(decisions) = reply.get("decisions").and_then(Value::as_array) else {
+        return match reply.get("ops") {
+            Some(_) => super::parse::read(reply, cluster),
+            None => Err("the reply must be an object with a \"decisions\" array".into()),
+        };
+    };
+    let aliases = Aliases::new(cluster);
+    let mut drafts = Drafts::default();
+    let mut forgets: Vec<(usize, String, String)> = Vec::new();
+    for d in decisions {
+        let field = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").trim();
+        let fact = field("fact").to_uppercase();
+        let g = aliases.fact(&fact).ok_or_else(|| {
+            format!(
+                "{fact:?} is not one of the new facts (F1…F{})",
+                cluster.groups.len()
+            )
+        })?;
+        let target = field("entry").to_uppercase();
+        let decision = field("decision").to_uppercase();
+        if decision == "FORGOTTEN" && target.starts_with('X') {
+            forgets.push((g, fact, target));
+            continue;
+        }
+        let at = drafts.place((&decision, &target), (g, &fact), cluster, &aliases)?;
+        drafts.ops[at].from.push(g);
+        drafts.placed.insert(fact, at);
+    }
+    let mut kept_out = Vec::new();
+    for (g, name, target) in forgets {
+        let x = super::forgotten_alias(&target, cluster)?;
+        kept_out.push(super::forget(g, x, cluster, (&name, &target))?);
+    }
+    let proposed = drafts.proposed(cluster, &aliases)?;
+    Ok(Reply {
+        proposed,
+        forgets: kept_out,
+    })
+}
+
+/// An op being built from decisions: its target as the reply named it.
+struct Draft {
+    kind: Kind,
+    target: Option<String>,
+    text: String,
+    from: Vec<usize>,
+}
+
+/// The ops built so far, and the op each fact alias and each entry alias
+/// was placed in.
+#[derive(Default)]
+struct Drafts {
+    ops: Vec<Draft>,
+    placed: HashMap<String, usize>,
+}
+
+impl Drafts {
+    /// The op fact `g` (named `fact` by the reply) goes in for `decision`
+    /// about `target`.
+    fn place(
+        &mut self,
+        (decision, target): (&str, &str),
+        (g, fact): (usize, &str),
+        cluster: &Cluster,
+        aliases: &Aliases,
+    ) -> Result<usize, String> {
+        let text = &cluster.groups[g].text;
+        let joined = self.placed.get(target).copied();
+        let at = match (decision, target.chars().next()) {
+            ("SAME", Some('F')) if joined.is_some() => joined,
+            ("SAME", Some('E')) => Some(self.keep_or_join(target)),
+            ("UPDATE", Some('E')) => {
+                if let Some(e) = aliases.entry(target) {
+                    check_update(fact, text, e, cluster)?;
+                }
+                Some(self.replace_or_join(target, text))
+            }
+            _ => None,
+        };
+        Ok(at.unwrap_or_else(|| self.push(Kind::Add, None, text)))
+    }
+
+    fn push(&mut self, kind: Kind, target: Option<&str>, text: &str) -> usize {
+        self.ops.push(Draft {
+            kind,
+            target: target.map(String::from),
+            text: text.to_string(),
+            from: Vec::new(),
+        });
+        self.ops.len() - 1
+    }
+
+    /// The op already on `entry`, or a new KEEP of it.
+    fn keep_or_join(&mut self, entry: &str) -> usize {
+        if let Some(&at) = self.placed.get(entry) {
+            return at;
+        }
+        let at = self.push(Kind::Keep, Some(entry), "");
+        self.placed.insert(entry.to_string(), at);
+        at
+    }
+
+    /// The REPLACE already on `entry` (a KEEP there becomes one), or a new
+    /// one.
+    fn replace_or_join(&mut self, entry: &str, text: &str) -> usize {
+        let at = self.keep_or_join(entry);
+        if self.ops[at].kind == Kind::Keep {
+            self.ops[at].kind = Kind::Replace;
+            self.ops[at].text = text.to_string();
+        }
+        at
+    }
+
+    /// The ops as [`Proposed`], each target resolved (a target that names
+    /// no entry shown is refused, as the ops shape refuses it).
+    fn proposed(self, cluster: &Cluster, aliases: &Aliases) -> Result<Vec<Proposed>, String> {
+        let mut out = Vec::with_capacity(self.ops.len());
+        for (n, d) in self.ops.into_iter().enumerate() {
+            let at = format!("operation {}", n + 1);
+            let target = match &d.target {
+                None => None,
+                Some(t) => Some(aliases.entry(t).ok_or_else(|| {
+                    format!(
+                        "{at} ({}): {t:?} is not one of the entries shown (E1…E{}); only those may be changed",
+                        d.kind.name(),
+                        cluster.entries.len()
+                    )
+                })?),
+            };
+            let text = match d.kind {
+                Kind::Keep => String::new(),
+                _ => crate::entries::sanitize_text(&d.text),
+            };
+            out.push(Proposed {
+                at,
+                kind: d.kind,
+                from: d.from,
+                text,
+                target,
+                into: None,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Why fact `alias` (`text`) cannot update entry `e` of `cluster` (see
+/// [`about_same`] and [`closer_entry`]), said to the judge.
+fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
+    let target = format!("E{}", e + 1);
+    if !about_same(text, &cluster.entries[e].text, cluster) {
+        return Err(format!(
+            "{alias} UPDATE {target}: {target} is not about the same thing as {alias} (no word in common but names); choose the entry {alias} changes, or NEW"
+        ));
+    }
+    if let Some(closer) = closer_entry(text, e, cluster) {
+        return Err(format!(
+            "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `fact` can update `entry`: they share a content word (a final
+/// "s" aside) that most entries of the cluster do not have. The facts of
+/// one person all share the name; a 1.5B model "updated" "Laurent could be
+/// active on social media" with "Laurent was born in Japan and only speaks
+/// Japanese", whose entry was "Laurent might speak French and English"
+/// (EVALUATION.md).
+fn about_same(fact: &str, entry: &str, cluster: &Cluster) -> bool {
+    let n = cluster.entries.len();
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    for e in &cluster.entries {
+        for w in stemmed(&e.text) {
+            *seen.entry(w).or_default() += 1;
+        }
+    }
+    let common = |w: &String| n >= 3 && seen.get(w).copied().unwrap_or(0) * 2 > n;
+    let in_entry = stemmed(entry);
+    stemmed(fact)
+        .iter()
+        .any(|w| in_entry.contains(w) && !common(w))
+}
+
+/// An entry (alias) that shares at least [`CLOSER_BY`] more of `fact`'s
+/// words (a final "s" aside) than the UPDATE's `target` does. An update
+/// changes one value and keeps the rest: a 1.5B model "updated" "Tessa and
+/// Devon co-founded a nonprofit" with "Tessa and Devon collaborated on a
+/// documentary about ocean conservation", whose entry was "Tessa and
+/// Ainsley collaborated on a documentary about ocean conservation".
+fn closer_entry(fact: &str, target: usize, cluster: &Cluster) -> Option<String> {
+    let mine = stemmed(fact);
+    let shared = |t: &str| stemmed(t).intersection(&mine).count();
+    let theirs = shared(&cluster.entries[target].text);
+    cluster
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (shared(&e.text), format!("E{}", i + 1)))
+        .filter(|(n, _)| *n >= theirs + CLOSER_BY)
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, alias)| alias)
+}
+
+/// How many more shared words make another entry the one an UPDATE is
+/// about: 2 (one is the value that changed; a second is more than that).
+const CLOSER_BY: usize = 2;
+
+/// Content words with a final "s" dropped ([`crate::duplicate::stem`]).
+fn stemmed(text: &str) -> HashSet<String> {
+    content_words(text)
+        .iter()
+        .map(|w| crate::duplicate::stem(w).to_string())
+        .collect()
+}

@@ -1,0 +1,258 @@
+//! Ids are types, not strings (after jj's `lib/src/object_id.rs`): an
+//! archive fact's id, an entry's, a run's, and a row of the index. Each is
+//! its text on disk and on the wire (serde transparent), so files and the
+//! API read exactly as before; in the code a fact id can no longer be
+//! passed where an entry id is meant, and the prefixes that once decided
+//! logic (`core:`, `hand-`) are variants of [`RowId`].
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The common part of the string ids: a newtype over its text.
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+            schemars::JsonSchema,
+        )]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(&self.0)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(s: String) -> $name {
+                $name(s)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> $name {
+                $name(s.to_string())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl PartialEq<&$name> for String {
+            fn eq(&self, other: &&$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl From<&$name> for $name {
+            fn from(id: &$name) -> $name {
+                id.clone()
+            }
+        }
+    };
+}
+
+string_id!(
+    /// An archive fact: its day, a hash of its normalised text, and its
+    /// occurrence that day past the first (`2026-11-22#a1b2c3d4`,
+    /// `2026-11-22#a1b2c3d4.2`).
+    FactId
+);
+
+string_id!(
+    /// An entry of `consolidated/memory.md` (`e-3f9a2c…`).
+    EntryId
+);
+
+string_id!(
+    /// A run in the journal: a consolidation, a forget or an undo
+    /// (`r-20261122T140512-ab12`).
+    RunId
+);
+
+impl RunId {
+    /// A new run's id: the time `clock` gives, and a hash that keeps two
+    /// runs in one second apart.
+    pub fn new(clock: &crate::clock::Clock) -> RunId {
+        let now = clock.now();
+        let salt = format!(
+            "{:?}{:?}{}",
+            now,
+            std::time::Instant::now(),
+            std::process::id()
+        );
+        RunId(format!(
+            "r-{}-{}",
+            now.format("%Y%m%dT%H%M%S"),
+            crate::text::short_hash(&salt, 4)
+        ))
+    }
+}
+
+impl FactId {
+    /// The id of the `occurrence`th fact (from 1) with text hash `hash`
+    /// on `day`.
+    pub fn new(day: &str, hash: &str, occurrence: usize) -> FactId {
+        match occurrence {
+            0 | 1 => FactId(format!("{day}#{hash}")),
+            n => FactId(format!("{day}#{hash}.{n}")),
+        }
+    }
+
+    /// The day the fact was written on (`YYYY-MM-DD`).
+    pub fn day(&self) -> &str {
+        self.0.split('#').next().unwrap_or_default()
+    }
+
+    /// Whether `s` has the shape of a fact id (a day, `#`, a hash).
+    pub fn looks_like(s: &str) -> bool {
+        s.split_once('#')
+            .is_some_and(|(day, hash)| crate::clock::is_day(day) && !hash.is_empty())
+    }
+}
+
+/// What `memd forget` and `memd forget --undo` take: an entry, or an
+/// archive fact that is still pending.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ItemId {
+    Entry(EntryId),
+    Fact(FactId),
+}
+
+impl ItemId {
+    /// An id as a person or an agent gives it: a fact id has a day and a
+    /// `#`; anything else names an entry.
+    pub fn parse(s: &str) -> ItemId {
+        let s = s.trim();
+        match FactId::looks_like(s) {
+            true => ItemId::Fact(FactId::from(s)),
+            false => ItemId::Entry(EntryId::from(s)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ItemId::Entry(e) => e.as_str(),
+            ItemId::Fact(f) => f.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for ItemId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+string_id!(
+    /// The id of a row of the index: what a search hit names. A pending
+    /// fact's row has the fact's id and an entry's row the entry's; the
+    /// other two kinds are made here, and only here: a line of `MEMORY.md`
+    /// is `core:` and its entry's id, a hand-written block memd has not
+    /// saved yet is `hand-` and the hash of its text. Ordered as text, so
+    /// ties in a ranking fall the same way whatever the kind.
+    RowId
+);
+
+/// A fact's row has the fact's id.
+impl PartialEq<FactId> for RowId {
+    fn eq(&self, other: &FactId) -> bool {
+        self.0 == other.0
+    }
+}
+
+/// An entry's row has the entry's id.
+impl PartialEq<EntryId> for RowId {
+    fn eq(&self, other: &EntryId) -> bool {
+        self.0 == other.0
+    }
+}
+
+const CORE_PREFIX: &str = "core:";
+const HAND_PREFIX: &str = "hand-";
+
+impl RowId {
+    pub fn fact(id: &FactId) -> RowId {
+        RowId(id.0.clone())
+    }
+
+    pub fn entry(id: &EntryId) -> RowId {
+        RowId(id.0.clone())
+    }
+
+    /// The row of entry `id`'s line in `MEMORY.md`.
+    pub fn core(id: &EntryId) -> RowId {
+        RowId(format!("{CORE_PREFIX}{id}"))
+    }
+
+    /// The row of a hand-written block whose text hashes to `hash`.
+    pub fn hand(hash: &str) -> RowId {
+        RowId(format!("{HAND_PREFIX}{hash}"))
+    }
+
+    /// The entry whose `MEMORY.md` line this row is, if it is one.
+    pub fn core_entry(&self) -> Option<EntryId> {
+        self.0.strip_prefix(CORE_PREFIX).map(EntryId::from)
+    }
+
+    /// Whether the row is a hand-written block awaiting its id.
+    pub fn is_hand(&self) -> bool {
+        self.0.starts_with(HAND_PREFIX)
+    }
+}

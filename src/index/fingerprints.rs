@@ -1,0 +1,194 @@
+//! What says whether the index holds a source file as it is now: each
+//! file's fingerprint, the fingerprints of its last sync (`files.json`),
+//! and, without reading every file each time, the fingerprints now.
+//!
+//! A fingerprint hashes a file's whole content. Archive rows also depend on
+//! the watermark and the tombstones, so those are part of each archive
+//! file's fingerprint (and of the entries', which tombstones filter too).
+//!
+//! A sync needs every source file's fingerprint (a daemon syncs before each
+//! search). [`Seen`] keeps the last fingerprints with each file's identity
+//! and size and modification time (following symbolic links, as memd reads
+//! and writes through them), and hashes again only what changed. An append
+//! changes the size, memd's rewrites replace the file (a new inode), and an
+//! editor's save changes the time; a rewrite of the same length within one
+//! tick of the file system clock would be missed until the next change of
+//! that file.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use crate::Result;
+use crate::layout::{Layout, Source};
+use crate::text::short_hash;
+
+/// Each source file's fingerprint.
+pub(crate) type Prints = BTreeMap<Source, String>;
+
+/// Whether a source file is indexed as it is now.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Freshness {
+    /// Synced as it is.
+    Fresh,
+    /// Changed since its last sync.
+    Stale,
+    /// Never synced.
+    #[serde(rename = "not indexed")]
+    NotIndexed,
+}
+
+impl Freshness {
+    /// How `memd status` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Freshness::Fresh => "fresh",
+            Freshness::Stale => "stale",
+            Freshness::NotIndexed => "not indexed",
+        }
+    }
+}
+
+impl std::fmt::Display for Freshness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Each source file's fingerprint at its last sync (empty if never synced
+/// or unreadable: then everything is synced again, which is only slower).
+pub(super) fn synced(layout: &Layout) -> Prints {
+    std::fs::read(layout.index_files())
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Record the fingerprints a sync brought the table to.
+pub(super) fn save_synced(layout: &Layout, prints: &Prints) -> Result<()> {
+    crate::atomic::write(&layout.index_files(), &serde_json::to_vec_pretty(prints)?)?;
+    Ok(())
+}
+
+/// Forget every sync (the table was emptied).
+pub(super) fn forget_synced(layout: &Layout) -> Result<()> {
+    Ok(crate::atomic::remove(&layout.index_files())?)
+}
+
+/// Whether each source file is indexed as it is now (for `memd status` and
+/// `memd check`; reads no table).
+pub(crate) fn freshness(layout: &Layout) -> Result<BTreeMap<Source, Freshness>> {
+    let synced = synced(layout);
+    Ok(now(layout)?
+        .into_iter()
+        .map(|(source, fp)| {
+            let state = match synced.get(&source) {
+                Some(s) if *s == fp => Freshness::Fresh,
+                Some(_) => Freshness::Stale,
+                None => Freshness::NotIndexed,
+            };
+            (source, state)
+        })
+        .collect())
+}
+
+/// Every source file's fingerprint now, reading every file.
+fn now(layout: &Layout) -> Result<Prints> {
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    let hash = |p: &std::path::Path| {
+        p.exists()
+            .then(|| short_hash(&String::from_utf8_lossy(&read(p)), 16))
+    };
+    let entries = hash(&layout.entries_file());
+    // What decides which facts are pending (crate::pending): the state,
+    // the tombstones and the entries' sources.
+    let shared = short_hash(
+        &format!(
+            "{}\u{0}{}\u{0}{}",
+            String::from_utf8_lossy(&read(&layout.state_file())),
+            String::from_utf8_lossy(&read(&layout.tombstones_file())),
+            entries.as_deref().unwrap_or("")
+        ),
+        16,
+    );
+    let mut out = BTreeMap::new();
+    let mut add = |source: Source, own: Option<String>| {
+        if let Some(own) = own {
+            out.insert(source, format!("{own}-{shared}"));
+        }
+    };
+    for day in layout.archive_days()? {
+        let own = hash(&layout.archive_file(&day));
+        add(Source::Day(day), own);
+    }
+    add(Source::Entries, entries);
+    add(Source::Core, hash(&layout.memory_md()));
+    Ok(out)
+}
+
+/// What identifies a version of a file without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+    })
+}
+
+/// Each file the fingerprints depend on, with its stamp (`None`: absent).
+type Stamps = BTreeMap<PathBuf, Option<Stamp>>;
+
+/// The stamps of every file the fingerprints depend on.
+fn stamps(layout: &Layout) -> Result<Stamps> {
+    let mut paths = vec![
+        layout.entries_file(),
+        layout.state_file(),
+        layout.tombstones_file(),
+        layout.memory_md(),
+    ];
+    for day in layout.archive_days()? {
+        paths.push(layout.archive_file(&day));
+    }
+    Ok(paths.into_iter().map(|p| (p.clone(), stamp(&p))).collect())
+}
+
+/// The fingerprints as last computed, with the stamps they were computed
+/// at.
+#[derive(Default)]
+pub(super) struct Seen {
+    last: Option<(Stamps, Prints)>,
+}
+
+impl Seen {
+    /// Every source file's fingerprint, computed again only when a file's
+    /// stamp changed.
+    pub(super) fn fingerprints(&mut self, layout: &Layout) -> Result<Prints> {
+        let stamped = stamps(layout)?;
+        if let Some((stamps, prints)) = &self.last
+            && *stamps == stamped
+        {
+            return Ok(prints.clone());
+        }
+        let prints = now(layout)?;
+        // A file changed while it was read is stamped again next time.
+        if stamps(layout)? == stamped {
+            self.last = Some((stamped, prints.clone()));
+        }
+        Ok(prints)
+    }
+}

@@ -1,0 +1,275 @@
+//! Reading the index: searches and the similar entries of a new fact. A
+//! [`Reader`] is cheap to clone and never writes the table; it reads the
+//! table at the version its process's [`super::Writer`] last left (or
+//! opened), with the words ([`super::terms`]) of that version.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lancedb::DistanceType;
+use lancedb::query::{QueryBase, Select};
+
+use super::Shared;
+use super::rows::RowKind;
+use super::search::{self, COLUMNS, Hit, Ranked, SimilarEntry};
+use super::table::collect;
+use crate::Result;
+use crate::embed::cosine;
+use crate::ids::RowId;
+use crate::recall;
+use crate::tombstones::Tombstones;
+
+/// Least cosine similarity at which an existing entry is shown as similar
+/// to a new fact (`memd eval dedup`, EVALUATION.md).
+pub const SIMILAR_MIN_COSINE: f32 = 0.75;
+
+#[derive(Clone)]
+pub struct Reader {
+    shared: Arc<Shared>,
+}
+
+impl Reader {
+    pub(super) fn new(shared: Arc<Shared>) -> Reader {
+        Reader { shared }
+    }
+
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The `k` best rows for `query`; logs them to the recall log.
+    pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        self.search_logged(query, k, true).await
+    }
+
+    /// [`Reader::search`] over the table as it is, without waiting for a
+    /// sync another task is doing (the daemon's `GET /v1/search?wait=false`,
+    /// while a backlog is indexed): the full-text scores are then those of
+    /// the rows the handle last saw, or none if it never loaded them.
+    pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        self.search_logged(query, k, false).await
+    }
+
+    async fn search_logged(&self, query: &str, k: usize, settle: bool) -> Result<Vec<Hit>> {
+        let hits = match settle {
+            true => self.search_unlogged(query, k).await?,
+            false => {
+                let qv = self.query_vector(query).await?;
+                self.ranked(query, qv, k, false).await?
+            }
+        };
+        let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let log: Vec<recall::Hit> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| recall::Hit {
+                ts: ts.clone(),
+                query: query.to_string(),
+                id: h.id.clone(),
+                kind: h.kind.as_str().to_string(),
+                rank: i as u32 + 1,
+            })
+            .collect();
+        // An fsync'd append: off the async workers, which the daemon's
+        // other requests share.
+        let path = self.shared.layout.recall_log();
+        tokio::task::spawn_blocking(move || recall::append(&path, &log)).await??;
+        Ok(hits)
+    }
+
+    /// [`Reader::search`] without the recall log (for consolidation's
+    /// neighbour gathering and evaluations, which are not recalls).
+    pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let qv = self.query_vector(query).await?;
+        self.search_with_vector(query, qv, k).await
+    }
+
+    /// The embedding of a query.
+    async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
+        let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
+        Ok(v.remove(0))
+    }
+
+    /// The search itself, given the query's embedding (benchmarks time the
+    /// two parts apart).
+    pub(crate) async fn search_with_vector(
+        &self,
+        query: &str,
+        qv: Vec<f32>,
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        self.ranked(query, qv, k, true).await
+    }
+
+    /// Vector and full-text results fused and finished, from the table as
+    /// it is (`wait`: see [`Reader::full_text`]).
+    async fn ranked(&self, query: &str, qv: Vec<f32>, k: usize, wait: bool) -> Result<Vec<Hit>> {
+        let n = (k * 4).max(20);
+        // The vector query runs on its own task while the words are scored
+        // here, so a multi-threaded runtime uses two cores.
+        let table = self.shared.table.inner.clone();
+        let vector = tokio::spawn(async move { search::vector_list(&table, qv, n).await });
+        let text = self.full_text(query, n, wait).await;
+        let vector = vector.await??;
+        let text = self.with_vectors(text?, &vector).await?;
+        let tombstones = Tombstones::load(&self.shared.layout.tombstones_file())?;
+        let fused = search::fuse([vector, text]);
+        let half_life = self.shared.config.search.recency_half_life_days;
+        Ok(search::finish(fused, &tombstones, half_life, k))
+    }
+
+    /// The full-text half of a search alone: at most `n` rows whose words
+    /// best match `query`, best first, each `score` its BM25 score
+    /// (benchmarks and tests look at it apart; see [`super::terms`] for the
+    /// rows tied at the cut).
+    pub async fn full_text_hits(&self, query: &str, n: usize) -> Result<Vec<Hit>> {
+        self.full_text(query, n, true).await
+    }
+
+    /// The `n` rows whose words best match `query` ([`super::terms`]), as
+    /// the table is at the handle's version: the words are loaded from the
+    /// table first when the handle holds them for another version. With
+    /// `wait` false and a write running, the words as they are serve.
+    async fn full_text(&self, query: &str, n: usize, wait: bool) -> Result<Vec<Hit>> {
+        if !self.terms_current().await? {
+            let one = match wait {
+                true => Some(self.shared.moving.lock().await),
+                false => self.shared.moving.try_lock().ok(),
+            };
+            if one.is_some() && !self.terms_current().await? {
+                self.load_terms().await?;
+            }
+        }
+        Ok(self.shared.terms.lock().unwrap().top(query, n))
+    }
+
+    /// Whether the handle's words are those of the table at its version.
+    async fn terms_current(&self) -> Result<bool> {
+        let version = self.shared.table.version().await?;
+        Ok(self.shared.terms.lock().unwrap().version() == Some(version))
+    }
+
+    /// Load every row's words from the table at the handle's version (a
+    /// new handle's first search, or one after another process wrote).
+    /// Called with the table's version held (`moving`), so it cannot move
+    /// meanwhile.
+    pub(crate) async fn load_terms(&self) -> Result<()> {
+        let table = &self.shared.table;
+        let version = table.version().await?;
+        let columns = ["id", "source", "kind", "text", "day"];
+        let query = table.inner.query().select(Select::columns(&columns));
+        let mut rows = Vec::new();
+        for b in collect(query).await? {
+            rows.extend(search::hits(&b)?);
+        }
+        self.shared.terms.lock().unwrap().load(version, rows);
+        Ok(())
+    }
+
+    /// Full-text hits with their vectors, for collapsing near duplicates:
+    /// the vector list's where it has the row, else the embedding cache's
+    /// (the vector the row was written with).
+    async fn with_vectors(&self, hits: Vec<Hit>, vector: &Ranked) -> Result<Ranked> {
+        let have: HashMap<&RowId, &Vec<f32>> =
+            vector.rows.iter().map(|(h, v)| (&h.id, v)).collect();
+        let missing: Vec<String> = hits
+            .iter()
+            .filter(|h| !have.contains_key(&h.id))
+            .map(|h| h.text.clone())
+            .collect();
+        let mut embedded = match missing.is_empty() {
+            true => Vec::new().into_iter(),
+            false => self.shared.embedder.embed(&missing).await?.into_iter(),
+        };
+        let scores = hits.iter().map(|h| h.score).collect();
+        let rows = hits
+            .into_iter()
+            .map(|h| {
+                let v = match have.get(&h.id) {
+                    Some(v) => (*v).clone(),
+                    None => embedded.next().unwrap_or_default(),
+                };
+                (h, v)
+            })
+            .collect();
+        Ok(Ranked { rows, scores })
+    }
+
+    /// At most `k` existing entries that may say the same as `text`
+    /// (cosine at least [`SIMILAR_MIN_COSINE`]), most similar first (for
+    /// `memd add`, which shows them as information: it never blocks the
+    /// write).
+    pub(crate) async fn similar_entries(&self, text: &str, k: usize) -> Result<Vec<SimilarEntry>> {
+        let qv = self.query_vector(text).await?;
+        let filter = format!("kind = '{}'", RowKind::Entry.as_str());
+        let query = self
+            .shared
+            .table
+            .inner
+            .query()
+            .nearest_to(qv.clone())?
+            .distance_type(DistanceType::Cosine)
+            .only_if(filter);
+        let found = collect(query.select(Select::columns(&COLUMNS)).limit(k * 4)).await?;
+        let tombstones = Tombstones::load(&self.shared.layout.tombstones_file())?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (mut hit, v) in search::rows(&found)? {
+            hit.score = cosine(&qv, &v);
+            if hit.score < SIMILAR_MIN_COSINE
+                || tombstones.covers(&hit.id, &hit.text)
+                || !seen.insert(hit.id.clone())
+            {
+                continue;
+            }
+            let same = self.same(text, &hit.text).await?;
+            out.push(SimilarEntry { hit, same });
+        }
+        out.sort_by(|a, b| {
+            (b.hit.score.total_cmp(&a.hit.score)).then_with(|| a.hit.id.cmp(&b.hit.id))
+        });
+        out.truncate(k);
+        Ok(out)
+    }
+
+    /// Whether the built-in judge would fold `fact` into `entry`: the
+    /// tier-2 rule says they are the same, or `fact` says a leading clause
+    /// of `entry` ([`crate::duplicate::Rule::part_of`]). Embeds only when their
+    /// words allow either.
+    async fn same(&self, fact: &str, entry: &str) -> Result<bool> {
+        use crate::duplicate::{PART_MIN_COSINE, Rule};
+        let rule = Rule::SHIPPED;
+        let part = rule.part_of(fact, entry, 1.0, 0.0);
+        if !part && !rule.words_agree(fact, entry) {
+            return Ok(false);
+        }
+        let v = self
+            .shared
+            .embedder
+            .embed(&[Rule::compared(fact), Rule::compared(entry)])
+            .await?;
+        let c = cosine(&v[0], &v[1]);
+        Ok(rule.same(fact, entry, c) || rule.part_of(fact, entry, c, PART_MIN_COSINE))
+    }
+
+    /// Every (id, kind) in the table, sorted (for tests and `reindex`).
+    pub async fn ids(&self) -> Result<Vec<(String, String)>> {
+        let columns = ["id", "kind"];
+        let mut out: Vec<(String, String)> = self
+            .shared
+            .table
+            .strings(columns, None)
+            .await?
+            .into_iter()
+            .map(|[id, kind]| (id, kind))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Fragments in the table (each sync that added rows writes one; every
+    /// search visits every fragment).
+    pub async fn fragments(&self) -> Result<usize> {
+        self.shared.table.fragments().await
+    }
+}

@@ -1,0 +1,503 @@
+//! The index's one writer in a process: it brings the table in step with
+//! the files ([`Writer::sync`]) and keeps the table compact.
+//!
+//! Sync is per source file and by content hash: rows whose (id, hash) is
+//! new are embedded first (so an embedding failure leaves the old rows in
+//! place), then the stale rows are deleted in one batch, then the new rows
+//! are added. Running a sync twice changes nothing the second time. A file
+//! whose fingerprint has not changed since the last sync is not read at
+//! all.
+//!
+//! Every write takes `.memd/index.lock` (other processes may write the same
+//! table) and then the table's latest version. The daemon's writer is the
+//! sole writer of its table: it is made with the daemon's lock on the
+//! directory ([`Writer::sole`]), which no CLI command writes past, so a
+//! sync that finds the files as it last synced them returns at once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+
+use super::fingerprints::{self, Prints, Seen};
+use super::row_hashes::RowHashes;
+use super::rows::{self, Row};
+use super::table;
+use super::{Shared, SyncReport};
+use crate::error::Result;
+use crate::ids::FactId;
+use crate::layout::Source;
+
+/// What a sync writes: batches to add, ids to delete per source, and the
+/// rows added (each with its hash).
+struct Changes<'a> {
+    batches: Vec<RecordBatch>,
+    stale: BTreeMap<&'a str, Vec<&'a str>>,
+    added: Vec<(Row, String)>,
+}
+
+pub struct Writer {
+    shared: Arc<Shared>,
+    /// For the daemon's writer, the daemon's lock on the directory: while
+    /// it is held no other process writes this table.
+    sole: Option<crate::lock::Guard>,
+    /// When the last sync started: a sync asked for before then has
+    /// nothing left to do once that one finishes (every file change that
+    /// preceded the request preceded its start too). Under load, the
+    /// searches waiting behind one sync share it instead of queueing a
+    /// sync each.
+    last_sync_start: Mutex<Option<Instant>>,
+    /// When a sync last added rows (for [`Writer::compact_if_needed`]).
+    last_added: Mutex<Option<Instant>>,
+    /// The entries' sources as last read, with the entries file's
+    /// fingerprint: every sync of a day file needs them (a fact in one is
+    /// not pending, [`crate::pending`]); a daemon reads them once per
+    /// change of the file.
+    sources: Mutex<Option<(String, Arc<HashSet<FactId>>)>>,
+    /// The rows' (id, hash) per source, as this handle last read or wrote
+    /// them ([`super::row_hashes`]).
+    known: Mutex<RowHashes>,
+    /// The files' fingerprints, hashed again only when a file changed.
+    seen: Mutex<Seen>,
+    /// The fingerprints this writer's last sync brought the table to.
+    synced: Mutex<Option<Prints>>,
+}
+
+impl Writer {
+    /// A writer among others: every sync reads what the files and the
+    /// table are now.
+    pub(super) fn new(shared: Arc<Shared>) -> Writer {
+        Writer::with_lock(shared, None)
+    }
+
+    /// The sole writer of the table, holding `served`, the daemon's lock
+    /// on the directory.
+    pub(super) fn sole(shared: Arc<Shared>, served: crate::lock::Guard) -> Writer {
+        Writer::with_lock(shared, Some(served))
+    }
+
+    fn with_lock(shared: Arc<Shared>, sole: Option<crate::lock::Guard>) -> Writer {
+        Writer {
+            shared,
+            sole,
+            last_sync_start: Mutex::new(None),
+            last_added: Mutex::new(None),
+            sources: Mutex::new(None),
+            known: Mutex::new(RowHashes::default()),
+            seen: Mutex::new(Seen::default()),
+            synced: Mutex::new(None),
+        }
+    }
+
+    /// For the sole writer, a sync with nothing to do when the files are
+    /// as its last sync left them (no lock taken).
+    fn nothing_to_sync(&self) -> Result<Option<SyncReport>> {
+        if self.sole.is_none() {
+            return Ok(None);
+        }
+        let current = self.fingerprints()?;
+        let same = self.synced.lock().unwrap().as_ref() == Some(&current);
+        Ok(same.then(|| SyncReport {
+            files_checked: current.len(),
+            ..SyncReport::default()
+        }))
+    }
+
+    /// The source files whose rows the table does not hold as they are now
+    /// (changed since their last sync, or never synced).
+    pub fn files_behind(&self) -> Result<Vec<String>> {
+        let synced = fingerprints::synced(&self.shared.layout);
+        Ok(self
+            .fingerprints()?
+            .into_iter()
+            .filter(|(source, print)| synced.get(source) != Some(print))
+            .map(|(source, _)| source.to_string())
+            .collect())
+    }
+
+    /// The source files' fingerprints now.
+    fn fingerprints(&self) -> Result<Prints> {
+        self.seen.lock().unwrap().fingerprints(&self.shared.layout)
+    }
+
+    /// Bring the index in step with every file that changed since the last
+    /// sync.
+    pub async fn sync(&self) -> Result<SyncReport> {
+        if let Some(nothing) = self.nothing_to_sync()? {
+            return Ok(nothing);
+        }
+        let asked = Instant::now();
+        let _one = self.shared.moving.lock().await;
+        let _all = self.writing().await?;
+        {
+            let mut last = self.last_sync_start.lock().unwrap();
+            if last.is_some_and(|t| t >= asked) {
+                return Ok(SyncReport::default());
+            }
+            *last = Some(Instant::now());
+        }
+        let mut report = SyncReport::default();
+        let mut prints = fingerprints::synced(&self.shared.layout);
+        let current = self.fingerprints()?;
+        report.files_checked = current.len();
+        let changed: Vec<&Source> = current
+            .iter()
+            .filter(|(s, f)| prints.get(*s) != Some(f))
+            .map(|(s, _)| s)
+            .collect();
+        let gone: Vec<Source> = prints
+            .keys()
+            .filter(|s| !current.contains_key(*s))
+            .cloned()
+            .collect();
+        if changed.is_empty() && gone.is_empty() {
+            *self.synced.lock().unwrap() = Some(current);
+            return Ok(report);
+        }
+        self.write_changes(&changed, &gone, &current, &mut report)
+            .await?;
+        for source in changed {
+            prints.insert(source.clone(), current[source].clone());
+        }
+        for source in &gone {
+            prints.remove(source);
+        }
+        if report.rows_added > 0 {
+            self.maintain_indices().await?;
+        }
+        fingerprints::save_synced(&self.shared.layout, &prints)?;
+        *self.synced.lock().unwrap() = Some(prints);
+        Ok(report)
+    }
+
+    /// Write the rows of the `changed` and `gone` sources: one delete and
+    /// one add for the whole sync.
+    async fn write_changes(
+        &self,
+        changed: &[&Source],
+        gone: &[Source],
+        current: &Prints,
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        let wanted: HashSet<&Source> = changed.iter().copied().collect();
+        let sources = self.sources(&wanted, current.get(&Source::Entries))?;
+        let desired = rows::desired_for(&self.shared.layout, Some(&wanted), &sources)?;
+        let names: Vec<String> = changed
+            .iter()
+            .copied()
+            .chain(gone)
+            .map(|s| s.rel().into_owned())
+            .collect();
+        let existing = self.rows_of(&names).await?;
+        let Changes {
+            batches,
+            stale,
+            added,
+        } = self
+            .embed_changes(&names, desired, &existing, report)
+            .await?;
+        report.files_synced = changed.len();
+        report.rows_deleted = stale.values().map(Vec::len).sum();
+        let table = &self.shared.table.inner;
+        let before = table.version().await?;
+        if !stale.is_empty() {
+            table.delete(&table::rows_filter(&stale)).await?;
+        }
+        if !batches.is_empty() {
+            table.add(batches).execute().await?;
+            *self.last_added.lock().unwrap() = Some(Instant::now());
+        }
+        if !stale.is_empty() || !added.is_empty() {
+            self.wrote(before, &stale, added).await?;
+        }
+        Ok(())
+    }
+
+    /// The rows to add (embedded, as batches) and the ids to delete, per
+    /// source. Embedding comes first, with progress shown (the cache keeps
+    /// each chunk's vectors, so a failure part-way loses no finished work),
+    /// and nothing has been deleted yet if it fails; the caller then does one
+    /// delete and one add for the whole sync: every commit writes a
+    /// fragment, and every search visits every fragment (a 10k-row table
+    /// built one commit per day file searched ~25% slower than the same
+    /// rows in one fragment).
+    async fn embed_changes<'a>(
+        &self,
+        sources: &'a [String],
+        mut desired: HashMap<Source, Vec<Row>>,
+        existing: &'a HashMap<String, HashMap<String, String>>,
+        report: &mut SyncReport,
+    ) -> Result<Changes<'a>> {
+        let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut new: Vec<(Row, String)> = Vec::new();
+        for source in sources {
+            let rows = Source::parse(source)
+                .and_then(|s| desired.remove(&s))
+                .unwrap_or_default();
+            let rows = rows::with_hashes(rows);
+            let have = existing.get(source);
+            let want: HashMap<&str, &str> = rows
+                .iter()
+                .map(|(r, h)| (r.id.as_str(), h.as_str()))
+                .collect();
+            for (id, h) in have.into_iter().flatten() {
+                if want.get(id.as_str()) != Some(&h.as_str()) {
+                    stale.entry(source).or_default().push(id);
+                }
+            }
+            new.extend(
+                rows.into_iter()
+                    .filter(|(r, h)| have.and_then(|m| m.get(r.id.as_str())) != Some(h)),
+            );
+        }
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        if !new.is_empty() {
+            let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
+            let vectors = self.shared.embedder.embed(&texts).await?;
+            report.rows_added += new.len();
+            let rows: Vec<&(Row, String)> = new.iter().collect();
+            batches.push(self.shared.table.batch(&rows, vectors)?);
+        }
+        Ok(Changes {
+            batches,
+            stale,
+            added: new,
+        })
+    }
+
+    /// Tell [`RowHashes`] and the words what a sync changed: the table went
+    /// from `before` to its version now, `stale` rows deleted and `added`
+    /// ones there.
+    async fn wrote(
+        &self,
+        before: u64,
+        stale: &BTreeMap<&str, Vec<&str>>,
+        added: Vec<(Row, String)>,
+    ) -> Result<()> {
+        let after = self.shared.table.version().await?;
+        let deleted = || {
+            stale
+                .iter()
+                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)))
+        };
+        let hits = added.iter().map(|(r, _)| r.hit());
+        self.shared
+            .terms
+            .lock()
+            .unwrap()
+            .wrote(before, after, deleted(), hits);
+        let added = added
+            .into_iter()
+            .map(|(r, h)| (r.source.rel().into_owned(), r.id.to_string(), h));
+        self.known.lock().unwrap().wrote(after, deleted(), added);
+        Ok(())
+    }
+
+    /// What every write of the index starts with: the lock across
+    /// processes, then the table's latest version. A handle keeps the
+    /// version it was opened at, so without the second step a process that
+    /// opened the table before another one's sync read rows that were no
+    /// longer all the rows, and added the missing ones again.
+    async fn writing(&self) -> Result<crate::lock::Guard> {
+        let guard = table::write_lock(&self.shared.layout).await?;
+        self.shared.table.inner.checkout_latest().await?;
+        Ok(guard)
+    }
+
+    /// The entries' sources, which decide which facts are rows: read only
+    /// when a day file is among the `wanted` sources, and from the cache
+    /// when the entries file's fingerprint is the one cached.
+    fn sources(
+        &self,
+        wanted: &HashSet<&Source>,
+        fingerprint: Option<&String>,
+    ) -> Result<Arc<HashSet<FactId>>> {
+        if !wanted.iter().any(|s| matches!(s, Source::Day(_))) {
+            return Ok(Arc::default());
+        }
+        let mut cache = self.sources.lock().unwrap();
+        if let (Some(want), Some((have, sources))) = (fingerprint, cache.as_ref())
+            && want == have
+        {
+            return Ok(sources.clone());
+        }
+        let path = self.shared.layout.entries_file();
+        let sources = Arc::new(crate::entries::sources(&path)?);
+        if let Some(f) = fingerprint {
+            *cache = Some((f.clone(), sources.clone()));
+        }
+        Ok(sources)
+    }
+
+    /// source → (id → hash) of the rows of `sources`: from [`RowHashes`] when
+    /// it holds them at the table's version, else read from the table.
+    async fn rows_of(
+        &self,
+        sources: &[String],
+    ) -> Result<HashMap<String, HashMap<String, String>>> {
+        let version = self.shared.table.version().await?;
+        let missing: Vec<String> = {
+            let mut known = self.known.lock().unwrap();
+            known.at(version);
+            known.missing(sources).into_iter().cloned().collect()
+        };
+        if !missing.is_empty() {
+            let list = missing
+                .iter()
+                .map(|s| table::sql_str(s))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let filter = format!("source IN ({list})");
+            let mut read: HashMap<String, HashMap<String, String>> =
+                missing.into_iter().map(|s| (s, HashMap::new())).collect();
+            let columns = ["source", "id", "hash"];
+            for [source, id, hash] in self.shared.table.strings(columns, Some(&filter)).await? {
+                read.entry(source).or_default().insert(id, hash);
+            }
+            let mut known = self.known.lock().unwrap();
+            for (source, rows) in read {
+                known.insert(source, rows);
+            }
+        }
+        Ok(self.known.lock().unwrap().rows_of(sources))
+    }
+
+    /// Run `op`, which rewrites the table without changing its rows, and
+    /// tell [`RowHashes`] and the words so.
+    async fn keeping_rows(&self, op: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+        let before = self.shared.table.version().await?;
+        op.await?;
+        let after = self.shared.table.version().await?;
+        self.known.lock().unwrap().same_rows(before, after);
+        self.shared.terms.lock().unwrap().same_rows(before, after);
+        Ok(())
+    }
+
+    /// Keep the table fast as it grows: a vector index (IVF_HNSW_SQ,
+    /// cosine) once a flat scan gets slow, with new rows folded into it in
+    /// bulk.
+    async fn maintain_indices(&self) -> Result<()> {
+        let table = &self.shared.table;
+        let indices = table.inner.list_indices().await?;
+        if let Some(text) = table::on_column(&indices, "text") {
+            self.drop_text_index(&text.name).await?;
+        }
+        let vector = table::on_column(&indices, "vector");
+        if vector.is_none() && table.inner.count_rows(None).await? >= table::VECTOR_INDEX_MIN_ROWS {
+            tracing::info!("creating the vector index (IVF_HNSW_SQ)");
+            return self.keeping_rows(table.create_vector_index()).await;
+        }
+        // Without a daemon compacting in the background (CLI use: each
+        // `memd search` after an add writes one small fragment), a sync
+        // compacts itself once fragments have piled up well past the
+        // daemon's threshold, so searches never slow down for good.
+        let small = table.fragments_under(table::COMPACT_TARGET_ROWS).await?;
+        if small >= table::INLINE_COMPACT_SMALL_FRAGMENTS {
+            return self.keeping_rows(table.compact()).await;
+        }
+        if table.fragments_under(table::TAIL_ROWS).await? >= table::TAIL_FRAGMENTS {
+            self.keeping_rows(table.merge_fragments(table::TAIL_ROWS))
+                .await?;
+        }
+        // Unindexed rows are still found by the vector search (an exact
+        // scan), so new rows are folded into the vector index only once
+        // enough have piled up: doing it after every small write would cost
+        // more than the write itself.
+        let Some(vector) = vector else {
+            return Ok(());
+        };
+        let unindexed = match table.inner.index_stats(&vector.name).await? {
+            Some(stats) => stats.num_unindexed_rows,
+            None => 0,
+        };
+        if unindexed >= table::FOLD_UNINDEXED_ROWS {
+            self.keeping_rows(table.fold(vec![vector.name.clone()]))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Drop the full-text index an older memd built (and its
+    /// `text-index-behind` mark): memd scores the words itself now
+    /// ([`super::terms`]), and each compaction would only remap it.
+    async fn drop_text_index(&self, name: &str) -> Result<()> {
+        tracing::info!("dropping LanceDB's full-text index (memd scores text itself)");
+        let drop = async { Ok(self.shared.table.inner.drop_index(name).await?) };
+        self.keeping_rows(drop).await?;
+        Ok(crate::atomic::remove(
+            &self.shared.layout.old_text_index_mark(),
+        )?)
+    }
+
+    /// The baseline memd is benchmarked against: re-embed every row of a
+    /// source file without the cache, delete all its rows, add them all
+    /// back. Returns how many texts were embedded. Not used by memd itself.
+    #[cfg(feature = "lab")]
+    pub(crate) async fn rewrite_source_uncached(&self, source: &Source) -> Result<usize> {
+        let layout = &self.shared.layout;
+        let rows = rows::desired(layout)?.remove(source).unwrap_or_default();
+        let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
+        let vectors = self.shared.embedder.inner().embed(&texts).await?;
+        let rows = rows::with_hashes(rows);
+        let batch = self
+            .shared
+            .table
+            .batch(&rows.iter().collect::<Vec<_>>(), vectors)?;
+        let filter = format!("source = {}", table::sql_str(&source.rel()));
+        self.shared.table.inner.delete(filter.as_str()).await?;
+        self.shared.table.inner.add(batch).execute().await?;
+        Ok(texts.len())
+    }
+
+    /// Empty the table and forget every file's fingerprint, so the next sync
+    /// rebuilds everything (`reindex --clear` while the daemon holds the
+    /// table open; the embedding cache keeps it cheap).
+    pub(crate) async fn reset(&self) -> Result<()> {
+        let _one = self.shared.moving.lock().await;
+        let _all = self.writing().await?;
+        *self.last_sync_start.lock().unwrap() = None;
+        *self.synced.lock().unwrap() = None;
+        self.shared.table.inner.delete("true").await?;
+        self.known.lock().unwrap().clear();
+        self.shared.terms.lock().unwrap().clear();
+        fingerprints::forget_synced(&self.shared.layout)
+    }
+
+    /// Compact once [`table::COMPACT_SMALL_FRAGMENTS`] have piled up, or
+    /// [`table::COMPACT_IDLE_SMALL_FRAGMENTS`] with no rows added for
+    /// [`table::COMPACT_IDLE`] (the daemon checks this in the background);
+    /// returns whether it compacted.
+    pub async fn compact_if_needed(&self) -> Result<bool> {
+        let idle = self
+            .last_added
+            .lock()
+            .unwrap()
+            .is_none_or(|t| t.elapsed() >= table::COMPACT_IDLE);
+        let table = &self.shared.table;
+        let small = table.fragments_under(table::COMPACT_TARGET_ROWS).await?;
+        let few = small >= table::COMPACT_IDLE_SMALL_FRAGMENTS;
+        if small < table::COMPACT_SMALL_FRAGMENTS && !(idle && few) {
+            return Ok(false);
+        }
+        self.compact().await?;
+        Ok(true)
+    }
+
+    /// Compact now, whatever the fragments (tests and benchmarks).
+    pub async fn compact(&self) -> Result<()> {
+        let _one = self.shared.moving.lock().await;
+        let _all = self.writing().await?;
+        self.keeping_rows(self.shared.table.compact()).await
+    }
+}
+
+/// Delete `.memd/index` entirely, under the index lock (`reindex --clear`
+/// without a daemon; the embedding cache is kept).
+pub(super) async fn clear(layout: &crate::Layout) -> Result<()> {
+    let _all = table::write_lock(layout).await?;
+    match std::fs::remove_dir_all(layout.index_dir()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}

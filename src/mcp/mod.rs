@@ -1,0 +1,280 @@
+//! `memd mcp`: a Model Context Protocol server over stdio, so an agent
+//! (Claude Desktop, Cursor, any MCP client) can use memd as tools.
+//!
+//! The protocol part is small enough to keep here rather than take a
+//! framework: newline-delimited JSON-RPC 2.0 on stdin/stdout, the methods
+//! `initialize`, `ping`, `tools/list`, `tools/call`, `resources/list` and
+//! `resources/read`, notifications ignored. Logs go to stderr, never
+//! stdout. The tools ([`tools`]) are requests of [`crate::request`], so
+//! they go through the daemon when one runs; without one, the server opens
+//! the index once and holds it for its life, syncing it before each use
+//! as a CLI command would.
+//!
+//! Why not the official Rust SDK (`rmcp`): it builds from crates.io, but
+//! its stdio transport drops a line that is not JSON without an answer and
+//! reads lines of any length, where memd answers every unreadable line
+//! with JSON-RPC's parse error (-32700) and must bound what one line can
+//! cost; those are the properties the front end has to guarantee, and
+//! this loop is where they are kept.
+//!
+//! Started as `memd --dir ROOT mcp --memory NAME` ([`Scope::many`]), it
+//! serves the memories under ROOT (the layout of `memd serve --root`),
+//! through the same [`Memories`] a daemon uses: each tool also takes
+//! `memory`, NAME by default, and `remember` makes a memory that does not
+//! exist yet. Resource: `memd://MEMORY.md`, the core memory (the same text
+//! as `core_memory`), for clients that attach resources to the prompt.
+
+mod tools;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::Memory;
+use crate::error::{Result, bail};
+use crate::request::{Core, Lazy, Target};
+use crate::server::memories::{self, Memories};
+
+/// The protocol version answered when the client asks for none we know.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
+
+/// The one resource: MEMORY.md.
+const CORE_URI: &str = "memd://MEMORY.md";
+
+/// JSON-RPC's code for a request that failed inside the server.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// MCP's error code for a resource that does not exist.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// How many memories `memd mcp --memory` keeps open at once.
+const MAX_OPEN: usize = 64;
+
+/// What a server answers for: one memory directory, or (`memd mcp --memory
+/// NAME`) every memory under a root, NAME unless a tool names another.
+pub enum Scope {
+    One(Arc<Lazy>),
+    Many {
+        memories: Box<Memories>,
+        default: String,
+    },
+}
+
+impl Scope {
+    pub fn one(memory: Memory) -> Scope {
+        Scope::One(Arc::new(Lazy::new(memory)))
+    }
+
+    /// The memories under `root`, `default` unless a tool names another.
+    pub fn many(root: &std::path::Path, default: &str) -> Result<Scope> {
+        memories::check_name(default)?;
+        Ok(Scope::Many {
+            memories: Box::new(Memories::root(root, MAX_OPEN, None)),
+            default: default.to_string(),
+        })
+    }
+
+    /// Where a call goes: the memory its `memory` argument names (or the
+    /// default), made on a write (`create`) if it does not exist; through
+    /// the daemon that serves it, if one does.
+    async fn target(&self, asked: Option<&Value>, create: bool) -> Result<Target> {
+        let asked = match asked {
+            None => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(other) => bail!("argument \"memory\" must be a string, not {other}"),
+        };
+        match (self, asked) {
+            (Scope::One(o), None) => Ok(Target::routed(o.memory().clone(), o.clone())),
+            (Scope::One(_), Some(_)) => bail!(
+                "this server serves one memory directory: start it with `memd --dir ROOT mcp --memory NAME` to choose among the memories under ROOT"
+            ),
+            (Scope::Many { memories, default }, asked) => {
+                let opened = memories.get(asked.unwrap_or(default), create).await?;
+                Ok(Target::routed(opened.memory().clone(), opened))
+            }
+        }
+    }
+}
+
+/// Run tool `name` with `args`; its text result.
+async fn call_tool(scope: &Scope, name: &str, args: &Value) -> Result<String> {
+    let Some(tool) = tools::TOOLS.iter().find(|t| t.name == name) else {
+        bail!("unknown tool {name:?}");
+    };
+    let mut args: Map<String, Value> = match args {
+        Value::Object(o) => o.clone(),
+        Value::Null => Map::new(),
+        other => bail!("the arguments must be an object, not {other}"),
+    };
+    let memory = args.remove("memory");
+    let target = scope.target(memory.as_ref(), name == "remember").await?;
+    tool.call(&target, args).await
+}
+
+/// The tools as `tools/list` gives them.
+fn tool_list(scope: &Scope) -> Value {
+    let memory = match scope {
+        Scope::One(_) => None,
+        Scope::Many { .. } => Some(
+            json!({"type": "string", "description": "Which memory (a name under the server's root; default: the one it was started with)"}),
+        ),
+    };
+    let tools: Vec<Value> = tools::TOOLS
+        .iter()
+        .map(|t| t.listed(memory.as_ref()))
+        .collect();
+    Value::Array(tools)
+}
+
+/// MEMORY.md's text, for the resource.
+async fn core_memory(scope: &Scope) -> Result<String> {
+    let target = scope.target(None, false).await?;
+    let text = target.run(Core {}).await?;
+    text.text(&target.memory.layout)
+}
+
+fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// The reply to one JSON-RPC message (`None` for a notification).
+pub(crate) async fn handle(scope: &Scope, line: &str) -> Option<Value> {
+    let msg: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
+    };
+    let id = msg.get("id").cloned();
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some(id) = id else {
+        return None; // a notification (initialized, cancelled, …)
+    };
+    let params = msg.get("params").cloned().unwrap_or(json!({}));
+    let result = match method {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or("");
+            let version = if KNOWN_VERSIONS.contains(&asked) {
+                asked
+            } else {
+                PROTOCOL_VERSION
+            };
+            json!({
+                "protocolVersion": version,
+                "capabilities": {
+                    "tools": {"listChanged": false},
+                    "resources": {"listChanged": false, "subscribe": false}
+                },
+                "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
+            })
+        }
+        "ping" => json!({}),
+        "tools/list" => json!({ "tools": tool_list(scope) }),
+        "resources/list" => json!({ "resources": [{
+            "uri": CORE_URI,
+            "name": "MEMORY.md",
+            "description": "The always-relevant memory to keep in mind for this conversation.",
+            "mimeType": "text/markdown"
+        }]}),
+        "resources/read" => match params["uri"].as_str() {
+            Some(CORE_URI) => {
+                let text = match core_memory(scope).await {
+                    Ok(t) => t,
+                    Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
+                };
+                json!({ "contents": [{"uri": CORE_URI, "mimeType": "text/markdown", "text": text}] })
+            }
+            other => {
+                let msg = format!("no resource {}", other.unwrap_or("(no uri)"));
+                return Some(error(id, RESOURCE_NOT_FOUND, msg));
+            }
+        },
+        "tools/call" => {
+            let name = params["name"].as_str().unwrap_or("");
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            // A failing tool is a result the model can read, not a protocol error.
+            match call_tool(scope, name, &args).await {
+                Ok(text) => json!({"content": [{"type": "text", "text": text}], "isError": false}),
+                Err(e) => {
+                    json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
+                }
+            }
+        }
+        "" => return Some(error(id, -32600, "invalid request: no method")),
+        other => return Some(error(id, -32601, format!("method not found: {other}"))),
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// Serve MCP on stdin/stdout until stdin closes.
+pub async fn serve_stdio(scope: Scope) -> Result<()> {
+    let mut input = BufReader::new(tokio::io::stdin());
+    let mut out = tokio::io::stdout();
+    let mut buf = Vec::new();
+    loop {
+        let reply = match read_line(&mut input, &mut buf).await? {
+            Line::End => return Ok(()),
+            Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
+            Line::Bytes => match std::str::from_utf8(&buf) {
+                Ok(line) if line.trim().is_empty() => None,
+                Ok(line) => handle(&scope, line).await,
+                Err(e) => Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
+            },
+        };
+        if let Some(reply) = reply {
+            let mut bytes = serde_json::to_vec(&reply)?;
+            bytes.push(b'\n');
+            out.write_all(&bytes).await?;
+            out.flush().await?;
+        }
+    }
+}
+
+/// JSON-RPC's code for a message that cannot be read.
+const PARSE_ERROR: i64 = -32700;
+
+/// The longest message line read; a longer one is skipped and answered
+/// with a parse error, so one line cannot cost unbounded memory.
+const MAX_LINE: usize = 4 << 20;
+
+fn too_long() -> String {
+    format!("parse error: a message longer than {MAX_LINE} bytes is not read")
+}
+
+/// What one read of a line gave.
+enum Line {
+    /// A line (without its newline) is in the buffer.
+    Bytes,
+    /// A line longer than [`MAX_LINE`], skipped to its end.
+    TooLong,
+    /// The input is closed.
+    End,
+}
+
+/// Read one line of raw bytes into `buf`, at most [`MAX_LINE`] of them.
+async fn read_line(
+    input: &mut BufReader<tokio::io::Stdin>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    use tokio::io::AsyncReadExt;
+    buf.clear();
+    let limit = MAX_LINE as u64 + 1;
+    if (&mut *input).take(limit).read_until(b'\n', buf).await? == 0 {
+        return Ok(Line::End);
+    }
+    if buf.ends_with(b"\n") {
+        buf.pop();
+        return Ok(Line::Bytes);
+    }
+    if buf.len() <= MAX_LINE {
+        return Ok(Line::Bytes); // the last line, without a newline
+    }
+    // Skip the rest of the long line, a bounded chunk at a time.
+    while {
+        buf.clear();
+        let n = (&mut *input).take(limit).read_until(b'\n', buf).await?;
+        n > 0 && !buf.ends_with(b"\n")
+    } {}
+    Ok(Line::TooLong)
+}

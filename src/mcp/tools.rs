@@ -1,0 +1,175 @@
+//! The MCP tools: each is a request of [`crate::request`] under the name
+//! an agent knows it by, its input schema generated from the request type
+//! (less the fields the tool fixes), its reply rendered as text a model
+//! reads.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value, json};
+
+use crate::consolidate;
+use crate::error::{Context, Result};
+use crate::request::{self, Add, Consolidate, Core, Forget, Search, Target};
+
+type Answer<'a> = Pin<Box<dyn Future<Output = Result<String>> + Send + 'a>>;
+
+/// One tool.
+pub(super) struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The request's JSON Schema, without the fields the tool fixes.
+    schema: fn() -> Value,
+    /// Read the arguments into the request, run it at the target, render
+    /// its reply.
+    call: for<'a> fn(&'a Target, Map<String, Value>) -> Answer<'a>,
+}
+
+/// Every tool, in the order `tools/list` gives them.
+pub(super) const TOOLS: &[Tool] = &[
+    Tool {
+        name: "remember",
+        description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact.",
+        schema: || schema::<Add>(&["similar"]),
+        call: |t, args| Box::pin(remember(t, args)),
+    },
+    Tool {
+        name: "recall",
+        description: "Search long-term memory (facts and consolidated entries) by meaning and keywords.",
+        schema: || schema::<Search>(&["wait"]),
+        call: |t, args| Box::pin(recall(t, args)),
+    },
+    Tool {
+        name: "forget",
+        description: "Forget an entry (e-…) or a pending fact (DAY#HASH) for good; it will not come back.",
+        schema: || schema::<Forget>(&[]),
+        call: |t, args| Box::pin(forget(t, args)),
+    },
+    Tool {
+        name: "core_memory",
+        description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation.",
+        schema: || schema::<Core>(&[]),
+        call: |t, args| Box::pin(core_memory(t, args)),
+    },
+    Tool {
+        name: "consolidate",
+        description: "Fold recently remembered facts into the consolidated memory now.",
+        schema: || schema::<Consolidate>(&[]),
+        call: |t, args| Box::pin(consolidate(t, args)),
+    },
+];
+
+impl Tool {
+    /// The tool as `tools/list` gives it; with `memory`, its schema also
+    /// takes the memory to use.
+    pub(super) fn listed(&self, memory: Option<&Value>) -> Value {
+        let mut schema = (self.schema)();
+        if let Some(m) = memory {
+            schema["properties"]["memory"] = m.clone();
+        }
+        json!({"name": self.name, "description": self.description, "inputSchema": schema})
+    }
+
+    pub(super) async fn call(&self, target: &Target, args: Map<String, Value>) -> Result<String> {
+        (self.call)(target, args).await
+    }
+}
+
+/// `R`'s schema without the `fixed` fields.
+fn schema<R: request::Request>(fixed: &[&str]) -> Value {
+    let mut s = request::schema_of::<R>();
+    if let Some(p) = s["properties"].as_object_mut() {
+        for f in fixed {
+            p.remove(*f);
+        }
+    }
+    if let Some(o) = s.as_object_mut() {
+        o.remove("title");
+        o.remove("description");
+    }
+    s
+}
+
+/// The arguments as request `R`, checked by type.
+fn read<R: request::Request>(args: Map<String, Value>) -> Result<R> {
+    serde_json::from_value(Value::Object(args)).context("invalid arguments")
+}
+
+async fn remember(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let mut req: Add = read(args)?;
+    req.similar = true;
+    let added = target.run(req).await?;
+    let mut out = String::new();
+    for f in &added.facts {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("remembered as {}", f.fact.id));
+        for s in f.similar.iter().flatten() {
+            let how = match s.same {
+                true => "same as entry",
+                false => "similar entry",
+            };
+            let text = s.hit.text.replace('\n', " ");
+            out.push_str(&format!("\n{how} {}: {text}", s.hit.id));
+        }
+    }
+    Ok(out)
+}
+
+async fn recall(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let req: Search = read(args)?;
+    let hits = target.run(req).await?.hits();
+    if hits.is_empty() {
+        return Ok("nothing found".into());
+    }
+    let lines: Vec<String> = hits
+        .iter()
+        .map(|h| {
+            let day = h
+                .day
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            format!("- [{}] {}{day}", h.id, h.text.replace('\n', " "))
+        })
+        .collect();
+    Ok(lines.join("\n"))
+}
+
+async fn forget(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let gone = target.run(read::<Forget>(args)?).await?;
+    Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
+}
+
+async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let text = target.run(read::<Core>(args)?).await?;
+    text.text(&target.memory.layout)
+}
+
+async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let report = target.run(read::<Consolidate>(args)?).await?;
+    Ok(run_summary(&report))
+}
+
+/// The `consolidate` tool's answer: what the run did, for a model to read.
+fn run_summary(r: &consolidate::Report) -> String {
+    if let Some(why) = &r.skipped {
+        return format!("not run: {why} (call with force: true to run anyway)");
+    }
+    let a = &r.applied;
+    let mut out = format!(
+        "run {}: {} pending facts -> {} added, {} replaced, {} merged away, {} restated; MEMORY.md has {} lines",
+        r.run_id, r.pending_facts, a.add, a.replace, a.remove, a.keep, r.promoted_lines
+    );
+    let held = r.skipped_hand_edited + r.failed_clusters;
+    if held > 0 {
+        out.push_str(&format!(
+            "; {held} ops or clusters held back, their facts stay pending"
+        ));
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("\nwarning: {w}"));
+    }
+    out
+}

@@ -1,0 +1,47 @@
+//! [`Check`]: memd's invariants, verified from the files; `fix` rebuilds
+//! what is derived (the index) when only it disagrees.
+
+use serde::{Deserialize, Serialize};
+
+use super::reindex::Reindex;
+use super::route::{Method, Route};
+use super::target::{Request, Target};
+use crate::check::Report;
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Check {
+    /// Repair what is derived: rebuild the index from the files when it
+    /// disagrees with them. Files a person owns are never changed.
+    pub fix: bool,
+}
+
+impl Request for Check {
+    type Reply = Report;
+
+    const ROUTE: Route = Route {
+        method: Method::Post,
+        path: "/check",
+        summary: "Verify memd's invariants (`fix` rebuilds the index when only it is wrong)",
+    };
+
+    /// Checking reads the files and the table (safely beside its owner);
+    /// a fix is a [`Reindex`], which goes where the index is.
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<Report> {
+        let layout = &target.memory.layout;
+        let report = crate::check::run(layout).await?;
+        if !self.fix || report.index_rows.is_none() {
+            return Ok(report);
+        }
+        let clear = report.index_fixable;
+        target.run(Reindex { clear }).await?;
+        let mut after = crate::check::run(layout).await?;
+        after.index_rebuilt = clear;
+        Ok(after)
+    }
+}

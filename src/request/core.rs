@@ -1,0 +1,66 @@
+//! [`Core`]: the core memory, `MEMORY.md`, as the agent's prompt.
+
+use serde::{Deserialize, Serialize};
+
+use super::route::{Method, Route};
+use super::target::{Request, Target, blocking};
+use crate::error::{Context, Result};
+
+/// `MEMORY.md` byte for byte (a missing file is empty).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Core {}
+
+/// The bytes of `MEMORY.md`. Only a file that is UTF-8 is text: a byte
+/// that is not is kept as it is, never dropped or replaced.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CoreText(pub Vec<u8>);
+
+impl CoreText {
+    /// The text, or a clear error naming the line where it is not UTF-8
+    /// (for front ends that carry text only, such as MCP).
+    pub fn text(self, layout: &crate::Layout) -> Result<String> {
+        if let Some((at, line)) = crate::text::first_bad_byte(&self.0) {
+            return Err(crate::Error::Corrupt {
+                path: layout.memory_md(),
+                line: Some(line),
+                message: format!(
+                    "not UTF-8 (byte {at}); MCP carries text only, fix the file by hand"
+                ),
+            });
+        }
+        Ok(String::from_utf8(self.0).expect("checked above"))
+    }
+}
+
+pub(super) const MEDIA: &str = "text/markdown";
+
+impl Request for Core {
+    type Reply = CoreText;
+
+    const ROUTE: Route = Route {
+        method: Method::Get,
+        path: "/memory",
+        summary: "MEMORY.md, the core memory, as the agent's prompt (markdown)",
+    };
+
+    const MEDIA: Option<&'static str> = Some(MEDIA);
+
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<CoreText> {
+        let path = target.memory.layout.memory_md();
+        let bytes = blocking(move || {
+            let read = crate::atomic::read_if_exists(&path);
+            read.with_context(|| format!("reading {}", path.display()))
+        })
+        .await?;
+        Ok(CoreText(bytes.unwrap_or_default()))
+    }
+
+    fn raw(reply: &CoreText) -> Vec<u8> {
+        reply.0.clone()
+    }
+}

@@ -1,0 +1,99 @@
+//! [`Forget`], [`Unforget`] and [`Candidates`]: forgetting an entry or a
+//! pending fact for good, taking that back, and finding what to forget.
+
+use serde::{Deserialize, Serialize};
+
+use super::route::{Method, Route};
+use super::target::{Request, Target, blocking};
+use crate::error::Result;
+use crate::forget::Candidate;
+
+/// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`) for good: it is
+/// removed and tombstoned, so neither a reindex nor a restatement brings it
+/// back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Forget {
+    /// An entry id (`e-…`) or a pending fact's id (`DAY#HASH`).
+    pub id: String,
+}
+
+impl Request for Forget {
+    /// What was forgotten.
+    type Reply = Candidate;
+
+    const ROUTE: Route = Route {
+        method: Method::Delete,
+        path: "/entries/{id}",
+        summary: "Forget an entry or a pending fact for good",
+    };
+
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<Candidate> {
+        let memory = target.memory.clone();
+        let gone = blocking(move || crate::forget::forget(&memory, &self.id)).await?;
+        target.settle().await;
+        Ok(gone)
+    }
+}
+
+/// Undo a forget (or the deletion of an entry by hand): its tombstones are
+/// lifted and a forgotten entry is restored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Unforget {
+    /// The entry or fact that was forgotten.
+    pub id: String,
+}
+
+impl Request for Unforget {
+    /// What is back.
+    type Reply = Candidate;
+
+    const ROUTE: Route = Route {
+        method: Method::Post,
+        path: "/entries/{id}/unforget",
+        summary: "Take back the forgetting of an entry or a fact",
+    };
+
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<Candidate> {
+        let memory = target.memory.clone();
+        let back = blocking(move || crate::forget::undo(&memory, &self.id)).await?;
+        target.settle().await;
+        Ok(back)
+    }
+}
+
+/// The entries and pending facts whose text contains `text` (case and
+/// spacing ignored): what `memd forget --match` lists.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Candidates {
+    pub text: String,
+}
+
+impl Request for Candidates {
+    type Reply = Vec<Candidate>;
+
+    const ROUTE: Route = Route {
+        method: Method::Get,
+        path: "/candidates",
+        summary: "Entries and pending facts whose text contains `text`",
+    };
+
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<Vec<Candidate>> {
+        let layout = target.memory.layout.clone();
+        blocking(move || crate::forget::candidates(&layout, &self.text)).await
+    }
+}

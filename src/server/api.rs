@@ -1,0 +1,315 @@
+//! The daemon's HTTP API (axum, JSON). Every request of
+//! [`crate::request`] has one route, made from its type here: the path's
+//! `{field}`s, the query (GET, DELETE) or the JSON body (POST) are read
+//! into the request, which is applied once ([`crate::request::Target`]).
+//!
+//! For one memory directory the routes are `/v1/…`; under a root they are
+//! `/v1/m/{name}/…` (nested, the name checked before any file is touched),
+//! with `GET /v1/memories` listing the memories and which are open. Both
+//! answer `GET /healthz` and describe themselves at `GET /v1/openapi.json`
+//! ([`super::openapi`]).
+//!
+//! Every request is screened by the guard first ([`super::guard`]: host,
+//! origin, tokens). Errors are `{"error": "..."}` with a 4xx or 5xx status.
+//! Bodies are capped at [`MAX_BODY`]. No request names a path: ids are
+//! looked up among entries and facts, never joined onto the file system.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, RawPathParams, Request as HttpRequest};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use super::memories::{Memories, OnDemand};
+use super::shutdown::Shutdown;
+use crate::config::Config;
+use crate::error::Kind;
+use crate::request::{self, Consolidate, Method, Request, Target};
+
+/// Largest request body accepted (bytes).
+pub(crate) const MAX_BODY: usize = 1 << 20;
+
+pub struct State {
+    pub memories: Arc<Memories>,
+    /// The daemon's configuration: the guard's origins.
+    pub config: Config,
+    pub token: Option<String>,
+    /// Under a root: memory name → the token that opens that memory alone.
+    pub tokens: HashMap<String, String>,
+    /// The address the daemon is bound to (for the `Host` check).
+    pub bound: std::net::SocketAddr,
+    /// Long requests give up when it fires.
+    pub shutdown: Shutdown,
+}
+
+type Shared = Arc<State>;
+
+pub struct ApiError(StatusCode, String);
+
+impl ApiError {
+    fn bad(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, msg.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<crate::Error> for ApiError {
+    fn from(e: crate::Error) -> ApiError {
+        let status = match e.kind() {
+            Kind::Busy => StatusCode::CONFLICT,
+            Kind::NotFound => StatusCode::NOT_FOUND,
+            Kind::Invalid => StatusCode::BAD_REQUEST,
+            Kind::Corrupt | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(status, format!("{e:#}"))
+    }
+}
+
+type Reply = Result<Response, ApiError>;
+
+pub(crate) fn router(state: Shared) -> Router {
+    let mut mount = Mount(Router::new());
+    request::each(&mut mount);
+    let memory = mount.0.route("/healthz", get(memory_health));
+    let app = match state.memories.root_dir() {
+        None => Router::new().nest("/v1", memory),
+        Some(_) => Router::new()
+            .route("/v1/memories", get(memories))
+            .nest("/v1/m/{name}", memory),
+    };
+    app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))
+        .route("/v1/openapi.json", get(openapi))
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// Mounts each request's route on the one-memory router.
+struct Mount(Router<Shared>);
+
+impl request::Each for Mount {
+    fn one<R: Request>(&mut self) {
+        let route: MethodRouter<Shared> = match R::ROUTE.method {
+            Method::Get => axum::routing::get(handle::<R>),
+            Method::Post => axum::routing::post(handle::<R>),
+            Method::Delete => axum::routing::delete(handle::<R>),
+        };
+        let router = std::mem::take(&mut self.0);
+        self.0 = router.route(R::ROUTE.path, route);
+    }
+}
+
+/// Refuse what [`super::guard`] refuses, before any route runs.
+async fn guard(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    req: HttpRequest,
+    next: Next,
+) -> Response {
+    let memory = memory_in(req.uri().path()).map(str::to_string);
+    let own = memory.and_then(|m| s.tokens.get(&m).cloned());
+    let check = super::guard::Check {
+        bound: s.bound,
+        allowed_origins: &s.config.server.allowed_origins,
+        tokens: s
+            .token
+            .iter()
+            .chain(own.iter())
+            .map(String::as_str)
+            .collect(),
+        many: s.memories.root_dir().is_some(),
+    };
+    match check.refuse(req.headers()) {
+        Some((code, msg)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
+            tracing::info!(status = code, "request refused: {msg}");
+            ApiError(status, msg).into_response()
+        }
+        None => next.run(req).await,
+    }
+}
+
+/// The memory a path names, if it is under `/v1/m/`.
+fn memory_in(path: &str) -> Option<&str> {
+    path.strip_prefix("/v1/m/")?.split('/').next()
+}
+
+/// One request of type `R`, read from the path, the query or the body,
+/// and applied at the memory the path names.
+async fn handle<R: Request>(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    params: RawPathParams,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let mut path: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let name = take(&mut path, "name");
+    let req: R = match R::ROUTE.method.in_query() {
+        true => from_query(&path, uri.query().unwrap_or(""))?,
+        false => from_body(&path, &headers, &body)?,
+    };
+    let target = target(&s, name.as_deref(), &req).await?;
+    let applied = async { Ok::<_, ApiError>(req.apply(&target).await?) };
+    let reply = match std::any::TypeId::of::<R>() == std::any::TypeId::of::<Consolidate>() {
+        true => tokio::select! {
+            r = applied => r?,
+            _ = s.shutdown.recv() => return Err(ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the daemon is shutting down; the run was stopped before writing and its facts stay pending".into(),
+            )),
+        },
+        false => applied.await?,
+    };
+    Ok(respond::<R>(reply))
+}
+
+fn take(fields: &mut Vec<(String, String)>, name: &str) -> Option<String> {
+    let at = fields.iter().position(|(k, _)| k == name)?;
+    Some(fields.remove(at).1)
+}
+
+/// A request from the path's fields and the query string.
+fn from_query<R: Request>(path: &[(String, String)], query: &str) -> Result<R, ApiError> {
+    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::bad(format!("invalid query string: {e}")))?;
+    pairs.extend(path.iter().cloned());
+    let joined = serde_urlencoded::to_string(&pairs)
+        .map_err(|e| ApiError::bad(format!("invalid query string: {e}")))?;
+    serde_urlencoded::from_str(&joined)
+        .map_err(|e| ApiError::bad(format!("Failed to deserialize query string: {e}")))
+}
+
+/// A request from the path's fields and the JSON body (an empty body is
+/// `{}`). As axum's `Json` answers: 415 without a JSON content type, 400
+/// for a body that is not JSON, 422 for JSON that is not the request.
+fn from_body<R: Request>(
+    path: &[(String, String)],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<R, ApiError> {
+    let mut value = match body.iter().all(u8::is_ascii_whitespace) {
+        true => json!({}),
+        false => {
+            if !json_content(headers) {
+                return Err(ApiError(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Expected request with `Content-Type: application/json`".into(),
+                ));
+            }
+            serde_json::from_slice::<Value>(body).map_err(|e| {
+                ApiError::bad(format!("Failed to parse the request body as JSON: {e}"))
+            })?
+        }
+    };
+    let Some(fields) = value.as_object_mut() else {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the request body must be a JSON object".into(),
+        ));
+    };
+    for (k, v) in path {
+        fields.insert(k.clone(), Value::String(v.clone()));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Failed to deserialize the JSON body into the target type: {e}"),
+        )
+    })
+}
+
+/// Whether the request says its body is JSON (`application/json`, or an
+/// `application/…+json` type).
+fn json_content(headers: &HeaderMap) -> bool {
+    let Some(v) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = v
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Where `req` is applied: the one memory; or memory `name` under the
+/// root, opened now only if the request needs its index, and made by a
+/// first write.
+async fn target<R: Request>(s: &Shared, name: Option<&str>, req: &R) -> Result<Target, ApiError> {
+    let Some(name) = name else {
+        let one = s
+            .memories
+            .the_one()
+            .ok_or_else(|| ApiError::bad("no memory"))?;
+        return Ok(one.target());
+    };
+    super::memories::check_name(name)?;
+    if req.needs_index() {
+        return Ok(s.memories.get(name, req.creates()).await?.target());
+    }
+    let memory = s.memories.memory(name, req.creates())?;
+    let held = OnDemand::new(s.memories.clone(), name);
+    Ok(Target::here(memory, Arc::new(held)))
+}
+
+/// The reply as JSON, or as it is for a request whose reply is not JSON
+/// (labelled UTF-8 only when it is).
+fn respond<R: Request>(reply: R::Reply) -> Response {
+    let Some(media) = R::MEDIA else {
+        return Json(reply).into_response();
+    };
+    let bytes = R::raw(&reply);
+    let kind = match std::str::from_utf8(&bytes) {
+        Ok(_) => format!("{media}; charset=utf-8"),
+        Err(_) => media.to_string(),
+    };
+    ([(header::CONTENT_TYPE, kind)], bytes).into_response()
+}
+
+/// A memory's liveness: `/v1/healthz`, or `/v1/m/{name}/healthz` (a 404
+/// when there is no such memory).
+async fn memory_health(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    params: RawPathParams,
+) -> Reply {
+    if let Some((_, name)) = params.iter().find(|(k, _)| *k == "name") {
+        super::memories::check_name(name)?;
+        s.memories.memory(name, false)?;
+    }
+    Ok(Json(json!({"ok": true})).into_response())
+}
+
+async fn memories(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
+    let names = s.memories.names()?;
+    let listed: Vec<_> = names
+        .iter()
+        .map(|n| json!({"name": n, "open": s.memories.is_open(n)}))
+        .collect();
+    Ok(Json(json!({"memories": listed, "open": s.memories.open_count()})).into_response())
+}
+
+async fn openapi(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {
+    let root = s.memories.root_dir().is_some();
+    let guarded = s.token.is_some() || !s.tokens.is_empty();
+    Ok(Json(super::openapi::document(root, guarded)).into_response())
+}

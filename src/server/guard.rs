@@ -1,0 +1,134 @@
+//! What the daemon's API accepts from whom, before any route runs: it
+//! listens on loopback, and every web page a user opens can reach
+//! loopback too. So:
+//! - the `Host` must name this daemon: `localhost`, a loopback address, the
+//!   address it is bound to, or (bound to every interface) any literal IP.
+//!   A DNS name that resolves here (DNS rebinding: `evil.example` pointed at
+//!   127.0.0.1) is refused;
+//! - a request a browser marks as coming from a page is refused, unless
+//!   that page's origin is listed in `[server] allowed_origins`: an `Origin`
+//!   header, or `Sec-Fetch-Site: cross-site`/`same-site` (an `<img>` GET
+//!   carries no `Origin`, but does carry that);
+//! - with a token, `Authorization: Bearer <token>`, compared in constant
+//!   time.
+//!
+//! Clients that are not browsers (curl, the CLI, agents' HTTP libraries)
+//! send none of the browser headers and a `Host` of the address they
+//! dialled, so they pass.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+
+/// What a request is checked against.
+pub(crate) struct Check<'a> {
+    /// The address the daemon is bound to.
+    pub bound: SocketAddr,
+    pub allowed_origins: &'a [String],
+    /// The tokens any one of which opens the route (none: no token is
+    /// needed): the daemon's, and under a root the memory's own.
+    pub tokens: Vec<&'a str>,
+    /// Whether the daemon serves many memories (for the message).
+    pub many: bool,
+}
+
+impl Check<'_> {
+    /// Why a request with `headers` is refused, if it is.
+    pub(crate) fn refuse(&self, headers: &HeaderMap) -> Option<(u16, String)> {
+        if let Some(refused) = refuse_page(headers, self.bound, self.allowed_origins) {
+            return Some(refused);
+        }
+        if self.tokens.is_empty() || self.tokens.iter().any(|t| bears(headers, t)) {
+            return None;
+        }
+        let msg = match self.many {
+            true => {
+                "this daemon needs `Authorization: Bearer <token>` (the daemon's, or the memory's own)"
+            }
+            false => "this daemon needs `Authorization: Bearer <MEMD_TOKEN>`",
+        };
+        Some((401, msg.into()))
+    }
+}
+
+/// Why a request is refused as coming from a page or another host, if it
+/// is.
+fn refuse_page(
+    headers: &HeaderMap,
+    bound: SocketAddr,
+    allowed_origins: &[String],
+) -> Option<(u16, String)> {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(host) = headers.get(HOST)
+        && !host.to_str().is_ok_and(|h| host_allowed(h, bound))
+    {
+        let shown = String::from_utf8_lossy(host.as_bytes()).into_owned();
+        return Some((
+            403,
+            format!("Host {shown:?} is not this daemon; use localhost or {bound}"),
+        ));
+    }
+    if let Some(origin) = text(ORIGIN.as_str()) {
+        if !origin_allowed(origin, allowed_origins) {
+            return Some((
+                403,
+                format!(
+                    "requests from web pages are refused (Origin {origin}); list trusted origins in [server] allowed_origins"
+                ),
+            ));
+        }
+    } else if let Some(site) = text("sec-fetch-site")
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Some((
+            403,
+            format!("requests from web pages are refused (Sec-Fetch-Site: {site})"),
+        ));
+    }
+    None
+}
+
+/// Whether the request carries `Authorization: Bearer <token>` (compared
+/// in constant time).
+fn bears(headers: &HeaderMap, token: &str) -> bool {
+    let sent = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes()))
+}
+
+/// Whether a `Host` header (`name[:port]`, `[v6]:port`) names this daemon.
+fn host_allowed(host: &str, bound: SocketAddr) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                n
+            } else {
+                host
+            }
+        }),
+    };
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match name.parse::<IpAddr>() {
+        Ok(ip) => ip.is_loopback() || ip == bound.ip() || bound.ip().is_unspecified(),
+        Err(_) => false,
+    }
+}
+
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim_end_matches('/');
+    allowed
+        .iter()
+        .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+}
+
+/// Equality that takes as long whatever the first differing byte (the
+/// length is not secret).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}

@@ -1,0 +1,424 @@
+//! The memories a process serves: one directory (`memd serve`, `memd
+//! mcp`), or every memory under a root (`memd serve --root DIR`, `memd mcp
+//! --memory NAME`), one directory per user or agent, `DIR/NAME`, opened on
+//! demand. A daemon serving one directory is a `Memories` of one.
+//!
+//! - **Names** are checked before anything touches the file system
+//!   ([`check_name`]): ASCII letters, digits, `-`, `_` and `.`, not
+//!   starting with a dot, at most [`MAX_NAME`] bytes. So no name holds a
+//!   separator or `..`, and none is hidden or too long for a file name.
+//! - **Created on the first write**: a write to a memory that does not
+//!   exist makes it as `memd init` does, with `DIR/memd.toml` (when there
+//!   is one) as its configuration; a read of one that does not exist is
+//!   `NotFound`. Each memory then follows its own `memd.toml`, which is
+//!   what the CLI reads too, so the two never build its index with two
+//!   different embedders.
+//! - **Open memories are capped** ([`Memories::root`]'s `max_open`): the
+//!   least recently used is closed when another opens. Closing drops the
+//!   handle on the table, the daemon's lock on the directory and its
+//!   `daemon.json`; the files are the truth, so nothing is lost, and the
+//!   next request opens it again and syncs what changed meanwhile. A
+//!   memory still in use by a request when it is closed stays alive until
+//!   that request ends, and a request for it meanwhile gets that same one
+//!   (never a second handle on the table).
+//! - **One embedder per embedder configuration**, shared by every open
+//!   memory: the model is loaded once, not once per memory.
+//! - A daemon **serves** what it opens ([`Opened::serve`]): it holds the
+//!   directory's `.memd/daemon.lock` and writes `.memd/daemon.json` (naming
+//!   the memory among many), so CLI commands on it go through the daemon.
+//!   `memd mcp` opens without serving: a daemon that serves the directory
+//!   gets its requests instead.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::info::{self, Info};
+use crate::config::Config;
+use crate::embed::{self, Embedder};
+use crate::error::{Context, Result};
+use crate::index::Index;
+use crate::request::{Holder, Lazy, Target};
+use crate::{Layout, Memory};
+
+/// Longest memory name, in bytes.
+pub const MAX_NAME: usize = 64;
+
+/// `Ok` when `name` may name a memory (see the module doc).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let why = if name.is_empty() {
+        "is empty"
+    } else if name.len() > MAX_NAME {
+        "is longer than 64 bytes"
+    } else if name.starts_with('.') {
+        "starts with a dot"
+    } else if !name.chars().all(ok_char) {
+        "may hold only ASCII letters, digits, '-', '_' and '.'"
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::Invalid(format!(
+        "memory name {:?} {why}",
+        name.chars().take(80).collect::<String>()
+    )))
+}
+
+/// The layout of memory `name` under `root` (the name checked first).
+/// When it does not exist: made as `memd init` does, with `root/memd.toml`
+/// (if any) as its configuration, when `create`; else `NoSuch`.
+pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
+    check_name(name)?;
+    let dir = root.join(name);
+    if Layout::is_memory(&dir) {
+        return Layout::open(&dir);
+    }
+    if !create {
+        return Err(crate::Error::NoSuch {
+            what: format!("memory {name:?} (its first write creates it)"),
+        });
+    }
+    let layout = crate::memory::init(&dir)?;
+    let template = Layout::new(root).config_file();
+    if template.is_file() {
+        std::fs::copy(&template, layout.config_file())
+            .with_context(|| format!("copying {}", template.display()))?;
+    }
+    tracing::info!(memory = %name, "memory created");
+    Ok(layout)
+}
+
+/// One memory a process has open.
+pub struct Opened {
+    /// Its name among many (`None`: the process serves one directory).
+    pub name: Option<String>,
+    held: Lazy,
+    /// Set by every request and run since the upkeep loop last looked: an
+    /// open memory nobody touched needs no upkeep.
+    pub touched: AtomicBool,
+    /// Whether this process serves it (and writes its `daemon.json`).
+    served: bool,
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if self.served {
+            info::remove(&self.memory().layout);
+            tracing::debug!(memory = ?self.name, "memory closed");
+        }
+    }
+}
+
+impl Opened {
+    fn with(name: Option<&str>, held: Lazy, served: bool) -> Opened {
+        Opened {
+            name: name.map(String::from),
+            held,
+            touched: AtomicBool::new(true),
+            served,
+        }
+    }
+
+    /// Serve `memory` from this process: the directory's daemon lock (an
+    /// error naming the daemon that holds it), `daemon.json` saying where
+    /// `listen`ing, and the index with the sole writer.
+    pub(crate) async fn serve(name: Option<&str>, memory: Memory, listen: &Info) -> Result<Opened> {
+        let served = info::claim(&memory.layout)?;
+        // Said before the index opens (which can take a while), so a
+        // command meanwhile goes to this daemon rather than the table.
+        let record = listen.for_memory(name);
+        info::write(&memory.layout, &record).context("writing .memd/daemon.json")?;
+        let index = match Index::open_sole(&memory, served).await {
+            Ok(index) => index,
+            Err(e) => {
+                info::remove(&memory.layout);
+                return Err(e);
+            }
+        };
+        tracing::debug!(memory = ?name, "memory opened");
+        Ok(Opened::with(name, Lazy::with(memory, Some(index)), true))
+    }
+
+    pub fn memory(&self) -> &Memory {
+        self.held.memory()
+    }
+
+    /// A target for requests on this memory, applied in this process.
+    pub fn target(self: &Arc<Self>) -> Target {
+        Target::here(self.memory().clone(), self.clone())
+    }
+
+    fn touch(&self) {
+        self.touched.store(true, Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl Holder for Opened {
+    async fn index(&self) -> Result<Arc<Index>> {
+        self.held.index().await
+    }
+
+    fn index_if_open(&self) -> Option<Arc<Index>> {
+        self.held.index_if_open()
+    }
+}
+
+/// A memory among many that a request may not need opened: it is opened
+/// only if the request needs its index, and a write brings the index in
+/// step only if the memory is open anyway.
+pub(crate) struct OnDemand {
+    pub memories: Arc<Memories>,
+    pub name: String,
+    opened: tokio::sync::OnceCell<Arc<Opened>>,
+}
+
+impl OnDemand {
+    pub(crate) fn new(memories: Arc<Memories>, name: &str) -> OnDemand {
+        OnDemand {
+            memories,
+            name: name.to_string(),
+            opened: tokio::sync::OnceCell::new(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Holder for OnDemand {
+    async fn index(&self) -> Result<Arc<Index>> {
+        let open = || self.memories.get(&self.name, false);
+        self.opened.get_or_try_init(open).await?.index().await
+    }
+
+    fn index_if_open(&self) -> Option<Arc<Index>> {
+        self.opened.get()?.index_if_open()
+    }
+
+    async fn to_settle(&self) -> Option<Result<Arc<Index>>> {
+        let open = self.memories.open_now(&self.name)?;
+        Some(open.index().await)
+    }
+}
+
+/// The memories a process serves or opens.
+pub struct Memories {
+    served: Served,
+    /// Where the daemon listens, for each memory's `daemon.json` (`None`:
+    /// opened without serving, by `memd mcp`).
+    listen: Option<Info>,
+}
+
+enum Served {
+    One(Arc<Opened>),
+    Root(Box<Root>),
+}
+
+/// Every memory under a root, the open ones capped.
+struct Root {
+    dir: PathBuf,
+    max_open: usize,
+    open: Mutex<Open>,
+    embedders: Mutex<HashMap<String, Arc<dyn Embedder>>>,
+    /// One open at a time, so two requests for a cold memory open it once.
+    opening: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Open {
+    /// Strong handles, with the tick of their last use.
+    held: HashMap<String, (Arc<Opened>, u64)>,
+    /// Every memory opened and maybe still in use after it was closed.
+    alive: HashMap<String, Weak<Opened>>,
+    tick: u64,
+}
+
+impl Open {
+    fn touch(&mut self, name: &str) -> Option<Arc<Opened>> {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some((m, t)) = self.held.get_mut(name) {
+            *t = tick;
+            return Some(m.clone());
+        }
+        let m = self.alive.get(name)?.upgrade()?;
+        self.held.insert(name.to_string(), (m.clone(), tick));
+        Some(m)
+    }
+
+    /// Hold `m`, closing the least recently used past `max_open`.
+    fn hold(&mut self, name: &str, m: Arc<Opened>, max_open: usize) {
+        self.tick += 1;
+        self.alive.insert(name.to_string(), Arc::downgrade(&m));
+        self.held.insert(name.to_string(), (m, self.tick));
+        while self.held.len() > max_open.max(1) {
+            let oldest = self.held.iter().min_by_key(|(_, (_, t))| *t);
+            let Some(name) = oldest.map(|(n, _)| n.clone()) else {
+                break;
+            };
+            self.held.remove(&name);
+        }
+        self.alive.retain(|_, w| w.strong_count() > 0);
+    }
+}
+
+impl Memories {
+    /// A daemon serving one directory: `memory`, opened and served now.
+    pub(crate) async fn one(memory: Memory, listen: Info) -> Result<Memories> {
+        let opened = Opened::serve(None, memory, &listen).await?;
+        Ok(Memories {
+            served: Served::One(Arc::new(opened)),
+            listen: Some(listen),
+        })
+    }
+
+    /// Every memory under `dir`, at most `max_open` open at once; served
+    /// (as by `memd serve --root`) when `listen` says where.
+    pub fn root(dir: &Path, max_open: usize, listen: Option<Info>) -> Memories {
+        Memories {
+            served: Served::Root(Box::new(Root {
+                dir: dir.to_path_buf(),
+                max_open,
+                open: Mutex::default(),
+                embedders: Mutex::default(),
+                opening: tokio::sync::Mutex::new(()),
+            })),
+            listen,
+        }
+    }
+
+    /// The root, when these are the memories under one.
+    pub fn root_dir(&self) -> Option<&Path> {
+        match &self.served {
+            Served::Root(r) => Some(&r.dir),
+            Served::One(_) => None,
+        }
+    }
+
+    /// The one memory, when the process serves one directory.
+    pub fn the_one(&self) -> Option<&Arc<Opened>> {
+        match &self.served {
+            Served::One(o) => Some(o),
+            Served::Root(_) => None,
+        }
+    }
+
+    /// Every memory, by name: those under the root (directories with a
+    /// valid name and an `archive/`), or the one (named `""`).
+    pub fn names(&self) -> Result<Vec<String>> {
+        let Served::Root(root) = &self.served else {
+            return Ok(vec![String::new()]);
+        };
+        let read = std::fs::read_dir(&root.dir);
+        let mut out: Vec<String> = read
+            .with_context(|| format!("reading {}", root.dir.display()))?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| check_name(n).is_ok() && Layout::is_memory(&root.dir.join(n)))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// How many memories are open now.
+    pub fn open_count(&self) -> usize {
+        match &self.served {
+            Served::One(_) => 1,
+            Served::Root(r) => r.open.lock().expect("not poisoned").held.len(),
+        }
+    }
+
+    /// Memory `name` if it is open now (marked used).
+    pub fn open_now(&self, name: &str) -> Option<Arc<Opened>> {
+        let o = match &self.served {
+            Served::One(o) => o.clone(),
+            Served::Root(r) => r
+                .open
+                .lock()
+                .expect("not poisoned")
+                .held
+                .get(name)?
+                .0
+                .clone(),
+        };
+        o.touch();
+        Some(o)
+    }
+
+    /// Whether `name` is open now.
+    pub fn is_open(&self, name: &str) -> bool {
+        match &self.served {
+            Served::One(_) => true,
+            Served::Root(r) => r.open.lock().expect("not poisoned").held.contains_key(name),
+        }
+    }
+
+    /// The open memories.
+    pub fn held(&self) -> Vec<Arc<Opened>> {
+        match &self.served {
+            Served::One(o) => vec![o.clone()],
+            Served::Root(r) => {
+                let open = r.open.lock().expect("not poisoned");
+                open.held.values().map(|(m, _)| m.clone()).collect()
+            }
+        }
+    }
+
+    /// Memory `name`, open or not, without opening it: what a request that
+    /// reads and writes files only needs. Made when `create` (a write) and
+    /// it does not exist; else `NotFound`.
+    pub fn memory(&self, name: &str, create: bool) -> Result<Memory> {
+        let root = match &self.served {
+            Served::One(o) => return Ok(o.memory().clone()),
+            Served::Root(r) => r,
+        };
+        if let Some(o) = self.open_now(name) {
+            return Ok(o.memory().clone());
+        }
+        let layout = layout_of(&root.dir, name, create)?;
+        let config = Config::load(&layout.root)?;
+        let embedder = root.embedder(&config)?;
+        Ok(Memory::new(layout, config).with_embedder(embedder))
+    }
+
+    /// Memory `name`, opened if it is not; created first when `create`
+    /// (a write), else `NotFound` if it does not exist.
+    pub async fn get(&self, name: &str, create: bool) -> Result<Arc<Opened>> {
+        let root = match &self.served {
+            Served::One(o) => return Ok(o.clone()),
+            Served::Root(r) => r,
+        };
+        check_name(name)?;
+        if let Some(m) = root.open.lock().expect("not poisoned").touch(name) {
+            m.touch();
+            return Ok(m);
+        }
+        let _one = root.opening.lock().await;
+        if let Some(m) = root.open.lock().expect("not poisoned").touch(name) {
+            m.touch();
+            return Ok(m);
+        }
+        let memory = self.memory(name, create)?;
+        let opened = match &self.listen {
+            Some(listen) => Opened::serve(Some(name), memory, listen).await?,
+            None => Opened::with(Some(name), Lazy::new(memory), false),
+        };
+        let m = Arc::new(opened);
+        let mut open = root.open.lock().expect("not poisoned");
+        open.hold(name, m.clone(), root.max_open);
+        Ok(m)
+    }
+}
+
+impl Root {
+    /// The shared embedder for `config`'s embedder settings.
+    fn embedder(&self, config: &Config) -> Result<Arc<dyn Embedder>> {
+        let key = serde_json::to_string(&config.embedder)?;
+        let mut all = self.embedders.lock().expect("not poisoned");
+        if let Some(e) = all.get(&key) {
+            return Ok(e.clone());
+        }
+        let e = embed::from_config(&config.embedder)?;
+        all.insert(key, e.clone());
+        Ok(e)
+    }
+}

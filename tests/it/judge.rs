@@ -1,0 +1,654 @@
+//! The LLM judge: its requests, and how its replies are read, checked and
+//! refused.
+
+use memd::config::EmbedderKind;
+use memd::consolidate::{self};
+use memd::entries::Document;
+use serde_json::json;
+
+use crate::consolidate::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_llm_client_retries_5xx_and_drops_response_format_when_refused() {
+    let server = scripted(|n, body| match n {
+        0 => Reply::Status(503),
+        _ if body.get("response_format").is_some() => {
+            Reply::Error(400, r#"{"error": "unknown field response_format"}"#.into())
+        }
+        _ => Reply::Json(chat("Here it is: {\"ok\": true} and some trailing words")),
+    })
+    .await;
+    let mut cfg = llm_config(&server.url).llm;
+    cfg.max_attempts = 3;
+    let client = memd::llm::Client::new(&cfg).unwrap();
+    let (reply, usage) = client
+        .chat(&[memd::llm::Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        memd::llm::extract_json(&reply).unwrap(),
+        json!({"ok": true})
+    );
+    assert_eq!(usage.prompt_tokens, 100);
+    let reqs = server.requests.lock().unwrap();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].get("response_format").is_none());
+    assert!(memd::llm::extract_json("no json here").is_err());
+    let fenced = "```json\n{\"ops\": [1]}\n```";
+    assert_eq!(
+        memd::llm::extract_json(fenced).unwrap(),
+        json!({"ops": [1]})
+    );
+}
+
+/// Structured output (issue 14 item 3): a judge call asks for
+/// `json_schema` with the cluster's own aliases as enums, so a
+/// constraining server cannot name a fact or an entry that was not shown.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_judge_asks_for_a_schema_naming_only_the_clusters_aliases() {
+    let server = scripted(|_, body| faithful(body)).await;
+    let (_t, layout) = memory_dir();
+    let config = llm_config(&server.url);
+    add(
+        &layout,
+        "2026-11-18",
+        &["Maria teaches chemistry at Lincoln High"],
+    );
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    add(
+        &layout,
+        "2026-11-19",
+        &["Maria now teaches physics at Lincoln High", "Tom has a dog"],
+    );
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    let reqs = server.requests.lock().unwrap();
+    let judged: Vec<&serde_json::Value> = reqs
+        .iter()
+        .filter(|b| !is_promotion(b) && !is_update_check(b))
+        .collect();
+    let last = judged.last().unwrap();
+    let format = &last["response_format"];
+    assert_eq!(format["type"], "json_schema", "{format}");
+    let kinds = &format["json_schema"]["schema"]["properties"]["ops"]["items"]["anyOf"];
+    let kind = |name: &str| {
+        kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["properties"]["op"]["enum"][0] == name)
+            .cloned()
+    };
+    let add_op = kind("ADD").unwrap();
+    assert_eq!(
+        add_op["properties"]["from"]["items"]["enum"],
+        json!(["F1", "F2"])
+    );
+    let replace = kind("REPLACE").unwrap();
+    assert_eq!(replace["properties"]["target"]["enum"], json!(["E1"]));
+    // One entry shown: there is nothing to fold it into.
+    assert!(kind("REMOVE").is_none());
+}
+
+/// The per-fact request shape (issue 14 item 4): one decision per fact,
+/// the schema listing every fact in order; the decisions go through the
+/// same validation as ops. An update keeps the old value as history, a
+/// fact the same as an earlier one joins its entry, a new fact is added in
+/// its own words.
+#[tokio::test(flavor = "multi_thread")]
+async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() {
+    let server = scripted(|_, body| {
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let prompt = prompt_of(body);
+        if !prompt.contains("For each new") {
+            return Reply::Json(add_every_fact(body));
+        }
+        let Some(e1) = alias_of(&prompt, 'E', "chemistry") else {
+            return all_new(&prompt);
+        };
+        let f = |needle: &str| alias_of(&prompt, 'F', needle).unwrap();
+        let decisions = json!({"decisions": [
+            {"fact": f("physics"), "decision": "UPDATE", "entry": e1},
+            {"fact": f("called Rex"), "decision": "NEW", "entry": "none"},
+            {"fact": f("dog, Rex"), "decision": "SAME", "entry": f("called Rex")},
+        ]});
+        Reply::Json(chat(decisions.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    add(
+        &layout,
+        "2026-11-18",
+        &["Maria teaches chemistry at Lincoln High"],
+    );
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    let later = add(
+        &layout,
+        "2026-11-19",
+        &[
+            "Maria now teaches physics at Lincoln High",
+            "Tom has a dog called Rex",
+            "Tom has a dog, Rex",
+        ],
+    );
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.invalid_replies, r.applied.replace, r.applied.add),
+        (0, 1, 1),
+        "{r:?}"
+    );
+    let all = entries(&layout);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let maria = entry_with(&all, "physics");
+    assert!(
+        maria.text.contains("chemistry"),
+        "history kept: {}",
+        maria.text
+    );
+    let rex = entry_with(&all, "Rex");
+    assert_eq!(rex.text, "Tom has a dog called Rex");
+    assert_eq!(sources(rex), [later[1].clone(), later[2].clone()]);
+    let reqs = server.requests.lock().unwrap();
+    let last = reqs
+        .iter()
+        .rev()
+        .find(|b| prompt_of(b).contains("For each new"))
+        .unwrap();
+    let schema = &last["response_format"]["json_schema"]["schema"];
+    let items = &schema["properties"]["decisions"]["prefixItems"];
+    assert_eq!(items.as_array().unwrap().len(), 3, "{schema}");
+    assert_eq!(schema["properties"]["decisions"]["minItems"], 3);
+}
+
+/// Forgetting catches a paraphrase with an LLM (issue 14 item 5): the
+/// judge is shown the forgotten text near a new fact and may keep the fact
+/// out with FORGET, which must say what the forgotten text says (a FORGET
+/// of an unrelated fact is refused). The fact kept out is named, and stays
+/// out.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_llm_sees_what_was_forgotten_and_keeps_a_paraphrase_out() {
+    let server = scripted(|_, body| {
+        let prompt = prompt_of(body);
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let Some(at) = prompt.rfind("FORGOTTEN (") else {
+            return Reply::Json(add_every_fact(body));
+        };
+        assert!(
+            prompt[at..].contains("X1: lives at 14 elm street"),
+            "{prompt}"
+        );
+        let home = alias_of(&prompt, 'F', "home").unwrap();
+        let chess = alias_of(&prompt, 'F', "chess").unwrap();
+        let retried = body["messages"].as_array().unwrap().len() > 1;
+        let ops = match retried {
+            false => json!({"ops": [{"op": "FORGET", "target": "X1", "from": [home, chess]}]}),
+            true => json!({"ops": [
+                {"op": "FORGET", "target": "X1", "from": [home]},
+                {"op": "ADD", "text": "Tom plays chess on Sundays", "from": [chess]},
+            ]}),
+        };
+        Reply::Json(chat(ops.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.embedder.kind = EmbedderKind::Minilm;
+    add(&layout, "2026-11-18", &["Lives at 14 Elm Street"]);
+    consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    let id = entries(&layout)[0].id().unwrap().to_string();
+    memd::forget::forget(&memd::Memory::open(&layout.root).unwrap(), &id).unwrap();
+
+    let later = add(
+        &layout,
+        "2026-11-19",
+        &[
+            "User's home is at 14 Elm Street",
+            "Tom plays chess on Sundays",
+        ],
+    );
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    assert_eq!(r.invalid_replies, 1, "{r:?}");
+    assert_eq!(r.suppressed.len(), 1, "{r:?}");
+    assert_eq!(r.suppressed[0].fact, later[0]);
+    assert_eq!(r.suppressed[0].forgotten.as_deref(), Some(id.as_str()));
+    let all = entries(&layout);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Tom plays chess on Sundays");
+    let again = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    assert_eq!(again.pending_facts, 0, "{again:?}");
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a paraphrase kept out"))
+        .await
+        .unwrap();
+}
+
+/// With the per-fact request, a cluster with no pending fact (an
+/// unreviewed entry shown again) is asked with the ops prompt, which can
+/// fold one entry into another: one decision per fact cannot.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_of_entries_only_is_asked_for_ops_under_the_per_fact_request() {
+    let server = scripted(|_, body| {
+        if is_promotion(body) {
+            return Reply::Json(promote_every_entry(body));
+        }
+        let prompt = prompt_of(body);
+        assert!(prompt.contains("Operations:"), "{prompt}");
+        let dup = alias_of(&prompt, 'E', "cello.").unwrap();
+        let keep = alias_of(&prompt, 'E', "on Sundays").unwrap();
+        let ops = json!({"ops": [{"op": "REMOVE", "target": dup, "into": keep}]});
+        Reply::Json(chat(ops.to_string()))
+    })
+    .await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    let mut doc = Document::read(&layout.entries_file()).unwrap();
+    for (text, unreviewed) in [
+        ("Tom plays the cello on Sundays", false),
+        ("Tom plays the cello.", true),
+    ] {
+        let mut meta = doc.new_meta(text, "2026-11-18", Vec::new());
+        meta.unreviewed = unreviewed;
+        doc.push(text, meta);
+    }
+    doc.save(&layout.entries_file(), "2026-11-18").unwrap();
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    assert_eq!((r.llm_calls, r.applied.remove), (1, 1), "{r:?}");
+    let all = entries(&layout);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Tom plays the cello on Sundays");
+}
+
+/// A per-fact UPDATE must be about the same thing as its entry: a word in
+/// common that most entries of the cluster do not share (the name of the
+/// person they are all about does not count). An update of an unrelated
+/// entry is refused and asked again; the right one is kept as history.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
+    let all = refused_update(
+        ("Japan", "social media", "speak French"),
+        &[
+            "Laurent might speak French and English",
+            "Laurent could be active on social media",
+            "Laurent likes jazz records",
+        ],
+        "Laurent was born in Japan and only speaks Japanese",
+    )
+    .await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(
+        all.iter()
+            .any(|e| e.text == "Laurent could be active on social media")
+    );
+    let updated = entry_with(&all, "Japan");
+    assert!(
+        updated.text.contains("French and English"),
+        "{}",
+        updated.text
+    );
+}
+
+/// A per-fact UPDATE of an entry when another entry shares at least 2 more
+/// of the fact's words is refused and asked again, naming that entry: an
+/// update changes one value of what it updates.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_per_fact_update_of_the_less_alike_entry_is_refused_naming_the_closer_one() {
+    let all = refused_update(
+        ("Devon collaborated", "nonprofit", "documentary"),
+        &[
+            "Tessa and Devon co-founded a nonprofit for music education",
+            "Tessa and Ainsley collaborated on a documentary about ocean conservation",
+            "Tessa plays the violin",
+        ],
+        "Tessa and Devon collaborated on a documentary about ocean conservation",
+    )
+    .await;
+    assert!(
+        all.iter()
+            .any(|e| e.text == "Tessa and Devon co-founded a nonprofit for music education")
+    );
+    let updated = entry_with(&all, "Devon collaborated");
+    assert!(
+        updated.text.contains("Ainsley"),
+        "history kept: {}",
+        updated.text
+    );
+}
+
+/// A server that refuses `json_schema`, then `json_object`, is asked one
+/// step down each time, and the process remembers it for that endpoint:
+/// a new client asks it in plain text at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_response_format_steps_down_and_is_remembered_per_endpoint() {
+    let server = scripted(|_, body| match body["response_format"]["type"].as_str() {
+        Some("json_schema") => {
+            Reply::Error(400, r#"{"error": "json_schema is not supported"}"#.into())
+        }
+        Some(_) => Reply::Error(400, r#"{"error": "unknown field response_format"}"#.into()),
+        None => Reply::Json(chat("{\"ok\": true}")),
+    })
+    .await;
+    let cfg = llm_config(&server.url).llm;
+    let client = memd::llm::Client::new(&cfg).unwrap();
+    assert_eq!(client.format(), memd::llm::Format::Schema);
+    let schema = json!({"type": "object"});
+    let msgs = [memd::llm::Message::user("hi")];
+    let (reply, _) = client.chat_with(&msgs, Some(&schema)).await.unwrap();
+    assert_eq!(reply, "{\"ok\": true}");
+    let kinds: Vec<Option<String>> = server
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| b["response_format"]["type"].as_str().map(String::from))
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some("json_schema".into()), Some("json_object".into()), None]
+    );
+    let again = memd::llm::Client::new(&cfg).unwrap();
+    assert_eq!(again.format(), memd::llm::Format::Plain);
+    again.chat_with(&msgs, Some(&schema)).await.unwrap();
+    assert_eq!(server.requests.lock().unwrap().len(), 4);
+}
+
+#[test]
+fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
+    use memd::consolidate::ops::{Cluster, Group, Op};
+    use memd::consolidate::reply::read as validate;
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-11-22#00000001".into()],
+            text: "Pixel the cat is afraid of the vacuum cleaner".into(),
+            days: vec!["2026-11-22".into()],
+        }],
+        entries: vec![
+            entry("e-cat", "The user has a cat named Pixel"),
+            entry("e-job", "Works at Google as a data engineer"),
+            entry("e-tea", "Drinks green tea"),
+        ],
+        forgotten: Vec::new(),
+    };
+    // A KEEP whose entry does not say the fact (a real 1.5B model did this).
+    let err = validate(
+        &json!({"ops": [{"op": "KEEP", "target": "E1", "from": ["F1"]}]}),
+        &cluster,
+        20,
+    )
+    .unwrap_err();
+    assert!(err.contains("no text says it"), "{err}");
+    // An ADD whose text is not the fact.
+    assert!(
+        validate(
+            &json!({"ops": [{"op": "ADD", "text": "x", "from": ["F1"]}]}),
+            &cluster,
+            20
+        )
+        .is_err()
+    );
+    // A REMOVE into an entry that does not say what the removed one said.
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REMOVE", "target": "E3", "into": "E2"}
+    ]});
+    assert!(
+        validate(&reply, &cluster, 20)
+            .unwrap_err()
+            .contains("does not say what E3 says")
+    );
+    // A REPLACE that erases the old value keeps it as history. (Each fact
+    // is placed by one op, so the update is a second fact, F2.)
+    let mut job = cluster.clone();
+    job.groups.push(Group {
+        ids: vec!["2026-11-22#00000002".into()],
+        text: "Now works at Microsoft".into(),
+        days: vec!["2026-11-22".into()],
+    });
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E2", "text": "Now works at Microsoft", "from": ["F2"]}
+    ]});
+    let ops = validate(&reply, &job, 20).unwrap();
+    match &ops[1] {
+        Op::Replace { text, .. } => assert_eq!(
+            text,
+            "Now works at Microsoft (previously: Works at Google as a data engineer)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Half the old words kept is still too little: "Google" and "data"
+    // would be gone.
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E2", "text": "Works as an engineer at Microsoft", "from": ["F2"]}
+    ]});
+    match &validate(&reply, &job, 20).unwrap()[1] {
+        Op::Replace { text, .. } => assert!(
+            text.ends_with("(previously: Works at Google as a data engineer)"),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Text that says what nothing shown said: the fact's own words instead
+    // (ADD); a REPLACE is not applied, its fact is ADDed in its own words
+    // (or, with no fact to fall back on, the reply is refused).
+    let reply = json!({"ops": [
+        {"op": "ADD", "from": ["F1"],
+         "text": "Pixel is afraid of the vacuum cleaner; previously she was a student in Edinburgh"}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[0] {
+        Op::Add { text, .. } => assert_eq!(text, "Pixel the cat is afraid of the vacuum cleaner."),
+        other => panic!("{other:?}"),
+    }
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E1", "from": ["F1"],
+         "text": "The user has a cat named Pixel who hates the vacuum and loves tuna"}
+    ]});
+    let fact_alone = vec![Op::Add {
+        text: "Pixel the cat is afraid of the vacuum cleaner.".into(),
+        from: vec!["2026-11-22#00000001".into()],
+    }];
+    assert_eq!(validate(&reply, &cluster, 20).unwrap(), fact_alone);
+    // A number from nowhere is a made-up value, even alone.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E2", "from": ["F1"],
+         "text": "Works at Google as a data engineer since 2019; Pixel is afraid of the vacuum cleaner"}
+    ]});
+    assert_eq!(validate(&reply, &cluster, 20).unwrap(), fact_alone);
+    let reply = json!({"ops": [
+        {"op": "ADD", "text": "Pixel is afraid of the vacuum cleaner", "from": ["F1"]},
+        {"op": "REPLACE", "target": "E3", "text": "Drinks green tea with honey and lemon"}
+    ]});
+    let err = validate(&reply, &cluster, 20).unwrap_err();
+    assert!(err.contains("honey, lemon"), "{err}");
+    // One word from nowhere is a rewrite, not an invention.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E2", "from": ["F1"],
+         "text": "Works at Google as a data engineer; owns Pixel, afraid of the vacuum cleaner"}
+    ]});
+    match &validate(&reply, &cluster, 20).unwrap()[0] {
+        Op::Replace { text, .. } => assert!(
+            text.starts_with("Works at Google as a data engineer; owns Pixel"),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The good reply passes: the fact in its own words, a true restatement kept.
+    let reply = json!({"ops": [
+        {"op": "REPLACE", "target": "E1", "from": ["F1"],
+         "text": "The user has a cat named Pixel, who is afraid of the vacuum cleaner"}
+    ]});
+    assert!(validate(&reply, &cluster, 20).is_ok());
+}
+
+/// A text that drops a fact's names or numbers does not say the fact,
+/// however many other words match (Qwen 1.5B kept the old partner's name
+/// and appended "previously" the same sentence).
+#[test]
+fn a_text_that_drops_a_facts_name_does_not_say_it() {
+    use memd::consolidate::ops::{Cluster, Group, Op, Snapshot};
+    use memd::consolidate::reply::read as validate;
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-02-01#00000002".into()],
+            text: "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education."
+                .into(),
+            days: vec!["2026-02-01".into()],
+        }],
+        entries: vec![Snapshot {
+            id: "e-fund".into(),
+            text: "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education."
+                .into(),
+            pinned: false,
+            unreviewed: false,
+            first_seen: "2026-01-01".into(),
+            updated: "2026-01-01".into(),
+        }],
+        forgotten: Vec::new(),
+    };
+    let reply = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
+        "text": "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education; previously they ran a charity fundraiser for children's education."}]});
+    assert_eq!(
+        validate(&reply, &cluster, 20).unwrap(),
+        vec![Op::Add {
+            text: cluster.groups[0].text.clone(),
+            from: cluster.groups[0].ids.clone(),
+        }]
+    );
+    let keep = json!({"ops": [{"op": "KEEP", "target": "E1", "from": ["F1"]}]});
+    let err = validate(&keep, &cluster, 20).unwrap_err();
+    assert!(err.contains("no text says it"), "{err}");
+    let good = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
+        "text": "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education; previously Annette Rojan did."}]});
+    match &validate(&good, &cluster, 20).unwrap()[0] {
+        Op::Replace { text, .. } => {
+            assert!(text.ends_with("previously Annette Rojan did."), "{text}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A reply past the size cap is not read (the cluster waits for the next
+/// run, its facts pending and checked clean), and a reply made of
+/// brackets is refused after a bounded number of tries, not one per
+/// bracket.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_and_hostile_replies_are_refused_with_bounded_work() {
+    let huge = "[".repeat(2 << 20);
+    let server =
+        scripted(move |_, _| Reply::Json(json!({"choices": [{"message": {"content": huge}}]})))
+            .await;
+    let (_t, layout) = memory_dir();
+    let config = llm_config(&server.url);
+    let ids = add(&layout, "2026-11-20", &["Keeps bees on the roof"]);
+    let r = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
+        .await
+        .unwrap();
+    assert_eq!(r.failed_clusters, 1, "{r:?}");
+    let said = format!("{:?}", r.cluster_reports);
+    assert!(said.contains("larger than"), "{said}");
+    assert!(!is_done(&layout, &ids[0]));
+    assert!(entries(&layout).is_empty());
+    let root = layout.root.clone();
+    tokio::task::spawn_blocking(move || assert_checks_clean(&root, "a huge reply"))
+        .await
+        .unwrap();
+
+    let brackets = "[".repeat(900_000);
+    let err = memd::llm::extract_json(&brackets).unwrap_err();
+    assert!(format!("{err}").contains("not valid JSON"), "{err}");
+    let late = format!("{} {{\"ops\": []}}", "{".repeat(20));
+    assert!(memd::llm::extract_json(&late).is_err());
+    let prefaced = "Here you are: {\"ops\": []}";
+    assert_eq!(
+        memd::llm::extract_json(prefaced).unwrap(),
+        json!({"ops": []})
+    );
+}
+
+/// No op drops a name, a number or a negation: a negation is not a stop
+/// word to validation, a REPLACE needs a fact, a merge keeps every name
+/// of the entry it removes, and each fact is placed once.
+#[test]
+fn no_op_drops_a_name_a_number_or_a_negation() {
+    use memd::consolidate::ops::{Cluster, Group, Op};
+    use memd::consolidate::reply::read as validate;
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-11-22#00000001".into()],
+            text: "User is not vegetarian".into(),
+            days: vec!["2026-11-22".into()],
+        }],
+        entries: vec![
+            entry("e-veg", "User is vegetarian"),
+            entry("e-alice", "Alice is vegetarian"),
+            entry("e-bob", "Bob is vegetarian"),
+        ],
+        forgotten: Vec::new(),
+    };
+    let refused = |reply: serde_json::Value, why: &str| {
+        let err = validate(&reply, &cluster, 20).unwrap_err();
+        assert!(err.contains(why), "{err}");
+    };
+    refused(
+        json!({"ops": [{"op": "REPLACE", "target": "E1", "text": "User is not vegetarian"},
+                       {"op": "ADD", "from": ["F1"], "text": "User is not vegetarian"}]}),
+        "must name the facts",
+    );
+    refused(
+        json!({"ops": [{"op": "KEEP", "target": "E1", "from": ["F1"]}]}),
+        "no text says it",
+    );
+    refused(
+        json!({"ops": [{"op": "ADD", "from": ["F1"], "text": "User is not vegetarian"},
+                       {"op": "REMOVE", "target": "E3", "into": "E2"}]}),
+        "does not say what E3 says",
+    );
+    refused(
+        json!({"ops": [{"op": "ADD", "from": ["F1"], "text": "User is not vegetarian"},
+                       {"op": "ADD", "from": ["F1"], "text": "User is not vegetarian"}]}),
+        "placed by two operations",
+    );
+    // The update itself is fine, and keeps the old value as history.
+    let ops = validate(
+        &json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"], "text": "User is not vegetarian"}]}),
+        &cluster,
+        20,
+    )
+    .unwrap();
+    match &ops[0] {
+        Op::Replace { text, .. } => {
+            assert_eq!(
+                text,
+                "User is not vegetarian (previously: User is vegetarian)"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        memd::consolidate::reply::repair::with_history("Is vegetarian", "Is not vegetarian"),
+        "Is vegetarian (previously: Is not vegetarian)"
+    );
+}

@@ -1,0 +1,241 @@
+//! `memd mcp`, driven over its pipes as an MCP client would.
+
+use std::io::{BufRead, Write};
+
+use memd::Layout;
+use serde_json::{Value, json};
+
+use crate::serving::*;
+use crate::support::*;
+
+#[test]
+fn mcp_speaks_json_rpc_over_stdio() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
+    let mut ask = |msg: Value| -> Option<Value> {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        msg.get("id")?;
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        Some(serde_json::from_str(&line).unwrap())
+    };
+    let init = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}))
+    .unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "memd");
+    assert!(ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_none());
+    let list = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["remember", "recall", "forget", "core_memory", "consolidate"]
+    );
+    for t in list["result"]["tools"].as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+    let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
+    .unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("remembered as ")
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": "which seats on trains", "k": 3}}}))
+    .unwrap();
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("aisle seats"),
+        "{r}"
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {}}}))
+    .unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = ask(json!({"jsonrpc": "2.0", "id": 6, "method": "no/such"})).unwrap();
+    assert_eq!(r["error"]["code"], -32601);
+    let r = ask(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "core_memory", "arguments": {}}}))
+    .unwrap();
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("memd:begin")
+    );
+    // MEMORY.md is a resource too.
+    assert!(
+        init["result"]["capabilities"]["resources"].is_object(),
+        "{init}"
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 8, "method": "resources/list"})).unwrap();
+    let uri = r["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(uri, "memd://MEMORY.md");
+    let r = ask(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read",
+        "params": {"uri": uri}}),
+    )
+    .unwrap();
+    let text = r["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(text, std::fs::read_to_string(layout.memory_md()).unwrap());
+    let r = ask(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "resources/read",
+        "params": {"uri": "memd://nothing"}}),
+    )
+    .unwrap();
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].session.as_deref(), Some("mcp"));
+}
+
+/// One line of bytes that is not UTF-8, or one too long to read, gets a
+/// parse error and the server goes on; a MEMORY.md that is not UTF-8 is a
+/// clear error to the model, never an empty memory.
+#[test]
+fn mcp_answers_bad_bytes_with_a_parse_error_and_goes_on() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let mut md = std::fs::read(layout.memory_md()).unwrap();
+    md.extend_from_slice(b"Caf\xe9 notes kept by hand\n");
+    std::fs::write(layout.memory_md(), &md).unwrap();
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
+    let mut reply = || -> Value {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    stdin
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"p\xffing\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let long = vec![b'x'; 5 << 20];
+    stdin.write_all(&long).unwrap();
+    stdin
+        .write_all(b"\n{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"ping\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let r = reply();
+    assert_eq!(r["id"], 2, "{r}");
+    assert!(r["result"].is_object(), "{r}");
+
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "core_memory", "arguments": {}}});
+    writeln!(stdin, "{call}").unwrap();
+    stdin.flush().unwrap();
+    let r = reply();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("not UTF-8"), "{text}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read(layout.memory_md()).unwrap(), md);
+}
+
+#[test]
+fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
+    let mut id = 0;
+    let mut call = |tool: &str, args: Value| -> String {
+        id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}});
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let r: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    call("remember", json!({"text": "Prefers aisle seats on trains"}));
+    assert!(call("recall", json!({"query": "aisle seats"})).contains("aisle seats"));
+
+    // Another process writes while the server holds its index open.
+    let out = crate::support::memd(&layout.root, &["add", "Owns a red kayak called Flint"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let found = call("recall", json!({"query": "red kayak Flint", "k": 3}));
+    assert!(found.contains("kayak"), "{found}");
+    let id_of = |text: &str| -> String {
+        let start = text.find("[2").expect("a fact id") + 1;
+        text[start..].split(']').next().unwrap().to_string()
+    };
+    let seats = id_of(&call("recall", json!({"query": "aisle seats", "k": 1})));
+    let out = crate::support::memd(&layout.root, &["forget", &seats]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let after = call("recall", json!({"query": "aisle seats on trains", "k": 5}));
+    assert!(!after.contains("aisle seats"), "{after}");
+    drop(stdin);
+    child.wait().unwrap();
+}
+
+#[test]
+fn mcp_with_a_memory_name_serves_the_memories_under_its_directory() {
+    let root = root_dir();
+    let (mut child, mut stdin, mut stdout) = spawn_mcp_with(root.path(), &["--memory", "alice"]);
+    let mut call = |name: &str, args: Value| tool(&mut stdin, &mut stdout, name, args);
+    let (err, text) = call("remember", json!({"text": "Alice keeps bees"}));
+    assert!(!err, "{text}");
+    let (err, text) = call(
+        "remember",
+        json!({"text": "Bob keeps goats", "memory": "bob"}),
+    );
+    assert!(!err, "{text}");
+    let (_, alice) = call("recall", json!({"query": "keeps", "k": 10}));
+    assert!(
+        alice.contains("bees") && !alice.contains("goats"),
+        "{alice}"
+    );
+    let (_, bob) = call(
+        "recall",
+        json!({"query": "keeps", "k": 10, "memory": "bob"}),
+    );
+    assert!(bob.contains("goats") && !bob.contains("bees"), "{bob}");
+    let (err, text) = call("recall", json!({"query": "x", "memory": "../alice"}));
+    assert!(err && text.contains("memory name"), "{text}");
+    let (err, text) = call("recall", json!({"query": "x", "memory": "carol"}));
+    assert!(err && text.contains("no memory"), "{text}");
+    assert!(!root.path().join("carol").exists());
+    drop(stdin);
+    child.wait().unwrap();
+
+    // One memory directory: no `memory` to choose.
+    let alice = Layout::open(root.path().join("alice")).unwrap();
+    let (mut child, mut stdin, mut stdout) = spawn_mcp(&alice);
+    let (err, text) = tool(
+        &mut stdin,
+        &mut stdout,
+        "recall",
+        json!({"query": "x", "memory": "bob"}),
+    );
+    assert!(err && text.contains("--memory"), "{text}");
+    drop(stdin);
+    child.wait().unwrap();
+}
