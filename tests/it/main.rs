@@ -16,6 +16,7 @@ mod eval;
 mod formats;
 mod index;
 mod judge;
+mod limits;
 mod mcp;
 mod offline;
 mod root;
