@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::archive::{self, Fact};
+use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
 use crate::ids::{EntryId, FactId};
@@ -33,7 +34,6 @@ use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table::{self, StoredRow};
 use crate::layout::{Source, rel};
-use crate::memory_md::MemoryMd;
 use crate::pending::{Pending, Settled};
 use crate::state::State;
 use crate::tombstones::Tombstones;
@@ -209,7 +209,7 @@ fn provenance(
 
 /// One pair of markers; every generated line tied to a live entry.
 fn memory_md(layout: &Layout, doc: &Document, report: &mut Report) {
-    match MemoryMd::read(&layout.memory_md()) {
+    match CoreMd::read(&layout.memory_md()) {
         Err(e) => report.problem(rel::CORE, None, e.to_string()),
         Ok(md) => {
             let live: HashSet<&EntryId> = doc.entries().filter_map(|e| e.id()).collect();

@@ -13,12 +13,12 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::archive::{self, Fact};
+use crate::core_md::{self, CoreMd};
 use crate::entries::Document;
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId};
 use crate::index::RowKind;
 use crate::journal::{self, Record, Stamp};
-use crate::memory_md::{self, MemoryMd};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{self, Tombstone, Tombstones};
@@ -139,13 +139,13 @@ fn forget_entry(
     r.before = Some(entry.text.clone());
     r.sources = sources;
     journal::append(&layout.journal_file(), &[r])?;
-    let md = MemoryMd::read(&layout.memory_md())?;
+    let md = CoreMd::read(&layout.memory_md())?;
     let lines: Vec<_> = md
         .lines()
         .into_iter()
         .filter(|l| l.entry_id != id)
         .collect();
-    memory_md::write_lines(&layout.memory_md(), &lines)?;
+    core_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(())
 }
 

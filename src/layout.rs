@@ -29,10 +29,17 @@ pub mod rel {
         format!("{ARCHIVE}{day}.md")
     }
 
-    /// The day of a daily log's relative path, if it is one.
+    /// The day of a daily log's relative path, if it has the shape of one
+    /// (`archive/NNNN-NN-NN.md`: what memd writes in its own files, read
+    /// back for every row of the index, so the calendar is not asked).
     pub fn day_of(path: &str) -> Option<&str> {
         let day = path.strip_prefix(ARCHIVE)?.strip_suffix(".md")?;
-        super::is_day(day).then_some(day)
+        let shaped = day.len() == 10
+            && day.bytes().enumerate().all(|(i, b)| match i {
+                4 | 7 => b == b'-',
+                _ => b.is_ascii_digit(),
+            });
+        shaped.then_some(day)
     }
 }
 

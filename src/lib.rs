@@ -16,7 +16,7 @@
 //!   archive ──(parse: facts with stable ids)──► consolidate ──► entries
 //!   archive/YYYY-MM-DD.md                        (gate, judge)  consolidated/memory.md
 //!        │                                          │   │             │
-//!        │                                          │   └► journal    └► memory_md
+//!        │                                          │   └► journal    └► core_md
 //!        │                                          │      (every op)     MEMORY.md
 //!        ▼                                          ▼
 //!   tombstones (never resurrect)              state (watermark, last run)
@@ -33,7 +33,7 @@
 //! | `archive/YYYY-MM-DD.md`                | [`archive`]     |
 //! | `consolidated/memory.md` (and its lock `.memd/consolidate.lock`) | [`entries`] |
 //! | `consolidated/journal.jsonl`           | [`journal`]     |
-//! | `MEMORY.md`                            | [`memory_md`]   |
+//! | `MEMORY.md`                            | [`core_md`]   |
 //! | `.tombstones.jsonl`                    | [`tombstones`]  |
 //! | `.recall_log.jsonl`                    | [`recall`]      |
 //! | `.consolidation_state.json`            | [`state`]       |
@@ -95,6 +95,7 @@ pub mod check;
 pub mod clock;
 pub mod config;
 pub mod consolidate;
+pub mod core_md;
 pub mod duplicate;
 pub mod embed;
 pub mod entries;
@@ -112,7 +113,6 @@ pub mod llm;
 pub(crate) mod lock;
 pub mod mcp;
 pub mod memory;
-pub mod memory_md;
 pub(crate) mod pause;
 pub(crate) mod pending;
 pub mod progress;

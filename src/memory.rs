@@ -8,7 +8,7 @@
 //! "Memory" means this, a memory directory, everywhere in memd; its tiers
 //! are the archive ([`crate::archive`]), the entries
 //! ([`crate::entries`], `consolidated/memory.md`) and the core memory
-//! ([`crate::memory_md`], `MEMORY.md`).
+//! ([`crate::core_md`], `MEMORY.md`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,7 +19,7 @@ use crate::config::{self, Config};
 use crate::embed::{self, Embedder};
 use crate::error::{Context, Result};
 use crate::layout::{Layout, rel};
-use crate::{atomic, entries, memory_md};
+use crate::{atomic, core_md, entries};
 
 #[derive(Clone)]
 pub struct Memory {
@@ -101,7 +101,7 @@ pub fn init(root: &Path) -> Result<Layout> {
     let files: [(PathBuf, String); 4] = [
         (layout.config_file(), config::default_file_text()),
         (layout.entries_file(), entries::EMPTY_FILE.to_string()),
-        (layout.memory_md(), memory_md::EMPTY_FILE.to_string()),
+        (layout.memory_md(), core_md::EMPTY_FILE.to_string()),
         (layout.gitignore(), format!("{}/\n", rel::RUNTIME)),
     ];
     for (path, text) in files {

@@ -46,11 +46,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::core_md::{self, CoreMd};
 use crate::entries::{self, Document, Meta, text_hash};
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::journal::{self, Op, Record, Stamp};
-use crate::memory_md::{self, MemoryMd};
 use crate::state::State;
 use crate::tombstones::{self, Tombstone, Tombstones};
 use crate::{Layout, Memory, archive, consolidate};
@@ -596,7 +596,7 @@ fn release(
 /// dropped, so that no line ever names an entry that is not in the file.
 fn refresh_memory_md(layout: &Layout, doc: Option<&Document>, steps: &[Step]) -> Result<()> {
     let changed: HashMap<&str, &Slot> = steps.iter().map(|s| (s.entry.as_str(), &s.to)).collect();
-    let md = MemoryMd::read(&layout.memory_md())?;
+    let md = CoreMd::read(&layout.memory_md())?;
     let lines: Vec<_> = md
         .lines()
         .into_iter()
@@ -613,6 +613,6 @@ fn refresh_memory_md(layout: &Layout, doc: Option<&Document>, steps: &[Step]) ->
             }
         })
         .collect();
-    memory_md::write_lines(&layout.memory_md(), &lines)?;
+    core_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Promotion: which entries an agent sees in every prompt, written into the
-//! generated part of `MEMORY.md` ([`crate::memory_md`] owns the file).
+//! generated part of `MEMORY.md` ([`crate::core_md`] owns the file).
 //!
 //! Candidates are ranked by code first: pinned entries, then recall (hits in
 //! `.recall_log.jsonl`, recent ones weighing more) plus a smaller bonus for
@@ -13,11 +13,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::core_md::{self, Line};
 use crate::entries::Document;
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, RowId};
 use crate::llm::{self, Message};
-use crate::memory_md::{self, Line};
 use crate::recall::{self, Usage};
 use crate::tombstones::Tombstones;
 use crate::{Layout, Memory, prompts};
@@ -133,7 +133,7 @@ pub async fn run(memory: &Memory, doc: &Document, llm: Option<&llm::Client>) -> 
             }
         },
     };
-    memory_md::write_lines(&layout.memory_md(), &lines)?;
+    core_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(Outcome {
         lines: lines.len(),
         warnings,

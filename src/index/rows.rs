@@ -11,11 +11,11 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::archive;
+use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
 use crate::ids::{FactId, RowId};
 use crate::layout::{Layout, Source};
-use crate::memory_md::MemoryMd;
 use crate::state::State;
 use crate::text::short_hash;
 use crate::tombstones::Tombstones;
@@ -161,7 +161,7 @@ pub(super) fn desired_for(
         out.insert(Source::Entries, rows);
     }
     if wanted(&Source::Core)
-        && let Ok(md) = MemoryMd::read(&layout.memory_md())
+        && let Ok(md) = CoreMd::read(&layout.memory_md())
     {
         let rows: Vec<Row> = md
             .lines()

@@ -34,6 +34,8 @@ use lancedb::index::scalar::FtsIndexBuilder;
 
 use super::search::Hit;
 use crate::Result;
+use crate::ids::RowId;
+use crate::layout::Source;
 
 /// BM25's term-frequency saturation and length normalisation (LanceDB's).
 const K1: f32 = 1.2;
@@ -54,7 +56,7 @@ pub(super) struct Terms {
     /// scoring loop.
     lens: Vec<u32>,
     free: Vec<u32>,
-    by_row: HashMap<(String, String), u32>,
+    by_row: HashMap<(Source, RowId), u32>,
     words: HashMap<String, u32>,
     /// Word → (slot → occurrences).
     postings: Vec<HashMap<u32, u32>>,
@@ -165,7 +167,7 @@ impl Terms {
 
     /// Add a row, given its words (from [`tokens`]).
     fn insert_tokens(&mut self, hit: Hit, tokens: Vec<String>) {
-        let key = (hit.source.rel().into_owned(), hit.id.to_string());
+        let key = (hit.source.clone(), hit.id.clone());
         if let Some(&old) = self.by_row.get(&key) {
             // The same row twice (a table with a duplicate row): the last
             // one read stands, as one row.
@@ -210,7 +212,10 @@ impl Terms {
     }
 
     fn remove(&mut self, source: &str, id: &str) {
-        if let Some(slot) = self.by_row.get(&(source.to_string(), id.to_string())) {
+        let Some(source) = Source::parse(source) else {
+            return;
+        };
+        if let Some(slot) = self.by_row.get(&(source, RowId::from(id))) {
             self.take(*slot);
         }
     }
@@ -227,8 +232,7 @@ impl Terms {
             self.counted -= 1;
             self.tokens -= len as u64;
         }
-        self.by_row
-            .remove(&(s.hit.source.rel().into_owned(), s.hit.id.to_string()));
+        self.by_row.remove(&(s.hit.source, s.hit.id));
         self.free.push(slot);
     }
 

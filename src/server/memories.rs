@@ -220,6 +220,10 @@ struct Root {
     max_open: usize,
     open: Mutex<Open>,
     embedders: Mutex<HashMap<String, Arc<dyn Embedder>>>,
+    /// Each memory's configuration as last read, with its file's stamp: a
+    /// request on a memory that is not open (an append) reads it only when
+    /// the file changed.
+    configs: Mutex<HashMap<String, (Stamp, Config)>>,
     /// One open at a time, so two requests for a cold memory open it once.
     opening: tokio::sync::Mutex<()>,
 }
@@ -281,6 +285,7 @@ impl Memories {
                 max_open,
                 open: Mutex::default(),
                 embedders: Mutex::default(),
+                configs: Mutex::default(),
                 opening: tokio::sync::Mutex::new(()),
             })),
             listen,
@@ -375,7 +380,7 @@ impl Memories {
             return Ok(o.memory().clone());
         }
         let layout = layout_of(&root.dir, name, create)?;
-        let config = Config::load(&layout.root)?;
+        let config = root.config(name, &layout)?;
         let embedder = root.embedder(&config)?;
         Ok(Memory::new(layout, config).with_embedder(embedder))
     }
@@ -409,7 +414,26 @@ impl Memories {
     }
 }
 
+/// What identifies a version of a configuration file without reading it:
+/// its modification time and length (`None`: no file).
+type Stamp = Option<(Option<std::time::SystemTime>, u64)>;
+
 impl Root {
+    /// Memory `name`'s configuration, read again only when its file changed.
+    fn config(&self, name: &str, layout: &Layout) -> Result<Config> {
+        let meta = std::fs::metadata(layout.config_file()).ok();
+        let stamp: Stamp = meta.map(|m| (m.modified().ok(), m.len()));
+        let mut all = self.configs.lock().expect("not poisoned");
+        if let Some((seen, config)) = all.get(name)
+            && *seen == stamp
+        {
+            return Ok(config.clone());
+        }
+        let config = Config::load(&layout.root)?;
+        all.insert(name.to_string(), (stamp, config.clone()));
+        Ok(config)
+    }
+
     /// The shared embedder for `config`'s embedder settings.
     fn embedder(&self, config: &Config) -> Result<Arc<dyn Embedder>> {
         let key = serde_json::to_string(&config.embedder)?;

@@ -104,7 +104,7 @@ fn damage_to_any_file_is_found_with_its_place() {
 
     // Broken MEMORY.md markers.
     let mut md = std::fs::read_to_string(layout.memory_md()).unwrap();
-    md.push_str(memd::memory_md::END);
+    md.push_str(memd::core_md::END);
     std::fs::write(layout.memory_md(), md).unwrap();
     let found = problems(&check(&layout, &[]).1).join("\n");
     assert!(found.contains("broken memd markers"), "{found}");

@@ -167,7 +167,7 @@ fn the_example_memory_dir_parses_cleanly() {
         doc.render(),
         std::fs::read_to_string(layout.entries_file()).unwrap()
     );
-    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    let md = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
     assert!(!md.lines().is_empty());
     for l in md.lines() {
         assert!(

@@ -1,7 +1,7 @@
 //! MEMORY.md markers, JSON-lines files, state, tombstones, atomic writes.
 
 use memd::archive::Fact;
-use memd::memory_md::{self, Line, MemoryMd};
+use memd::core_md::{self, CoreMd, Line};
 use memd::state::State;
 use memd::tombstones::{self, Tombstone, Tombstones};
 use memd::{atomic, journal, jsonl, recall};
@@ -16,8 +16,8 @@ fn memory_md_keeps_user_text_outside_the_markers() {
         &path,
         format!(
             "{user_top}{}\n- old line <!-- e-1 -->\n{}\n{user_bottom}",
-            memory_md::BEGIN,
-            memory_md::END
+            core_md::BEGIN,
+            core_md::END
         ),
     )
     .unwrap();
@@ -31,19 +31,19 @@ fn memory_md_keeps_user_text_outside_the_markers() {
             text: "Prefers tea".into(),
         },
     ];
-    assert!(memory_md::write_lines(&path, &lines).unwrap());
+    assert!(core_md::write_lines(&path, &lines).unwrap());
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.starts_with(user_top));
     assert!(text.ends_with(user_bottom));
     assert!(!text.contains("old line"));
-    assert_eq!(MemoryMd::read(&path).unwrap().lines(), lines);
+    assert_eq!(CoreMd::read(&path).unwrap().lines(), lines);
     // Writing the same lines again does not touch the file.
-    assert!(!memory_md::write_lines(&path, &lines).unwrap());
+    assert!(!core_md::write_lines(&path, &lines).unwrap());
 }
 
 #[test]
 fn memory_md_without_markers_gets_them_appended() {
-    let md = MemoryMd::parse(b"just my notes").unwrap();
+    let md = CoreMd::parse(b"just my notes").unwrap();
     let out = md.with_lines(&[Line {
         entry_id: "e-1".into(),
         text: "x".into(),
@@ -52,8 +52,8 @@ fn memory_md_without_markers_gets_them_appended() {
         String::from_utf8(out).unwrap(),
         format!(
             "just my notes\n\n{}\n- x <!-- e-1 -->\n{}\n",
-            memory_md::BEGIN,
-            memory_md::END
+            core_md::BEGIN,
+            core_md::END
         )
     );
 }
@@ -61,11 +61,11 @@ fn memory_md_without_markers_gets_them_appended() {
 #[test]
 fn broken_markers_are_an_error_not_a_guess() {
     for src in [
-        format!("{}\nno end", memory_md::BEGIN),
-        format!("{}\n{}", memory_md::END, memory_md::BEGIN),
-        format!("{0}\n{0}\n{1}", memory_md::BEGIN, memory_md::END),
+        format!("{}\nno end", core_md::BEGIN),
+        format!("{}\n{}", core_md::END, core_md::BEGIN),
+        format!("{0}\n{0}\n{1}", core_md::BEGIN, core_md::END),
     ] {
-        let err = MemoryMd::parse(src.as_bytes()).unwrap_err().to_string();
+        let err = CoreMd::parse(src.as_bytes()).unwrap_err().to_string();
         assert!(err.contains("broken memd markers"), "{err}");
     }
 }
@@ -319,9 +319,9 @@ fn memory_md_lines_that_look_like_markup_round_trip() {
             text: t.replace('\n', " "),
         })
         .collect();
-    let md = MemoryMd::parse(memory_md::EMPTY_FILE.as_bytes()).unwrap();
+    let md = CoreMd::parse(core_md::EMPTY_FILE.as_bytes()).unwrap();
     let written = md.with_lines(&lines);
-    let back = MemoryMd::parse(&written).unwrap();
+    let back = CoreMd::parse(&written).unwrap();
     assert_eq!(back.lines(), lines);
 }
 

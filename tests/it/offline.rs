@@ -244,7 +244,7 @@ async fn promotion_by_llm_keeps_real_entries_pinned_first_and_the_cap() {
         .await
         .unwrap();
     assert_eq!(r.promoted_lines, 3, "{r:#?}");
-    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    let md = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
     let lines = md.lines();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0].entry_id, "e-f00dfeed", "pinned first");
@@ -295,7 +295,7 @@ async fn built_in_promotion_ranks_recalled_entries_first() {
     consolidate::run(&crate::support::memory(&layout, &config), FORCE)
         .await
         .unwrap();
-    let lines = memd::memory_md::MemoryMd::read(&layout.memory_md())
+    let lines = memd::core_md::CoreMd::read(&layout.memory_md())
         .unwrap()
         .lines();
     assert_eq!(lines.len(), 2);
@@ -341,7 +341,7 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
                 "after a kill at {step}"
             );
             State::load(&layout.state_file()).unwrap();
-            memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+            memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
             if step != "memory-md-written" {
                 assert_eq!(std::fs::read(layout.memory_md()).unwrap(), memory_md_before);
             }
@@ -354,7 +354,7 @@ async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
             let (_, bad) = memd::jsonl::read::<journal::Record>(&layout.journal_file()).unwrap();
             assert!(bad.is_empty(), "journal damaged after {step}");
             assert_eq!(
-                memd::memory_md::MemoryMd::read(&layout.memory_md())
+                memd::core_md::CoreMd::read(&layout.memory_md())
                     .unwrap()
                     .lines()
                     .len(),
@@ -509,7 +509,7 @@ async fn facts_that_look_like_markup_stay_text_in_every_file() {
     assert_eq!((all.len(), ids.len()), (4, 4), "{all:?}");
     assert!(all.iter().all(|e| !e.pinned()), "{all:?}");
     assert!(all.iter().any(|e| e.text == forged));
-    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    let md = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
     assert_eq!(md.lines().len(), 4);
 
     // Nothing pending: a second run leaves every file as it was.
@@ -554,7 +554,7 @@ async fn a_promotion_line_says_only_what_its_entry_says() {
     )
     .await
     .unwrap();
-    let md = memd::memory_md::MemoryMd::read(&layout.memory_md()).unwrap();
+    let md = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
     let lines: Vec<String> = md.lines().into_iter().map(|l| l.text).collect();
     assert_eq!(lines, ["Keeps bees on the roof"]);
     let root = layout.root.clone();

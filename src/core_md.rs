@@ -55,7 +55,7 @@ impl Line {
 /// a byte that is not UTF-8 there (a Latin-1 `é` pasted by hand) is
 /// written back exactly as it was, never as U+FFFD.
 #[derive(Debug, Clone, Default)]
-pub struct MemoryMd {
+pub struct CoreMd {
     /// Everything up to and including the begin marker's line (or the whole
     /// file when it has no markers).
     before: Vec<u8>,
@@ -74,8 +74,8 @@ fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
         .collect()
 }
 
-impl MemoryMd {
-    pub fn parse(src: &[u8]) -> Result<MemoryMd> {
+impl CoreMd {
+    pub fn parse(src: &[u8]) -> Result<CoreMd> {
         let begins = find_all(src, BEGIN.as_bytes());
         let ends = find_all(src, END.as_bytes());
         let newline_after = |at: usize| {
@@ -85,7 +85,7 @@ impl MemoryMd {
                 .map(|i| at + i + 1)
         };
         match (begins.as_slice(), ends.as_slice()) {
-            ([], []) => Ok(MemoryMd {
+            ([], []) => Ok(CoreMd {
                 before: src.to_vec(),
                 ..Default::default()
             }),
@@ -96,7 +96,7 @@ impl MemoryMd {
                     .rposition(|&c| c == b'\n')
                     .map_or(0, |i| i + 1);
                 let gen_end = line_start.max(gen_start);
-                Ok(MemoryMd {
+                Ok(CoreMd {
                     before: src[..gen_start].to_vec(),
                     generated: String::from_utf8_lossy(&src[gen_start..gen_end]).into_owned(),
                     after: src[gen_end..].to_vec(),
@@ -109,12 +109,12 @@ impl MemoryMd {
         }
     }
 
-    pub fn read(path: &Path) -> Result<MemoryMd> {
+    pub fn read(path: &Path) -> Result<CoreMd> {
         let read = crate::atomic::read_if_exists(path);
         let Some(b) = read.with_context(|| format!("reading {}", path.display()))? else {
-            return Ok(MemoryMd::default());
+            return Ok(CoreMd::default());
         };
-        MemoryMd::parse(&b).map_err(|e| crate::Error::Corrupt {
+        CoreMd::parse(&b).map_err(|e| crate::Error::Corrupt {
             path: path.to_path_buf(),
             line: None,
             message: e.to_string(),
@@ -158,7 +158,7 @@ impl MemoryMd {
 /// atomically. Returns whether the file changed.
 pub fn write_lines(path: &Path, lines: &[Line]) -> Result<bool> {
     let current = std::fs::read(path).ok();
-    let parsed = MemoryMd::read(path)?;
+    let parsed = CoreMd::read(path)?;
     let next = parsed.with_lines(lines);
     if current.as_deref() == Some(next.as_slice()) {
         return Ok(false);
