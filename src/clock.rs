@@ -1,5 +1,5 @@
 //! The time a consolidation run reads: the system clock, or a fixed
-//! instant. A run takes one ([`crate::consolidate::run_at`]), so that its
+//! instant. A memory carries one ([`crate::Memory::at`]), so that a run's
 //! gate ("hours since the last run") is testable without waiting and a run
 //! can be replayed as of a given time.
 

@@ -100,6 +100,9 @@ impl Record {
 pub struct Stamp {
     pub run: RunId,
     pub clock: Clock,
+    /// The run's day, read once: a run that crosses midnight dates all
+    /// it writes alike.
+    today: String,
 }
 
 impl Stamp {
@@ -107,6 +110,7 @@ impl Stamp {
     pub fn new(clock: Clock) -> Stamp {
         Stamp {
             run: RunId::new(&clock),
+            today: clock.today(),
             clock,
         }
     }
@@ -116,9 +120,9 @@ impl Stamp {
         Record::new(&self.clock, &self.run, op, entry)
     }
 
-    /// The day (`YYYY-MM-DD`) by the run's clock.
+    /// The run's day (`YYYY-MM-DD`), by its clock when it started.
     pub fn today(&self) -> String {
-        self.clock.today()
+        self.today.clone()
     }
 }
 

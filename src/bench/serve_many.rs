@@ -57,7 +57,7 @@ fn name(i: usize) -> String {
 /// The memories under `root`, each with `facts` facts in its archive.
 fn populate(root: &Path, load: &Load) -> Result<()> {
     std::fs::write(
-        root.join("memd.toml"),
+        crate::Layout::new(root).config_file(),
         format!(
             "[embedder]\nkind = \"{}\"\n[consolidation]\ninterval_seconds = 86400\n",
             load.embedder

@@ -65,8 +65,10 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         return Ok(());
     }
     let added = super::run_at(dir, add, false)?;
-    for a in added.facts {
+    for mut a in added.facts {
         if json {
+            // Every fact says what was found like it, if only nothing.
+            a.similar.get_or_insert_with(Vec::new);
             println!("{}", serde_json::to_value(&a)?);
             continue;
         }

@@ -240,7 +240,7 @@ impl Ctx<'_> {
             };
             match self.verdict(&reply, &cluster) {
                 Ok((ops, kept_out)) => {
-                    let ops = self.second_look(ops, &cluster).await;
+                    let ops = self.update_check(ops, &cluster).await;
                     let mut p = planned(Decision::Ops(ops), failures);
                     p.kept_out = kept_out;
                     return p;
@@ -270,7 +270,7 @@ impl Ctx<'_> {
         )
     }
 
-    /// Whether `cluster` is asked one decision per fact ([`super::per_fact`]):
+    /// Whether `cluster` is asked one decision per fact ([`super::reply::per_fact`]):
     /// with `request = "per-fact"`, when it has facts.
     fn per_fact(&self, cluster: &Cluster) -> bool {
         self.templates.per_fact.is_some() && !cluster.groups.is_empty()
@@ -341,7 +341,7 @@ impl Ctx<'_> {
     /// out of date becomes a REPLACE keeping the old text as history. No
     /// answer, or one naming no candidate, leaves the ADD: the default is
     /// keep.
-    async fn second_look(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
+    async fn update_check(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
         let Some(template) = self.templates.update else {
             return ops;
         };

@@ -13,7 +13,7 @@
 //!                                                        │
 //!   judge: LLM per cluster (schema: ops, or per_fact), or built-in
 //!          ─► reply: parse ─► validate ─► repair ─► validate::ops
-//!             (FORGET kept out; second_look: ADD beside entries)
+//!             (FORGET kept out; update: ADD beside entries)
 //!                                                        ▼
 //!   apply (fresh read, atomic) ─► tombstones of facts kept out
 //!   ─► commit (journal, state) ─► promote

@@ -5,8 +5,8 @@
 //! The LLM sees short aliases (`F1`, `E1`) instead of ids: small models copy
 //! `F3` faithfully and mangle `2026-11-20#14de240e`. How a reply becomes
 //! ops is [`super::reply`]: parsed leniently, checked by
-//! [`super::validate`], rewritten where a fact's own words must stand by
-//! [`super::repair`].
+//! [`super::reply::validate`], rewritten where a fact's own words must stand by
+//! [`super::reply::repair`].
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -13,7 +13,7 @@
 //! | [`writer`]        | the one writer of a process: sync, reset, compaction  |
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
-//! | [`terms`], `known`| what the writer keeps in memory between writes        |
+//! | [`terms`], `row_hashes` | what the writer keeps in memory between writes |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
 //! (clone it freely). Who may write is decided when the handle is made:

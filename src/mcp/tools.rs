@@ -158,10 +158,16 @@ fn run_summary(r: &consolidate::Report) -> String {
         return format!("not run: {why} (call with force: true to run anyway)");
     }
     let a = &r.applied;
-    let mut out = format!(
-        "run {}: {} pending facts -> {} added, {} replaced, {} merged away, {} restated; MEMORY.md has {} lines",
-        r.run_id, r.pending_facts, a.add, a.replace, a.remove, a.keep, r.promoted_lines
-    );
+    let mut out = match r.dry_run {
+        true => format!(
+            "dry run {} (nothing written): {} pending facts -> would add {}, replace {}, merge away {}, restate {}",
+            r.run_id, r.pending_facts, a.add, a.replace, a.remove, a.keep
+        ),
+        false => format!(
+            "run {}: {} pending facts -> {} added, {} replaced, {} merged away, {} restated; MEMORY.md has {} lines",
+            r.run_id, r.pending_facts, a.add, a.replace, a.remove, a.keep, r.promoted_lines
+        ),
+    };
     let held = r.skipped_hand_edited + r.failed_clusters;
     if held > 0 {
         out.push_str(&format!(

@@ -25,17 +25,20 @@ impl Request for Consolidate {
         true
     }
 
-    /// Consolidate, then bring the index in step. A failed sync is a
-    /// warning in the report, never an error: the files are what counts,
-    /// and the next search or reindex catches up.
+    /// Consolidate, then bring the index in step. A run uses the embedder
+    /// of the index when it is open here (the daemon's), else one of its
+    /// own, and opens the index only to sync it after writing. A failed
+    /// sync is a warning in the report, never an error: the files are what
+    /// counts, and the next search or reindex catches up.
     async fn apply(self, target: &Target) -> Result<Report> {
-        let index = target.index().await?;
-        let memory = &target.memory;
-        let mut report = crate::consolidate::run_with(memory, self, Some(index.embedder())).await?;
+        let open = target.index_if_open();
+        let embedder = open.as_ref().map(|i| i.embedder());
+        let mut report = crate::consolidate::run_with(&target.memory, self, embedder).await?;
         if report.skipped.is_some() || self.dry_run {
             return Ok(report);
         }
-        if let Err(e) = index.writer.sync().await {
+        let synced = async { target.index().await?.writer.sync().await };
+        if let Err(e) = synced.await {
             let w = format!(
                 "index not updated ({e:#}); the next search or `memd reindex` will catch up"
             );

@@ -8,7 +8,6 @@ use crate::error::{Context, Result};
 
 /// `MEMORY.md` byte for byte (a missing file is empty).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Core {}
 
 /// The bytes of `MEMORY.md`. Only a file that is UTF-8 is text: a byte

@@ -12,7 +12,6 @@ use crate::forget::Candidate;
 /// removed and tombstoned, so neither a reindex nor a restatement brings it
 /// back.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Forget {
     /// An entry id (`e-…`) or a pending fact's id (`DAY#HASH`).
     pub id: String,
@@ -74,7 +73,6 @@ impl Request for Unforget {
 /// The entries and pending facts whose text contains `text` (case and
 /// spacing ignored): what `memd forget --match` lists.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Candidates {
     pub text: String,
 }

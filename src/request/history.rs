@@ -10,7 +10,6 @@ use crate::journal::Record;
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct History {
     pub id: String,
 }

@@ -30,7 +30,7 @@
 //! where it is owned ([`Target::settle`]).
 //!
 //! Adding an operation is one file here: the type, its reply, its
-//! [`Route`] and its `apply`; then one line in [`routes`]. The HTTP API,
+//! [`Route`] and its `apply`; then one line in [`each`]. The HTTP API,
 //! its OpenAPI description and the client that calls a daemon follow from
 //! that; a CLI command or an MCP tool is a few lines of presentation.
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
-use super::target::{Owner, Request, Target};
+use super::target::{Request, Target};
 use crate::error::Result;
 use crate::index::{Index, SyncReport};
 
@@ -46,13 +46,13 @@ impl Request for Reindex {
     }
 }
 
-/// Empty the index: a process that holds it open empties the table in
-/// place; one that has not opened it yet deletes `.memd/index` (nothing
-/// of the old table is read again).
+/// Empty the index: a process that holds it open, or may (a daemon),
+/// empties the table in place; one that has not opened it and is alone
+/// deletes `.memd/index` (nothing of the old table is read again).
 async fn clear(target: &Target) -> Result<()> {
-    match (target.index_if_open(), &target.owner) {
-        (None, Owner::Here(_)) => Index::clear(&target.memory.layout).await,
-        _ => target.index().await?.writer.reset().await,
+    match target.may_delete_index() {
+        true => Index::clear(&target.memory.layout).await,
+        false => target.index().await?.writer.reset().await,
     }
 }
 

@@ -11,7 +11,6 @@ use crate::runs::{Options, Outcome, Run};
 /// Every run in the journal, oldest first: when, kind, judges, ops by
 /// kind, facts.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Runs {
     /// Only the newest N runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

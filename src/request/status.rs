@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::status::Report;
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Status {}
 
 impl Request for Status {

@@ -63,6 +63,14 @@ pub trait Holder: Send + Sync {
     /// The index, if it is open.
     fn index_if_open(&self) -> Option<Arc<Index>>;
 
+    /// Whether this holder is the only handle this process could have on
+    /// the index, so that deleting `.memd/index` when it is not open
+    /// leaves no handle on a deleted table (a command, `memd mcp`); a
+    /// daemon's memory may be open through another request.
+    fn alone(&self) -> bool {
+        false
+    }
+
     /// The index a write brings in step after it, if any: by default the
     /// index, opened if need be (a command owns it, and searches next).
     async fn to_settle(&self) -> Option<Result<Arc<Index>>> {
@@ -104,6 +112,10 @@ impl Holder for Lazy {
 
     fn index_if_open(&self) -> Option<Arc<Index>> {
         self.index.get().cloned()
+    }
+
+    fn alone(&self) -> bool {
+        true
     }
 }
 
@@ -187,6 +199,17 @@ impl Target {
         match &self.owner {
             Owner::Here(held) => held.index_if_open(),
             Owner::Daemon(_) => None,
+        }
+    }
+
+    /// Whether this process may delete `.memd/index` instead of emptying
+    /// the table through a handle: it owns the index, holds no handle on
+    /// it, and no other request of this process can (see
+    /// [`Holder::alone`]).
+    pub(crate) fn may_delete_index(&self) -> bool {
+        match &self.owner {
+            Owner::Here(held) => held.alone() && held.index_if_open().is_none(),
+            Owner::Daemon(_) => false,
         }
     }
 

@@ -117,8 +117,7 @@ async fn guard(
     req: HttpRequest,
     next: Next,
 ) -> Response {
-    let memory = memory_in(req.uri().path()).map(str::to_string);
-    let own = memory.and_then(|m| s.tokens.get(&m).cloned());
+    let own = memory_in(req.uri().path()).and_then(|m| s.tokens.get(&m).cloned());
     let check = super::guard::Check {
         bound: s.bound,
         allowed_origins: &s.config.server.allowed_origins,
@@ -140,9 +139,15 @@ async fn guard(
     }
 }
 
-/// The memory a path names, if it is under `/v1/m/`.
-fn memory_in(path: &str) -> Option<&str> {
-    path.strip_prefix("/v1/m/")?.split('/').next()
+/// The memory a path names, if it is under `/v1/m/`: decoded as the router
+/// decodes it (`%61lice` is `alice`), so that a token is asked for the
+/// memory the request will reach.
+fn memory_in(path: &str) -> Option<String> {
+    let raw = path.strip_prefix("/v1/m/")?.split('/').next()?;
+    let name = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .ok()?;
+    Some(name.into_owned())
 }
 
 /// One request of type `R`, read from the path, the query or the body,

@@ -192,7 +192,10 @@ impl Holder for OnDemand {
     }
 
     fn index_if_open(&self) -> Option<Arc<Index>> {
-        self.opened.get()?.index_if_open()
+        match self.opened.get() {
+            Some(o) => o.index_if_open(),
+            None => self.memories.open_now(&self.name)?.index_if_open(),
+        }
     }
 
     async fn to_settle(&self) -> Option<Result<Arc<Index>>> {
@@ -369,8 +372,9 @@ impl Memories {
     }
 
     /// Memory `name`, open or not, without opening it: what a request that
-    /// reads and writes files only needs. Made when `create` (a write) and
-    /// it does not exist; else `NotFound`.
+    /// reads and writes files only needs (its embedder is made only if it
+    /// is asked for). Made when `create` (a write) and it does not exist;
+    /// else `NotFound`.
     pub fn memory(&self, name: &str, create: bool) -> Result<Memory> {
         let root = match &self.served {
             Served::One(o) => return Ok(o.memory().clone()),
@@ -381,8 +385,7 @@ impl Memories {
         }
         let layout = layout_of(&root.dir, name, create)?;
         let config = root.config(name, &layout)?;
-        let embedder = root.embedder(&config)?;
-        Ok(Memory::new(layout, config).with_embedder(embedder))
+        Ok(Memory::new(layout, config))
     }
 
     /// Memory `name`, opened if it is not; created first when `create`
@@ -403,6 +406,7 @@ impl Memories {
             return Ok(m);
         }
         let memory = self.memory(name, create)?;
+        let memory = memory.clone().with_embedder(root.embedder(&memory.config)?);
         let opened = match &self.listen {
             Some(listen) => Opened::serve(Some(name), memory, listen).await?,
             None => Opened::with(Some(name), Lazy::new(memory), false),

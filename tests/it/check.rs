@@ -173,7 +173,7 @@ async fn indexed_with_a_duplicate() -> (tempfile::TempDir, Layout) {
 }
 
 /// Add one row of the index again, behind memd's back.
-async fn duplicate_a_row(layout: &Layout) {
+pub async fn duplicate_a_row(layout: &Layout) {
     use futures::TryStreamExt;
     use lancedb::query::{ExecutableQuery, QueryBase};
     let table = crate::support::lance_table(layout).await;

@@ -350,6 +350,10 @@ fn an_append_that_fails_part_way_leaves_nothing_behind() {
 /// writing, and after the write and fsync): the day file holds the fact
 /// whole or not at all, `memd check` is clean, and a retry with the same
 /// key writes it exactly once.
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
 #[test]
 fn sigkill_at_each_step_of_an_append_leaves_a_clean_directory() {
     for step in ["append-locked", "append-written"] {
@@ -718,6 +722,10 @@ fn shipped_memd() -> std::path::PathBuf {
 /// The failpoints are test code: a build without the `failpoints` feature
 /// runs straight through a step `MEMD_PAUSE_AT` names, where the test build
 /// stops (the same step, the same command).
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
 #[test]
 fn a_shipped_build_never_reads_memd_pause_at() {
     let tmp = tempfile::tempdir().unwrap();

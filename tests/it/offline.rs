@@ -302,6 +302,10 @@ async fn built_in_promotion_ranks_recalled_entries_first() {
     assert_eq!(lines[0].entry_id, volvo);
 }
 
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_at_every_step_loses_nothing_and_the_next_run_completes() {
     let server = scripted(|_, body| faithful(body)).await;

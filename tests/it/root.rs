@@ -238,3 +238,51 @@ fn the_consolidation_loop_runs_each_memorys_gate_open_or_closed() {
     assert_eq!(entries("carol"), 0, "carol's own gate holds");
     d.stop();
 }
+
+/// The guard asks for the token of the memory a request reaches, however
+/// its name is spelled in the path: `%61lice` is `alice` to the router,
+/// and so to the guard.
+#[test]
+fn a_memorys_token_is_asked_for_however_its_name_is_spelled_in_the_path() {
+    let root = root_dir();
+    let mut opts = open_options(8);
+    opts.tokens.insert("alice".into(), "alice-token".into());
+    let d = start_root(root.path(), opts);
+    let fact = json!({"text": "Alice keeps bees"}).to_string();
+    let alice = Http::at(&d.base, Some("alice-token"));
+    assert_eq!(alice.post("/v1/m/alice/facts", fact.clone()).0, 200);
+    let none = Http::at(&d.base, None);
+    for path in [
+        "/v1/m/%61lice/status",
+        "/v1/m/%61%6c%69%63%65/search?q=bees",
+    ] {
+        assert_eq!(none.get(path).0, 401, "{path}");
+    }
+    assert_eq!(none.post("/v1/m/%61lice/facts", fact).0, 401);
+    assert_eq!(alice.get("/v1/m/%61lice/status").0, 200);
+    d.stop();
+}
+
+/// `check` with `fix` on a memory the daemon has open rebuilds its index
+/// through the daemon's own handle, never by deleting the files under it.
+#[test]
+fn check_fix_on_an_open_memory_rebuilds_its_index_in_place() {
+    let root = root_dir();
+    let d = start_root(root.path(), open_options(8));
+    let c = Http::at(&d.base, None);
+    let facts = json!({"texts": ["Drinks flat white coffee", "Has two cats"]});
+    assert_eq!(c.post("/v1/m/alice/facts", facts.to_string()).0, 200);
+    assert_eq!(texts(&c.get("/v1/m/alice/search?q=cats").1).len(), 2);
+    let layout = memd::Layout::open(root.path().join("alice")).unwrap();
+    run(crate::check::duplicate_a_row(&layout));
+    let (code, report) = c.post("/v1/m/alice/check", json!({"fix": true}).to_string());
+    assert_eq!(code, 200, "{report}");
+    assert_eq!(report["problems"], json!([]), "{report}");
+    assert_eq!(report["index_rebuilt"], true, "{report}");
+    assert!(layout.index_dir().join("lance").is_dir());
+    let (code, hits) = c.get("/v1/m/alice/search?q=flat%20white%20coffee");
+    assert_eq!(code, 200, "{hits}");
+    assert!(hits.to_string().contains("flat white"), "{hits}");
+    d.stop();
+    assert_checks_clean(&layout.root, "a fix through the daemon");
+}

@@ -305,6 +305,10 @@ fn keep_out_forgets_the_runs_facts_and_the_next_run_leaves_them_out() {
 
 /// A kill at each step of an undo leaves every fact accounted for, and
 /// the same undo run again finishes it.
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
 #[test]
 fn sigkill_at_every_step_of_an_undo_loses_nothing_and_running_it_again_finishes() {
     for step in ["undo-journaled", "undo-entries-written"] {

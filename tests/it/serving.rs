@@ -73,7 +73,7 @@ pub(crate) fn start(layout: &Layout, env: &[(&str, &str)]) -> Daemon {
 }
 
 /// A daemon inside the test process (axum's `examples/testing` way):
-/// `memd::daemon::serve` on a runtime thread of its own, with a listener on
+/// `memd::server::serve` on a runtime thread of its own, with a listener on
 /// port 0 and a shutdown the test fires.
 pub(crate) struct InProcess {
     pub(crate) base: String,
