@@ -429,7 +429,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     }
     let path = layout.archive_file(day);
     let existed = path.exists();
-    if !existed && let Some(done) = written_yesterday(layout, day, facts)? {
+    if !existed && let Some(done) = written_nearby(layout, day, facts)? {
         return Ok(done);
     }
     let mut file = OpenOptions::new()
@@ -443,11 +443,9 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
 
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let today = DayText::new(day, decode(&bytes).0.into_owned());
-    let yesterday = match facts.iter().any(|f| f.key.is_some()) {
-        true => previous_day(day)
-            .map(|d| DayText::read(layout, &d))
-            .transpose()?,
-        false => None,
+    let nearby = match facts.iter().any(|f| f.key.is_some()) {
+        true => nearby_days(layout, day)?,
+        false => Vec::new(),
     };
     let mut buf = String::new();
     if bytes.is_empty() {
@@ -455,7 +453,7 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     } else if !bytes.ends_with(b"\n") {
         buf.push('\n');
     }
-    let out = lines(&mut buf, (day, time), &today, yesterday.as_ref(), facts);
+    let out = lines(&mut buf, (day, time), &today, &nearby, facts);
     crate::pause::at(layout, crate::pause::Step::AppendLocked);
     if out.iter().any(|a| a.written) {
         let len = bytes.len() as u64;
@@ -469,23 +467,17 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     Ok(out)
 }
 
-/// A retry just after midnight: when every fact has a key already written
-/// in yesterday's file, what was written then (today's file is not even
-/// created).
-fn written_yesterday(
-    layout: &Layout,
-    day: &str,
-    facts: &[NewFact],
-) -> Result<Option<Vec<Appended>>> {
+/// A retry just after midnight, or from a clock or time zone a day off:
+/// when every fact has a key already written in the day file before or
+/// after, what was written then (today's file is not even created).
+fn written_nearby(layout: &Layout, day: &str, facts: &[NewFact]) -> Result<Option<Vec<Appended>>> {
     if !facts.iter().all(|f| f.key.is_some()) {
         return Ok(None);
     }
-    let yesterday = previous_day(day)
-        .map(|d| DayText::read(layout, &d))
-        .transpose()?;
+    let nearby = nearby_days(layout, day)?;
     let ids: Option<Vec<FactId>> = facts
         .iter()
-        .map(|f| yesterday.as_ref().and_then(|y| y.key_id(f.key.as_deref()?)))
+        .map(|f| key_in(&nearby, f.key.as_deref()?))
         .collect();
     Ok(ids.map(|ids| {
         facts
@@ -498,12 +490,13 @@ fn written_yesterday(
 
 /// Push the lines of `facts` onto `buf` (a session heading stamped `time`
 /// where the session changes) and say what each fact became: a new id, or
-/// the id its key already has (today, yesterday, or earlier in this batch).
+/// the id its key already has (today, a day next to it, or earlier in
+/// this batch).
 fn lines(
     buf: &mut String,
     (day, time): (&str, &str),
     today: &DayText,
-    yesterday: Option<&DayText>,
+    nearby: &[DayText],
     facts: &[NewFact],
 ) -> Vec<Appended> {
     let mut keys: HashMap<String, FactId> = HashMap::new();
@@ -516,7 +509,7 @@ fn lines(
                 .get(k)
                 .cloned()
                 .or_else(|| today.key_id(k))
-                .or_else(|| yesterday.and_then(|y| y.key_id(k)));
+                .or_else(|| key_in(nearby, k));
             if let Some(id) = known {
                 out.push(appended(f, id, day, false));
                 continue;
@@ -558,11 +551,29 @@ fn lines(
     out
 }
 
-fn previous_day(day: &str) -> Option<String> {
-    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.pred_opt())
+/// How many days either side of its own a retried append looks for its
+/// key. Local time runs from UTC-12 to UTC+14, so the same instant falls
+/// on days up to two apart in two time zones.
+const KEY_DAYS_AROUND: i64 = 2;
+
+/// The day files a retry of an append on `day` may have written: those up
+/// to [`KEY_DAYS_AROUND`] days before and after (the ones that exist).
+fn nearby_days(layout: &Layout, day: &str) -> Result<Vec<DayText>> {
+    let Ok(d) = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") else {
+        return Ok(Vec::new());
+    };
+    (-KEY_DAYS_AROUND..=KEY_DAYS_AROUND)
+        .filter(|n| *n != 0)
+        .filter_map(|n| d.checked_add_signed(chrono::Duration::days(n)))
         .map(|d| d.format("%Y-%m-%d").to_string())
+        .filter(|d| layout.archive_file(d).exists())
+        .map(|d| DayText::read(layout, &d))
+        .collect()
+}
+
+/// The id key `k` already has in one of `days`.
+fn key_in(days: &[DayText], k: &str) -> Option<FactId> {
+    days.iter().find_map(|d| d.key_id(k))
 }
 
 /// The text of a day file as the append path sees it. Appends must cost

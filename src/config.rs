@@ -202,6 +202,12 @@ pub struct Server {
     /// Web origins (`http://localhost:3000`) whose pages may call the API;
     /// requests from any other page are refused.
     pub allowed_origins: Vec<String>,
+    /// Under `serve --root` (read from the root's `memd.toml` only): the
+    /// endpoints a memory's own `memd.toml` may name besides the root's.
+    pub tenant_endpoints: Vec<String>,
+    /// Under `serve --root`: the environment variables a memory's own
+    /// `memd.toml` may name as its API key besides the root's.
+    pub tenant_key_envs: Vec<String>,
 }
 
 impl Default for Server {
@@ -209,6 +215,8 @@ impl Default for Server {
         Server {
             listen: "127.0.0.1:7437".into(),
             allowed_origins: Vec::new(),
+            tenant_endpoints: Vec::new(),
+            tenant_key_envs: Vec::new(),
         }
     }
 }
@@ -353,6 +361,16 @@ const DOCS: &[(&str, &str, &str)] = &[
         "server",
         "allowed_origins",
         "web origins whose pages may call the API, e.g. [\"http://localhost:3000\"] (comma-separated in MEMD_SERVER_ALLOWED_ORIGINS); other pages are refused",
+    ),
+    (
+        "server",
+        "tenant_endpoints",
+        "serve --root, in the root's memd.toml: endpoints a memory's own memd.toml may name besides the root's (no other is called)",
+    ),
+    (
+        "server",
+        "tenant_key_envs",
+        "serve --root, in the root's memd.toml: environment variables a memory's own memd.toml may name as its API key besides the root's",
     ),
 ];
 

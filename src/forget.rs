@@ -21,7 +21,7 @@ use crate::index::RowKind;
 use crate::journal::{self, Record, Stamp};
 use crate::state::State;
 use crate::text::normalize;
-use crate::tombstones::{self, Tombstone, Tombstones};
+use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, entries};
 
 /// Something that can be forgotten.
@@ -92,12 +92,20 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
         });
     }
     if let Some(f) = facts.iter().find(|f| f.id == id) {
-        let stone = Tombstone::new(&stamp.clock, None, &f.text, vec![f.id.clone()], "forget");
-        tombstones::append(&layout.tombstones_file(), &[stone])?;
+        // The journal first: a forget that fails later has changed nothing
+        // a user sees, and running it again finishes it.
         let mut r = stamp.record(journal::Op::Forget, id);
         r.before = Some(f.text.clone());
         r.sources = vec![f.id.clone()];
         journal::append(&layout.journal_file(), &[r])?;
+        let stone = Tombstone::new(
+            &stamp.clock,
+            None,
+            &f.text,
+            vec![f.id.clone()],
+            Reason::Forget,
+        );
+        tombstones::append(&layout.tombstones_file(), &[stone])?;
         return Ok(Candidate {
             kind: RowKind::Fact,
             id: id.to_string(),
@@ -122,7 +130,13 @@ fn forget_entry(
         .unwrap_or_default();
     let source_facts: Vec<&Fact> = facts.iter().filter(|f| sources.contains(&f.id)).collect();
     let stone = |text: &str, sources: Vec<FactId>| {
-        Tombstone::new(&stamp.clock, Some(id.clone()), text, sources, "forget")
+        Tombstone::new(
+            &stamp.clock,
+            Some(id.clone()),
+            text,
+            sources,
+            Reason::Forget,
+        )
     };
     let mut stones = vec![stone(&entry.text, sources.clone())];
     let mut texts: HashSet<String> = HashSet::from([normalize(&entry.text)]);
@@ -131,14 +145,18 @@ fn forget_entry(
             stones.push(stone(&f.text, vec![f.id.clone()]));
         }
     }
-    // Tombstones first: if the process dies after this line, the entry
-    // is still in the file but can never be re-created from its facts.
-    tombstones::append(&layout.tombstones_file(), &stones)?;
-    doc.save(&layout.entries_file(), &stamp.today())?;
+    // Crash order: the journal (with the entry whole, so an undo restores
+    // it exactly), then the tombstones, the file, MEMORY.md. A failure
+    // before the tombstones changes nothing a user sees; after them, the
+    // entry is kept out of search and `memd check` reports the forget as
+    // unfinished. Running the forget again finishes it.
     let mut r = stamp.record(journal::Op::Forget, &id);
     r.before = Some(entry.text.clone());
     r.sources = sources;
+    r.meta_before = entry.meta.clone();
     journal::append(&layout.journal_file(), &[r])?;
+    tombstones::append(&layout.tombstones_file(), &stones)?;
+    doc.save(&layout.entries_file(), &stamp.today())?;
     let md = CoreMd::read(&layout.memory_md())?;
     let lines: Vec<_> = md
         .lines()
@@ -166,27 +184,37 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
         return Err(crate::Error::NotFound { id: id.to_string() });
     };
-    let forgot = journal::read(&layout.journal_file())?
-        .into_iter()
-        .rev()
-        .find(|r| r.entry == id && matches!(r.op, journal::Op::Forget | journal::Op::HandRemove));
+    let records = journal::read(&layout.journal_file())?;
+    let forgot = forgetting(&records, id);
     let mut text = forgot
         .as_ref()
         .and_then(|r| r.before.clone())
         .unwrap_or_else(|| first.text.clone());
-    let is_entry = first.entry.is_some();
+    // A fact id is never an entry's, whatever a record names (an older
+    // memd wrote fact ids as hand-deleted entries).
+    let is_entry = first
+        .entry
+        .as_ref()
+        .is_some_and(|e| !FactId::looks_like(e.as_str()));
     let mut doc = Document::read(&layout.entries_file())?;
     if is_entry {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),
             None => {
                 let today = stamp.today();
-                let sources = forgot
-                    .as_ref()
-                    .map(|r| r.sources.clone())
-                    .unwrap_or_default();
-                let mut meta = doc.new_meta(&text, &today, sources);
-                meta.id = EntryId::from(id);
+                let meta = match forgot.as_ref().and_then(|r| r.meta_before.clone()) {
+                    // The entry as it was: its id, sources and dates.
+                    Some(meta) => meta,
+                    None => {
+                        let sources = forgot
+                            .as_ref()
+                            .map(|r| r.sources.clone())
+                            .unwrap_or_default();
+                        let mut meta = doc.new_meta(&text, &today, sources);
+                        meta.id = EntryId::from(id);
+                        meta
+                    }
+                };
                 doc.push(&text, meta);
                 doc.save(&layout.entries_file(), &today)?;
             }
@@ -207,6 +235,28 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         id: id.to_string(),
         text,
     })
+}
+
+/// The journal's record of how `id` was forgotten. A forget an older memd
+/// did not journal (its journal write failed after the tombstones) is
+/// made up from the entry's lineage, so an undo still restores its text
+/// and sources as memd last wrote them.
+fn forgetting(records: &[Record], id: &str) -> Option<Record> {
+    let found = records
+        .iter()
+        .rev()
+        .find(|r| r.entry == id && matches!(r.op, journal::Op::Forget | journal::Op::HandRemove));
+    if let Some(r) = found {
+        return Some(r.clone());
+    }
+    let l = journal::lineage(records).remove(id)?;
+    let last = records.iter().rev().find(|r| r.entry == id)?;
+    let mut r = last.clone();
+    r.op = journal::Op::Forget;
+    r.before = l.text;
+    r.sources = l.sources;
+    r.meta_before = None;
+    Some(r)
 }
 
 /// The journal records of an entry's lineage, oldest first: its own, and

@@ -2,6 +2,7 @@
 //! with the text before and after, so any entry's lineage can be replayed
 //! and an entry that vanished by hand can be told from one memd never wrote.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +125,55 @@ impl Stamp {
     pub fn today(&self) -> String {
         self.today.clone()
     }
+}
+
+/// What the journal says of one entry: whether it is alive (memd wrote it
+/// and nothing took it away since), the facts it holds, its last text.
+#[derive(Debug, Clone, Default)]
+pub struct Lineage {
+    pub alive: bool,
+    pub sources: Vec<FactId>,
+    pub text: Option<String>,
+}
+
+/// Every entry the journal has records of, by id, as `records` (oldest
+/// first) leave it. Records of a pending fact (its forgetting, that taken
+/// back) and of a fact kept out as a restatement name the fact, never an
+/// entry: they are left out.
+pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
+    let mut out: BTreeMap<EntryId, Lineage> = BTreeMap::new();
+    for r in records {
+        if r.op == Op::Suppress || FactId::looks_like(&r.entry) {
+            continue;
+        }
+        let l = out.entry(EntryId::from(r.entry.as_str())).or_default();
+        match r.op {
+            Op::Add | Op::Adopt | Op::Replace | Op::Keep | Op::Unforget => {
+                l.alive = true;
+                l.sources.extend(r.sources.iter().cloned());
+                if let Some(after) = &r.after {
+                    l.text = Some(after.clone());
+                }
+            }
+            Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
+            Op::Suppress => {}
+            // An undo states what the entry holds now, whole.
+            Op::Undo => {
+                l.alive = r.after.is_some();
+                l.sources = r
+                    .meta_after
+                    .iter()
+                    .flat_map(|m| m.sources.clone())
+                    .collect();
+                l.text = r.after.clone().or(l.text.take());
+            }
+        }
+        if let (Op::Remove, Some(into)) = (r.op, &r.into) {
+            let merged = out.entry(into.clone()).or_default();
+            merged.sources.extend(r.sources.iter().cloned());
+        }
+    }
+    out
 }
 
 pub fn append(path: &Path, records: &[Record]) -> Result<()> {

@@ -109,6 +109,7 @@ pub mod index;
 pub mod journal;
 pub mod jsonl;
 pub mod layout;
+pub mod limits;
 pub mod llm;
 pub(crate) mod lock;
 pub mod mcp;

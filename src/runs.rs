@@ -52,7 +52,7 @@ use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::journal::{self, Op, Record, Stamp};
 use crate::state::State;
-use crate::tombstones::{self, Tombstone, Tombstones};
+use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, archive, consolidate};
 
 /// One run as the journal tells it.
@@ -576,7 +576,13 @@ fn release(
         }
         if opts.keep_out {
             let ids = vec![f.id.clone()];
-            new_stones.push(Tombstone::new(&stamp.clock, None, &f.text, ids, "undo"));
+            new_stones.push(Tombstone::new(
+                &stamp.clock,
+                None,
+                &f.text,
+                ids,
+                Reason::Undo,
+            ));
             outcome.kept_out.push(f.id.clone());
         } else {
             outcome.pending_again.push(f.id.clone());

@@ -1,9 +1,15 @@
 //! `.tombstones.jsonl`: what was forgotten, so it never comes back.
 //!
 //! A tombstone holds the normalised text of a forgotten entry and the ids of
-//! its source facts. Indexing and consolidation skip any fact whose id is
-//! listed or whose normalised text matches, so neither `reindex --clear` nor
-//! an archive line that restates the fact later resurrects it.
+//! its source facts, and the user's action that made it ([`Reason`]).
+//! Indexing and consolidation skip any fact whose id is listed or whose
+//! normalised text matches, so neither `reindex --clear` nor an archive
+//! line that restates the fact later resurrects it.
+//!
+//! A tombstone keeps facts out; it never hides an entry that is in the
+//! entries file by its text. Only a tombstone that names an entry (one
+//! whose forgetting did not finish: the entry is still in the file) keeps
+//! that entry out of search and MEMORY.md, and `memd check` reports it.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -27,14 +33,71 @@ pub struct Tombstone {
     pub text: String,
     #[serde(default)]
     pub sources: Vec<FactId>,
-    /// `forget`, `hand-removed`, …
+    /// The user's action that made it.
     #[serde(default)]
-    pub reason: String,
+    pub reason: Reason,
     /// A lift (`memd forget --undo`): the entry or fact id whose earlier
     /// tombstones no longer count. The file stays append-only, so what was
     /// forgotten and when it was brought back both stay on record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifts: Option<String>,
+}
+
+/// Why something was forgotten: each is a user's action.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Reason {
+    /// `memd forget`.
+    #[default]
+    Forget,
+    /// A person deleted an entry memd wrote from the file.
+    DeletedByHand,
+    /// A new fact said what a forgotten text says: kept out by that forget.
+    RestatesForgotten,
+    /// `memd undo --keep-out` (also written on the records that lift
+    /// tombstones, `memd forget --undo`).
+    Undo,
+    /// A reason this memd does not know (a newer one wrote it).
+    Other(String),
+}
+
+impl Reason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Reason::Forget => "forget",
+            Reason::DeletedByHand => "deleted by hand",
+            Reason::RestatesForgotten => "says what was forgotten",
+            Reason::Undo => "undo",
+            Reason::Other(s) => s,
+        }
+    }
+
+    fn parse(s: &str) -> Reason {
+        match s {
+            "forget" | "" => Reason::Forget,
+            "deleted by hand" => Reason::DeletedByHand,
+            "says what was forgotten" => Reason::RestatesForgotten,
+            "undo" => Reason::Undo,
+            other => Reason::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(s: &str) -> Reason {
+        Reason::parse(s)
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Reason, D::Error> {
+        Ok(Reason::parse(&String::deserialize(d)?))
+    }
 }
 
 impl Tombstone {
@@ -45,21 +108,21 @@ impl Tombstone {
         entry: Option<EntryId>,
         text: &str,
         sources: Vec<FactId>,
-        reason: &str,
+        reason: impl Into<Reason>,
     ) -> Tombstone {
         Tombstone {
             ts: clock.timestamp(),
             entry,
             text: normalize(text),
             sources,
-            reason: reason.to_string(),
+            reason: reason.into(),
             lifts: None,
         }
     }
 
     /// The record that lifts the tombstones of `id` (see [`Tombstone::of`]).
     pub fn lift(clock: &Clock, id: &str) -> Tombstone {
-        let mut t = Tombstone::new(clock, None, "", Vec::new(), "undo");
+        let mut t = Tombstone::new(clock, None, "", Vec::new(), Reason::Undo);
         t.lifts = Some(id.to_string());
         t
     }
@@ -82,6 +145,7 @@ pub struct Tombstones {
     pub all: Vec<Tombstone>,
     texts: HashSet<String>,
     facts: HashSet<FactId>,
+    entries: HashSet<EntryId>,
 }
 
 impl Tombstones {
@@ -101,7 +165,35 @@ impl Tombstones {
         }
         let texts = all.iter().map(|t| t.text.clone()).collect();
         let facts = all.iter().flat_map(|t| t.sources.iter().cloned()).collect();
-        Tombstones { all, texts, facts }
+        let entries = all.iter().filter_map(|t| t.entry.clone()).collect();
+        Tombstones {
+            all,
+            texts,
+            facts,
+            entries,
+        }
+    }
+
+    /// Whether a tombstone names entry `id` as forgotten (its forgetting
+    /// did not finish if the entry is still in the file).
+    pub fn names_entry(&self, id: &str) -> bool {
+        self.entries.contains(id)
+    }
+
+    /// Whether a tombstone lists fact `id` itself (not only its text).
+    pub fn names_fact(&self, id: &str) -> bool {
+        self.facts.contains(id)
+    }
+
+    /// Every tombstone that keeps out a fact with this id and text.
+    pub fn covering<'a>(&'a self, fact_id: &'a str, text: &str) -> Vec<&'a Tombstone> {
+        let text = normalize(text);
+        self.all
+            .iter()
+            .filter(|t| {
+                t.sources.iter().any(|s| s == fact_id) || (!t.text.is_empty() && t.text == text)
+            })
+            .collect()
     }
 
     /// Whether a fact (by id and text) has been forgotten.

@@ -60,10 +60,18 @@ fn tokens(path: Option<&Path>) -> Result<HashMap<String, String>> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let tokens: HashMap<String, String> = toml::from_str(&text)
         .with_context(|| format!("{}: want NAME = \"TOKEN\" lines", path.display()))?;
-    for name in tokens.keys() {
-        memd::server::memories::check_name(name)?;
+    // Names are one memory however they are cased (see server::tenant).
+    let mut folded = HashMap::new();
+    for (name, token) in tokens {
+        let key = memd::server::tenant::canonical(&name)?;
+        if folded.insert(key, token).is_some() {
+            bail!(
+                "{}: {name:?} is named twice (names are case-folded)",
+                path.display()
+            );
+        }
     }
-    Ok(tokens)
+    Ok(folded)
 }
 
 /// The address to listen on, refused when it is not loopback and no token

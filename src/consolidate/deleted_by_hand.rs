@@ -5,58 +5,23 @@
 //! fact it held, and journaled as `HAND_REMOVE`. Its facts are then
 //! forgotten, not hidden, and neither a reindex nor a restatement brings
 //! it back. An entry whose text is still in the file (its metadata line
-//! broken by hand, say) has not vanished.
+//! broken by hand, say) has not vanished, and the journal's records of a
+//! pending fact (its forgetting, and that taken back) are never an entry's
+//! ([`journal::lineage`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::Layout;
 use crate::entries::Document;
 use crate::error::Result;
-use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Op, Stamp};
 use crate::text::normalize;
-use crate::tombstones::{self, Tombstone};
-
-/// What the journal says of one entry.
-#[derive(Default)]
-struct Lineage {
-    alive: bool,
-    sources: Vec<FactId>,
-    text: Option<String>,
-}
+use crate::tombstones::{self, Reason, Tombstone};
 
 /// Tombstone and journal every entry deleted by hand; how many there were.
 pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<usize> {
     let records = journal::read(&layout.journal_file())?;
-    let mut lineage: BTreeMap<&str, Lineage> = BTreeMap::new();
-    for r in &records {
-        let l = lineage.entry(&r.entry).or_default();
-        match r.op {
-            Op::Add | Op::Adopt | Op::Replace | Op::Keep | Op::Unforget => {
-                l.alive = true;
-                l.sources.extend(r.sources.iter().cloned());
-                if let Some(after) = &r.after {
-                    l.text = Some(after.clone());
-                }
-            }
-            Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
-            Op::Suppress => {}
-            // An undo states what the entry holds now, whole.
-            Op::Undo => {
-                l.alive = r.after.is_some();
-                l.sources = r
-                    .meta_after
-                    .iter()
-                    .flat_map(|m| m.sources.clone())
-                    .collect();
-                l.text = r.after.clone().or(l.text.take());
-            }
-        }
-        if let (Op::Remove, Some(into)) = (r.op, &r.into) {
-            let merged = lineage.entry(into.as_str()).or_default();
-            merged.sources.extend(r.sources.iter().cloned());
-        }
-    }
+    let lineage = journal::lineage(&records);
     let ids: HashSet<&str> = doc
         .entries()
         .filter_map(|e| e.id())
@@ -67,7 +32,7 @@ pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<u
     let mut gone = Vec::new();
     for (id, l) in lineage {
         let text = l.text.unwrap_or_default();
-        if !l.alive || ids.contains(id) || texts.contains(&normalize(&text)) {
+        if !l.alive || ids.contains(id.as_str()) || texts.contains(&normalize(&text)) {
             continue;
         }
         let mut sources = l.sources;
@@ -75,12 +40,12 @@ pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<u
         sources.dedup();
         stones.push(Tombstone::new(
             &stamp.clock,
-            Some(EntryId::from(id)),
+            Some(id.clone()),
             &text,
             sources.clone(),
-            "deleted by hand",
+            Reason::DeletedByHand,
         ));
-        let mut r = stamp.record(Op::HandRemove, id);
+        let mut r = stamp.record(Op::HandRemove, &id);
         r.before = Some(text);
         r.sources = sources;
         gone.push(r);

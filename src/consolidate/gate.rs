@@ -20,6 +20,19 @@ pub fn time(state: &State, config: &Config, now: DateTime<FixedOffset>) -> Optio
     (hours < min_hours).then(|| format!("last run {hours:.1} h ago, min_hours is {min_hours}"))
 }
 
+/// The last run, when the state records it later than `now` (the clock
+/// was ahead then, or is behind now). Such a run is taken as now: a run
+/// saves `now` in its place ([`super::run_with`]), and until one does,
+/// the gate is open (so a daemon's loop comes to save it), never shut
+/// until that date.
+pub fn future(state: &State, now: DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
+    let last = state
+        .last_run
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    (last > now).then_some(last)
+}
+
 /// Why the volume gate holds the run back (`min_facts` pending).
 pub fn volume(pending: usize, config: &Config) -> Option<String> {
     let min_facts = config.consolidation.min_facts;

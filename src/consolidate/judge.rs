@@ -545,7 +545,7 @@ impl<'a> Decide<'a> {
                 text: g.text.clone(),
                 forgotten: entry.clone(),
             }));
-            let reason = "says what was forgotten";
+            let reason = crate::tombstones::Reason::RestatesForgotten;
             let clock = &self.memory.clock;
             out.push(Tombstone::new(clock, entry, &g.text, g.ids, reason));
         }

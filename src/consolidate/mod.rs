@@ -102,7 +102,11 @@ pub async fn run(memory: &Memory, opts: Options) -> Result<Report> {
 pub fn due(memory: &Memory) -> Result<bool> {
     let (layout, config) = (&memory.layout, &memory.config);
     let state = State::load(&layout.state_file())?;
-    if gate::time(&state, config, memory.clock.now()).is_some() {
+    let now = memory.clock.now();
+    if gate::future(&state, now).is_some() {
+        return Ok(true); // the run takes it as now (and saves that)
+    }
+    if gate::time(&state, config, now).is_some() {
         return Ok(false);
     }
     let inputs = Inputs::read(layout)?;
@@ -126,7 +130,14 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         judge: Judge::label(&memory.config),
         ..Default::default()
     };
-    let state = State::load(&layout.state_file())?;
+    let mut state = State::load(&layout.state_file())?;
+    if let Some(last) = gate::future(&state, memory.clock.now()) {
+        tracing::warn!(%last, "the last run is recorded in the future (a clock was ahead); taken as now");
+        state.last_run = Some(stamp.clock.timestamp());
+        if !opts.dry_run {
+            state.save(&layout.state_file())?;
+        }
+    }
     if !opts.force
         && let Some(why) = gate::time(&state, &memory.config, memory.clock.now())
     {

@@ -75,7 +75,10 @@ impl Inputs {
     pub(crate) fn snapshots(&self) -> Vec<Snapshot> {
         self.doc
             .entries()
-            .filter(|e| !e.text.trim().is_empty() && !self.tombstones.covers("", &e.text))
+            .filter(|e| {
+                !e.text.trim().is_empty()
+                    && !e.id().is_some_and(|id| self.tombstones.names_entry(id))
+            })
             .filter_map(snapshot)
             .collect()
     }

@@ -66,7 +66,9 @@ pub fn rank(
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = doc
         .entries()
-        .filter(|e| !e.text.trim().is_empty() && !tombstones.covers("", &e.text))
+        .filter(|e| {
+            !e.text.trim().is_empty() && !e.id().is_some_and(|id| tombstones.names_entry(id))
+        })
         .filter_map(|e| {
             let m = e.meta.as_ref()?;
             // A search hit on the MEMORY.md line is a recall of the entry.

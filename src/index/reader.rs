@@ -217,7 +217,7 @@ impl Reader {
         for (mut hit, v) in search::rows(&found)? {
             hit.score = cosine(&qv, &v);
             if hit.score < SIMILAR_MIN_COSINE
-                || tombstones.covers(&hit.id, &hit.text)
+                || super::rows::hidden(&tombstones, hit.kind, &hit.id, &hit.text)
                 || !seen.insert(hit.id.clone())
             {
                 continue;

@@ -55,6 +55,21 @@ impl std::fmt::Display for RowKind {
     }
 }
 
+/// Whether a tombstone keeps this row out of search: a fact whose id or
+/// text was forgotten, or an entry (or its `MEMORY.md` line) that a
+/// tombstone names by id. An entry is never hidden for its text alone: a
+/// live entry is what the user kept, whatever else was forgotten (see
+/// [`crate::tombstones`]).
+pub fn hidden(tombstones: &Tombstones, kind: RowKind, id: &RowId, text: &str) -> bool {
+    match kind {
+        RowKind::Fact => tombstones.covers(id.as_str(), text),
+        RowKind::Entry => tombstones.names_entry(id.as_str()),
+        RowKind::Core => id
+            .core_entry()
+            .is_some_and(|e| tombstones.names_entry(e.as_str())),
+    }
+}
+
 /// One search result: a row of the index and its score.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hit {
@@ -166,7 +181,7 @@ pub(super) fn desired_for(
         let rows: Vec<Row> = md
             .lines()
             .into_iter()
-            .filter(|l| !tombstones.covers("", &l.text))
+            .filter(|l| !tombstones.names_entry(l.entry_id.as_str()))
             .map(|l| Row {
                 id: RowId::core(&l.entry_id),
                 kind: RowKind::Core,
@@ -229,7 +244,7 @@ fn entry_rows(doc: &Document, tombstones: &Tombstones) -> Vec<Row> {
     let mut seen = HashSet::new();
     let mut rows = Vec::new();
     for e in doc.entries() {
-        if e.text.trim().is_empty() || tombstones.covers("", &e.text) {
+        if e.text.trim().is_empty() || e.id().is_some_and(|id| tombstones.names_entry(id)) {
             continue;
         }
         // A hand-written block has no id until memd saves the file; it is

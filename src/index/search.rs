@@ -149,7 +149,7 @@ pub(super) fn finish(
     let today = chrono::Local::now().date_naive();
     let mut hits: Vec<(Hit, Vec<f32>)> = fused
         .into_values()
-        .filter(|(h, _)| !tombstones.covers(&h.id, &h.text))
+        .filter(|(h, _)| !super::rows::hidden(tombstones, h.kind, &h.id, &h.text))
         .map(|(mut h, v)| {
             if half_life > 0.0
                 && let Some(d) = h

@@ -139,14 +139,83 @@ fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// The reply to one JSON-RPC message (`None` for a notification).
-pub(crate) async fn handle(scope: &Scope, line: &str) -> Option<Value> {
+/// What one connection agreed on: the protocol version `initialize`
+/// negotiated (batches are part of 2025-03-26 only).
+#[derive(Default)]
+pub(crate) struct Session {
+    version: std::sync::Mutex<Option<String>>,
+}
+
+impl Session {
+    fn batches(&self) -> bool {
+        self.version.lock().expect("not poisoned").as_deref() == Some(BATCH_VERSION)
+    }
+}
+
+/// The one protocol version whose JSON-RPC allows batches.
+const BATCH_VERSION: &str = "2025-03-26";
+
+/// JSON-RPC's code for a message that is JSON but not a request.
+const INVALID_REQUEST: i64 = -32600;
+
+/// The reply to one line: a message, or (2025-03-26) a batch of them.
+/// `None` when nothing needs an answer (a notification, a response).
+/// Every other line is answered: JSON that is not a request (`[]`, a
+/// scalar, an object without a method) gets JSON-RPC's "invalid request",
+/// and a batch under a version without batches is refused as one.
+pub(crate) async fn handle(scope: &Scope, session: &Session, line: &str) -> Option<Value> {
     let msg: Value = match serde_json::from_str(line) {
         Ok(v) => v,
-        Err(e) => return Some(error(Value::Null, -32700, format!("parse error: {e}"))),
+        Err(e) => return Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
+    };
+    let Value::Array(batch) = msg else {
+        return one(scope, session, msg).await;
+    };
+    if batch.is_empty() {
+        return Some(error(
+            Value::Null,
+            INVALID_REQUEST,
+            "invalid request: an empty batch",
+        ));
+    }
+    if !session.batches() {
+        let msg = "invalid request: JSON-RPC batches are not part of the protocol version this session negotiated";
+        return Some(error(Value::Null, INVALID_REQUEST, msg));
+    }
+    let mut replies = Vec::new();
+    for msg in batch {
+        replies.extend(Box::pin(one(scope, session, msg)).await);
+    }
+    (!replies.is_empty()).then_some(Value::Array(replies))
+}
+
+/// The reply to one message of a line or a batch.
+async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
+    let Value::Object(msg) = msg else {
+        return Some(error(
+            Value::Null,
+            INVALID_REQUEST,
+            "invalid request: not an object",
+        ));
     };
     let id = msg.get("id").cloned();
-    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let method = match msg.get("method") {
+        Some(Value::String(m)) => m.as_str(),
+        // A response to a request of ours (we send none): nothing to say.
+        None if msg.contains_key("result") || msg.contains_key("error") => return None,
+        _ => {
+            let id = id.unwrap_or(Value::Null);
+            return Some(error(id, INVALID_REQUEST, "invalid request: no method"));
+        }
+    };
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let id = id.unwrap_or(Value::Null);
+        return Some(error(
+            id,
+            INVALID_REQUEST,
+            "invalid request: jsonrpc must be \"2.0\"",
+        ));
+    }
     let Some(id) = id else {
         return None; // a notification (initialized, cancelled, …)
     };
@@ -159,6 +228,7 @@ pub(crate) async fn handle(scope: &Scope, line: &str) -> Option<Value> {
             } else {
                 PROTOCOL_VERSION
             };
+            *session.version.lock().expect("not poisoned") = Some(version.to_string());
             json!({
                 "protocolVersion": version,
                 "capabilities": {
@@ -201,7 +271,7 @@ pub(crate) async fn handle(scope: &Scope, line: &str) -> Option<Value> {
                 }
             }
         }
-        "" => return Some(error(id, -32600, "invalid request: no method")),
+        "" => return Some(error(id, INVALID_REQUEST, "invalid request: no method")),
         other => return Some(error(id, -32601, format!("method not found: {other}"))),
     };
     Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
@@ -212,13 +282,14 @@ pub async fn serve_stdio(scope: Scope) -> Result<()> {
     let mut input = BufReader::new(tokio::io::stdin());
     let mut out = tokio::io::stdout();
     let mut buf = Vec::new();
+    let session = Session::default();
     loop {
         let reply = match read_line(&mut input, &mut buf).await? {
             Line::End => return Ok(()),
             Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
             Line::Bytes => match std::str::from_utf8(&buf) {
                 Ok(line) if line.trim().is_empty() => None,
-                Ok(line) => handle(&scope, line).await,
+                Ok(line) => handle(&scope, &session, line).await,
                 Err(e) => Some(error(Value::Null, PARSE_ERROR, format!("parse error: {e}"))),
             },
         };
@@ -235,8 +306,9 @@ pub async fn serve_stdio(scope: Scope) -> Result<()> {
 const PARSE_ERROR: i64 = -32700;
 
 /// The longest message line read; a longer one is skipped and answered
-/// with a parse error, so one line cannot cost unbounded memory.
-const MAX_LINE: usize = 4 << 20;
+/// with a parse error, so one line cannot cost unbounded memory. The same
+/// limit as the API's request bodies ([`crate::limits::MAX_BODY`]).
+const MAX_LINE: usize = crate::limits::MAX_BODY;
 
 fn too_long() -> String {
     format!("parse error: a message longer than {MAX_LINE} bytes is not read")

@@ -57,6 +57,8 @@ pub struct AddedFact {
 
 /// Past this many facts in one add, no similar entries are looked up (a
 /// bulk import is not read fact by fact).
+use crate::limits::MAX_FACT_BYTES;
+
 const SIMILAR_MAX_FACTS: usize = super::similar::SIMILAR_MAX_TEXTS;
 
 impl Add {
@@ -69,6 +71,15 @@ impl Add {
                 "give either \"text\" or a non-empty \"texts\"".into(),
             )),
         }
+        .and_then(|(texts, many)| {
+            let bytes: usize = texts.iter().map(String::len).sum();
+            match bytes > MAX_FACT_BYTES {
+                true => Err(crate::Error::Invalid(format!(
+                    "{bytes} bytes of facts in one add; at most {MAX_FACT_BYTES}"
+                ))),
+                false => Ok((texts, many)),
+            }
+        })
     }
 }
 

@@ -33,7 +33,7 @@ use crate::error::Kind;
 use crate::request::{self, Consolidate, Method, Request, Target};
 
 /// Largest request body accepted (bytes).
-pub(crate) const MAX_BODY: usize = 1 << 20;
+pub(crate) use crate::limits::MAX_BODY;
 
 pub struct State {
     pub memories: Arc<Memories>,
@@ -147,7 +147,8 @@ fn memory_in(path: &str) -> Option<String> {
     let name = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .ok()?;
-    Some(name.into_owned())
+    // Folded as every lookup folds it (server::tenant).
+    Some(name.to_ascii_lowercase())
 }
 
 /// One request of type `R`, read from the path, the query or the body,

@@ -42,52 +42,8 @@ use crate::index::Index;
 use crate::request::{Holder, Lazy, Target};
 use crate::{Layout, Memory};
 
-/// Longest memory name, in bytes.
-pub const MAX_NAME: usize = 64;
-
-/// `Ok` when `name` may name a memory (see the module doc).
-pub fn check_name(name: &str) -> Result<()> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    let why = if name.is_empty() {
-        "is empty"
-    } else if name.len() > MAX_NAME {
-        "is longer than 64 bytes"
-    } else if name.starts_with('.') {
-        "starts with a dot"
-    } else if !name.chars().all(ok_char) {
-        "may hold only ASCII letters, digits, '-', '_' and '.'"
-    } else {
-        return Ok(());
-    };
-    Err(crate::Error::Invalid(format!(
-        "memory name {:?} {why}",
-        name.chars().take(80).collect::<String>()
-    )))
-}
-
-/// The layout of memory `name` under `root` (the name checked first).
-/// When it does not exist: made as `memd init` does, with `root/memd.toml`
-/// (if any) as its configuration, when `create`; else `NoSuch`.
-pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
-    check_name(name)?;
-    let dir = root.join(name);
-    if Layout::is_memory(&dir) {
-        return Layout::open(&dir);
-    }
-    if !create {
-        return Err(crate::Error::NoSuch {
-            what: format!("memory {name:?} (its first write creates it)"),
-        });
-    }
-    let layout = crate::memory::init(&dir)?;
-    let template = Layout::new(root).config_file();
-    if template.is_file() {
-        std::fs::copy(&template, layout.config_file())
-            .with_context(|| format!("copying {}", template.display()))?;
-    }
-    tracing::info!(memory = %name, "memory created");
-    Ok(layout)
-}
+use super::tenant;
+pub use super::tenant::{MAX_NAME, check_name, layout_of};
 
 /// One memory a process has open.
 pub struct Opened {
@@ -99,6 +55,8 @@ pub struct Opened {
     pub touched: AtomicBool,
     /// Whether this process serves it (and writes its `daemon.json`).
     served: bool,
+    /// Its directory's identity when opened ([`tenant::identity`]).
+    identity: Option<(u64, u64)>,
 }
 
 impl Drop for Opened {
@@ -112,12 +70,19 @@ impl Drop for Opened {
 
 impl Opened {
     fn with(name: Option<&str>, held: Lazy, served: bool) -> Opened {
+        let identity = tenant::identity(&held.memory().layout.root);
         Opened {
             name: name.map(String::from),
             held,
             touched: AtomicBool::new(true),
             served,
+            identity,
         }
+    }
+
+    /// Whether its directory is still the one it opened.
+    fn is_there(&self) -> bool {
+        self.identity.is_some() && tenant::identity(&self.memory().layout.root) == self.identity
     }
 
     /// Serve `memory` from this process: the directory's daemon lock (an
@@ -253,6 +218,14 @@ impl Open {
         Some(m)
     }
 
+    /// Close `name` (its directory is gone or was replaced): a request
+    /// that still holds it finishes with it, and the next opens it anew.
+    fn forget(&mut self, name: &str) {
+        self.held.remove(name);
+        self.alive.remove(name);
+        tracing::warn!(memory = %name, "memory directory vanished or was replaced while open; closed");
+    }
+
     /// Hold `m`, closing the least recently used past `max_open`.
     fn hold(&mut self, name: &str, m: Arc<Opened>, max_open: usize) {
         self.tick += 1;
@@ -339,14 +312,16 @@ impl Memories {
     pub fn open_now(&self, name: &str) -> Option<Arc<Opened>> {
         let o = match &self.served {
             Served::One(o) => o.clone(),
-            Served::Root(r) => r
-                .open
-                .lock()
-                .expect("not poisoned")
-                .held
-                .get(name)?
-                .0
-                .clone(),
+            Served::Root(r) => {
+                let name = tenant::canonical(name).ok()?;
+                let mut open = r.open.lock().expect("not poisoned");
+                let o = open.held.get(&name)?.0.clone();
+                if !o.is_there() {
+                    open.forget(&name);
+                    return None;
+                }
+                o
+            }
         };
         o.touch();
         Some(o)
@@ -356,7 +331,8 @@ impl Memories {
     pub fn is_open(&self, name: &str) -> bool {
         match &self.served {
             Served::One(_) => true,
-            Served::Root(r) => r.open.lock().expect("not poisoned").held.contains_key(name),
+            Served::Root(r) => tenant::canonical(name)
+                .is_ok_and(|n| r.open.lock().expect("not poisoned").held.contains_key(&n)),
         }
     }
 
@@ -380,7 +356,10 @@ impl Memories {
             Served::One(o) => return Ok(o.memory().clone()),
             Served::Root(r) => r,
         };
+        let name = &tenant::canonical(name)?;
         if let Some(o) = self.open_now(name) {
+            tenant::confined(&o.memory().layout.root)?;
+            root.config(name, &o.memory().layout)?;
             return Ok(o.memory().clone());
         }
         let layout = layout_of(&root.dir, name, create)?;
@@ -395,13 +374,16 @@ impl Memories {
             Served::One(o) => return Ok(o.clone()),
             Served::Root(r) => r,
         };
-        check_name(name)?;
-        if let Some(m) = root.open.lock().expect("not poisoned").touch(name) {
-            m.touch();
+        let name = &tenant::canonical(name)?;
+        if let Some(m) = self.open_now(name) {
+            tenant::confined(&m.memory().layout.root)?;
+            root.config(name, &m.memory().layout)?;
             return Ok(m);
         }
         let _one = root.opening.lock().await;
-        if let Some(m) = root.open.lock().expect("not poisoned").touch(name) {
+        if let Some(m) = root.open.lock().expect("not poisoned").touch(name)
+            && m.is_there()
+        {
             m.touch();
             return Ok(m);
         }
@@ -420,13 +402,23 @@ impl Memories {
 
 /// What identifies a version of a configuration file without reading it:
 /// its modification time and length (`None`: no file).
-type Stamp = Option<(Option<std::time::SystemTime>, u64)>;
+/// Both files a memory's configuration depends on: its own and the
+/// root's.
+type FileStamp = Option<(Option<std::time::SystemTime>, u64)>;
+type Stamp = (FileStamp, FileStamp);
 
 impl Root {
     /// Memory `name`'s configuration, read again only when its file changed.
     fn config(&self, name: &str, layout: &Layout) -> Result<Config> {
-        let meta = std::fs::metadata(layout.config_file()).ok();
-        let stamp: Stamp = meta.map(|m| (m.modified().ok(), m.len()));
+        let stamp_of = |p: &Path| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.modified().ok(), m.len()))
+        };
+        let stamp: Stamp = (
+            stamp_of(&layout.config_file()),
+            stamp_of(&Layout::new(&self.dir).config_file()),
+        );
         let mut all = self.configs.lock().expect("not poisoned");
         if let Some((seen, config)) = all.get(name)
             && *seen == stamp
@@ -434,8 +426,14 @@ impl Root {
             return Ok(config.clone());
         }
         let config = Config::load(&layout.root)?;
+        tenant::allowed(&self.root_config()?, name, &config)?;
         all.insert(name.to_string(), (stamp, config.clone()));
         Ok(config)
+    }
+
+    /// The root's own configuration (what a memory's may use).
+    fn root_config(&self) -> Result<Config> {
+        Config::load(&self.dir)
     }
 
     /// The shared embedder for `config`'s embedder settings.

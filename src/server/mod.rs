@@ -40,6 +40,7 @@ mod loops;
 pub mod memories;
 pub(crate) mod openapi;
 pub mod shutdown;
+pub mod tenant;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -105,7 +106,11 @@ pub async fn serve(
         memories: memories.clone(),
         config: config.clone(),
         token: opts.token,
-        tokens: opts.tokens,
+        tokens: opts
+            .tokens
+            .into_iter()
+            .map(|(name, token)| (name.to_ascii_lowercase(), token))
+            .collect(),
         bound,
         shutdown: stop.clone(),
     });

@@ -98,7 +98,7 @@ fn damage_to_any_file_is_found_with_its_place() {
     assert!(found.contains("2 entries have the id"), "{found}");
     assert!(found.contains("consolidated/journal.jsonl"), "{found}");
     assert!(
-        found.contains("MEMORY.md") && found.contains("which is not an entry"),
+        found.contains("MEMORY.md") && found.contains("which is not a live entry"),
         "{found}"
     );
 

@@ -24,3 +24,5 @@ mod runs;
 mod search;
 mod serving;
 mod support;
+mod tenant;
+mod trust;

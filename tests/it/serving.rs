@@ -220,7 +220,7 @@ pub(crate) fn spawn_mcp(layout: &Layout) -> Mcp {
 
 /// `memd --dir DIR mcp ARGS…`.
 pub(crate) fn spawn_mcp_with(dir: &std::path::Path, args: &[&str]) -> Mcp {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+    let mut child = Command::new(crate::support::memd_bin())
         .arg("--dir")
         .arg(dir)
         .arg("mcp")

@@ -3,6 +3,16 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The `memd` binary the tests run: this tree's, or the one
+/// `MEMD_TEST_BIN` names (to show that a regression test fails on an
+/// older build: `MEMD_TEST_BIN=/path/to/old/memd cargo test … trust::`).
+pub fn memd_bin() -> std::path::PathBuf {
+    match std::env::var_os("MEMD_TEST_BIN") {
+        Some(p) => p.into(),
+        None => env!("CARGO_BIN_EXE_memd").into(),
+    }
+}
+
 /// Run the real `memd` binary with `args` in memory directory `dir`.
 pub fn memd(dir: &Path, args: &[&str]) -> Output {
     memd_with_stdin(dir, args, None)
@@ -10,7 +20,7 @@ pub fn memd(dir: &Path, args: &[&str]) -> Output {
 
 pub fn memd_with_stdin(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     use std::io::Write;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memd"));
+    let mut cmd = Command::new(memd_bin());
     cmd.arg("--dir").arg(dir).args(args);
     cmd.env_remove("MEMD_DIR");
     cmd.env_remove("MEMD_LOG");
@@ -245,7 +255,7 @@ pub fn assert_checks_clean(dir: &Path, after: &str) {
 /// Run `memd ARGS` in `dir` with the failpoint `step` set, wait until it
 /// stops there, and kill it with SIGKILL.
 pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memd"))
+    let mut child = Command::new(memd_bin())
         .arg("--dir")
         .arg(dir)
         .args(args)

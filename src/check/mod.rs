@@ -25,23 +25,29 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::archive::{self, Fact};
+use crate::archive;
 use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
-use crate::ids::{EntryId, FactId};
+use crate::ids::{EntryId, RowId};
+use crate::index::RowKind;
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table::{self, StoredRow};
 use crate::layout::{Source, rel};
-use crate::pending::{Pending, Settled};
 use crate::state::State;
 use crate::tombstones::Tombstones;
 use crate::{Layout, journal, jsonl, recall};
 
-/// One finding: where, and what.
+mod kept;
+mod kind;
+
+pub use self::kind::Kind;
+
+/// One finding: what kind, where, and what.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Finding {
+    pub kind: Kind,
     /// Relative to the memory directory.
     pub file: String,
     /// 1-based, when the finding has one.
@@ -67,18 +73,19 @@ pub struct Report {
 }
 
 impl Report {
-    fn problem(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
-        self.problems.push(Finding::new(file, line, what));
+    fn problem(&mut self, kind: Kind, file: &str, line: Option<usize>, what: impl Into<String>) {
+        self.problems.push(Finding::new(kind, file, line, what));
     }
 
-    fn note(&mut self, file: &str, line: Option<usize>, what: impl Into<String>) {
-        self.notes.push(Finding::new(file, line, what));
+    fn note(&mut self, kind: Kind, file: &str, line: Option<usize>, what: impl Into<String>) {
+        self.notes.push(Finding::new(kind, file, line, what));
     }
 }
 
 impl Finding {
-    fn new(file: &str, line: Option<usize>, what: impl Into<String>) -> Finding {
+    fn new(kind: Kind, file: &str, line: Option<usize>, what: impl Into<String>) -> Finding {
         Finding {
+            kind,
             file: file.into(),
             line,
             what: what.into(),
@@ -101,22 +108,30 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     let mut report = Report::default();
     let (facts, warnings) = archive::read_all(layout)?;
     for w in warnings {
-        report.note(rel::ARCHIVE, None, w);
+        report.note(Kind::ArchiveWarning, rel::ARCHIVE, None, w);
     }
     let doc = Document::read(&layout.entries_file())?;
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let state = match State::load(&layout.state_file()) {
         Ok(s) => s,
         Err(e) => {
-            report.problem(rel::STATE, None, e.to_string());
+            report.problem(Kind::Unreadable, rel::STATE, None, e.to_string());
             State::default()
         }
     };
     report.facts = facts.len();
     report.entries = doc.entries().count();
     entries(&doc, &mut report);
-    provenance(&facts, &doc, &state, &tombstones, &mut report);
-    memory_md(layout, &doc, &mut report);
+    let journal = journal::read(&layout.journal_file()).unwrap_or_default();
+    let facts_and_entries = kept::Files {
+        facts: &facts,
+        doc: &doc,
+        state: &state,
+        tombstones: &tombstones,
+        journal: &journal,
+    };
+    facts_and_entries.check(&mut report);
+    memory_md(layout, &doc, &tombstones, &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
@@ -127,12 +142,13 @@ const ENTRIES: &str = rel::ENTRIES;
 /// Unique ids, readable metadata; hand edits as notes.
 fn entries(doc: &Document, report: &mut Report) {
     for w in &doc.warnings {
-        report.problem(ENTRIES, Some(w.line), w.message.clone());
+        report.problem(Kind::Unreadable, ENTRIES, Some(w.line), w.message.clone());
     }
     let mut seen: HashMap<&EntryId, usize> = HashMap::new();
     for e in doc.entries() {
         let Some(m) = e.meta.as_ref() else {
             report.note(
+                Kind::AwaitingMetadata,
                 ENTRIES,
                 None,
                 format!(
@@ -144,11 +160,21 @@ fn entries(doc: &Document, report: &mut Report) {
         };
         *seen.entry(&m.id).or_default() += 1;
         if m.hash != text_hash(&e.text) {
-            report.note(ENTRIES, None, format!("{} was edited by hand", m.id));
+            report.note(
+                Kind::EditedByHand,
+                ENTRIES,
+                None,
+                format!("{} was edited by hand", m.id),
+            );
         }
     }
     for (id, n) in seen.into_iter().filter(|(_, n)| *n > 1) {
-        report.problem(ENTRIES, None, format!("{n} entries have the id {id}"));
+        report.problem(
+            Kind::DuplicateId,
+            ENTRIES,
+            None,
+            format!("{n} entries have the id {id}"),
+        );
     }
 }
 
@@ -159,66 +185,23 @@ fn first_words(text: &str) -> String {
         .join(" ")
 }
 
-/// Every fact pending, in exactly one entry, or forgotten.
-fn provenance(
-    facts: &[Fact],
-    doc: &Document,
-    state: &State,
-    tombstones: &Tombstones,
-    report: &mut Report,
-) {
-    let mut holders: HashMap<&FactId, Vec<&str>> = HashMap::new();
-    for m in doc.entries().filter_map(|e| e.meta.as_ref()) {
-        for s in &m.sources {
-            holders.entry(s).or_default().push(m.id.as_str());
-        }
-    }
-    let rule = Pending::new(state, tombstones, doc);
-    let known: HashSet<&FactId> = facts.iter().map(|f| &f.id).collect();
-    for f in facts {
-        let file = rel::archive_file(&f.day);
-        let held = holders.get(&f.id).map_or(0, Vec::len);
-        if held > 1 {
-            let by = holders[&f.id].join(", ");
-            report.problem(
-                &file,
-                Some(f.line),
-                format!("fact {} is in the sources of {held} entries ({by})", f.id),
-            );
-        }
-        if rule.settled(f) == Some(Settled::Done) && held == 0 && !tombstones.covers(&f.id, &f.text)
-        {
-            report.problem(
-                &file,
-                Some(f.line),
-                format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?}); if its entry was deleted by hand, the next consolidation records it as forgotten", f.id, first_words(&f.text)),
-            );
-        }
-    }
-    for (source, by) in holders.iter().filter(|(s, _)| !known.contains(*s)) {
-        report.note(
-            ENTRIES,
-            None,
-            format!(
-                "{} names source {source}, which no archive file has",
-                by.join(", ")
-            ),
-        );
-    }
-}
-
 /// One pair of markers; every generated line tied to a live entry.
-fn memory_md(layout: &Layout, doc: &Document, report: &mut Report) {
+fn memory_md(layout: &Layout, doc: &Document, tombstones: &Tombstones, report: &mut Report) {
     match CoreMd::read(&layout.memory_md()) {
-        Err(e) => report.problem(rel::CORE, None, e.to_string()),
+        Err(e) => report.problem(Kind::Unreadable, rel::CORE, None, e.to_string()),
         Ok(md) => {
-            let live: HashSet<&EntryId> = doc.entries().filter_map(|e| e.id()).collect();
+            let live: HashSet<&EntryId> = doc
+                .entries()
+                .filter_map(|e| e.id())
+                .filter(|id| !tombstones.names_entry(id.as_str()))
+                .collect();
             for l in md.lines().iter().filter(|l| !live.contains(&l.entry_id)) {
                 report.problem(
+                    Kind::CoreLineNotLive,
                     rel::CORE,
                     None,
                     format!(
-                        "a generated line names {}, which is not an entry: {:?}",
+                        "a generated line names {}, which is not a live entry: {:?}",
                         l.entry_id,
                         first_words(&l.text)
                     ),
@@ -246,7 +229,12 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
     ];
     for (file, lines) in bad {
         for b in lines {
-            report.problem(file, Some(b.line), format!("not a record: {}", b.error));
+            report.problem(
+                Kind::Unreadable,
+                file,
+                Some(b.line),
+                format!("not a record: {}", b.error),
+            );
         }
     }
     Ok(())
@@ -266,7 +254,12 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
         *counts.entry((&r.source, &r.id)).or_default() += 1;
     }
     for ((source, id), n) in counts.iter().filter(|(_, n)| **n > 1) {
-        report.problem(INDEX, None, format!("{n} rows for {id} ({source})"));
+        report.problem(
+            Kind::IndexRows,
+            INDEX,
+            None,
+            format!("{n} rows for {id} ({source})"),
+        );
     }
     let texts: HashMap<&str, &str> = expected
         .values()
@@ -274,8 +267,15 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
         .map(|(r, _)| (r.id.as_str(), r.text.as_str()))
         .collect();
     for r in &stored {
-        if tombstones.covers(&r.id, texts.get(r.id.as_str()).copied().unwrap_or("")) {
+        let text = texts.get(r.id.as_str()).copied().unwrap_or("");
+        let kind = match Source::parse(&r.source) {
+            Some(Source::Entries) => RowKind::Entry,
+            Some(Source::Core) => RowKind::Core,
+            _ => RowKind::Fact,
+        };
+        if rows::hidden(tombstones, kind, &RowId::from(r.id.as_str()), text) {
             report.problem(
+                Kind::IndexRows,
                 INDEX,
                 None,
                 format!("a row for {}, which is forgotten", r.id),
@@ -289,7 +289,7 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
     let known = |s: &str| Source::parse(s).is_some_and(|s| fresh.contains_key(&s));
     for source in gone.into_iter().filter(|s| !known(s)) {
         let what = format!("rows of {source}, which no longer exists (not synced yet)");
-        report.note(INDEX, None, what);
+        report.note(Kind::IndexUnsynced, INDEX, None, what);
     }
     report.index_fixable = report.problems.len() > before;
     Ok(())
@@ -324,7 +324,7 @@ fn source_rows(
     }
     if state != Freshness::Fresh {
         let what = format!("{source} changed since the last sync ({state})");
-        report.note(INDEX, None, what);
+        report.note(Kind::IndexUnsynced, INDEX, None, what);
         return;
     }
     let stale = have
@@ -333,5 +333,5 @@ fn source_rows(
         .count();
     let missing = want.keys().filter(|id| !have.contains_key(*id)).count();
     let what = format!("{source}: {stale} stale and {missing} missing rows");
-    report.problem(INDEX, None, what);
+    report.problem(Kind::IndexRows, INDEX, None, what);
 }

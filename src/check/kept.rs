@@ -1,0 +1,204 @@
+//! What the user kept and what they forgot, checked from the files: every
+//! acknowledged fact is exactly one of pending, held by a live entry, or
+//! kept out by a tombstone that names the user's action; every entry in
+//! the file is visible unless its forget is unfinished (a problem); the
+//! journal's forgets agree with the files.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{ENTRIES, Kind, Report, first_words};
+use crate::archive::Fact;
+use crate::entries::Document;
+use crate::ids::{EntryId, FactId};
+use crate::journal::{self, Op, Record};
+use crate::layout::rel;
+use crate::pending::{Pending, Settled};
+use crate::state::State;
+use crate::text::normalize;
+use crate::tombstones::{Reason, Tombstone, Tombstones};
+
+/// The files the check reads, read once.
+pub(super) struct Files<'a> {
+    pub facts: &'a [Fact],
+    pub doc: &'a Document,
+    pub state: &'a State,
+    pub tombstones: &'a Tombstones,
+    pub journal: &'a [Record],
+}
+
+impl Files<'_> {
+    pub(super) fn check(&self, report: &mut Report) {
+        self.facts_accounted(report);
+        self.entries_visible(report);
+        self.journal_agrees(report);
+    }
+
+    /// Live entries (in the file, named by no tombstone) by the facts they
+    /// hold.
+    fn holders(&self) -> HashMap<&FactId, Vec<&EntryId>> {
+        let mut out: HashMap<&FactId, Vec<&EntryId>> = HashMap::new();
+        for m in self.doc.entries().filter_map(|e| e.meta.as_ref()) {
+            if self.tombstones.names_entry(m.id.as_str()) {
+                continue;
+            }
+            for s in &m.sources {
+                out.entry(s).or_default().push(&m.id);
+            }
+        }
+        out
+    }
+
+    /// Each fact: pending, in one live entry, or kept out for a reason.
+    fn facts_accounted(&self, report: &mut Report) {
+        let holders = self.holders();
+        let rule = Pending::new(self.state, self.tombstones, self.doc);
+        for f in self.facts {
+            let file = rel::archive_file(&f.day);
+            let by = holders.get(&f.id).map(Vec::as_slice).unwrap_or_default();
+            let stones = self.tombstones.covering(f.id.as_str(), &f.text);
+            if by.len() > 1 {
+                let names = join(by);
+                let what = format!(
+                    "fact {} is in the sources of {} entries ({names})",
+                    f.id,
+                    by.len()
+                );
+                report.problem(Kind::HeldTwice, &file, Some(f.line), what);
+            }
+            let named = stones.iter().find(|t| t.sources.contains(&f.id));
+            if let (Some(e), Some(t)) = (by.first(), named) {
+                let what = format!(
+                    "fact {} was forgotten ({}) but entry {e} still holds it: it is back in search ({:?}); `memd forget {e}` forgets the entry",
+                    f.id,
+                    t.reason.as_str(),
+                    first_words(&f.text)
+                );
+                report.problem(Kind::ForgottenButHeld, &file, Some(f.line), what);
+            }
+            if !stones.is_empty() && stones.iter().all(|t| self.no_such_hand_deletion(t)) {
+                let what = format!(
+                    "fact {} is kept out by a hand deletion of {} that never happened ({:?}); `memd forget --undo {}` brings it back",
+                    f.id,
+                    stones[0].entry.as_ref().map_or("?", |e| e.as_str()),
+                    first_words(&f.text),
+                    stones[0].entry.as_ref().map_or("?", |e| e.as_str()),
+                );
+                report.problem(Kind::NoSuchHandDeletion, &file, Some(f.line), what);
+            }
+            let done = rule.settled(f) == Some(Settled::Done);
+            if done && by.is_empty() && stones.is_empty() && !self.held_by_hidden(f) {
+                report.problem(
+                    Kind::FactHidden,
+                    &file,
+                    Some(f.line),
+                    format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?}); if its entry was deleted by hand, the next consolidation records it as forgotten", f.id, first_words(&f.text)),
+                );
+            }
+        }
+    }
+
+    /// Whether an entry a tombstone hides holds `f` (reported once, as
+    /// that entry).
+    fn held_by_hidden(&self, f: &Fact) -> bool {
+        self.doc
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .any(|m| self.tombstones.names_entry(m.id.as_str()) && m.sources.contains(&f.id))
+    }
+
+    /// A tombstone for a hand deletion that did not happen: it names a
+    /// fact (a fact is never an entry), or an entry whose text is still
+    /// in the file under its id.
+    fn no_such_hand_deletion(&self, t: &Tombstone) -> bool {
+        if t.reason != Reason::DeletedByHand {
+            return false;
+        }
+        let Some(id) = &t.entry else { return false };
+        if FactId::looks_like(id.as_str()) {
+            return true;
+        }
+        self.doc
+            .get(id.as_str())
+            .is_some_and(|e| normalize(&e.text) == t.text)
+    }
+
+    /// Entries in the file that a tombstone hides, or whose text says what
+    /// was forgotten (visible: a note).
+    fn entries_visible(&self, report: &mut Report) {
+        for e in self.doc.entries() {
+            let text = normalize(&e.text);
+            match e.id() {
+                Some(id) if self.tombstones.names_entry(id.as_str()) => {
+                    let what = format!(
+                        "entry {id} is in the file but forgotten, so search and MEMORY.md leave it out ({:?}): its forget did not finish; `memd forget {id}` finishes it, `memd forget --undo {id}` takes it back",
+                        first_words(&e.text)
+                    );
+                    report.problem(Kind::EntryHidden, ENTRIES, None, what);
+                }
+                _ if !text.is_empty() && self.tombstones.all.iter().any(|t| t.text == text) => {
+                    let what = format!(
+                        "{} says what was forgotten, and stays visible (a tombstone keeps facts out, never a live entry): {:?}",
+                        e.id().map_or("a block", |id| id.as_str()),
+                        first_words(&e.text)
+                    );
+                    report.note(Kind::EntrySaysForgotten, ENTRIES, None, what);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The journal's last word on each entry against the file: a forget
+    /// it records is not undone by the file; an entry it says memd wrote
+    /// and nothing removed is in the file, or was deleted by hand (a note:
+    /// the next run records it).
+    fn journal_agrees(&self, report: &mut Report) {
+        let in_file: HashSet<&str> = self
+            .doc
+            .entries()
+            .filter_map(|e| e.id())
+            .map(|i| i.as_str())
+            .collect();
+        let texts: HashSet<String> = self.doc.entries().map(|e| normalize(&e.text)).collect();
+        let last = last_ops(self.journal);
+        for (id, l) in journal::lineage(self.journal) {
+            let here = in_file.contains(id.as_str());
+            let forgot = last.get(&id) == Some(&Op::Forget);
+            if forgot && here && !self.tombstones.names_entry(id.as_str()) {
+                let what = format!(
+                    "the journal says {id} was forgotten, but it is in the file and no tombstone keeps it out: the forget did not finish; `memd forget {id}` finishes it"
+                );
+                report.problem(Kind::JournalDisagrees, rel::JOURNAL, None, what);
+            }
+            let text = l.text.as_deref().map(normalize).unwrap_or_default();
+            if l.alive && !here && self.tombstones.names_entry(id.as_str()) {
+                let what = format!(
+                    "{id} is forgotten, but the journal does not say so (its journal write failed); `memd forget --undo {id}` restores it as the journal last had it"
+                );
+                report.problem(Kind::JournalDisagrees, rel::JOURNAL, None, what);
+            } else if l.alive && !here && !texts.contains(&text) {
+                let what = format!(
+                    "{id} was deleted by hand; the next consolidation records its facts as forgotten ({:?})",
+                    first_words(l.text.as_deref().unwrap_or_default())
+                );
+                report.note(Kind::DeletedByHand, ENTRIES, None, what);
+            }
+        }
+    }
+}
+
+/// Each entry's last op in the journal (of those that name entries).
+fn last_ops(records: &[Record]) -> HashMap<EntryId, Op> {
+    records
+        .iter()
+        .filter(|r| r.op != Op::Suppress && !FactId::looks_like(&r.entry))
+        .map(|r| (EntryId::from(r.entry.as_str()), r.op))
+        .collect()
+}
+
+fn join(ids: &[&EntryId]) -> String {
+    ids.iter()
+        .map(|i| i.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,50 @@
+//! What a finding is about, for `memd check --json` and for callers that
+//! branch on it (the random test's oracle among them).
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of a [`super::Finding`]. Problems and notes share one list of
+/// kinds; which a finding is, is said by the list it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A file (or one of its lines) that cannot be read as what it is.
+    Unreadable,
+    /// An archive line read with a warning.
+    ArchiveWarning,
+    /// A hand-written block that gets its metadata at the next run.
+    AwaitingMetadata,
+    /// An entry whose text a person changed.
+    EditedByHand,
+    /// Two entries with one id.
+    DuplicateId,
+    /// A source naming a fact no archive file has.
+    UnknownSource,
+    /// A fact two entries claim.
+    HeldTwice,
+    /// A decided fact no entry holds and no tombstone keeps out.
+    FactHidden,
+    /// A fact the user forgot that a live entry still holds: it is back in
+    /// search.
+    ForgottenButHeld,
+    /// A fact kept out by a hand deletion that never happened (no entry
+    /// memd wrote lost its text).
+    NoSuchHandDeletion,
+    /// A live entry that a tombstone names: search and MEMORY.md leave it
+    /// out while the file shows it (a forget that did not finish).
+    EntryHidden,
+    /// A live entry whose text a tombstone holds: it stays visible (a
+    /// tombstone keeps facts out, never a live entry).
+    EntrySaysForgotten,
+    /// The journal says an entry was forgotten, and the files disagree.
+    JournalDisagrees,
+    /// An entry memd wrote is gone from the file; the next run records its
+    /// facts as forgotten (deleted by hand).
+    DeletedByHand,
+    /// A generated line of MEMORY.md that names no live entry.
+    CoreLineNotLive,
+    /// Index rows that differ from what the files call for.
+    IndexRows,
+    /// Index rows of a file changed since the last sync.
+    IndexUnsynced,
+}

@@ -1,0 +1,190 @@
+//! The tenant model of `memd serve --root DIR` and `memd mcp --memory
+//! NAME`: a memory under a root is **untrusted**. Whoever (or whatever
+//! agent) writes its directory can change its files, its `memd.toml` and
+//! its links, and must reach nothing beyond its own memory. So:
+//!
+//! - **Names** ([`canonical`]): ASCII letters, digits, `-`, `_` and `.`,
+//!   not starting with a dot, at most [`MAX_NAME`] bytes, and folded to
+//!   lower case for lookup, directories and tokens alike (on a
+//!   case-insensitive file system `Alice` and `alice` are one directory,
+//!   so they are one memory with one token). A name that looks like a
+//!   file of the root's (`memd.toml`, anything ending in `.toml`, `.json`,
+//!   `.jsonl`, `.md`, `.lock`, `.log`, `.tmp`), or that is a file there,
+//!   is refused.
+//! - **No links** ([`confined`]): the memory's directory, its fixed files
+//!   and folders and the entries of `archive/`, `consolidated/` and
+//!   `.memd/` must not be symbolic links, so no path reaches another
+//!   memory or leaves the root. Checked on every request that reaches the
+//!   memory's files.
+//! - **Configuration** ([`allowed`]): where memd sends requests and which
+//!   secrets it reads come from the root's `memd.toml`. A memory's own
+//!   `[llm] base_url`, `api_key_env` and `[embedder]` `kind`, `runtime`,
+//!   `model_dir`, `base_url`, `api_key_env` must equal the root's, or be
+//!   listed in the root's `[server] tenant_endpoints` / `tenant_key_envs`;
+//!   otherwise every request on that memory is refused, naming the key,
+//!   and its loop does not run. So a tenant cannot make the daemon send
+//!   `MEMD_TOKEN` (or any other variable) anywhere.
+//! - **Identity** ([`identity`]): an open memory remembers its
+//!   directory's device and inode. A directory deleted or replaced while
+//!   open is noticed at the next request, closed, and opened again (a
+//!   write makes it anew, a read of a missing one is `NotFound`), so a
+//!   write is never acknowledged into a directory that is gone.
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::error::{Context, Result};
+use crate::{Error, Layout};
+
+/// Longest memory name, in bytes.
+pub const MAX_NAME: usize = 64;
+
+/// Endings of the names of a root's own files: no memory takes them.
+const RESERVED_ENDINGS: [&str; 7] = [".toml", ".json", ".jsonl", ".md", ".lock", ".log", ".tmp"];
+
+/// `Ok` when `name` may name a memory (see the module doc).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let lower = name.to_ascii_lowercase();
+    let why = if name.is_empty() {
+        "is empty"
+    } else if name.len() > MAX_NAME {
+        "is longer than 64 bytes"
+    } else if name.starts_with('.') {
+        "starts with a dot"
+    } else if !name.chars().all(ok_char) {
+        "may hold only ASCII letters, digits, '-', '_' and '.'"
+    } else if RESERVED_ENDINGS.iter().any(|e| lower.ends_with(e)) {
+        "is a name for the root's own files"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Invalid(format!(
+        "memory name {:?} {why}",
+        name.chars().take(80).collect::<String>()
+    )))
+}
+
+/// The one spelling of memory `name`: checked, folded to lower case.
+pub fn canonical(name: &str) -> Result<String> {
+    check_name(name)?;
+    Ok(name.to_ascii_lowercase())
+}
+
+/// `Ok` when nothing of memory directory `dir` is a link (see the module
+/// doc): the directory, its fixed paths, and the entries of its folders.
+pub fn confined(dir: &Path) -> Result<()> {
+    let refuse = |p: &Path| {
+        Err(Error::Invalid(format!(
+            "{} is a link: a memory under a root may not reach outside its directory",
+            p.display()
+        )))
+    };
+    if is_link(dir) {
+        return refuse(dir);
+    }
+    let layout = Layout::new(dir);
+    let fixed = [
+        layout.config_file(),
+        layout.memory_md(),
+        layout.tombstones_file(),
+        layout.archive_dir(),
+        layout.consolidated_dir(),
+        layout.runtime_dir(),
+    ];
+    if let Some(p) = fixed.iter().find(|p| is_link(p)) {
+        return refuse(p);
+    }
+    for folder in [
+        layout.archive_dir(),
+        layout.consolidated_dir(),
+        layout.runtime_dir(),
+    ] {
+        let Ok(read) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for e in read.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                return refuse(&e.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `p` itself is a link (a trailing `/` would follow it, so the
+/// path is taken without one).
+fn is_link(p: &Path) -> bool {
+    let p: std::path::PathBuf = p.components().collect();
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// What tells a directory from another one made at the same path later:
+/// its device and inode (`None`: it does not exist).
+pub fn identity(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// `Ok` when memory `name`'s configuration sends requests and reads
+/// secrets only where the root's allows (see the module doc).
+pub fn allowed(root: &Config, name: &str, config: &Config) -> Result<()> {
+    let endpoint_ok = |mine: &str, roots: &str| {
+        mine == roots || root.server.tenant_endpoints.iter().any(|e| e == mine)
+    };
+    let key_ok = |mine: &str, roots: &str| {
+        mine == roots || root.server.tenant_key_envs.iter().any(|e| e == mine)
+    };
+    let (l, rl) = (&config.llm, &root.llm);
+    let (e, re) = (&config.embedder, &root.embedder);
+    let refused = if !endpoint_ok(&l.base_url, &rl.base_url) {
+        Some(("llm", "base_url", l.base_url.clone()))
+    } else if !key_ok(&l.api_key_env, &rl.api_key_env) {
+        Some(("llm", "api_key_env", l.api_key_env.clone()))
+    } else if !endpoint_ok(&e.base_url, &re.base_url) {
+        Some(("embedder", "base_url", e.base_url.clone()))
+    } else if !key_ok(&e.api_key_env, &re.api_key_env) {
+        Some(("embedder", "api_key_env", e.api_key_env.clone()))
+    } else if e.kind != re.kind || e.runtime != re.runtime || e.model_dir != re.model_dir {
+        Some(("embedder", "kind, runtime and model_dir", String::new()))
+    } else {
+        None
+    };
+    match refused {
+        None => Ok(()),
+        Some((section, key, value)) => Err(Error::Invalid(format!(
+            "memory {name:?}: its memd.toml sets [{section}] {key} {value:?}, which the root's memd.toml does not allow (a memory under a root uses the root's endpoints and keys, or those listed in its [server] tenant_endpoints and tenant_key_envs)"
+        ))),
+    }
+}
+
+/// The layout of memory `name` under `root`, checked (name, links).
+/// When it does not exist: made as `memd init` does, with `root/memd.toml`
+/// (if any) as its configuration, when `create`; else `NoSuch`.
+pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
+    let name = canonical(name)?;
+    let dir = root.join(&name);
+    confined(&dir)?;
+    if Layout::is_memory(&dir) {
+        return Layout::open(&dir);
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Invalid(format!(
+            "memory name {name:?} is a file of the root's"
+        )));
+    }
+    if !create {
+        return Err(Error::NoSuch {
+            what: format!("memory {name:?} (its first write creates it)"),
+        });
+    }
+    let layout = crate::memory::init(&dir)?;
+    let template = Layout::new(root).config_file();
+    if template.is_file() {
+        std::fs::copy(&template, layout.config_file())
+            .with_context(|| format!("copying {}", template.display()))?;
+    }
+    tracing::info!(memory = %name, "memory created");
+    Ok(layout)
+}
