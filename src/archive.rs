@@ -78,7 +78,7 @@ pub fn parse(day: &str, src: &str) -> Day {
     let mut found: Vec<(usize, ItemText, Option<String>, Option<String>)> = Vec::new();
     let mut heading: Option<(HeadingLevel, Range<usize>)> = None;
 
-    for (event, range) in Parser::new_ext(src, Options::empty()).into_offset_iter() {
+    for (event, range) in events(src) {
         match event {
             Event::Start(Tag::Item) => {
                 items.push((range.clone(), range.end, session.clone(), time.clone()))
@@ -139,6 +139,40 @@ pub fn parse(day: &str, src: &str) -> Day {
         });
     }
     out
+}
+
+/// The markdown events of a day file, with offsets into `src`, read one
+/// section at a time: each of memd's own headings (`## HH:MM:SS …`) starts
+/// a section parsed on its own, so a block a hand edit opens and never
+/// closes (an HTML comment, a code fence) ends where memd's next append
+/// begins, and never swallows the facts memd writes after it.
+fn events(src: &str) -> impl Iterator<Item = (Event<'_>, Range<usize>)> {
+    sections(src).into_iter().flat_map(move |(at, end)| {
+        Parser::new_ext(&src[at..end], Options::empty())
+            .into_offset_iter()
+            .map(move |(e, r)| (e, r.start + at..r.end + at))
+    })
+}
+
+/// The byte ranges of a day file's sections (see [`events`]).
+fn sections(src: &str) -> Vec<(usize, usize)> {
+    let mut starts = vec![0];
+    let mut at = 0;
+    for line in src.split_inclusive('\n') {
+        if at > 0 && is_memd_heading(line) {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    let ends = starts.iter().skip(1).copied().chain([src.len()]);
+    starts.iter().copied().zip(ends).collect()
+}
+
+/// Whether a line is a heading memd writes: `## HH:MM:SS`, maybe with a
+/// session.
+fn is_memd_heading(line: &str) -> bool {
+    line.strip_prefix("## ")
+        .is_some_and(|h| parse_session_heading(h.trim()).0.is_some())
 }
 
 /// The hash part of a fact id (`DAY#HASH.N` → `HASH`).
@@ -684,7 +718,18 @@ impl DayText {
 
     /// The session of the last `## time · session` heading, by a backward
     /// line scan (`None`: no heading yet).
+    /// The session of the last section (`None`: there is none, or it
+    /// holds a line that may open a block a hand edit left unclosed, so
+    /// the next append starts a section of its own: see [`events`]).
     fn tail_session(&self) -> Option<Option<String>> {
+        let tail = self.src.lines().rev().take_while(|l| !is_memd_heading(l));
+        let open = |l: &str| {
+            let l = l.trim_start_matches(' ');
+            l.starts_with("```") || l.starts_with("~~~") || l.starts_with('<')
+        };
+        if tail.clone().any(open) {
+            return None;
+        }
         self.src
             .lines()
             .rev()

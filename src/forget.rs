@@ -92,6 +92,9 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
         });
     }
     if let Some(f) = facts.iter().find(|f| f.id == id) {
+        if let Some(done) = not_pending(layout, &doc, f)? {
+            return done;
+        }
         // The journal first: a forget that fails later has changed nothing
         // a user sees, and running it again finishes it.
         let mut r = stamp.record(journal::Op::Forget, id);
@@ -113,6 +116,31 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
         });
     }
     Err(crate::Error::NotFound { id: id.to_string() })
+}
+
+/// A fact that is not pending is not forgotten by its id: one an entry
+/// holds is that entry's to forget (the entry says it; forgetting the fact
+/// alone would leave it said); one already forgotten is forgotten (`Ok`,
+/// nothing written).
+fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Result<Candidate>>> {
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    if tombstones.covers(&f.id, &f.text) {
+        return Ok(Some(Ok(Candidate {
+            kind: RowKind::Fact,
+            id: f.id.to_string(),
+            text: f.text.clone(),
+        })));
+    }
+    let holder = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .find(|m| m.sources.contains(&f.id));
+    Ok(holder.map(|m| {
+        Err(crate::Error::Invalid(format!(
+            "fact {} is consolidated into entry {}: forget that entry (`memd forget {}`) or edit it",
+            f.id, m.id, m.id
+        )))
+    }))
 }
 
 /// Forget `entry` (already taken out of `doc`): its tombstones, the file
@@ -146,25 +174,31 @@ fn forget_entry(
         }
     }
     // Crash order: the journal (with the entry whole, so an undo restores
-    // it exactly), then the tombstones, the file, MEMORY.md. A failure
-    // before the tombstones changes nothing a user sees; after them, the
-    // entry is kept out of search and `memd check` reports the forget as
-    // unfinished. Running the forget again finishes it.
+    // it exactly), the tombstones, MEMORY.md without its line, the file
+    // without it. A failure before the tombstones changes nothing a user
+    // sees; after them, the entry is still in the file, kept out of search,
+    // and `memd check` reports the forget as unfinished. Running the forget
+    // again finishes it (the file goes last, so it still finds the entry).
     let mut r = stamp.record(journal::Op::Forget, &id);
     r.before = Some(entry.text.clone());
     r.sources = sources;
     r.meta_before = entry.meta.clone();
     journal::append(&layout.journal_file(), &[r])?;
     tombstones::append(&layout.tombstones_file(), &stones)?;
+    drop_core_line(layout, &id)?;
     doc.save(&layout.entries_file(), &stamp.today())?;
-    let md = CoreMd::read(&layout.memory_md())?;
-    let lines: Vec<_> = md
-        .lines()
-        .into_iter()
-        .filter(|l| l.entry_id != id)
-        .collect();
-    core_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(())
+}
+
+/// MEMORY.md without entry `id`'s line (unchanged when it has none).
+fn drop_core_line(layout: &Layout, id: &EntryId) -> Result<()> {
+    let md = CoreMd::read(&layout.memory_md())?;
+    let all = md.lines();
+    let lines: Vec<_> = all.iter().filter(|l| l.entry_id != *id).cloned().collect();
+    if lines.len() == all.len() {
+        return Ok(());
+    }
+    core_md::write_lines(&layout.memory_md(), &lines).map(drop)
 }
 
 /// Undo `memd forget ID` (or the deletion by hand of entry `ID`): its
@@ -220,8 +254,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
             }
         }
     }
-    let lift = Tombstone::lift(&stamp.clock, id);
-    tombstones::append(&layout.tombstones_file(), &[lift])?;
+    crate::pending::lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
     let mut r = stamp.record(journal::Op::Unforget, id);
     r.after = Some(text.clone());
     r.sources = forgot.map(|r| r.sources).unwrap_or_default();

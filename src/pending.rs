@@ -71,3 +71,42 @@ impl<'a> Pending<'a> {
         self.settled(fact).is_none()
     }
 }
+
+/// Append `lifts` (records that take tombstones back) to the tombstones
+/// `stones` loaded under the entries lock. First, the facts they let back
+/// in that a run decided while they were kept out, and that no entry
+/// holds, come off the watermark: pending again, so the next run decides
+/// them. Saved before the lifts: a crash between the two leaves them
+/// pending and still kept out, never decided and held by nothing (hidden).
+pub(crate) fn lift(
+    layout: &crate::Layout,
+    stones: &Tombstones,
+    lifts: Vec<crate::tombstones::Tombstone>,
+) -> crate::error::Result<()> {
+    if lifts.is_empty() {
+        return Ok(());
+    }
+    let mut all = stones.all.clone();
+    all.extend(lifts.iter().cloned());
+    let after = Tombstones::from_vec(all);
+    let mut state = State::load(&layout.state_file())?;
+    let doc = Document::read(&layout.entries_file())?;
+    let held: HashSet<&str> = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
+        .collect();
+    let (facts, _) = crate::archive::read_all(layout)?;
+    let back: Vec<&Fact> = facts
+        .iter()
+        .filter(|f| stones.covers(&f.id, &f.text) && !after.covers(&f.id, &f.text))
+        .filter(|f| state.is_done(f) && !held.contains(f.id.as_str()))
+        .collect();
+    if !back.is_empty() {
+        for f in back {
+            state.watermark.done.remove(&f.id);
+        }
+        state.save(&layout.state_file())?;
+    }
+    crate::tombstones::append(&layout.tombstones_file(), &lifts)
+}

@@ -509,7 +509,9 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
             };
             return Ok(outcome);
         }
-        let mut state = release(layout, &stamp, &out, opts, &mut outcome)?;
+        release(layout, &stamp, &out, opts, &mut outcome)?;
+        let_back_in(layout, &stamp, &into)?;
+        let mut state = State::load(&layout.state_file())?;
         refresh_memory_md(layout, None, &steps)?;
         let undone = RunId::from(id);
         let records: Vec<Record> = steps.iter().map(|s| record(&stamp, &undone, s)).collect();
@@ -594,6 +596,24 @@ fn release(
     state.save(&layout.state_file())?;
     tombstones::append(&layout.tombstones_file(), &new_stones)?;
     Ok(state)
+}
+
+/// Before the entries file changes: the facts about to come back into an
+/// entry that an undo's `keep_out` forgot (an undo of that undo brings
+/// them back) are let back in, so no entry holds a forgotten fact. They
+/// are off the watermark since that keep-out, so a crash before the file
+/// is written leaves them pending, never hidden.
+fn let_back_in(layout: &Layout, stamp: &Stamp, into: &BTreeSet<FactId>) -> Result<()> {
+    let stones = Tombstones::load(&layout.tombstones_file())?;
+    let lifts: Vec<Tombstone> = into
+        .iter()
+        .filter(|f| {
+            let kept_out = |t: &Tombstone| t.of(f.as_str()) && t.reason == Reason::Undo;
+            stones.all.iter().any(kept_out)
+        })
+        .map(|f| Tombstone::lift(&stamp.clock, f.as_str()))
+        .collect();
+    crate::pending::lift(layout, &stones, lifts)
 }
 
 /// The lines of `MEMORY.md` for the entries the undo changed: gone with

@@ -33,6 +33,29 @@ impl Files<'_> {
         self.journal_agrees(report);
     }
 
+    /// The ids and the normalised texts of the entries in the file.
+    fn in_file(&self) -> (HashSet<&str>, HashSet<String>) {
+        let entries = self.doc.entries();
+        let ids = entries.filter_map(|e| e.id()).map(|i| i.as_str()).collect();
+        let texts = self.doc.entries().map(|e| normalize(&e.text)).collect();
+        (ids, texts)
+    }
+
+    /// Entries memd wrote that a person deleted from the file since (the
+    /// next run records them as forgotten), with the facts they held.
+    pub(super) fn deleted_by_hand(&self) -> HashMap<EntryId, Vec<FactId>> {
+        let (in_file, texts) = self.in_file();
+        journal::lineage(self.journal)
+            .into_iter()
+            .filter(|(id, l)| {
+                let text = l.text.as_deref().map(normalize).unwrap_or_default();
+                l.alive && !in_file.contains(id.as_str()) && !texts.contains(&text)
+            })
+            .filter(|(id, _)| !self.tombstones.names_entry(id.as_str()))
+            .map(|(id, l)| (id, l.sources))
+            .collect()
+    }
+
     /// Live entries (in the file, named by no tombstone) by the facts they
     /// hold.
     fn holders(&self) -> HashMap<&FactId, Vec<&EntryId>> {
@@ -52,6 +75,7 @@ impl Files<'_> {
     fn facts_accounted(&self, report: &mut Report) {
         let holders = self.holders();
         let rule = Pending::new(self.state, self.tombstones, self.doc);
+        let by_hand: HashSet<FactId> = self.deleted_by_hand().into_values().flatten().collect();
         for f in self.facts {
             let file = rel::archive_file(&f.day);
             let by = holders.get(&f.id).map(Vec::as_slice).unwrap_or_default();
@@ -86,7 +110,8 @@ impl Files<'_> {
                 report.problem(Kind::NoSuchHandDeletion, &file, Some(f.line), what);
             }
             let done = rule.settled(f) == Some(Settled::Done);
-            if done && by.is_empty() && stones.is_empty() && !self.held_by_hidden(f) {
+            let waiting = by_hand.contains(&f.id); // the entry's note says it
+            if done && by.is_empty() && stones.is_empty() && !self.held_by_hidden(f) && !waiting {
                 report.problem(
                     Kind::FactHidden,
                     &file,
@@ -153,13 +178,7 @@ impl Files<'_> {
     /// and nothing removed is in the file, or was deleted by hand (a note:
     /// the next run records it).
     fn journal_agrees(&self, report: &mut Report) {
-        let in_file: HashSet<&str> = self
-            .doc
-            .entries()
-            .filter_map(|e| e.id())
-            .map(|i| i.as_str())
-            .collect();
-        let texts: HashSet<String> = self.doc.entries().map(|e| normalize(&e.text)).collect();
+        let (in_file, texts) = self.in_file();
         let last = last_ops(self.journal);
         for (id, l) in journal::lineage(self.journal) {
             let here = in_file.contains(id.as_str());

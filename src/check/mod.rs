@@ -131,7 +131,8 @@ pub async fn run(layout: &Layout) -> Result<Report> {
         journal: &journal,
     };
     facts_and_entries.check(&mut report);
-    memory_md(layout, &doc, &tombstones, &mut report);
+    let by_hand: HashSet<EntryId> = facts_and_entries.deleted_by_hand().into_keys().collect();
+    memory_md(layout, (&doc, &by_hand), &tombstones, &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
@@ -186,7 +187,12 @@ fn first_words(text: &str) -> String {
 }
 
 /// One pair of markers; every generated line tied to a live entry.
-fn memory_md(layout: &Layout, doc: &Document, tombstones: &Tombstones, report: &mut Report) {
+fn memory_md(
+    layout: &Layout,
+    (doc, by_hand): (&Document, &HashSet<EntryId>),
+    tombstones: &Tombstones,
+    report: &mut Report,
+) {
     match CoreMd::read(&layout.memory_md()) {
         Err(e) => report.problem(Kind::Unreadable, rel::CORE, None, e.to_string()),
         Ok(md) => {
@@ -196,6 +202,14 @@ fn memory_md(layout: &Layout, doc: &Document, tombstones: &Tombstones, report: &
                 .filter(|id| !tombstones.names_entry(id.as_str()))
                 .collect();
             for l in md.lines().iter().filter(|l| !live.contains(&l.entry_id)) {
+                if by_hand.contains(&l.entry_id) {
+                    let what = format!(
+                        "a generated line names {}, which was deleted by hand: the next run takes it out",
+                        l.entry_id
+                    );
+                    report.note(Kind::DeletedByHand, rel::CORE, None, what);
+                    continue;
+                }
                 report.problem(
                     Kind::CoreLineNotLive,
                     rel::CORE,
@@ -241,13 +255,23 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
 }
 
 /// The index holds exactly the rows the files call for.
+///
+/// A daemon may sync while this reads: a source counts as synced only if
+/// it was fresh both before the table and the files were read and after,
+/// so a sync in between is a note, never a false problem.
 async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
+    let fresh_before = fingerprints::freshness(layout)?;
     let Some(stored) = table::stored_rows(layout).await? else {
         return Ok(());
     };
     report.index_rows = Some(stored.len());
     let expected = rows::expected(layout)?;
-    let fresh = fingerprints::freshness(layout)?;
+    let mut fresh = fingerprints::freshness(layout)?;
+    for (source, state) in fresh.iter_mut() {
+        if fresh_before.get(source) != Some(&Freshness::Fresh) {
+            *state = Freshness::Stale;
+        }
+    }
     let before = report.problems.len();
     let mut counts: HashMap<(&str, &str), usize> = HashMap::new();
     for r in &stored {
@@ -273,7 +297,12 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
             Some(Source::Core) => RowKind::Core,
             _ => RowKind::Fact,
         };
-        if rows::hidden(tombstones, kind, &RowId::from(r.id.as_str()), text) {
+        // A file changed since its sync (a forget changes every archive
+        // file's fingerprint) is noted below, not a problem.
+        let synced = Source::parse(&r.source)
+            .and_then(|s| fresh.get(&s).copied())
+            .is_some_and(|f| f == Freshness::Fresh);
+        if synced && rows::hidden(tombstones, kind, &RowId::from(r.id.as_str()), text) {
             report.problem(
                 Kind::IndexRows,
                 INDEX,

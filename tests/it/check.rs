@@ -66,9 +66,30 @@ fn damage_to_any_file_is_found_with_its_place() {
     let (_t, layout, ids) = consolidated();
     assert!(check(&layout, &[]).0);
 
-    // An entry deleted by hand: its fact was decided and is now hidden.
+    // An entry's metadata rewritten by hand: a new id (MEMORY.md's line
+    // names one no entry has) and no sources (its fact was decided and is
+    // now held by nothing: hidden). A deletion by hand is a note instead.
     let text = std::fs::read_to_string(layout.entries_file()).unwrap();
-    let kept: Vec<&str> = text.split("\n\n").filter(|b| !b.contains("cats")).collect();
+    let blocks: Vec<String> = text
+        .split("\n\n")
+        .map(|b| match b.contains("cats") {
+            false => b.to_string(),
+            true => {
+                let id = b
+                    .split("\"id\":\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                let at = b.find("\"sources\":[").unwrap() + "\"sources\":[".len();
+                let end = at + b[at..].find(']').unwrap();
+                let b = format!("{}{}", &b[..at], &b[end..]);
+                b.replace(id, "e-99999999")
+            }
+        })
+        .collect();
+    let kept: Vec<&str> = blocks.iter().map(String::as_str).collect();
     std::fs::write(layout.entries_file(), kept.join("\n\n")).unwrap();
     // A copied entry: two entries with one id.
     let coffee = kept

@@ -484,9 +484,14 @@ fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
         .unwrap()
         .to_string();
     std::fs::write(&path, kept.join("\n\n")).unwrap();
+    // A person's deletion is theirs, not a fault: noted until a run
+    // records it.
+    let out = memd(dir, &["check", "--json"]);
+    assert!(out.status.success(), "{}", stdout(&out));
     assert!(
-        !memd(dir, &["check"]).status.success(),
-        "the fact is hidden until a run"
+        stdout(&out).contains("\"deleted_by_hand\""),
+        "{}",
+        stdout(&out)
     );
 
     let out = memd(dir, &["consolidate", "--force"]);

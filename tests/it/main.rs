@@ -19,6 +19,7 @@ mod judge;
 mod limits;
 mod mcp;
 mod offline;
+mod random;
 mod root;
 mod runs;
 mod search;

@@ -35,7 +35,7 @@ pub(crate) fn write_config(layout: &Layout, llm_url: Option<&str>, extra: &str) 
 }
 
 pub(crate) fn spawn_serve(layout: &Layout, listen: &str, env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memd"));
+    let mut cmd = Command::new(crate::support::memd_bin());
     cmd.arg("--dir")
         .arg(&layout.root)
         .args(["serve", "--listen", listen])

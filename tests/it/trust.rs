@@ -398,3 +398,118 @@ fn a_keyed_retry_from_another_time_zone_writes_the_fact_once() {
         .sum();
     assert_eq!(lines, 1);
 }
+
+/// Found by the random test: forgetting a fact an entry holds, by the
+/// fact's id, tombstoned the fact while the entry went on saying it (and
+/// `memd check` found it held and forgotten at once).
+#[test]
+fn forgetting_a_consolidated_fact_by_its_id_is_refused_and_names_its_entry() {
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "Has a dog called Rex");
+    consolidate(dir);
+    let [(id, ..)] = entries(dir).try_into().unwrap();
+    let out = memd(dir, &["forget", &fact]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains(&id), "{}", stderr(&out));
+    assert!(found(dir, "dog Rex").iter().any(|t| t.contains("Rex")));
+    assert!(check(dir).0, "{}", check(dir).2);
+}
+
+/// Found by the random test: a fact forgotten while pending, decided by a
+/// run while it was kept out (with a restatement of it), then taken back,
+/// was decided and held by nothing: hidden.
+#[test]
+fn a_fact_taken_back_after_a_run_decided_it_is_pending_again_with_its_restatement() {
+    let t = fresh();
+    let dir = t.path();
+    let first = add(dir, "Has a dog called Rex");
+    let again = add(dir, "Has a dog called Rex");
+    ok(dir, &["forget", &first]);
+    consolidate(dir);
+    ok(dir, &["forget", "--undo", &first]);
+    assert!(check(dir).0, "{}", check(dir).2);
+    consolidate(dir);
+    let held: Vec<String> = entries(dir).into_iter().flat_map(|e| e.2).collect();
+    assert!(held.contains(&first) && held.contains(&again), "{held:?}");
+    assert!(found(dir, "dog Rex").iter().any(|t| t.contains("Rex")));
+    assert!(check(dir).0, "{}", check(dir).2);
+}
+
+/// Found by the random test: a forget whose MEMORY.md write failed had
+/// already taken the entry out of the file, so running it again found
+/// nothing, and MEMORY.md went on showing the agent what was forgotten.
+#[test]
+fn a_forget_that_cannot_write_memory_md_is_finished_by_running_it_again() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Has a dog called Rex");
+    consolidate(dir);
+    let [(id, ..)] = entries(dir).try_into().unwrap();
+    assert!(core_md(dir).contains("Has a dog called Rex"));
+    let core = dir.join("MEMORY.md");
+    std::fs::rename(&core, dir.join("MEMORY.aside")).unwrap();
+    std::fs::create_dir(&core).unwrap();
+    assert!(!memd(dir, &["forget", &id]).status.success());
+    std::fs::remove_dir(&core).unwrap();
+    std::fs::rename(dir.join("MEMORY.aside"), &core).unwrap();
+    ok(dir, &["forget", &id]);
+    assert!(entries(dir).is_empty());
+    assert!(
+        !core_md(dir).contains("Has a dog called Rex"),
+        "{}",
+        core_md(dir)
+    );
+    assert!(check(dir).0, "{}", check(dir).2);
+}
+
+/// Found by the random test: a hand edit that opens an HTML comment (or a
+/// code fence) and never closes it swallowed every fact memd appended
+/// after it: acknowledged, then never read, searched or consolidated.
+#[test]
+fn a_block_a_hand_edit_never_closes_does_not_swallow_the_facts_appended_after_it() {
+    for garbage in ["<!-- never closed", "```", "~~~ notes", "<pre>"] {
+        let t = fresh();
+        let dir = t.path();
+        let first = add(dir, "Drinks black coffee every morning");
+        let day = first.split('#').next().unwrap().to_string();
+        let path = dir.join(format!("archive/{day}.md"));
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("\n{garbage}\n"));
+        std::fs::write(&path, text).unwrap();
+        let second = add(dir, "Has a dog called Rex");
+        let third = add(dir, "Allergic to peanuts");
+        let (facts, _) = memd::archive::read_all(&memd::Layout::new(dir)).unwrap();
+        let ids: Vec<String> = facts.iter().map(|f| f.id.to_string()).collect();
+        for id in [&first, &second, &third] {
+            assert!(ids.contains(id), "{garbage}: {id} is not read: {ids:?}");
+        }
+        assert!(
+            found(dir, "dog Rex").iter().any(|t| t.contains("Rex")),
+            "{garbage}"
+        );
+    }
+}
+
+/// Found by the random test: undoing an `undo --keep-out` brought the
+/// entry back but left its fact forgotten, so the entry held a fact a
+/// tombstone kept out.
+#[test]
+fn undoing_an_undo_that_kept_facts_out_lets_them_back_in() {
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "Works at Globex as a manager");
+    let run = consolidate(dir);
+    let out = ok(dir, &["undo", &run, "--keep-out", "--json"]);
+    let undo: Value = serde_json::from_str(&out).unwrap();
+    assert!(entries(dir).is_empty());
+    ok(dir, &["undo", undo["run"].as_str().unwrap()]);
+    let held: Vec<String> = entries(dir).into_iter().flat_map(|e| e.2).collect();
+    assert_eq!(held, vec![fact]);
+    assert!(
+        found(dir, "Globex manager")
+            .iter()
+            .any(|t| t.contains("Globex"))
+    );
+    assert!(check(dir).0, "{}", check(dir).2);
+}

@@ -1,0 +1,266 @@
+//! The oracle: `memd check` (every invariant it states), and a ledger of
+//! what the user did, kept apart from memd's own rules:
+//! - every acknowledged fact is still in the archive;
+//! - a fact the user kept (acknowledged, never forgotten, its text never
+//!   touched by a forget) is held by a live entry, or pending and found by
+//!   search; no tombstone keeps it out;
+//! - a fact the user forgot stays out: a tombstone keeps it out, no live
+//!   entry holds it, and search never gives it;
+//! - every entry in the file is found by search.
+//!
+//! Facts whose text a forget, a keep-out or a hand deletion touched
+//! without naming them are left to `memd check` (memd's rule for them, a
+//! restatement of what was forgotten stays out, is by design).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use memd::entries::Document;
+use memd::text::normalize;
+use memd::tombstones::Tombstones;
+
+use super::world::World;
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Every fact memd acknowledged (or a person wrote): id → text.
+    pub acked: BTreeMap<String, String>,
+    /// Facts the user forgot, by the forget (entry, fact or run id) that
+    /// forgot them.
+    forgotten: BTreeMap<String, (Vec<String>, Vec<String>)>,
+    /// The forgets in order, for `forget --undo`.
+    pub forget_order: Vec<String>,
+    /// Facts left to `memd check`.
+    uncertain: BTreeSet<String>,
+    /// Texts of entries deleted by hand: the next run keeps them out.
+    deleted_texts: HashSet<String>,
+    /// Runs of `undo --keep-out` (their facts, in `forgotten`).
+    undo_runs: BTreeSet<String>,
+}
+
+impl Ledger {
+    pub fn known(&self) -> HashSet<&str> {
+        self.acked.keys().map(String::as_str).collect()
+    }
+
+    pub fn acked(&mut self, id: &str, text: &str) {
+        if id.is_empty() {
+            return;
+        }
+        self.acked.insert(id.to_string(), text.to_string());
+        let norm = normalize(text);
+        if self.forgotten_texts().contains(&norm) || self.deleted_texts.contains(&norm) {
+            self.uncertain.insert(id.to_string());
+        }
+    }
+
+    fn forgotten_texts(&self) -> HashSet<String> {
+        self.forgotten
+            .values()
+            .flat_map(|(_, t)| t.iter().map(|t| normalize(t)))
+            .collect()
+    }
+
+    fn forgotten_ids(&self) -> HashSet<&str> {
+        self.forgotten
+            .values()
+            .flat_map(|(ids, _)| ids.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// A forget of `ids` (and of `texts`): facts of the same text that it
+    /// does not name are memd's to decide.
+    fn forgot(&mut self, by: &str, ids: Vec<String>, texts: Vec<String>) {
+        let norm: HashSet<String> = texts.iter().map(|t| normalize(t)).collect();
+        for (id, t) in &self.acked {
+            if norm.contains(&normalize(t)) && !ids.contains(id) {
+                self.uncertain.insert(id.clone());
+            }
+        }
+        self.forgotten.insert(by.to_string(), (ids, texts));
+        self.forget_order.retain(|f| f != by);
+        self.forget_order.push(by.to_string());
+    }
+
+    pub fn forgot_fact(&mut self, id: &str, text: &str) {
+        self.forgot(id, vec![id.to_string()], vec![text.to_string()]);
+    }
+
+    pub fn forgot_entry(&mut self, id: &str, text: &str, sources: &[String]) {
+        let mut texts = vec![text.to_string()];
+        texts.extend(sources.iter().filter_map(|s| self.acked.get(s).cloned()));
+        self.forgot(id, sources.to_vec(), texts);
+    }
+
+    /// An entry deleted by hand: the next run records its facts as
+    /// forgotten (unless its text is still in the file: then nothing
+    /// vanished), memd's rule to apply, `memd check`'s to verify.
+    pub fn deleted_by_hand(&mut self, text: &str, sources: &[String]) {
+        self.uncertain.extend(sources.iter().cloned());
+        // The text memd last wrote (what the run tombstones) is its
+        // facts' (a person's edit since may have changed the entry's).
+        let mut texts: HashSet<String> = sources
+            .iter()
+            .filter_map(|s| self.acked.get(s))
+            .map(|t| normalize(t))
+            .collect();
+        texts.insert(normalize(text));
+        for (id, t) in &self.acked {
+            if texts.contains(&normalize(t)) {
+                self.uncertain.insert(id.clone());
+            }
+        }
+        self.deleted_texts.extend(texts);
+    }
+
+    /// `forget --undo ID`: its facts are the user's again, unless another
+    /// forget still says their text.
+    pub fn unforgot(&mut self, by: &str) {
+        let Some((ids, _)) = self.forgotten.remove(by) else {
+            return;
+        };
+        self.forget_order.retain(|f| f != by);
+        let texts = self.forgotten_texts();
+        for id in ids {
+            let said = self
+                .acked
+                .get(&id)
+                .is_some_and(|t| texts.contains(&normalize(t)));
+            if said {
+                self.uncertain.insert(id);
+            }
+        }
+    }
+
+    /// An undo: with `keep_out`, its facts are forgotten; an undo of an
+    /// undo leaves what that undo kept out to memd.
+    pub fn undone(&mut self, outcome: &memd::runs::Outcome, texts: &[(String, String)]) {
+        // Undos of undos bring back what a keep-out forgot, as memd's
+        // rules for the runs in between decide: from here `memd check`
+        // verifies those facts.
+        let undos: Vec<String> = self.undo_runs.iter().cloned().collect();
+        for by in undos {
+            if let Some((ids, _)) = self.forgotten.remove(&by) {
+                self.uncertain.extend(ids);
+            }
+        }
+        if outcome.kept_out.is_empty() {
+            return;
+        }
+        let Some(run) = &outcome.run else { return };
+        let ids = texts.iter().map(|(i, _)| i.clone()).collect();
+        let said = texts.iter().map(|(_, t)| t.clone()).collect();
+        self.forgot(run.as_str(), ids, said);
+        self.undo_runs.insert(run.to_string());
+        // An undo's keep-out is lifted by undoing the undo, not by forget --undo.
+        self.forget_order.retain(|f| f != run.as_str());
+    }
+}
+
+impl World {
+    /// Check the oracle; `all`: search for every item (at the end of a
+    /// sequence), else for a few.
+    pub fn check(&self, all: bool) {
+        let report = self.rt.block_on(memd::check::run(&self.layout)).unwrap();
+        let problems: Vec<String> = report
+            .problems
+            .iter()
+            .map(|p| format!("{:?}: {}", p.kind, p.what))
+            .collect();
+        self.assert(problems.is_empty(), &format!("memd check: {problems:#?}"));
+        let (facts, _) = memd::archive::read_all(&self.layout).unwrap();
+        let in_archive: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+        for id in self.ledger.acked.keys() {
+            self.assert(
+                in_archive.contains(id.as_str()),
+                &format!("acknowledged fact {id} is gone from the archive"),
+            );
+        }
+        let doc = Document::read(&self.layout.entries_file()).unwrap();
+        let stones = Tombstones::load(&self.layout.tombstones_file()).unwrap();
+        let live: Vec<_> = doc
+            .entries()
+            .filter(|e| !e.text.trim().is_empty())
+            .filter(|e| !e.id().is_some_and(|i| stones.names_entry(i.as_str())))
+            .collect();
+        let holders: HashSet<&str> = live
+            .iter()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
+            .collect();
+        let forgotten = self.ledger.forgotten_ids();
+        let budget = if all { usize::MAX } else { 3 };
+        let mut searched = 0;
+        for (id, text) in &self.ledger.acked {
+            if self.ledger.uncertain.contains(id) {
+                continue;
+            }
+            if forgotten.contains(id.as_str()) {
+                self.assert(
+                    stones.covers(id, text),
+                    &format!("forgotten fact {id} is not kept out"),
+                );
+                self.assert(
+                    !holders.contains(id.as_str()),
+                    &format!("forgotten fact {id} is held by a live entry"),
+                );
+                self.assert(
+                    !self.search_gives(text, id),
+                    &format!("forgotten fact {id} is found by search"),
+                );
+                continue;
+            }
+            self.assert(
+                !stones.covers(id, text),
+                &format!("kept fact {id} ({text:?}) is kept out by a tombstone"),
+            );
+            if !holders.contains(id.as_str()) && searched < budget {
+                searched += 1;
+                self.assert(
+                    self.search_finds(text, id),
+                    &format!("kept fact {id} ({text:?}) is neither held nor found"),
+                );
+            }
+        }
+        for e in live.iter().take(if all { usize::MAX } else { 2 }) {
+            let id = e.id().map(|i| i.to_string()).unwrap_or_default();
+            self.assert(
+                self.search_finds(&e.text, &id),
+                &format!("entry {id} ({:?}) is not found by search", e.text),
+            );
+        }
+    }
+
+    /// Whether searching `text` gives row `id` (or its MEMORY.md line), or
+    /// a row saying the same (search collapses identical rows into one, so
+    /// the user reads the same words either way).
+    fn search_finds(&self, text: &str, id: &str) -> bool {
+        self.hits(text).iter().any(|h| {
+            h.id.as_str() == id
+                || h.id.as_str() == format!("core:{id}")
+                || normalize(&h.text) == normalize(text)
+        })
+    }
+
+    /// Whether searching `text` gives row `id` itself.
+    fn search_gives(&self, text: &str, id: &str) -> bool {
+        self.hits(text).iter().any(|h| h.id.as_str() == id)
+    }
+
+    fn hits(&self, text: &str) -> Vec<memd::index::rows::Hit> {
+        let req = memd::request::Search {
+            query: Some(text.to_string()),
+            k: Some(100),
+            wait: None,
+        };
+        match self.run(req) {
+            Ok(found) => found.hits(),
+            Err(e) => panic!("search failed: {e:#}\n{}", self.log.join("\n")),
+        }
+    }
+
+    fn assert(&self, ok: bool, what: &str) {
+        if !ok {
+            panic!("{what}\nafter:\n{}", self.log.join("\n"));
+        }
+    }
+}
