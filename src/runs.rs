@@ -574,6 +574,15 @@ fn release(
     let mut new_stones = Vec::new();
     for f in facts.iter().filter(|f| out.contains(&f.id)) {
         if stones.covers(&f.id, &f.text) {
+            // Kept out already: by this same undo, when an earlier attempt
+            // failed after its tombstones, so the retry says so too.
+            let by_undo = stones
+                .all
+                .iter()
+                .any(|t| t.of(f.id.as_str()) && t.reason == Reason::Undo);
+            if opts.keep_out && by_undo {
+                outcome.kept_out.push(f.id.clone());
+            }
             continue;
         }
         if opts.keep_out {

@@ -513,3 +513,25 @@ fn undoing_an_undo_that_kept_facts_out_lets_them_back_in() {
     );
     assert!(check(dir).0, "{}", check(dir).2);
 }
+
+/// Found by the random test: an `undo --keep-out` that failed after its
+/// tombstones (MEMORY.md unwritable), run again, finished the undo but
+/// reported no fact kept out, so the user was never told.
+#[test]
+fn an_undo_keep_out_run_again_after_a_failure_says_what_it_kept_out() {
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "Has a dog called Rex");
+    let run = consolidate(dir);
+    let core = dir.join("MEMORY.md");
+    std::fs::rename(&core, dir.join("MEMORY.aside")).unwrap();
+    std::fs::create_dir(&core).unwrap();
+    assert!(!memd(dir, &["undo", &run, "--keep-out"]).status.success());
+    std::fs::remove_dir(&core).unwrap();
+    std::fs::rename(dir.join("MEMORY.aside"), &core).unwrap();
+    let out = ok(dir, &["undo", &run, "--keep-out", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["kept_out"], serde_json::json!([fact]), "{v}");
+    assert!(entries(dir).is_empty());
+    assert!(check(dir).0, "{}", check(dir).2);
+}
