@@ -415,7 +415,37 @@ fn plan(doc: &mut Document, records: &[&Record], today: &str) -> (Vec<Step>, Vec
             Verdict::Done | Verdict::Nothing => {}
         }
     }
+    if let Some(why) = held_elsewhere(doc, &steps) {
+        // Nothing is undone: the caller reads the file afresh each time.
+        let left = steps
+            .iter()
+            .map(|s| Left {
+                entry: s.entry.clone(),
+                why: why.clone(),
+            })
+            .collect();
+        return (Vec::new(), left);
+    }
     (steps, left)
+}
+
+/// Why the undo must be left undone, given `doc` with its `steps`
+/// applied: an entry it does not touch holds a fact it puts back into one
+/// of its own (a later run decided the fact again), and a fact is held by
+/// one entry at most.
+fn held_elsewhere(doc: &Document, steps: &[Step]) -> Option<String> {
+    let ours: HashSet<&str> = steps.iter().map(|s| s.entry.as_str()).collect();
+    let claimed: HashSet<&FactId> = steps.iter().flat_map(|s| sources(&s.to)).collect();
+    doc.entries()
+        .filter_map(|e| e.meta.as_ref())
+        .filter(|m| !ours.contains(m.id.as_str()))
+        .find(|m| m.sources.iter().any(|f| claimed.contains(f)))
+        .map(|m| {
+            format!(
+                "its facts were decided again since, into {}: undo that run first",
+                m.id
+            )
+        })
 }
 
 fn sources(s: &Slot) -> &[FactId] {

@@ -535,3 +535,26 @@ fn an_undo_keep_out_run_again_after_a_failure_says_what_it_kept_out() {
     assert!(entries(dir).is_empty());
     assert!(check(dir).0, "{}", check(dir).2);
 }
+
+/// Found by the random test: undoing an undo after a later run had
+/// decided the same facts again put them into a second entry (held
+/// twice). The step is left as it is, saying why.
+#[test]
+fn undoing_an_undo_after_its_facts_were_decided_again_leaves_them_where_they_are() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Has a dog called Rex");
+    let run = consolidate(dir);
+    let out = ok(dir, &["undo", &run, "--json"]);
+    let undo: Value = serde_json::from_str(&out).unwrap();
+    consolidate(dir);
+    let before = entries(dir);
+    let out = ok(dir, &["undo", undo["run"].as_str().unwrap(), "--json"]);
+    let again: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(entries(dir), before, "{again}");
+    assert!(
+        again["left"].to_string().contains("decided again"),
+        "{again}"
+    );
+    assert!(check(dir).0, "{}", check(dir).2);
+}
