@@ -161,8 +161,11 @@ impl World {
             Via::Cli => self.cli_add(&texts, key.as_deref())?,
             Via::Mcp => self.mcp_add(&texts, key.as_deref())?,
         };
+        // A key already written gives back the fact written with it (by
+        // design, whatever the text): the ledger keeps what the archive says.
         for (id, t) in ids.iter().zip(&texts) {
-            self.ledger.acked(id, t);
+            let text = self.fact_text(id).unwrap_or_else(|| t.clone());
+            self.ledger.acked(id, &text);
         }
         Ok(())
     }
