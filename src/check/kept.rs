@@ -27,10 +27,14 @@ pub(super) struct Files<'a> {
 }
 
 impl Files<'_> {
-    pub(super) fn check(&self, report: &mut Report) {
-        self.facts_accounted(report);
+    /// Check; the entries a person deleted since memd wrote them (for
+    /// MEMORY.md's check), read once.
+    pub(super) fn check(&self, report: &mut Report) -> HashSet<EntryId> {
+        let by_hand = self.deleted_by_hand();
+        self.facts_accounted(&by_hand, report);
         self.entries_visible(report);
         self.journal_agrees(report);
+        by_hand.into_keys().collect()
     }
 
     /// The ids and the normalised texts of the entries in the file.
@@ -43,7 +47,7 @@ impl Files<'_> {
 
     /// Entries memd wrote that a person deleted from the file since (the
     /// next run records them as forgotten), with the facts they held.
-    pub(super) fn deleted_by_hand(&self) -> HashMap<EntryId, Vec<FactId>> {
+    fn deleted_by_hand(&self) -> HashMap<EntryId, Vec<FactId>> {
         let (in_file, texts) = self.in_file();
         journal::lineage(self.journal)
             .into_iter()
@@ -72,10 +76,11 @@ impl Files<'_> {
     }
 
     /// Each fact: pending, in one live entry, or kept out for a reason.
-    fn facts_accounted(&self, report: &mut Report) {
+    fn facts_accounted(&self, by_hand: &HashMap<EntryId, Vec<FactId>>, report: &mut Report) {
         let holders = self.holders();
         let rule = Pending::new(self.state, self.tombstones, self.doc);
-        let by_hand: HashSet<FactId> = self.deleted_by_hand().into_values().flatten().collect();
+        let by_hand: HashSet<&FactId> = by_hand.values().flatten().collect();
+        let by_hidden = self.held_by_hidden();
         for f in self.facts {
             let file = rel::archive_file(&f.day);
             let by = holders.get(&f.id).map(Vec::as_slice).unwrap_or_default();
@@ -111,7 +116,8 @@ impl Files<'_> {
             }
             let done = rule.settled(f) == Some(Settled::Done);
             let waiting = by_hand.contains(&f.id); // the entry's note says it
-            if done && by.is_empty() && stones.is_empty() && !self.held_by_hidden(f) && !waiting {
+            if done && by.is_empty() && stones.is_empty() && !by_hidden.contains(&f.id) && !waiting
+            {
                 report.problem(
                     Kind::FactHidden,
                     &file,
@@ -122,13 +128,15 @@ impl Files<'_> {
         }
     }
 
-    /// Whether an entry a tombstone hides holds `f` (reported once, as
-    /// that entry).
-    fn held_by_hidden(&self, f: &Fact) -> bool {
+    /// The facts entries a tombstone hides hold (reported once, as those
+    /// entries).
+    fn held_by_hidden(&self) -> HashSet<&FactId> {
         self.doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
-            .any(|m| self.tombstones.names_entry(m.id.as_str()) && m.sources.contains(&f.id))
+            .filter(|m| self.tombstones.names_entry(m.id.as_str()))
+            .flat_map(|m| m.sources.iter())
+            .collect()
     }
 
     /// A tombstone for a hand deletion that did not happen: it names a

@@ -130,8 +130,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
         tombstones: &tombstones,
         journal: &journal,
     };
-    facts_and_entries.check(&mut report);
-    let by_hand: HashSet<EntryId> = facts_and_entries.deleted_by_hand().into_keys().collect();
+    let by_hand = facts_and_entries.check(&mut report);
     memory_md(layout, (&doc, &by_hand), &tombstones, &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;

@@ -255,6 +255,12 @@ pub fn assert_checks_clean(dir: &Path, after: &str) {
 /// Run `memd ARGS` in `dir` with the failpoint `step` set, wait until it
 /// stops there, and kill it with SIGKILL.
 pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
+    assert!(pause_and_kill(dir, args, step), "memd exited before {step}");
+}
+
+/// [`kill_at`], for a command that may end before `step` (it had nothing
+/// to do): whether it got there (and was killed).
+pub fn pause_and_kill(dir: &Path, args: &[&str], step: &str) -> bool {
     let mut child = Command::new(memd_bin())
         .arg("--dir")
         .arg(dir)
@@ -268,15 +274,16 @@ pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
     let marker = dir.join(".memd").join(format!("paused-at-{step}"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !marker.exists() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "memd exited before {step}"
-        );
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
         assert!(std::time::Instant::now() < deadline, "never reached {step}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    let _ = std::fs::remove_file(marker);
+    true
 }
 
 /// The index's LanceDB table, opened behind memd's back (to set up what

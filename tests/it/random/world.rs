@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::actions::{self, Action, Blocked, Judge, Killed, Via};
 use super::oracle::Ledger;
-use crate::support::{Reply, memd_bin};
+use crate::support::Reply;
 
 pub struct World {
     _tmp: tempfile::TempDir,
@@ -497,7 +497,7 @@ impl World {
         };
         let at = steps[step as usize % steps.len()];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        kill_at(&self.layout.root, &args, at);
+        crate::support::pause_and_kill(&self.layout.root, &args, at);
         // The user runs the command again, as the error told them to.
         let out = crate::support::memd(&self.layout.root, &args);
         if what == Killed::Add && out.status.success() {
@@ -533,29 +533,6 @@ impl World {
         }
         Ok(())
     }
-}
-
-/// Run `memd ARGS` with failpoint `step` and SIGKILL it there (if it gets
-/// there: a command with nothing to do ends first).
-fn kill_at(dir: &std::path::Path, args: &[&str], step: &str) {
-    let mut child = Command::new(memd_bin())
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .env("MEMD_PAUSE_AT", step)
-        .env_remove("MEMD_DIR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let marker = dir.join(".memd").join(format!("paused-at-{step}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !marker.exists() && child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_file(marker);
 }
 
 /// The scripted LLM's reply for judge `mode` (a [`Judge`] as a number).
