@@ -166,3 +166,23 @@ pub fn write_lines(path: &Path, lines: &[Line]) -> Result<bool> {
     crate::atomic::write(path, &next).with_context(|| format!("writing {}", path.display()))?;
     Ok(true)
 }
+
+/// `MEMORY.md` without the generated lines of entries `gone` (unchanged
+/// when it has none of them). What takes an entry out of
+/// `consolidated/memory.md` calls it first, so that no line ever names an
+/// entry that is not in the file, even when a later step fails.
+pub fn drop_lines(path: &Path, gone: &std::collections::HashSet<&str>) -> Result<()> {
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let all = CoreMd::read(path)?.lines();
+    let kept: Vec<Line> = all
+        .iter()
+        .filter(|l| !gone.contains(l.entry_id.as_str()))
+        .cloned()
+        .collect();
+    if kept.len() == all.len() {
+        return Ok(());
+    }
+    write_lines(path, &kept).map(drop)
+}

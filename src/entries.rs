@@ -408,6 +408,49 @@ impl Document {
         }
     }
 
+    /// Give each block without metadata whose normalised text is that of
+    /// an entry memd wrote and the file no longer has by id (`missing`:
+    /// id, normalised text, sources) that entry's id and sources back: a
+    /// person took its metadata line off, or deleted it while a copy of
+    /// its text stayed. One block per id, first in the file first. Returns
+    /// the ids given back; the rest are adopted as new on save.
+    pub fn reclaim(
+        &mut self,
+        missing: &[(EntryId, String, Vec<FactId>)],
+        today: &str,
+    ) -> Vec<EntryId> {
+        let mut given = Vec::new();
+        for block in &mut self.blocks {
+            let Block::Entry { entry, raw } = block else {
+                continue;
+            };
+            if entry.meta.is_some() {
+                continue;
+            }
+            let text = crate::text::normalize(&entry.text);
+            let Some((id, _, sources)) = missing
+                .iter()
+                .find(|(id, t, _)| *t == text && !given.contains(id))
+            else {
+                continue;
+            };
+            self.ids.insert(id.clone());
+            entry.meta = Some(Meta {
+                id: id.clone(),
+                first_seen: today.to_string(),
+                updated: today.to_string(),
+                sources: sources.clone(),
+                hash: text_hash(&entry.text),
+                pinned: false,
+                unreviewed: false,
+                extra: Default::default(),
+            });
+            *raw = None;
+            given.push(id.clone());
+        }
+        given
+    }
+
     fn adopt_hand_written(&mut self, today: &str) -> Vec<EntryId> {
         let mut adopted = Vec::new();
         let ids = &mut self.ids;

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::archive::{self, Fact};
-use crate::core_md::{self, CoreMd};
+use crate::core_md;
 use crate::entries::Document;
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId};
@@ -78,6 +78,9 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
     let stamp = Stamp::new(memory.clock);
     let (facts, _) = archive::read_all(layout)?;
     let mut doc = Document::read(&layout.entries_file())?;
+    // Entries deleted by hand since the last run are recorded first, so
+    // that forgets apply in the order the user made them.
+    crate::consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
     if let Some(entry) = doc.remove(id) {
         forget_entry(
             layout,
@@ -185,20 +188,9 @@ fn forget_entry(
     r.meta_before = entry.meta.clone();
     journal::append(&layout.journal_file(), &[r])?;
     tombstones::append(&layout.tombstones_file(), &stones)?;
-    drop_core_line(layout, &id)?;
+    core_md::drop_lines(&layout.memory_md(), &HashSet::from([id.as_str()]))?;
     doc.save(&layout.entries_file(), &stamp.today())?;
     Ok(())
-}
-
-/// MEMORY.md without entry `id`'s line (unchanged when it has none).
-fn drop_core_line(layout: &Layout, id: &EntryId) -> Result<()> {
-    let md = CoreMd::read(&layout.memory_md())?;
-    let all = md.lines();
-    let lines: Vec<_> = all.iter().filter(|l| l.entry_id != *id).cloned().collect();
-    if lines.len() == all.len() {
-        return Ok(());
-    }
-    core_md::write_lines(&layout.memory_md(), &lines).map(drop)
 }
 
 /// Undo `memd forget ID` (or the deletion by hand of entry `ID`): its
@@ -214,6 +206,8 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let layout = &memory.layout;
     let stamp = Stamp::new(memory.clock);
     let _lock = entries::lock(layout)?;
+    let doc = Document::read(&layout.entries_file())?;
+    crate::consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
         return Err(crate::Error::NotFound { id: id.to_string() });
@@ -230,7 +224,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .entry
         .as_ref()
         .is_some_and(|e| !FactId::looks_like(e.as_str()));
-    let mut doc = Document::read(&layout.entries_file())?;
+    let mut doc = doc;
     if is_entry {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),

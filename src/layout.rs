@@ -208,6 +208,10 @@ impl Layout {
     pub(crate) fn index_files(&self) -> PathBuf {
         self.index_dir().join("files.json")
     }
+    /// The sources a sync is writing (or was, when it stopped).
+    pub(crate) fn index_syncing(&self) -> PathBuf {
+        self.index_dir().join("syncing.json")
+    }
     /// The mark an older memd left when its full-text index fell behind.
     pub(crate) fn old_text_index_mark(&self) -> PathBuf {
         self.index_dir().join("text-index-behind")

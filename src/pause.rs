@@ -30,6 +30,9 @@ pub(crate) enum Step {
     UndoJournaled,
     /// An undo: the entries file holds its new text.
     UndoEntriesWritten,
+    /// An index sync: the table holds the new rows, the fingerprints of
+    /// the sync are not recorded yet.
+    IndexWritten,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -47,6 +50,7 @@ impl Step {
             Step::MemoryMdWritten => "memory-md-written",
             Step::UndoJournaled => "undo-journaled",
             Step::UndoEntriesWritten => "undo-entries-written",
+            Step::IndexWritten => "index-written",
         }
     }
 }

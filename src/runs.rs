@@ -397,11 +397,15 @@ fn set(doc: &mut Document, id: &str, to: &Slot) {
 
 /// The steps that undo `records` (one run's, oldest first), applied to
 /// `doc` as they are found, and what is left as it is.
-fn plan(doc: &mut Document, records: &[&Record], today: &str) -> (Vec<Step>, Vec<Left>) {
+fn plan(
+    doc: &mut Document,
+    records: &[&Record],
+    (today, stones): (&str, &Tombstones),
+) -> (Vec<Step>, Vec<Left>) {
     let mut steps = Vec::new();
     let mut left = Vec::new();
     for r in records.iter().rev() {
-        match verdict(doc, r, today) {
+        match brings_back_forgotten(verdict(doc, r, today), stones) {
             Verdict::Steps(s) => {
                 for s in s {
                     set(doc, &s.entry, &s.to);
@@ -427,6 +431,38 @@ fn plan(doc: &mut Document, records: &[&Record], today: &str) -> (Vec<Step>, Vec
         return (Vec::new(), left);
     }
     (steps, left)
+}
+
+/// A verdict that would put back what the user forgot since the run is
+/// left undone: an entry a tombstone names, or a fact a tombstone lists
+/// (other than an undo's keep-out, which undoing that undo lifts).
+/// Forgetting is taken back by `memd forget --undo`, never by an undo.
+fn brings_back_forgotten(v: Verdict, stones: &Tombstones) -> Verdict {
+    let Verdict::Steps(steps) = &v else { return v };
+    for s in steps {
+        if s.from.is_none() && s.to.is_some() && stones.names_entry(&s.entry) {
+            return Verdict::Left(format!(
+                "forgotten since the run: `memd forget --undo {}` brings it back",
+                s.entry
+            ));
+        }
+        let before = sources(&s.from);
+        let forgotten = sources(&s.to)
+            .iter()
+            .filter(|f| !before.contains(f))
+            .find(|f| {
+                stones
+                    .all
+                    .iter()
+                    .any(|t| t.reason != Reason::Undo && t.sources.contains(f))
+            });
+        if let Some(f) = forgotten {
+            return Verdict::Left(format!(
+                "its fact {f} was forgotten since the run: `memd forget --undo` brings it back"
+            ));
+        }
+    }
+    v
 }
 
 /// Why the undo must be left undone, given `doc` with its `steps`
@@ -515,13 +551,18 @@ const ATTEMPTS: usize = 10;
 pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
     let layout = &memory.layout;
     let _lock = entries::lock(layout)?;
-    let all = journal::read(&layout.journal_file())?;
-    let records = records_of(&all, id)?;
     let stamp = Stamp::new(memory.clock);
     let today = stamp.today();
+    // Entries deleted by hand since the last run are recorded first: an
+    // undo never brings back what the user forgot since the run.
+    let doc = Document::read(&layout.entries_file())?;
+    consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
+    let all = journal::read(&layout.journal_file())?;
+    let records = records_of(&all, id)?;
+    let forgotten = Tombstones::load(&layout.tombstones_file())?;
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;
-        let (steps, left) = plan(&mut doc, &records, &today);
+        let (steps, left) = plan(&mut doc, &records, (&today, &forgotten));
         let (out, into) = moved(&doc, &steps);
         let mut outcome = Outcome {
             undoes: RunId::from(id),

@@ -41,6 +41,12 @@ pub struct Tombstone {
     /// forgotten and when it was brought back both stay on record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifts: Option<String>,
+    /// For a fact kept out as a restatement of a pending fact forgotten on
+    /// its own (reason [`Reason::RestatesForgotten`]): that fact, so that
+    /// taking its forget back takes this one back too. (A restatement of a
+    /// forgotten entry names the entry in `entry`.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restates: Option<FactId>,
 }
 
 /// Why something was forgotten: each is a user's action.
@@ -117,6 +123,18 @@ impl Tombstone {
             sources,
             reason: reason.into(),
             lifts: None,
+            restates: None,
+        }
+    }
+
+    /// The user's forget a restatement of this tombstone's text is kept
+    /// out by: the entry, or the one pending fact, that was forgotten.
+    pub fn forgotten_by(&self) -> (Option<EntryId>, Option<FactId>) {
+        match (&self.entry, &self.restates) {
+            (Some(e), _) => (Some(e.clone()), None),
+            (None, Some(f)) => (None, Some(f.clone())),
+            (None, None) if self.sources.len() == 1 => (None, Some(self.sources[0].clone())),
+            (None, None) => (None, None),
         }
     }
 
@@ -128,13 +146,14 @@ impl Tombstone {
     }
 
     /// Whether this tombstone was written by forgetting `id`: the entry
-    /// (with its facts, and facts later kept out for saying the same), or
-    /// a pending fact forgotten on its own.
+    /// or a pending fact forgotten on its own, each with the facts later
+    /// kept out for saying the same.
     pub fn of(&self, id: &str) -> bool {
         self.lifts.is_none()
-            && match &self.entry {
-                Some(e) => e == id,
-                None => self.sources.len() == 1 && self.sources[0] == id,
+            && match (&self.entry, &self.restates) {
+                (Some(e), _) => e == id,
+                (None, Some(f)) => f == id,
+                (None, None) => self.sources.len() == 1 && self.sources[0] == id,
             }
     }
 }

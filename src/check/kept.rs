@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{ENTRIES, Kind, Report, first_words};
 use crate::archive::Fact;
+use crate::consolidate::deleted_by_hand;
 use crate::entries::Document;
 use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Op, Record};
@@ -16,6 +17,18 @@ use crate::pending::{Pending, Settled};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{Reason, Tombstone, Tombstones};
+
+/// An entry whose metadata was taken off by hand: id, normalised text,
+/// sources.
+type Unlabelled = (EntryId, String, Vec<FactId>);
+
+/// Entries gone from the file by id that the next run settles: deleted by
+/// hand (recorded as forgotten), or whose metadata a person took off (a
+/// block still holds their text; given back their id and sources).
+pub(super) struct NextRun {
+    pub deleted_by_hand: HashSet<EntryId>,
+    pub unlabelled: HashSet<EntryId>,
+}
 
 /// The files the check reads, read once.
 pub(super) struct Files<'a> {
@@ -27,14 +40,19 @@ pub(super) struct Files<'a> {
 }
 
 impl Files<'_> {
-    /// Check; the entries a person deleted since memd wrote them (for
-    /// MEMORY.md's check), read once.
-    pub(super) fn check(&self, report: &mut Report) -> HashSet<EntryId> {
+    /// Check; the entries the next run settles (for MEMORY.md's check),
+    /// read once.
+    pub(super) fn check(&self, report: &mut Report) -> NextRun {
         let by_hand = self.deleted_by_hand();
-        self.facts_accounted(&by_hand, report);
+        let lineage = journal::lineage(self.journal);
+        let unlabelled = deleted_by_hand::unlabelled(self.doc, &lineage, self.tombstones);
+        self.facts_accounted((&by_hand, &unlabelled), report);
         self.entries_visible(report);
         self.journal_agrees(report);
-        by_hand.into_keys().collect()
+        NextRun {
+            deleted_by_hand: by_hand.into_keys().collect(),
+            unlabelled: unlabelled.into_iter().map(|(id, ..)| id).collect(),
+        }
     }
 
     /// The ids and the normalised texts of the entries in the file.
@@ -76,10 +94,18 @@ impl Files<'_> {
     }
 
     /// Each fact: pending, in one live entry, or kept out for a reason.
-    fn facts_accounted(&self, by_hand: &HashMap<EntryId, Vec<FactId>>, report: &mut Report) {
+    fn facts_accounted(
+        &self,
+        (by_hand, unlabelled): (&HashMap<EntryId, Vec<FactId>>, &[Unlabelled]),
+        report: &mut Report,
+    ) {
         let holders = self.holders();
         let rule = Pending::new(self.state, self.tombstones, self.doc);
-        let by_hand: HashSet<&FactId> = by_hand.values().flatten().collect();
+        let by_hand: HashSet<&FactId> = by_hand
+            .values()
+            .flatten()
+            .chain(unlabelled.iter().flat_map(|(.., sources)| sources))
+            .collect();
         let by_hidden = self.held_by_hidden();
         for f in self.facts {
             let file = rel::archive_file(&f.day);

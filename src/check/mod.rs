@@ -130,8 +130,8 @@ pub async fn run(layout: &Layout) -> Result<Report> {
         tombstones: &tombstones,
         journal: &journal,
     };
-    let by_hand = facts_and_entries.check(&mut report);
-    memory_md(layout, (&doc, &by_hand), &tombstones, &mut report);
+    let next_run = facts_and_entries.check(&mut report);
+    memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
@@ -188,7 +188,7 @@ fn first_words(text: &str) -> String {
 /// One pair of markers; every generated line tied to a live entry.
 fn memory_md(
     layout: &Layout,
-    (doc, by_hand): (&Document, &HashSet<EntryId>),
+    (doc, next_run): (&Document, &kept::NextRun),
     tombstones: &Tombstones,
     report: &mut Report,
 ) {
@@ -201,12 +201,20 @@ fn memory_md(
                 .filter(|id| !tombstones.names_entry(id.as_str()))
                 .collect();
             for l in md.lines().iter().filter(|l| !live.contains(&l.entry_id)) {
-                if by_hand.contains(&l.entry_id) {
+                if next_run.deleted_by_hand.contains(&l.entry_id) {
                     let what = format!(
                         "a generated line names {}, which was deleted by hand: the next run takes it out",
                         l.entry_id
                     );
                     report.note(Kind::DeletedByHand, rel::CORE, None, what);
+                    continue;
+                }
+                if next_run.unlabelled.contains(&l.entry_id) {
+                    let what = format!(
+                        "a generated line names {}, whose metadata was taken off by hand: the next run gives it back",
+                        l.entry_id
+                    );
+                    report.note(Kind::AwaitingMetadata, rel::CORE, None, what);
                     continue;
                 }
                 report.problem(

@@ -9,14 +9,41 @@
 //! pending fact (its forgetting, and that taken back) are never an entry's
 //! ([`journal::lineage`]).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::Layout;
 use crate::entries::Document;
 use crate::error::Result;
-use crate::journal::{self, Op, Stamp};
+use crate::ids::{EntryId, FactId};
+use crate::journal::{self, Lineage, Op, Stamp};
 use crate::text::normalize;
-use crate::tombstones::{self, Reason, Tombstone};
+use crate::tombstones::{self, Reason, Tombstone, Tombstones};
+
+/// Entries memd wrote (alive in `lineage`, named by no tombstone) that
+/// the file has no longer by id while a block without metadata holds
+/// their text: id, normalised text, sources. The next run gives them
+/// back ([`Document::reclaim`]); until then `memd check` notes them.
+pub(crate) fn unlabelled(
+    doc: &Document,
+    lineage: &BTreeMap<EntryId, Lineage>,
+    stones: &Tombstones,
+) -> Vec<(EntryId, String, Vec<FactId>)> {
+    let bare: HashSet<String> = doc
+        .entries()
+        .filter(|e| e.meta.is_none())
+        .map(|e| normalize(&e.text))
+        .collect();
+    lineage
+        .iter()
+        .filter(|(id, l)| l.alive && doc.get(id.as_str()).is_none())
+        .filter(|(id, _)| !stones.names_entry(id.as_str()))
+        .filter_map(|(id, l)| {
+            let text = normalize(l.text.as_deref()?);
+            bare.contains(&text)
+                .then(|| (id.clone(), text, l.sources.clone()))
+        })
+        .collect()
+}
 
 /// Tombstone and journal every entry deleted by hand; how many there were.
 pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<usize> {
@@ -57,6 +84,10 @@ pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<u
         entries = gone.len(),
         "entries deleted by hand: recorded as forgotten"
     );
+    // Their lines of MEMORY.md first: a failure after this leaves them
+    // unrecorded, and the next run records them.
+    let ids: HashSet<&str> = gone.iter().map(|r| r.entry.as_str()).collect();
+    crate::core_md::drop_lines(&layout.memory_md(), &ids)?;
     tombstones::append(&layout.tombstones_file(), &stones)?;
     journal::append(&layout.journal_file(), &gone)?;
     Ok(gone.len())

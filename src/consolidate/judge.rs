@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::ops::{self, Cluster, Group, Op, Snapshot};
+use super::ops::{self, Cluster, ForgottenBy, Group, Op, Snapshot};
 use super::plan::{self, Inputs};
 use super::reply::{self, per_fact, update};
 use super::report::{Report, Suppressed};
 use crate::config::Config;
 use crate::embed::cache::Cached;
-use crate::ids::EntryId;
 use crate::llm::{self, Message};
 use crate::state::State;
 use crate::text::short_hash;
@@ -441,10 +440,10 @@ impl<'a> Decide<'a> {
             .map(|(keep, g, s)| Planned::built_in(keep, g, Some(s)))
             .collect();
         let restatements = planned.len();
-        let mut kept_out: Vec<(Group, Option<EntryId>)> = near
+        let mut kept_out: Vec<(Group, ForgottenBy)> = near
             .forgotten
             .into_iter()
-            .map(|(g, t)| (g, t.entry))
+            .map(|(g, t)| (g, t.forgotten_by()))
             .collect();
         match self.judge {
             Judge::BuiltIn => planned.extend(near.rest.into_iter().map(|g| {
@@ -458,8 +457,8 @@ impl<'a> Decide<'a> {
         }
         for p in &planned {
             kept_out.extend(p.kept_out.iter().map(|&(g, x)| {
-                let entry = p.cluster.forgotten[x].entry.clone();
-                (p.cluster.groups[g].clone(), entry)
+                let by = p.cluster.forgotten[x].by();
+                (p.cluster.groups[g].clone(), by)
             }));
         }
         let tombstones = self.forgotten(kept_out, report);
@@ -533,13 +532,9 @@ impl<'a> Decide<'a> {
 
     /// The tombstones for groups that say what `forgotten` texts say, each
     /// fact named in the report.
-    fn forgotten(
-        &self,
-        groups: Vec<(Group, Option<EntryId>)>,
-        report: &mut Report,
-    ) -> Vec<Tombstone> {
+    fn forgotten(&self, groups: Vec<(Group, ForgottenBy)>, report: &mut Report) -> Vec<Tombstone> {
         let mut out = Vec::new();
-        for (g, entry) in groups {
+        for (g, (entry, fact)) in groups {
             report.suppressed.extend(g.ids.iter().map(|id| Suppressed {
                 fact: id.clone(),
                 text: g.text.clone(),
@@ -547,7 +542,9 @@ impl<'a> Decide<'a> {
             }));
             let reason = crate::tombstones::Reason::RestatesForgotten;
             let clock = &self.memory.clock;
-            out.push(Tombstone::new(clock, entry, &g.text, g.ids, reason));
+            let mut t = Tombstone::new(clock, entry, &g.text, g.ids, reason);
+            t.restates = fact;
+            out.push(t);
         }
         out
     }

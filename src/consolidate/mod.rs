@@ -41,7 +41,7 @@
 pub(crate) mod apply;
 pub(crate) mod cluster;
 mod commit;
-mod deleted_by_hand;
+pub(crate) mod deleted_by_hand;
 mod gate;
 pub(crate) mod judge;
 pub mod ops;
@@ -188,6 +188,23 @@ fn write(
     report: &mut Report,
 ) -> Result<Document> {
     let layout = &memory.layout;
+    // The lines of MEMORY.md that name entries about to go, first: a run
+    // that fails after this has changed no entry, and a later promotion
+    // that fails leaves no line naming an entry the file lacks.
+    let removed: std::collections::HashSet<&str> = decided
+        .planned
+        .iter()
+        .filter_map(|p| match &p.decision {
+            Decision::Ops(ops) => Some(ops),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|op| match op {
+            Op::Remove { target, .. } => Some(target.as_str()),
+            _ => None,
+        })
+        .collect();
+    crate::core_md::drop_lines(&layout.memory_md(), &removed)?;
     let (mut applied, entries) = apply::apply(layout, &decided.planned, stamp)?;
     crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
     applied.records.extend(report.suppressed.iter().map(|s| {
@@ -212,20 +229,59 @@ fn skipped(mut report: Report, why: String) -> Report {
 }
 
 /// Hand-written blocks get ids before planning, so that the ops planned
-/// against them still name them when applied.
+/// against them still name them when applied. Entries the journal does
+/// not know (a run wrote them and died before its journal records) are
+/// journaled too, so that a hand deletion of one is recognised and its
+/// facts are forgotten, never hidden. A block that is an entry memd wrote
+/// with its metadata taken off gets that entry's id and sources back.
 fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
-    if !doc.entries().any(|e| e.meta.is_none()) {
-        return Ok(());
-    }
-    let adopted = doc.save(&layout.entries_file(), &stamp.today())?;
-    let records: Vec<journal::Record> = adopted
-        .iter()
-        .map(|id| {
+    let mut records = Vec::new();
+    let known = journal::lineage(&journal::read(&layout.journal_file())?);
+    if doc.entries().any(|e| e.meta.is_none()) {
+        let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+        let missing = deleted_by_hand::unlabelled(doc, &known, &stones);
+        let given = doc.reclaim(&missing, &stamp.today());
+        if !given.is_empty() {
+            tracing::info!(
+                entries = given.len(),
+                "entries whose metadata was taken off by hand: given back their ids and sources"
+            );
+        }
+        let adopted = doc.save(&layout.entries_file(), &stamp.today())?;
+        records.extend(adopted.iter().map(|id| {
             let mut r = stamp.record(journal::Op::Adopt, id);
             r.after = doc.get(id).map(|e| e.text.clone());
             r
-        })
-        .collect();
+        }));
+    }
+    for e in doc.entries() {
+        let Some(m) = &e.meta else { continue };
+        if records.iter().any(|r| r.entry == m.id.as_str()) {
+            continue;
+        }
+        // One the journal took away (a forget that did not finish) is
+        // `memd check`'s to report, not this run's to take back.
+        let l = known.get(&m.id);
+        if l.is_some_and(|l| !l.alive) {
+            continue;
+        }
+        let unknown: Vec<_> = m
+            .sources
+            .iter()
+            .filter(|s| !l.is_some_and(|l| l.sources.contains(s)))
+            .cloned()
+            .collect();
+        if l.is_some() && unknown.is_empty() {
+            continue;
+        }
+        let mut r = stamp.record(journal::Op::Adopt, m.id.as_str());
+        r.after = Some(e.text.clone());
+        r.sources = unknown;
+        records.push(r);
+    }
+    if records.is_empty() {
+        return Ok(());
+    }
     journal::append(&layout.journal_file(), &records)
 }
 

@@ -52,7 +52,21 @@ pub struct Forgotten {
     pub text: String,
     /// The forgotten entry, when an entry was forgotten.
     pub entry: Option<EntryId>,
+    /// The forgotten fact, when a pending fact was forgotten on its own.
+    #[serde(skip)]
+    pub fact: Option<crate::ids::FactId>,
 }
+
+impl Forgotten {
+    /// The forget that keeps out what says this text.
+    pub(crate) fn by(&self) -> ForgottenBy {
+        (self.entry.clone(), self.fact.clone())
+    }
+}
+
+/// The user's forget a restatement is kept out by: the entry, or the one
+/// pending fact, forgotten ([`crate::tombstones::Tombstone::forgotten_by`]).
+pub(crate) type ForgottenBy = (Option<EntryId>, Option<crate::ids::FactId>);
 
 impl Cluster {
     /// Every fact id of the cluster.

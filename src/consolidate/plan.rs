@@ -431,9 +431,13 @@ pub(crate) async fn with_forgotten(
         c.forgotten = near
             .into_iter()
             .take(FORGOTTEN_SHOWN)
-            .map(|(_, i)| super::ops::Forgotten {
-                text: stones[i].text.clone(),
-                entry: stones[i].entry.clone(),
+            .map(|(_, i)| {
+                let (entry, fact) = stones[i].forgotten_by();
+                super::ops::Forgotten {
+                    text: stones[i].text.clone(),
+                    entry,
+                    fact,
+                }
             })
             .collect();
     }

@@ -59,23 +59,52 @@ impl std::fmt::Display for Freshness {
 }
 
 /// Each source file's fingerprint at its last sync (empty if never synced
-/// or unreadable: then everything is synced again, which is only slower).
+/// or unreadable: then everything is synced again, which is only slower),
+/// less the sources a sync is writing, or was writing when it stopped
+/// ([`begin_sync`]): their rows may be neither the old nor the new ones.
 pub(super) fn synced(layout: &Layout) -> Prints {
-    std::fs::read(layout.index_files())
+    let mut prints: Prints = std::fs::read(layout.index_files())
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let writing: Vec<Source> = std::fs::read(layout.index_syncing())
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    for source in &writing {
+        prints.remove(source);
+    }
+    prints
 }
 
-/// Record the fingerprints a sync brought the table to.
+/// Mark `sources` as being written, before their rows change. Without the
+/// mark, a sync that stopped after its table write and before
+/// [`save_synced`] (a crash, or a `memd check` reading in between) left
+/// rows that the recorded fingerprints called fresh; when the file was
+/// back as it was at the last sync (a change undone while the sync ran),
+/// no later sync looked at it again. The mark is durable before the rows
+/// change.
+pub(super) fn begin_sync<'a>(
+    layout: &Layout,
+    sources: impl Iterator<Item = &'a Source>,
+) -> Result<()> {
+    let sources: Vec<&Source> = sources.collect();
+    crate::atomic::write(&layout.index_syncing(), &serde_json::to_vec(&sources)?)?;
+    Ok(())
+}
+
+/// Record the fingerprints a sync brought the table to, then lift the
+/// mark of [`begin_sync`] (a crash in between only syncs those sources
+/// again).
 pub(super) fn save_synced(layout: &Layout, prints: &Prints) -> Result<()> {
     crate::atomic::write(&layout.index_files(), &serde_json::to_vec_pretty(prints)?)?;
-    Ok(())
+    Ok(crate::atomic::remove(&layout.index_syncing())?)
 }
 
 /// Forget every sync (the table was emptied).
 pub(super) fn forget_synced(layout: &Layout) -> Result<()> {
-    Ok(crate::atomic::remove(&layout.index_files())?)
+    crate::atomic::remove(&layout.index_files())?;
+    Ok(crate::atomic::remove(&layout.index_syncing())?)
 }
 
 /// Whether each source file is indexed as it is now (for `memd status` and

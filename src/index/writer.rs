@@ -4,7 +4,11 @@
 //! Sync is per source file and by content hash: rows whose (id, hash) is
 //! new are embedded first (so an embedding failure leaves the old rows in
 //! place), then the stale rows are deleted in one batch, then the new rows
-//! are added. Running a sync twice changes nothing the second time. A file
+//! are added. Running a sync twice changes nothing the second time. The
+//! sources it writes are marked (`.memd/index/syncing.json`) before the
+//! table changes and the mark is lifted with the new fingerprints: a sync
+//! stopped in between (SIGKILL at the failpoint `index-written`) is redone
+//! for those sources, and `memd check` meanwhile sees them as not synced. A file
 //! whose fingerprint has not changed since the last sync is not read at
 //! all.
 //!
@@ -155,8 +159,10 @@ impl Writer {
             *self.synced.lock().unwrap() = Some(current);
             return Ok(report);
         }
+        fingerprints::begin_sync(&self.shared.layout, changed.iter().copied().chain(&gone))?;
         self.write_changes(&changed, &gone, &current, &mut report)
             .await?;
+        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
         for source in changed {
             prints.insert(source.clone(), current[source].clone());
         }

@@ -14,6 +14,7 @@ mod entries;
 #[cfg(feature = "lab")]
 mod eval;
 mod formats;
+mod found;
 mod index;
 mod judge;
 mod limits;

@@ -261,6 +261,19 @@ pub fn kill_at(dir: &Path, args: &[&str], step: &str) {
 /// [`kill_at`], for a command that may end before `step` (it had nothing
 /// to do): whether it got there (and was killed).
 pub fn pause_and_kill(dir: &Path, args: &[&str], step: &str) -> bool {
+    let Some(mut child) = paused(dir, args, step) else {
+        return false;
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let _ = std::fs::remove_file(dir.join(".memd").join(format!("paused-at-{step}")));
+    true
+}
+
+/// Run memd with `args` until it stops at the failpoint `step`: the
+/// process, stopped there for good (the caller kills it), or `None` when
+/// it ended before getting there.
+pub fn paused(dir: &Path, args: &[&str], step: &str) -> Option<std::process::Child> {
     let mut child = Command::new(memd_bin())
         .arg("--dir")
         .arg(dir)
@@ -275,15 +288,12 @@ pub fn pause_and_kill(dir: &Path, args: &[&str], step: &str) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !marker.exists() {
         if child.try_wait().unwrap().is_some() {
-            return false;
+            return None;
         }
         assert!(std::time::Instant::now() < deadline, "never reached {step}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let _ = std::fs::remove_file(marker);
-    true
+    Some(child)
 }
 
 /// The index's LanceDB table, opened behind memd's back (to set up what

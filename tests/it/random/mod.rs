@@ -9,9 +9,8 @@
 //! - `cargo test` (and CI): [`CI_CASES`] sequences of up to [`CI_STEPS`]
 //!   steps from the fixed seed [`CI_SEED`], under a minute on 2 cores: a
 //!   reproducible corpus that every change must keep passing. Fresh seeds
-//!   are the soak's: it still finds failures in undo chains and keyed
-//!   batches (issue 27's closing note lists them), which a fixed seed does
-//!   not hide from anyone who runs `scripts/soak.sh`;
+//!   are the soak's; each failure a soak found is a test of its own in
+//!   `found.rs`, with the minimal sequence it shrank to;
 //! - `MEMD_RANDOM_SEED=N` replays one run; `MEMD_RANDOM_CASES`,
 //!   `MEMD_RANDOM_STEPS` change the budget;
 //! - `scripts/soak.sh [MINUTES]` runs seed after seed until the time is
@@ -29,7 +28,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
-pub use self::actions::Action;
+pub use self::actions::{Action, Blocked, Judge, Killed, Via};
 use self::world::World;
 
 /// The seed of `cargo test`'s run (see the module doc).
@@ -220,4 +219,16 @@ fn report(sequences: u64, took: std::time::Duration, failures: &[String]) {
     if let Ok(path) = std::env::var("MEMD_RANDOM_REPORT") {
         std::fs::write(path, out).unwrap();
     }
+}
+
+/// Run one sequence as the random test does, checking the oracle after
+/// every step and searching for everything at the end: how a minimal
+/// sequence it found becomes a regression test (`found.rs`).
+pub fn replay(actions: &[Action]) {
+    let mut world = World::new();
+    for a in actions {
+        world.apply(a);
+        world.check(false);
+    }
+    world.check(true);
 }

@@ -35,6 +35,8 @@ pub struct Ledger {
     deleted_texts: HashSet<String>,
     /// Runs of `undo --keep-out` (their facts, in `forgotten`).
     undo_runs: BTreeSet<String>,
+    /// Entries deleted by hand (their forgetting is memd's to record).
+    hand_deleted: HashSet<String>,
 }
 
 impl Ledger {
@@ -94,7 +96,8 @@ impl Ledger {
     /// An entry deleted by hand: the next run records its facts as
     /// forgotten (unless its text is still in the file: then nothing
     /// vanished), memd's rule to apply, `memd check`'s to verify.
-    pub fn deleted_by_hand(&mut self, text: &str, sources: &[String]) {
+    pub fn deleted_by_hand(&mut self, id: &str, text: &str, sources: &[String]) {
+        self.hand_deleted.insert(id.to_string());
         self.uncertain.extend(sources.iter().cloned());
         // The text memd last wrote (what the run tombstones) is its
         // facts' (a person's edit since may have changed the entry's).
@@ -131,17 +134,17 @@ impl Ledger {
         }
     }
 
-    /// An undo: with `keep_out`, its facts are forgotten; an undo of an
-    /// undo leaves what that undo kept out to memd.
+    /// An undo: with `keep_out`, its facts are forgotten. An undo of an
+    /// undo that kept facts out brings them back as memd's rules for the
+    /// runs in between decide: from here `memd check` verifies those facts,
+    /// and facts said in their words later.
     pub fn undone(&mut self, outcome: &memd::runs::Outcome, texts: &[(String, String)]) {
-        // Undos of undos bring back what a keep-out forgot, as memd's
-        // rules for the runs in between decide: from here `memd check`
-        // verifies those facts.
-        let undos: Vec<String> = self.undo_runs.iter().cloned().collect();
-        for by in undos {
-            if let Some((ids, _)) = self.forgotten.remove(&by) {
-                self.uncertain.extend(ids);
-            }
+        let undone = outcome.undoes.to_string();
+        if self.undo_runs.remove(&undone)
+            && let Some((ids, said)) = self.forgotten.remove(&undone)
+        {
+            self.uncertain.extend(ids);
+            self.deleted_texts.extend(said.iter().map(|t| normalize(t)));
         }
         if outcome.kept_out.is_empty() {
             return;
@@ -153,6 +156,37 @@ impl Ledger {
         self.undo_runs.insert(run.to_string());
         // An undo's keep-out is lifted by undoing the undo, not by forget --undo.
         self.forget_order.retain(|f| f != run.as_str());
+    }
+
+    /// After an undo: facts an undo's keep-out forgot that an undo put
+    /// back into an entry (`held`) are the user's again (memd lets them
+    /// back in, whichever undo brings them back: undoing any run that had
+    /// them in an entry asks for them).
+    pub fn back_in(&mut self, held: &HashSet<String>) {
+        for run in &self.undo_runs {
+            if let Some((ids, _)) = self.forgotten.get_mut(run) {
+                ids.retain(|id| !held.contains(id));
+            }
+        }
+    }
+
+    /// Whether every tombstone that keeps out a kept fact is memd's rule
+    /// for restatements (near duplicates included) of something the user
+    /// forgot and has not taken back: that forget keeps it out, by design.
+    fn restates_forgotten(&self, stones: &Tombstones, id: &str, text: &str) -> bool {
+        let covering = stones.covering(id, text);
+        let facts = self.forgotten_ids();
+        !covering.is_empty()
+            && covering.iter().all(|t| {
+                let named = t.entry.as_ref().map(|e| e.as_str());
+                let named = named.or(t.restates.as_ref().map(|f| f.as_str()));
+                t.reason == memd::tombstones::Reason::RestatesForgotten
+                    && named.is_some_and(|n| {
+                        self.forgotten.contains_key(n)
+                            || self.hand_deleted.contains(n)
+                            || facts.contains(n)
+                    })
+            })
     }
 }
 
@@ -209,6 +243,9 @@ impl World {
                 );
                 continue;
             }
+            if self.ledger.restates_forgotten(&stones, id, text) {
+                continue;
+            }
             self.assert(
                 !stones.covers(id, text),
                 &format!("kept fact {id} ({text:?}) is kept out by a tombstone"),
@@ -260,7 +297,38 @@ impl World {
 
     fn assert(&self, ok: bool, what: &str) {
         if !ok {
-            panic!("{what}\nafter:\n{}", self.log.join("\n"));
+            panic!("{what}\nafter:\n{}{}", self.log.join("\n"), self.dump());
         }
+    }
+
+    /// With `MEMD_RANDOM_DUMP` set, the memory's files, for a failure's
+    /// message.
+    fn dump(&self) -> String {
+        if std::env::var_os("MEMD_RANDOM_DUMP").is_none() {
+            return String::new();
+        }
+        let l = &self.layout;
+        let files = [
+            l.entries_file(),
+            l.memory_md(),
+            l.tombstones_file(),
+            l.journal_file(),
+            l.state_file(),
+        ];
+        let mut out = String::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            out.push_str(&format!("\n--- {}\n{text}", f.display()));
+        }
+        for f in std::fs::read_dir(l.root.join("archive"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(f.path()).unwrap_or_default()).into_owned();
+            out.push_str(&format!("\n--- {}\n{text}", f.path().display()));
+        }
+        out
     }
 }

@@ -281,7 +281,7 @@ impl World {
             .filter(|b| !b.contains(&format!("\"id\":\"{id}\"")))
             .collect();
         std::fs::write(self.layout.entries_file(), kept.join("\n\n"))?;
-        self.ledger.deleted_by_hand(&text, &sources);
+        self.ledger.deleted_by_hand(&id, &text, &sources);
         Ok(())
     }
 
@@ -418,13 +418,25 @@ impl World {
             options,
         };
         let outcome = self.run(undo)?;
+        self.undone(&outcome);
+        Ok(())
+    }
+
+    /// The ledger after an undo: what it kept out, and what it let back in.
+    fn undone(&mut self, outcome: &memd::runs::Outcome) {
         let texts: Vec<(String, String)> = outcome
             .kept_out
             .iter()
             .filter_map(|f| Some((f.to_string(), self.fact_text(f.as_str())?)))
             .collect();
-        self.ledger.undone(&outcome, &texts);
-        Ok(())
+        self.ledger.undone(outcome, &texts);
+        let held = self
+            .doc()
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(|s| s.to_string()))
+            .collect();
+        self.ledger.back_in(&held);
     }
 
     fn daemon_start(&mut self) -> anyhow::Result<()> {
@@ -466,7 +478,7 @@ impl World {
     fn kill(&mut self, step: u8, what: Killed) -> anyhow::Result<()> {
         let (steps, args): (&[&str], Vec<String>) = match what {
             Killed::Add => (
-                &["append-locked", "append-written"],
+                &["append-locked", "append-written", "index-written"],
                 vec![
                     "add".into(),
                     actions::text(step).into(),
@@ -491,7 +503,7 @@ impl World {
                 let Some(r) = runs.first() else { return Ok(()) };
                 (
                     &["undo-journaled", "undo-entries-written"],
-                    vec!["undo".into(), r.id.to_string()],
+                    vec!["undo".into(), r.id.to_string(), "--json".into()],
                 )
             }
         };
@@ -504,6 +516,10 @@ impl World {
             let v: Value = serde_json::from_slice(&out.stdout)?;
             self.ledger
                 .acked(v["id"].as_str().unwrap_or(""), actions::text(step));
+        }
+        if what == Killed::Undo && out.status.success() {
+            let outcome: memd::runs::Outcome = serde_json::from_slice(&out.stdout)?;
+            self.undone(&outcome);
         }
         Ok(())
     }
