@@ -79,6 +79,10 @@ pub enum Error {
     /// Anything else, said in words.
     #[error("{0}")]
     Message(String),
+    /// Done in part: what was left undone is said, and waits for another
+    /// try (a consolidation whose judge failed on some clusters).
+    #[error("{0}")]
+    Unfinished(String),
     /// What memd was doing when `source` happened.
     #[error("{context}: {cause}")]
     Context { context: String, cause: Box<Error> },
@@ -128,6 +132,8 @@ pub enum Kind {
     Invalid,
     /// A file needs a person's attention.
     Corrupt,
+    /// Done in part; the rest waits for another try.
+    Unfinished,
     /// Anything else: I/O, the index, an LLM or embedder, a bug.
     Other,
 }
@@ -139,6 +145,7 @@ impl Error {
             Error::NotFound { .. } | Error::NoSuch { .. } => Kind::NotFound,
             Error::NotMemoryDir { .. } | Error::InvalidFact(_) | Error::Invalid(_) => Kind::Invalid,
             Error::Corrupt { .. } => Kind::Corrupt,
+            Error::Unfinished(_) => Kind::Unfinished,
             Error::Daemon { status, .. } => match status {
                 409 => Kind::Busy,
                 404 => Kind::NotFound,

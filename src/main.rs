@@ -42,7 +42,8 @@ fn main() -> ExitCode {
 
 /// Exit codes, documented in the README: 1 a failure, 2 a request that
 /// cannot succeed as given (clap's code for usage errors too), 3 busy (try
-/// again later), 4 no such id, 5 a file that needs fixing by hand.
+/// again later), 4 no such id, 5 a file that needs fixing by hand, 6 done
+/// in part (the rest is pending and tried again).
 fn exit_code(kind: Kind) -> ExitCode {
     ExitCode::from(match kind {
         Kind::Other => 1,
@@ -50,5 +51,6 @@ fn exit_code(kind: Kind) -> ExitCode {
         Kind::Busy => 3,
         Kind::NotFound => 4,
         Kind::Corrupt => 5,
+        Kind::Unfinished => 6,
     })
 }

@@ -26,7 +26,23 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         dry_run: args.dry_run,
     };
     let report = super::run_at(dir, run, true)?;
-    super::emit(args.json, &report, render)
+    super::emit(args.json, &report, render)?;
+    unfinished(&report)
+}
+
+/// A run that left facts pending because the judge failed is not a
+/// success: exit 6, naming the facts (the report says the same).
+fn unfinished(r: &Report) -> Result<()> {
+    if r.failed_facts.is_empty() {
+        return Ok(());
+    }
+    let facts: Vec<&str> = r.failed_facts.iter().map(|f| f.as_str()).collect();
+    Err(memd::Error::Unfinished(format!(
+        "{} clusters got no usable reply from the judge; these facts stay pending and the next run tries them again: {}",
+        r.failed_clusters,
+        facts.join(", ")
+    ))
+    .into())
 }
 
 /// The report as the command line shows it: for a dry run each cluster's

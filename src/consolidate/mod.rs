@@ -315,7 +315,10 @@ fn summarize(planned: &[Planned], restatements: usize, report: &mut Report) {
                     "replies stayed invalid: adding the facts verbatim, marked unreviewed"
                 );
             }
-            Decision::Failed { .. } => report.failed_clusters += 1,
+            Decision::Failed { .. } => {
+                report.failed_clusters += 1;
+                report.failed_facts.extend(p.cluster.fact_ids().cloned());
+            }
             Decision::Ops(_) => {}
         }
         if report.dry_run {

@@ -105,6 +105,10 @@ pub struct Report {
     pub skipped_hand_edited: usize,
     /// Clusters with no usable reply this run (facts stay pending).
     pub failed_clusters: usize,
+    /// The facts of those clusters: still pending, tried again next run
+    /// (`memd consolidate` exits 6 when there are any).
+    #[serde(default)]
+    pub failed_facts: Vec<FactId>,
     /// Facts added verbatim and marked unreviewed.
     pub fallback_facts: usize,
     /// Facts settled after this run (decided, in an entry, or forgotten).

@@ -174,6 +174,13 @@ fn run_summary(r: &consolidate::Report) -> String {
             "; {held} ops or clusters held back, their facts stay pending"
         ));
     }
+    if !r.failed_facts.is_empty() {
+        let facts: Vec<&str> = r.failed_facts.iter().map(|f| f.as_str()).collect();
+        out.push_str(&format!(
+            "\nthe judge gave no usable reply for these facts (pending, tried again next run): {}",
+            facts.join(", ")
+        ));
+    }
     for w in &r.warnings {
         out.push_str(&format!("\nwarning: {w}"));
     }

@@ -70,7 +70,7 @@ impl From<crate::Error> for ApiError {
             Kind::Busy => StatusCode::CONFLICT,
             Kind::NotFound => StatusCode::NOT_FOUND,
             Kind::Invalid => StatusCode::BAD_REQUEST,
-            Kind::Corrupt | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
+            Kind::Corrupt | Kind::Unfinished | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError(status, format!("{e:#}"))
     }

@@ -28,3 +28,4 @@ mod serving;
 mod support;
 mod tenant;
 mod trust;
+mod updates;

@@ -334,6 +334,21 @@ impl World {
             "  -> run {} applied {:?}",
             report.run_id, report.applied
         ));
+        // The facts a run names as left pending by a failed judge are
+        // pending: in no entry (check accounts them as pending).
+        let doc = self.doc();
+        let held = |f: &memd::ids::FactId| {
+            doc.entries()
+                .filter_map(|e| e.meta.as_ref())
+                .any(|m| m.sources.contains(f))
+        };
+        let wrong = report.failed_facts.iter().find(|f| held(f));
+        assert!(
+            wrong.is_none(),
+            "run {} names {wrong:?} as left pending, and an entry holds it; after:\n{}",
+            report.run_id,
+            self.log.join("\n")
+        );
         Ok(())
     }
 
