@@ -10,7 +10,10 @@
 //!
 //! A fact is one list item; a leading `[tag]` is its category; a trailing
 //! `<!-- key:K -->` is the idempotency key of the append that wrote it
-//! (it renders invisibly). Level-2 headings carry the time and session of
+//! (it renders invisibly). Before it, `<!-- supersedes:e-1 e-2 -->` names
+//! the entries the fact declares no longer true (an update the agent
+//! knows it makes): the next run replaces them with the fact, keeping
+//! them as history. Level-2 headings carry the time and session of
 //! the facts below them.
 //!
 //! A fact's id is `DAY#HASH` where HASH hashes the normalised text, and the
@@ -33,7 +36,7 @@ use serde::Serialize;
 
 use crate::Layout;
 use crate::error::{Context, Result};
-use crate::ids::FactId;
+use crate::ids::{EntryId, FactId};
 use crate::layout::rel;
 use crate::text::norm_hash;
 
@@ -49,6 +52,9 @@ pub struct Fact {
     /// `HH:MM:SS` from the heading above the fact, when it has one.
     pub time: Option<String>,
     pub key: Option<String>,
+    /// The entries this fact declares it replaces (`supersedes`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<EntryId>,
     /// 1-based line of the fact in its file.
     pub line: usize,
 }
@@ -135,6 +141,7 @@ pub fn parse(day: &str, src: &str) -> Day {
             session,
             time,
             key: parsed.key,
+            supersedes: parsed.supersedes,
             line: line_of(start),
         });
     }
@@ -205,6 +212,7 @@ struct ItemText {
     text: String,
     category: Option<String>,
     key: Option<String>,
+    supersedes: Vec<EntryId>,
 }
 
 /// Read the raw source of one list item: marker, `[category]`, text,
@@ -235,6 +243,7 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         text.truncate(at);
         text.truncate(text.trim_end().len());
     }
+    let supersedes = take_supersedes(&mut text);
 
     let mut category = None;
     if let Some(inner) = text.strip_prefix('[')
@@ -254,10 +263,32 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         text,
         category,
         key,
+        supersedes,
     })
 }
 
 const KEY_OPEN: &str = "<!-- key:";
+const SUPERSEDES_OPEN: &str = "<!-- supersedes:";
+
+/// Cut a trailing `<!-- supersedes:e-1 e-2 -->` off `text`: the entry ids
+/// it names. A comment whose words are not all entry ids is left in the
+/// text (a hand edit memd does not guess about stays as written).
+fn take_supersedes(text: &mut String) -> Vec<EntryId> {
+    if !text.ends_with("-->") {
+        return Vec::new();
+    }
+    let Some(at) = text.rfind(SUPERSEDES_OPEN) else {
+        return Vec::new();
+    };
+    let inner = &text[at + SUPERSEDES_OPEN.len()..text.len() - 3];
+    let ids: Vec<EntryId> = inner.split_whitespace().map(EntryId::from).collect();
+    if ids.is_empty() || !ids.iter().all(|id| EntryId::looks_like(id.as_str())) {
+        return Vec::new();
+    }
+    text.truncate(at);
+    text.truncate(text.trim_end().len());
+    ids
+}
 
 fn valid_category(c: &str) -> bool {
     !c.is_empty()
@@ -346,6 +377,8 @@ pub struct NewFact {
     /// Idempotency key: an append whose key is already in the archive (this
     /// day or the day before, for retries across midnight) writes nothing.
     pub key: Option<String>,
+    /// Entries the fact declares it replaces (checked live by the caller).
+    pub supersedes: Vec<EntryId>,
 }
 
 /// The facts of one request: the same category, session and key for all;
@@ -372,6 +405,7 @@ pub fn new_facts(
                     k.clone()
                 }
             }),
+            supersedes: Vec::new(),
         })
         .collect()
 }
@@ -413,7 +447,7 @@ fn validate(i: usize, f: &NewFact) -> Result<(), InvalidFact> {
     if text.contains(['\n', '\r']) {
         return Err(InvalidFact::MultiLine(n));
     }
-    if text.contains(KEY_OPEN) {
+    if text.contains(KEY_OPEN) || text.contains(SUPERSEDES_OPEN) {
         return Err(InvalidFact::ReservedMarker(n));
     }
     if let Some(c) = &f.category
@@ -441,6 +475,10 @@ fn format_line(f: &NewFact) -> String {
         line.push_str(&format!("[{c}] "));
     }
     line.push_str(&escape_leading(f.text.trim()));
+    if !f.supersedes.is_empty() {
+        let ids: Vec<&str> = f.supersedes.iter().map(|i| i.as_str()).collect();
+        line.push_str(&format!(" {SUPERSEDES_OPEN}{} -->", ids.join(" ")));
+    }
     if let Some(k) = &f.key {
         line.push_str(&format!(" {KEY_OPEN}{k} -->"));
     }

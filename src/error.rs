@@ -113,7 +113,9 @@ pub enum InvalidFact {
     Empty(usize),
     #[error("fact {0}: a fact is one line; split multi-line text into several facts")]
     MultiLine(usize),
-    #[error("fact {0}: text may not contain `<!-- key:` (reserved for idempotency keys)")]
+    #[error(
+        "fact {0}: text may not contain `<!-- key:` or `<!-- supersedes:` (reserved for memd's own marks)"
+    )]
     ReservedMarker(usize),
     #[error("fact {0}: category {1:?} must be letters, digits, '-' or '_' (at most 40)")]
     Category(usize, String),

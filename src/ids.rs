@@ -126,6 +126,19 @@ string_id!(
     RunId
 );
 
+impl EntryId {
+    /// Whether `s` has the shape of an entry id: `e-` and a hash (or a
+    /// name a person gave: letters, digits, `-`, `_`; at most 64).
+    pub fn looks_like(s: &str) -> bool {
+        s.strip_prefix("e-").is_some_and(|h| {
+            !h.is_empty()
+                && h.len() <= 64
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+    }
+}
+
 impl RunId {
     /// A new run's id: the time `clock` gives, and a hash that keeps two
     /// runs in one second apart.

@@ -47,6 +47,7 @@ impl Files<'_> {
         let lineage = journal::lineage(self.journal);
         let unlabelled = deleted_by_hand::unlabelled(self.doc, &lineage, self.tombstones);
         self.facts_accounted((&by_hand, &unlabelled), report);
+        self.declared_updates(report);
         self.entries_visible(report);
         self.journal_agrees(report);
         NextRun {
@@ -150,6 +151,35 @@ impl Files<'_> {
                     Some(f.line),
                     format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?}); if its entry was deleted by hand, the next consolidation records it as forgotten", f.id, first_words(&f.text)),
                 );
+            }
+        }
+    }
+
+    /// Each decided fact that declared what it supersedes, held by an
+    /// entry beside a live, unpinned entry it named: a note (the run
+    /// replaces every target that is live and unpinned when it decides,
+    /// which the random test asserts; a target pinned or forgotten then
+    /// and back since is the person's).
+    fn declared_updates(&self, report: &mut Report) {
+        let holders = self.holders();
+        for f in self.facts.iter().filter(|f| !f.supersedes.is_empty()) {
+            let Some(held) = holders.get(&f.id).and_then(|h| h.first()) else {
+                continue;
+            };
+            for t in &f.supersedes {
+                let live = self
+                    .doc
+                    .get(t.as_str())
+                    .is_some_and(|e| e.meta.is_some() && !e.pinned())
+                    && !self.tombstones.names_entry(t.as_str());
+                if live && t != *held {
+                    let what = format!(
+                        "fact {} declared it supersedes {t} and is held by {held}, while {t} is live (it was pinned or forgotten when the run decided): `memd forget {t}` if it is no longer true",
+                        f.id
+                    );
+                    let file = rel::archive_file(&f.day);
+                    report.note(Kind::SupersededLive, &file, Some(f.line), what);
+                }
             }
         }
     }

@@ -43,6 +43,10 @@ pub enum Kind {
     DeletedByHand,
     /// A generated line of MEMORY.md that names no live entry.
     CoreLineNotLive,
+    /// A fact that declared it supersedes an entry is decided, and that
+    /// entry is live beside the one holding the fact (a note: it was
+    /// pinned or forgotten when the run decided, and is back since).
+    SupersededLive,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

@@ -28,6 +28,10 @@ pub struct Args {
     /// Do not look up similar existing entries after the write.
     #[arg(long)]
     no_similar: bool,
+    /// An entry (e-…) this fact makes no longer true; repeat for several.
+    /// The next run replaces it with the fact, keeping it as history.
+    #[arg(long, value_name = "ENTRY")]
+    supersedes: Vec<String>,
 }
 
 /// The request: the argument, or the non-blank lines of stdin as a batch.
@@ -55,6 +59,7 @@ fn request(args: Args) -> Result<(Add, bool)> {
         session: args.session,
         key: args.key,
         similar: !args.no_similar,
+        supersedes: args.supersedes.iter().map(|s| s.as_str().into()).collect(),
     };
     Ok((add, args.json))
 }
@@ -80,7 +85,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         for s in a.similar.into_iter().flatten() {
             let how = match s.same {
                 true => "same as entry (consolidation will merge it)",
-                false => "similar entry",
+                false => "similar entry (if the fact replaces it: --supersedes ID)",
             };
             println!(
                 "  {how} {} ({:.2}): {}",

@@ -119,6 +119,10 @@ fn held_back(r: &Report) -> String {
             "ops skipped: their entry was edited by hand during the run (facts stay pending)",
         ),
         (
+            r.declared_updates,
+            "facts applied as the updates they declared (supersedes), the old text kept as history",
+        ),
+        (
             r.failed_clusters,
             "clusters got no usable reply (facts stay pending)",
         ),

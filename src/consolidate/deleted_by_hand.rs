@@ -20,17 +20,25 @@ use crate::text::normalize;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 
 /// Entries memd wrote (alive in `lineage`, named by no tombstone) that
-/// the file has no longer by id while a block without metadata holds
-/// their text: id, normalised text, sources. The next run gives them
-/// back ([`Document::reclaim`]); until then `memd check` notes them.
+/// the file has no longer by id while it still holds their text: in a
+/// block without metadata (a person took the metadata line off), or in
+/// another entry memd wrote (a person deleted one of two entries that
+/// said the same). Id, normalised text, sources. The next run gives the
+/// first back their id and sources ([`Document::reclaim`]) and merges
+/// the second into the entry that says the same ([`merge_copies`]);
+/// until then `memd check` notes them.
 pub(crate) fn unlabelled(
     doc: &Document,
     lineage: &BTreeMap<EntryId, Lineage>,
     stones: &Tombstones,
 ) -> Vec<(EntryId, String, Vec<FactId>)> {
+    let known = |e: &crate::entries::Entry| {
+        e.id()
+            .is_none_or(|id| lineage.get(id).is_some_and(|l| l.alive))
+    };
     let bare: HashSet<String> = doc
         .entries()
-        .filter(|e| e.meta.is_none())
+        .filter(|e| known(e))
         .map(|e| normalize(&e.text))
         .collect();
     lineage
@@ -43,6 +51,39 @@ pub(crate) fn unlabelled(
                 .then(|| (id.clone(), text, l.sources.clone()))
         })
         .collect()
+}
+
+/// Merge each of `copies` (entries missing by id whose text another
+/// entry memd wrote holds: [`unlabelled`], less those reclaimed) into
+/// that entry: its sources move there, and the journal records a REMOVE
+/// into it. Returns the journal records.
+pub(crate) fn merge_copies(
+    doc: &mut Document,
+    copies: &[(EntryId, String, Vec<FactId>)],
+    stamp: &Stamp,
+) -> Vec<journal::Record> {
+    let mut records = Vec::new();
+    for (id, text, sources) in copies {
+        let Some(into) = doc
+            .entries()
+            .find(|e| e.meta.is_some() && normalize(&e.text) == *text)
+            .and_then(|e| e.id().cloned())
+        else {
+            continue;
+        };
+        if let Some(m) = doc.get_mut(into.as_str()).and_then(|e| e.meta.as_mut()) {
+            for s in sources {
+                if !m.sources.contains(s) {
+                    m.sources.push(s.clone());
+                }
+            }
+        }
+        let mut r = stamp.record(Op::Remove, id);
+        r.into = Some(into);
+        r.sources = sources.clone();
+        records.push(r);
+    }
+    records
 }
 
 /// Tombstone and journal every entry deleted by hand; how many there were.

@@ -430,6 +430,15 @@ impl<'a> Decide<'a> {
         pending: Vec<crate::archive::Fact>,
         report: &mut Report,
     ) -> Result<Decided> {
+        let inputs = self.inputs;
+        let declared = super::declared::split(pending, &inputs.doc, &inputs.tombstones);
+        report.warnings.extend(declared.warnings);
+        report.declared_updates = declared
+            .planned
+            .iter()
+            .map(|p| p.cluster.groups[0].ids.len())
+            .sum();
+        let pending = declared.rest;
         let (keeps, rest) = plan::restatements(plan::group(&pending), &self.inputs.doc);
         report.restatements = keeps.iter().map(|(_, g, _)| g.ids.len()).sum();
         let near = self.near_duplicates(rest).await?;
@@ -440,6 +449,8 @@ impl<'a> Decide<'a> {
             .map(|(keep, g, s)| Planned::built_in(keep, g, Some(s)))
             .collect();
         let restatements = planned.len();
+        let declared_n = declared.planned.len();
+        planned.extend(declared.planned);
         let mut kept_out: Vec<(Group, ForgottenBy)> = near
             .forgotten
             .into_iter()
@@ -462,7 +473,7 @@ impl<'a> Decide<'a> {
             }));
         }
         let tombstones = self.forgotten(kept_out, report);
-        report.clusters = planned.len() - restatements;
+        report.clusters = planned.len() - restatements - declared_n;
         Ok(Decided {
             planned,
             restatements,

@@ -41,6 +41,7 @@
 pub(crate) mod apply;
 pub(crate) mod cluster;
 mod commit;
+pub(crate) mod declared;
 pub(crate) mod deleted_by_hand;
 mod gate;
 pub(crate) mod judge;
@@ -237,14 +238,17 @@ fn skipped(mut report: Report, why: String) -> Report {
 fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
     let mut records = Vec::new();
     let known = journal::lineage(&journal::read(&layout.journal_file())?);
-    if doc.entries().any(|e| e.meta.is_none()) {
-        let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
-        let missing = deleted_by_hand::unlabelled(doc, &known, &stones);
+    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+    let mut missing = deleted_by_hand::unlabelled(doc, &known, &stones);
+    if !missing.is_empty() || doc.entries().any(|e| e.meta.is_none()) {
         let given = doc.reclaim(&missing, &stamp.today());
-        if !given.is_empty() {
+        missing.retain(|(id, ..)| !given.contains(id));
+        records.extend(deleted_by_hand::merge_copies(doc, &missing, stamp));
+        if !given.is_empty() || !missing.is_empty() {
             tracing::info!(
-                entries = given.len(),
-                "entries whose metadata was taken off by hand: given back their ids and sources"
+                given_back = given.len(),
+                merged = missing.len(),
+                "entries gone by id whose text the file still holds: given back their ids, or merged into the entry that says the same"
             );
         }
         let adopted = doc.save(&layout.entries_file(), &stamp.today())?;

@@ -103,6 +103,10 @@ pub struct Report {
     pub deleted_by_hand: usize,
     /// Ops not applied because their target was edited by hand meanwhile.
     pub skipped_hand_edited: usize,
+    /// Facts decided as the updates they declared (`supersedes`), without
+    /// a judge.
+    #[serde(default)]
+    pub declared_updates: usize,
     /// Clusters with no usable reply this run (facts stay pending).
     pub failed_clusters: usize,
     /// The facts of those clusters: still pending, tried again next run

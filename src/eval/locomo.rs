@@ -149,7 +149,7 @@ fn session_facts(
                 text,
                 session: Some(format!("s{s}")),
                 category: Some(speaker.clone()),
-                key: None,
+                ..Default::default()
             });
             cites.push(dia.to_string());
         }

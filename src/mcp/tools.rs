@@ -29,7 +29,7 @@ pub(super) struct Tool {
 pub(super) const TOOLS: &[Tool] = &[
     Tool {
         name: "remember",
-        description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact.",
+        description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes an entry no longer true (the user moved, changed jobs, changed their mind), pass that entry's id in `supersedes`: memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.",
         schema: || schema::<Add>(&["similar"]),
         call: |t, args| Box::pin(remember(t, args)),
     },
@@ -98,6 +98,7 @@ fn read<R: request::Request>(args: Map<String, Value>) -> Result<R> {
 async fn remember(target: &Target, args: Map<String, Value>) -> Result<String> {
     let mut req: Add = read(args)?;
     req.similar = true;
+    let req_declared = req.supersedes.clone();
     let added = target.run(req).await?;
     let mut out = String::new();
     for f in &added.facts {
@@ -112,6 +113,9 @@ async fn remember(target: &Target, args: Map<String, Value>) -> Result<String> {
             };
             let text = s.hit.text.replace('\n', " ");
             out.push_str(&format!("\n{how} {}: {text}", s.hit.id));
+        }
+        if f.similar.iter().flatten().any(|s| !s.same) && req_declared.is_empty() {
+            out.push_str("\nif this fact replaces one of these, remember it again with supersedes: [its id] (the same text is not written twice)");
         }
     }
     Ok(out)

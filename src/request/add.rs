@@ -8,7 +8,7 @@ use super::similar::Similar;
 use super::target::{Request, Target, blocking};
 use crate::archive::{self, Appended};
 use crate::error::Result;
-use crate::ids::FactId;
+use crate::ids::{EntryId, FactId};
 use crate::index::search::SimilarEntry;
 
 /// Facts to append: `text`, or a batch in `texts`. A file write, durable
@@ -36,6 +36,13 @@ pub struct Add {
     /// facts; never blocks the write).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub similar: bool,
+    /// Entries (`e-…`) this fact makes no longer true: the user moved,
+    /// changed jobs, changed their mind. Each must be a live entry. The
+    /// next run replaces them with the fact and keeps what they said as
+    /// history ("new (previously: old)"), whichever judge runs. One fact
+    /// (`text`), not a batch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<EntryId>,
 }
 
 /// What an add did.
@@ -83,6 +90,21 @@ impl Add {
     }
 }
 
+/// Every id in `ids` names a live entry: in the entries file and
+/// forgotten by no tombstone (a clear error otherwise, before any write).
+fn live_entries(layout: &crate::Layout, ids: &[EntryId]) -> Result<()> {
+    let doc = crate::entries::Document::read(&layout.entries_file())?;
+    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+    for id in ids {
+        if doc.get(id.as_str()).is_none() || stones.names_entry(id.as_str()) {
+            return Err(crate::Error::Invalid(format!(
+                "supersedes {id}: no live entry has that id (`memd search` shows entries' ids; nothing was written)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Request for Add {
     type Reply = Added;
 
@@ -102,8 +124,18 @@ impl Request for Add {
 
     async fn apply(self, target: &Target) -> Result<Added> {
         let (texts, many) = self.texts()?;
-        let facts = archive::new_facts(texts, self.category, self.session, self.key, many);
+        let mut facts = archive::new_facts(texts, self.category, self.session, self.key, many);
         let layout = target.memory.layout.clone();
+        if !self.supersedes.is_empty() {
+            if many {
+                return Err(crate::Error::Invalid(
+                    "supersedes goes with one fact (text), not a batch".into(),
+                ));
+            }
+            let (l, ids) = (layout.clone(), self.supersedes.clone());
+            blocking(move || live_entries(&l, &ids)).await?;
+            facts[0].supersedes = self.supersedes;
+        }
         let now = target.memory.clock.now();
         let appended = blocking(move || archive::append_at(&layout, now, &facts)).await?;
         let similar = match self.similar {

@@ -187,6 +187,7 @@ fn fact(id: &str) -> Fact {
         session: None,
         time: None,
         key: None,
+        supersedes: Vec::new(),
         line: 1,
     }
 }

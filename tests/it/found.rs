@@ -299,3 +299,28 @@ fn a_sync_stopped_after_its_table_write_leaves_rows_the_next_sync_puts_right() {
     let hits = found(dir, "dog called Rex");
     assert!(hits.len() >= 2, "the fact and its MEMORY.md line: {hits:?}");
 }
+
+/// Minimal sequence (seed 7052329459615172236, the second 60-minute
+/// soak): two entries written by hand that say the same, both adopted and
+/// promoted, then one deleted by hand. Its text was still in the file, so
+/// it was not a deletion, and MEMORY.md's line named an entry that was
+/// gone. Now `check` notes it and the next run merges it (and any facts it
+/// held) into the entry that says the same.
+#[test]
+fn deleting_one_of_two_entries_that_say_the_same_merges_it_into_the_other() {
+    use crate::random::{Action::*, Judge};
+    crate::random::replay(&[
+        HandWriteEntry { text: 91 },
+        HandWriteEntry { text: 11 },
+        add_here(0, false),
+        Consolidate {
+            judge: Judge::BuiltIn,
+            force: false,
+        },
+        HandDeleteEntry { pick: 15 },
+        Consolidate {
+            judge: Judge::BuiltIn,
+            force: true,
+        },
+    ]);
+}

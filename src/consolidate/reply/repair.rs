@@ -100,15 +100,28 @@ pub fn with_history(new: &str, old: &str) -> String {
     if typo_fix {
         return new.to_string();
     }
+    format!("{new}{HISTORY_OPEN}{})", flat_history(old))
+}
+
+/// `old` as one item of a history list: an `old` that has history of its
+/// own is flattened ("value; older values").
+fn flat_history(old: &str) -> String {
     let old = old.replace('\n', " ");
     let old = old.trim();
-    let flat = match old.split_once(HISTORY_OPEN) {
+    match old.split_once(HISTORY_OPEN) {
         Some((value, older)) if older.ends_with(')') => {
             format!("{}; {}", value.trim(), &older[..older.len() - 1])
         }
         _ => old.to_string(),
-    };
-    format!("{new}{HISTORY_OPEN}{flat})")
+    }
+}
+
+/// The text of a declared update ([`crate::consolidate::declared`]): `new`,
+/// with every `old` it supersedes kept as history, always (the agent said
+/// it is an update; what was true before stays readable).
+pub fn declared_history(new: &str, olds: &[&str]) -> String {
+    let history: Vec<String> = olds.iter().map(|o| flat_history(o)).collect();
+    format!("{}{HISTORY_OPEN}{})", new.trim(), history.join("; "))
 }
 
 /// The ops a checked reply stands for, rewritten as the module doc says.

@@ -54,6 +54,12 @@ pub enum Action {
         via: Via,
         batch: bool,
     },
+    /// An add through the CLI that declares it supersedes an entry (picked
+    /// among the entries in the file).
+    AddUpdate {
+        text: u8,
+        pick: u8,
+    },
     HandAppendFact {
         text: u8,
     },
@@ -116,6 +122,7 @@ impl Action {
             Action::Add { via: Via::Here, .. } => "add (in process / API)",
             Action::Add { via: Via::Cli, .. } => "add (CLI)",
             Action::Add { via: Via::Mcp, .. } => "add (MCP)",
+            Action::AddUpdate { .. } => "add --supersedes (CLI)",
             Action::HandAppendFact { .. } => "hand: append a fact to a day file",
             Action::HandGarbage => "hand: invalid UTF-8 and a broken line in a day file",
             Action::HandDeleteEntry { .. } => "hand: delete an entry",
@@ -205,6 +212,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
     prop_oneof![
         12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via, any::<bool>())
             .prop_map(|(text, key, via, batch)| Action::Add { text, key, via, batch }),
+        3 => (any::<u8>(), any::<u8>()).prop_map(|(text, pick)| Action::AddUpdate { text, pick }),
         2 => any::<u8>().prop_map(|text| Action::HandAppendFact { text }),
         1 => Just(Action::HandGarbage),
         2 => any::<u8>().prop_map(|pick| Action::HandDeleteEntry { pick }),

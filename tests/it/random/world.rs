@@ -114,6 +114,7 @@ impl World {
                 via,
                 batch,
             } => self.add(*text, *key, *via, *batch),
+            Action::AddUpdate { text, pick } => self.add_update(*text, *pick),
             Action::HandAppendFact { text } => self.hand_append(actions::text(*text)),
             Action::HandGarbage => self.hand_garbage(),
             Action::HandDeleteEntry { pick } => self.hand_delete(*pick),
@@ -167,6 +168,22 @@ impl World {
             let text = self.fact_text(id).unwrap_or_else(|| t.clone());
             self.ledger.acked(id, &text);
         }
+        Ok(())
+    }
+
+    /// `memd add TEXT --supersedes ID`: refused (exit 2, nothing written)
+    /// when the entry is not live, acknowledged otherwise.
+    fn add_update(&mut self, text: u8, pick: u8) -> anyhow::Result<()> {
+        let Some((id, ..)) = self.entry(pick) else {
+            return Ok(());
+        };
+        let t = actions::text(text);
+        let args = ["add", t, "--supersedes", &id, "--json", "--no-similar"];
+        let out = crate::support::memd(&self.layout.root, &args);
+        anyhow::ensure!(out.status.success(), "{}", crate::support::stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        let fact = v["id"].as_str().unwrap_or_default().to_string();
+        self.ledger.acked(&fact, t);
         Ok(())
     }
 
@@ -327,6 +344,7 @@ impl World {
             force,
             ..Default::default()
         };
+        let declared = self.declared_targets();
         let report = self.run(opts);
         std::fs::write(self.layout.config_file(), CONFIG)?;
         let report = report?;
@@ -342,6 +360,23 @@ impl World {
                 .filter_map(|e| e.meta.as_ref())
                 .any(|m| m.sources.contains(f))
         };
+        // A declared update a run decided replaced every target that was
+        // live and unpinned when it ran: none is live beside its holder.
+        for (fact, targets) in &declared {
+            let holder = doc
+                .entries()
+                .filter_map(|e| e.meta.as_ref())
+                .find(|m| m.sources.contains(fact))
+                .map(|m| m.id.clone());
+            let Some(holder) = holder else { continue };
+            for t in targets.iter().filter(|t| **t != holder) {
+                assert!(
+                    doc.get(t.as_str()).is_none(),
+                    "fact {fact} declared it supersedes {t}, is held by {holder}, and {t} is still there; after:\n{}",
+                    self.log.join("\n")
+                );
+            }
+        }
         let wrong = report.failed_facts.iter().find(|f| held(f));
         assert!(
             wrong.is_none(),
@@ -361,6 +396,37 @@ impl World {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Each pending fact that declares what it supersedes, with those of
+    /// its targets that are live and unpinned now.
+    fn declared_targets(&self) -> Vec<(memd::ids::FactId, Vec<memd::ids::EntryId>)> {
+        let doc = self.doc();
+        let stones =
+            memd::tombstones::Tombstones::load(&self.layout.tombstones_file()).unwrap_or_default();
+        let held: std::collections::HashSet<_> = doc
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().cloned())
+            .collect();
+        let (facts, _) = memd::archive::read_all(&self.layout).unwrap_or_default();
+        facts
+            .into_iter()
+            .filter(|f| !f.supersedes.is_empty() && !held.contains(&f.id))
+            .map(|f| {
+                let live = f
+                    .supersedes
+                    .iter()
+                    .filter(|t| {
+                        doc.get(t.as_str())
+                            .is_some_and(|e| e.meta.is_some() && !e.pinned())
+                            && !stones.names_entry(t.as_str())
+                    })
+                    .cloned()
+                    .collect();
+                (f.id, live)
+            })
+            .collect()
     }
 
     fn entry_by_id(&self, id: &str) -> Option<(String, Vec<String>)> {
