@@ -80,7 +80,7 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
     let mut doc = Document::read(&layout.entries_file())?;
     // Entries deleted by hand since the last run are recorded first, so
     // that forgets apply in the order the user made them.
-    crate::consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
+    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     if let Some(entry) = doc.remove(id) {
         forget_entry(
             layout,
@@ -123,27 +123,35 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
 
 /// A fact that is not pending is not forgotten by its id: one an entry
 /// holds is that entry's to forget (the entry says it; forgetting the fact
-/// alone would leave it said); one already forgotten is forgotten (`Ok`,
-/// nothing written).
+/// alone would leave it said); one already forgotten itself (by its own
+/// forget, or as a fact of a forgotten entry) is forgotten (`Ok`, nothing
+/// written). One kept out only for another's sake (it says what was
+/// forgotten: a restatement, or the same text) gets its own forget, so
+/// that taking that other forget back never brings it back: `None`, and
+/// the caller forgets it as a pending fact.
 fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Result<Candidate>>> {
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    if tombstones.covers(&f.id, &f.text) {
-        return Ok(Some(Ok(Candidate {
-            kind: RowKind::Fact,
-            id: f.id.to_string(),
-            text: f.text.clone(),
-        })));
+    let done = Ok(Some(Ok(Candidate {
+        kind: RowKind::Fact,
+        id: f.id.to_string(),
+        text: f.text.clone(),
+    })));
+    let itself = |t: &Tombstone| t.reason != Reason::RestatesForgotten && t.sources.contains(&f.id);
+    if tombstones.all.iter().any(itself) {
+        return done;
     }
     let holder = doc
         .entries()
         .filter_map(|e| e.meta.as_ref())
         .find(|m| m.sources.contains(&f.id));
-    Ok(holder.map(|m| {
-        Err(crate::Error::Invalid(format!(
+    match holder {
+        Some(_) if tombstones.covers(&f.id, &f.text) => done,
+        Some(m) => Ok(Some(Err(crate::Error::Invalid(format!(
             "fact {} is consolidated into entry {}: forget that entry (`memd forget {}`) or edit it",
             f.id, m.id, m.id
-        )))
-    }))
+        ))))),
+        None => Ok(None),
+    }
 }
 
 /// Forget `entry` (already taken out of `doc`): its tombstones, the file
@@ -206,8 +214,8 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let layout = &memory.layout;
     let stamp = Stamp::new(memory.clock);
     let _lock = entries::lock(layout)?;
-    let doc = Document::read(&layout.entries_file())?;
-    crate::consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
+    let mut doc = Document::read(&layout.entries_file())?;
+    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
         return Err(crate::Error::NotFound { id: id.to_string() });
@@ -224,7 +232,6 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .entry
         .as_ref()
         .is_some_and(|e| !FactId::looks_like(e.as_str()));
-    let mut doc = doc;
     if is_entry {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),

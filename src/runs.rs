@@ -555,13 +555,14 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
     let today = stamp.today();
     // Entries deleted by hand since the last run are recorded first: an
     // undo never brings back what the user forgot since the run.
-    let doc = Document::read(&layout.entries_file())?;
-    consolidate::deleted_by_hand::record(layout, &doc, &stamp)?;
+    let mut doc = Document::read(&layout.entries_file())?;
+    consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let all = journal::read(&layout.journal_file())?;
     let records = records_of(&all, id)?;
     let forgotten = Tombstones::load(&layout.tombstones_file())?;
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;
+        consolidate::deleted_by_hand::reclaim(layout, &mut doc, &today)?;
         let (steps, left) = plan(&mut doc, &records, (&today, &forgotten));
         let (out, into) = moved(&doc, &steps);
         let mut outcome = Outcome {

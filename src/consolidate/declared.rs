@@ -4,7 +4,8 @@
 //! every target said kept as history ("new (previously: old)"); the other
 //! targets are merged into it (their sources move with them, nothing is
 //! lost). Pending facts with the same text join it (an agent that
-//! remembered a fact and then said again that it is an update).
+//! remembered a fact and then said again that it is an update), and
+//! the targets of all of them are the update's targets.
 //!
 //! A declaration is honoured only for live entries a person did not pin:
 //! a target forgotten or removed since, or pinned, is left out (a pin is
@@ -48,7 +49,11 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
         if taken.contains(&text) {
             continue; // joined an earlier declaration of the same text
         }
-        let live = live_targets(f, doc, stones);
+        let same: Vec<&Fact> = pending
+            .iter()
+            .filter(|p| normalize(&p.text) == text)
+            .collect();
+        let live = live_targets(&same, doc, stones);
         if live.is_empty() {
             out.warnings.push(format!(
                 "fact {} declared it supersedes {}, and no live entry a person did not pin is among them: judged as any fact",
@@ -66,10 +71,6 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
             continue;
         }
         claimed.extend(live.iter().cloned());
-        let same: Vec<&Fact> = pending
-            .iter()
-            .filter(|p| normalize(&p.text) == text)
-            .collect();
         out.planned.push(plan(f, &same, &live, doc));
         taken.insert(text);
     }
@@ -80,10 +81,12 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
     out
 }
 
-/// The entries `f` supersedes that are live and not pinned, once each.
-fn live_targets(f: &Fact, doc: &Document, stones: &Tombstones) -> Vec<EntryId> {
+/// The entries the facts of one text supersede that are live and not
+/// pinned, once each: facts that say the same are one update, whichever of
+/// them named a target.
+fn live_targets(same: &[&Fact], doc: &Document, stones: &Tombstones) -> Vec<EntryId> {
     let mut out: Vec<EntryId> = Vec::new();
-    for id in &f.supersedes {
+    for id in same.iter().flat_map(|f| &f.supersedes) {
         let live = doc
             .get(id.as_str())
             .is_some_and(|e| e.meta.is_some() && !e.pinned())

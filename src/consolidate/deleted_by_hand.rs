@@ -86,8 +86,28 @@ pub(crate) fn merge_copies(
     records
 }
 
+/// In `doc` (the caller's save keeps it), a bare block that is an entry
+/// whose metadata a person took off gets that entry's id and sources
+/// back, as a run gives them ([`Document::reclaim`]): whatever saves the
+/// file (a forget, an undo) never gives it a new id while MEMORY.md names
+/// the old one.
+pub(crate) fn reclaim(layout: &Layout, doc: &mut Document, today: &str) -> Result<()> {
+    if !doc.entries().any(|e| e.meta.is_none()) {
+        return Ok(());
+    }
+    let lineage = journal::lineage(&journal::read(&layout.journal_file())?);
+    let missing = unlabelled(doc, &lineage, &Tombstones::load(&layout.tombstones_file())?);
+    if !missing.is_empty() {
+        doc.reclaim(&missing, today);
+    }
+    Ok(())
+}
+
 /// Tombstone and journal every entry deleted by hand; how many there were.
-pub(crate) fn record(layout: &Layout, doc: &Document, stamp: &Stamp) -> Result<usize> {
+/// Blocks that are entries with their metadata taken off are given it back
+/// first ([`reclaim`]).
+pub(crate) fn record(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result<usize> {
+    reclaim(layout, doc, &stamp.today())?;
     let records = journal::read(&layout.journal_file())?;
     let lineage = journal::lineage(&records);
     let ids: HashSet<&str> = doc

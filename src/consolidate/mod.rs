@@ -156,7 +156,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     if !opts.dry_run {
         remove_stale_temp_files(layout);
         adopt(layout, &mut inputs.doc, &stamp)?;
-        report.deleted_by_hand = deleted_by_hand::record(layout, &inputs.doc, &stamp)?;
+        report.deleted_by_hand = deleted_by_hand::record(layout, &mut inputs.doc, &stamp)?;
     }
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "read files");
     let decide = Decide::new(memory, &judge, &inputs, &state, embedder);
@@ -243,7 +243,13 @@ fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()
     if !missing.is_empty() || doc.entries().any(|e| e.meta.is_none()) {
         let given = doc.reclaim(&missing, &stamp.today());
         missing.retain(|(id, ..)| !given.contains(id));
-        records.extend(deleted_by_hand::merge_copies(doc, &missing, stamp));
+        let merged = deleted_by_hand::merge_copies(doc, &missing, stamp);
+        // Their lines of MEMORY.md first, as for any hand deletion: a
+        // failure here leaves the file as it was, and the next run merges.
+        let ids: std::collections::HashSet<&str> =
+            merged.iter().map(|r| r.entry.as_str()).collect();
+        crate::core_md::drop_lines(&layout.memory_md(), &ids)?;
+        records.extend(merged);
         if !given.is_empty() || !missing.is_empty() {
             tracing::info!(
                 given_back = given.len(),

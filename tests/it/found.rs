@@ -324,3 +324,129 @@ fn deleting_one_of_two_entries_that_say_the_same_merges_it_into_the_other() {
         },
     ]);
 }
+
+/// Minimal sequence (seed 18316819449574777412, the third soak): two
+/// entries, then the same fact said twice, each time declared to
+/// supersede a different one of them. The second joined the first's
+/// update and its own target was left live beside it; now facts that say
+/// the same are one update whose targets are all of theirs.
+#[test]
+fn the_same_update_declared_twice_against_two_entries_supersedes_both() {
+    use crate::random::Action::*;
+    crate::random::replay(&[
+        add_here(0, true),
+        run_built_in(),
+        AddUpdate {
+            text: 146,
+            pick: 74,
+        },
+        AddUpdate {
+            text: 162,
+            pick: 19,
+        },
+        run_built_in(),
+    ]);
+}
+
+/// Minimal sequence (seed 9811692825851835485, the third soak): two
+/// entries written by hand that say the same, one deleted by hand, and
+/// the run that merges it into the other unable to write MEMORY.md. The
+/// run merged the entry anyway and left its line naming an entry that
+/// was gone; now its line goes first, and a run that cannot drop it
+/// merges nothing.
+#[test]
+fn a_copy_merged_while_memory_md_cannot_be_written_leaves_no_line_naming_it() {
+    use crate::random::{Action::*, Blocked};
+    crate::random::replay(&[
+        add_here(5, true),
+        add_here(38, false),
+        HandWriteEntry { text: 51 },
+        add_here(80, true),
+        HandWriteEntry { text: 227 },
+        run_built_in(),
+        HandDeleteEntry { pick: 112 },
+        add_here(0, false),
+        Unwritable {
+            file: Blocked::CoreMd,
+            then: Box::new(run_built_in()),
+        },
+    ]);
+}
+
+/// Minimal sequence (seed 3001465240296135103, the third soak): facts
+/// kept out because they say what a forgotten entry said, one of them then
+/// forgotten by its id, and the entry's forget taken back. The fact's
+/// forget wrote nothing (it was already kept out), so taking the entry's
+/// back brought it back too; now it gets a forget of its own.
+#[test]
+fn a_fact_forgotten_while_kept_out_for_an_entry_stays_out_when_the_entry_comes_back() {
+    use crate::random::{Action::*, Blocked};
+    crate::random::replay(&[
+        HandWriteEntry { text: 39 },
+        add_here(40, false),
+        run_built_in(),
+        ForgetEntry { pick: 188 },
+        Clock {
+            hours: -13,
+            offset: 0,
+        },
+        add_here(0, false),
+        AddUpdate { text: 4, pick: 0 },
+        Unwritable {
+            file: Blocked::Journal,
+            then: Box::new(add_here(0, true)),
+        },
+        HandAppendFact { text: 50 },
+        add_here(135, false),
+        HandEditEntry { pick: 11 },
+        AddUpdate {
+            text: 162,
+            pick: 249,
+        },
+        Add {
+            text: 155,
+            key: Some(1),
+            via: crate::random::Via::Here,
+            batch: true,
+        },
+        HandAppendFact { text: 183 },
+        Unwritable {
+            file: Blocked::CoreMd,
+            then: Box::new(add_here(86, true)),
+        },
+        run_built_in(),
+        Add {
+            text: 52,
+            key: Some(2),
+            via: crate::random::Via::Cli,
+            batch: false,
+        },
+        AddUpdate { text: 20, pick: 86 },
+        ForgetFact { pick: 237 },
+        UndoForget { pick: 216 },
+    ]);
+}
+
+/// Minimal sequence (seed 17397989757152057482, the third soak): an
+/// entry written by hand and promoted, deleted by hand and written again
+/// (the same text, without its metadata), then a forget taken back. The
+/// undo's save gave the block a new id while MEMORY.md named the old one;
+/// now whatever saves the file gives it its old id back first, as a run
+/// does.
+#[test]
+fn an_entry_written_again_by_hand_keeps_its_id_when_an_undo_saves_the_file() {
+    use crate::random::{Action::*, Blocked};
+    crate::random::replay(&[
+        HandWriteEntry { text: 183 },
+        add_here(12, false),
+        Unwritable {
+            file: Blocked::Journal,
+            then: Box::new(add_here(97, true)),
+        },
+        run_built_in(),
+        ForgetEntry { pick: 1 },
+        HandDeleteEntry { pick: 108 },
+        HandWriteEntry { text: 135 },
+        UndoForget { pick: 0 },
+    ]);
+}
