@@ -2,10 +2,12 @@
 //!
 //! memd owns only the part between `<!-- memd:begin -->` and
 //! `<!-- memd:end -->`; everything outside the markers is the user's and is
-//! kept byte for byte. Each generated line names the entry it came from:
+//! kept byte for byte. Each generated line says when its entry was last
+//! stated (so an agent and a person can tell what is current) and names
+//! the entry it came from:
 //!
 //! ```text
-//! - Works at Microsoft since 2026-05 (previously Google) <!-- e-3f9a2c1d -->
+//! - Works at Microsoft since 2026-05 (previously: Google) · 2026-11-24 <!-- e-3f9a2c1d -->
 //! ```
 //!
 //! Broken markers (an end before a begin, a begin without an end, two
@@ -31,12 +33,23 @@ Notes you write outside the memd markers are yours and are kept as they are.\n\n
 pub struct Line {
     pub entry_id: EntryId,
     pub text: String,
+    /// The day the entry was last stated (its `updated`), when known.
+    pub date: Option<String>,
 }
+
+/// Between a line's text and its date.
+const DATE_SEP: &str = " · ";
 
 impl Line {
     fn render(&self) -> String {
         let text = escape_comments(self.text.replace(['\n', '\r'], " ").trim());
-        format!("- {text} <!-- {} -->", self.entry_id)
+        let date = self
+            .date
+            .as_deref()
+            .filter(|d| crate::clock::is_day(d))
+            .map(|d| format!("{DATE_SEP}{d}"))
+            .unwrap_or_default();
+        format!("- {text}{date} <!-- {} -->", self.entry_id)
     }
 
     fn parse(line: &str) -> Option<Line> {
@@ -44,9 +57,17 @@ impl Line {
         let body = body.strip_suffix("-->")?;
         let at = body.rfind("<!--")?;
         let entry_id = EntryId::from(body[at + 4..].trim());
+        let mut text = body[..at].trim();
+        let mut date = None;
+        if let Some((rest, d)) = text.rsplit_once(DATE_SEP)
+            && crate::clock::is_day(d)
+        {
+            (text, date) = (rest.trim_end(), Some(d.to_string()));
+        }
         Some(Line {
             entry_id,
-            text: unescape_comments(body[..at].trim()),
+            text: unescape_comments(text),
+            date,
         })
     }
 }

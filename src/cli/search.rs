@@ -29,7 +29,8 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     } else {
         for h in hits {
             let text = super::one_line(&h.text);
-            println!("{:.4}  {:<5}  {}  {text}", h.score, h.kind, h.id);
+            let day = h.day.as_deref().unwrap_or("");
+            println!("{:.4}  {:<5}  {day:<10}  {}  {text}", h.score, h.kind, h.id);
         }
     }
     Ok(())

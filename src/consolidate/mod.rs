@@ -47,7 +47,7 @@ mod gate;
 pub(crate) mod judge;
 pub mod ops;
 pub(crate) mod plan;
-pub(crate) mod promote;
+pub mod promote;
 pub mod reply;
 pub(crate) mod report;
 
@@ -159,6 +159,14 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         report.deleted_by_hand = deleted_by_hand::record(layout, &mut inputs.doc, &stamp)?;
     }
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "read files");
+    // One embedder for the run (the caller's, or one opened here): the
+    // judge's clusters and promotion's current-first order. Without one
+    // the judge says why when it needs it, and promotion goes by recall.
+    let own = match embedder {
+        Some(_) => None,
+        None => memory.cached_embedder().ok(),
+    };
+    let embedder = embedder.or(own.as_ref());
     let decide = Decide::new(memory, &judge, &inputs, &state, embedder);
     let decided = decide.decide(pending, &mut report).await?;
     summarize(&decided.planned, decided.restatements, &mut report);
@@ -174,7 +182,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         (&inputs, state, &settled),
         &mut report,
     )?;
-    promote(memory, &judge, &entries, &mut report).await;
+    promote(memory, &judge, (&entries, embedder), &mut report).await;
     report.total_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(report)
 }
@@ -347,12 +355,17 @@ fn summarize(planned: &[Planned], restatements: usize, report: &mut Report) {
 
 /// Refresh MEMORY.md; a failure is a warning in the report (the entries
 /// are written and journaled already).
-async fn promote(memory: &Memory, judge: &Judge, entries: &Document, report: &mut Report) {
+async fn promote(
+    memory: &Memory,
+    judge: &Judge,
+    (entries, embedder): (&Document, Option<&Cached>),
+    report: &mut Report,
+) {
     let client = match judge {
         Judge::Llm(c) => Some(c),
         Judge::BuiltIn => None,
     };
-    match promote::run(memory, entries, client).await {
+    match promote::run(memory, entries, client, embedder).await {
         Ok(p) => {
             report.promoted_lines = p.lines;
             report.warnings.extend(p.warnings);

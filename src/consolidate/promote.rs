@@ -3,7 +3,11 @@
 //!
 //! Candidates are ranked by code first: pinned entries, then recall (hits in
 //! `.recall_log.jsonl`, recent ones weighing more) plus a smaller bonus for
-//! recently updated entries. Without an LLM that ranking is the answer. With
+//! recently updated entries. Current first: of two entries that speak of
+//! the same thing (cosine at least [`SAME_TOPIC_COSINE`]), the one stated
+//! later ranks above the older, however often the older was recalled, so a
+//! superseded line never outranks its successor ([`current_first`]).
+//! Without an LLM that ranking is the answer. With
 //! one, the best candidates (three times the cap) go to
 //! `prompts/promote.md`, which picks and shortens; lines that name no
 //! candidate are dropped, pinned entries are always kept, and the list is
@@ -14,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::core_md::{self, Line};
+use crate::embed::cache::Cached;
 use crate::entries::Document;
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, RowId};
@@ -24,6 +29,19 @@ use crate::{Layout, Memory, prompts};
 
 /// Half-life of the recency bonus, in days.
 const RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
+
+/// Least cosine at which two entries are taken to speak of the same
+/// thing, for the current-first order. `memd eval dedup` (EVALUATION.md)
+/// puts three quarters of the Letta updates at 0.68 or more of the fact
+/// they supersede, and three quarters of two different facts about one
+/// person at 0.58 or less: at 0.6 most updates are ordered, and most
+/// unrelated facts are left to recall. A pair taken wrongly is only
+/// reordered (the newer just above the older), never dropped.
+pub const SAME_TOPIC_COSINE: f32 = 0.6;
+
+/// How many of the best-ranked entries are compared with every entry for
+/// a newer one on the same thing: the lines promotion can show and more.
+const CURRENT_FIRST_TOP: usize = 90;
 
 /// Longest line written for an entry (characters).
 const MAX_LINE_CHARS: usize = 200;
@@ -41,6 +59,8 @@ pub struct Candidate {
     pub pinned: bool,
     pub usage: Usage,
     pub score: f64,
+    /// The entry's `updated` day: the date its line shows.
+    pub updated: String,
 }
 
 /// One line of text for an entry: whitespace folded, cut at a word.
@@ -87,18 +107,56 @@ pub fn rank(
                 id: m.id.clone(),
                 text: e.text.clone(),
                 pinned: m.pinned,
+                updated: m.updated.clone(),
                 score: u.weight + 0.5 * recency,
                 usage: u,
             })
         })
         .collect();
-    out.sort_by(|a, b| {
+    sort(&mut out);
+    out
+}
+
+/// Reorder `ranked` (best first, `vectors` aligned with it) so that of
+/// two unpinned entries on the same thing, the one updated on a later day
+/// ranks above the older: it takes the older's score and a hair more.
+/// Each of the [`CURRENT_FIRST_TOP`] best is compared with every entry;
+/// newer entries are raised in date order, so a chain of updates ends
+/// with the newest on top.
+pub fn current_first(ranked: &mut [Candidate], vectors: &[Vec<f32>]) {
+    let top = ranked.len().min(CURRENT_FIRST_TOP);
+    let mut pairs: Vec<(usize, usize)> = Vec::new(); // (older, newer)
+    for a in 0..top {
+        for b in 0..ranked.len() {
+            let (old, new) = (&ranked[a], &ranked[b]);
+            if a == b || old.pinned || new.pinned || new.updated <= old.updated {
+                continue;
+            }
+            if crate::embed::cosine(&vectors[a], &vectors[b]) >= SAME_TOPIC_COSINE {
+                pairs.push((a, b));
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    pairs.sort_by(|x, y| ranked[x.1].updated.cmp(&ranked[y.1].updated));
+    for (old, new) in pairs {
+        let floor = ranked[old].score.next_up();
+        if ranked[new].score < floor {
+            ranked[new].score = floor;
+        }
+    }
+    sort(ranked);
+}
+
+fn sort(ranked: &mut [Candidate]) {
+    ranked.sort_by(|a, b| {
         b.pinned
             .cmp(&a.pinned)
             .then(b.score.total_cmp(&a.score))
             .then(a.id.cmp(&b.id))
     });
-    out
 }
 
 fn built_in(ranked: &[Candidate], max: usize) -> Vec<Line> {
@@ -108,20 +166,36 @@ fn built_in(ranked: &[Candidate], max: usize) -> Vec<Line> {
         .map(|c| Line {
             entry_id: c.id.clone(),
             text: line_text(&c.text),
+            date: Some(c.updated.clone()),
         })
         .collect()
 }
 
 /// Rewrite the generated part of `MEMORY.md`, as of `memory`'s clock.
 /// `doc` is the entries file as the run wrote it (read once per run).
-pub async fn run(memory: &Memory, doc: &Document, llm: Option<&llm::Client>) -> Result<Outcome> {
+/// With an embedder, the order is current first ([`current_first`]).
+pub async fn run(
+    memory: &Memory,
+    doc: &Document,
+    llm: Option<&llm::Client>,
+    embedder: Option<&Cached>,
+) -> Result<Outcome> {
     let layout = &memory.layout;
     let now = memory.clock.now();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let usage = recall::summary(&layout.recall_log(), now)?;
-    let ranked = rank(doc, &usage, &tombstones, now.date_naive());
-    let max = memory.config.promotion.max_lines as usize;
+    let mut ranked = rank(doc, &usage, &tombstones, now.date_naive());
     let mut warnings = Vec::new();
+    if let Some(embedder) = embedder {
+        let texts: Vec<String> = ranked.iter().map(|c| c.text.clone()).collect();
+        match embedder.embed(&texts).await {
+            Ok(vectors) => current_first(&mut ranked, &vectors),
+            Err(e) => warnings.push(format!(
+                "entries could not be embedded for MEMORY.md's current-first order ({e:#}): ranked by recall and recency only"
+            )),
+        }
+    }
+    let max = memory.config.promotion.max_lines as usize;
     let lines = match llm {
         None => built_in(&ranked, max),
         Some(_) if max == 0 => Vec::new(),
@@ -173,6 +247,7 @@ async fn by_llm(
         lines.push(Line {
             entry_id: c.id.clone(),
             text,
+            date: Some(c.updated.clone()),
         });
     }
     for (i, text) in chosen {
@@ -180,6 +255,7 @@ async fn by_llm(
             lines.push(Line {
                 entry_id: shown[i].id.clone(),
                 text,
+                date: Some(shown[i].updated.clone()),
             });
         }
     }

@@ -80,8 +80,8 @@ pub struct Hit {
     /// recency weighting); for a similar entry, the cosine similarity.
     pub score: f32,
     pub source: Source,
-    /// The fact's day, or the entry's last update; none for a line of
-    /// `MEMORY.md`.
+    /// The fact's day, or the entry's last update (for a line of
+    /// `MEMORY.md`, its entry's, as the line shows it).
     pub day: Option<String>,
 }
 
@@ -186,7 +186,7 @@ pub(super) fn desired_for(
                 id: RowId::core(&l.entry_id),
                 kind: RowKind::Core,
                 source: Source::Core,
-                day: None,
+                day: l.date,
                 text: l.text,
                 session: None,
                 category: None,

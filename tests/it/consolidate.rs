@@ -401,7 +401,7 @@ async fn a_correction_leaves_no_stale_value() {
             "stale value left: {text}"
         );
     }
-    assert!(core.contains("- Manager: John <!-- "), "{core}");
+    assert!(core.contains("- Manager: John · 20"), "{core}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -25,10 +25,12 @@ fn memory_md_keeps_user_text_outside_the_markers() {
         Line {
             entry_id: "e-2".into(),
             text: "Works at Microsoft".into(),
+            date: Some("2026-11-24".into()),
         },
         Line {
             entry_id: "e-3".into(),
             text: "Prefers tea".into(),
+            date: None,
         },
     ];
     assert!(core_md::write_lines(&path, &lines).unwrap());
@@ -47,6 +49,7 @@ fn memory_md_without_markers_gets_them_appended() {
     let out = md.with_lines(&[Line {
         entry_id: "e-1".into(),
         text: "x".into(),
+        date: None,
     }]);
     assert_eq!(
         String::from_utf8(out).unwrap(),
@@ -318,6 +321,7 @@ fn memory_md_lines_that_look_like_markup_round_trip() {
         .map(|(i, t)| Line {
             entry_id: format!("e-{i:08x}").into(),
             text: t.replace('\n', " "),
+            date: Some("2026-11-24".into()),
         })
         .collect();
     let md = CoreMd::parse(core_md::EMPTY_FILE.as_bytes()).unwrap();
@@ -354,4 +358,30 @@ fn a_short_hash_is_the_leading_hex_digits_of_the_sha256() {
     let full = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
     assert_eq!(memd::text::short_hash("abc", 64), full);
     assert_eq!(memd::text::short_hash("abc", 8), &full[..8]);
+}
+
+/// A MEMORY.md line says when its entry was last stated; a text that
+/// itself ends like a date keeps it, the line's own date is the last one.
+#[test]
+fn memory_md_lines_carry_their_date_and_a_text_that_ends_like_one_keeps_it() {
+    let lines = vec![
+        Line {
+            entry_id: "e-00000001".into(),
+            text: "Moved on · 2026-01-02".into(),
+            date: Some("2026-11-24".into()),
+        },
+        Line {
+            entry_id: "e-00000002".into(),
+            text: "Plays chess".into(),
+            date: Some("2026-03-01".into()),
+        },
+    ];
+    let md = CoreMd::parse(core_md::EMPTY_FILE.as_bytes()).unwrap();
+    let written = String::from_utf8(md.with_lines(&lines)).unwrap();
+    assert!(
+        written.contains("- Plays chess · 2026-03-01 <!-- e-00000002 -->"),
+        "{written}"
+    );
+    let back = CoreMd::parse(written.as_bytes()).unwrap();
+    assert_eq!(back.lines(), lines);
 }

@@ -34,7 +34,7 @@ fn built_in_judge_offline_merges_restatements_and_adds_the_rest() {
     assert!(sources(entry_with(&all, "flat white")).contains(&again[0]));
     // Promotion without an LLM still fills MEMORY.md, and status names the judge.
     let core = std::fs::read_to_string(layout.memory_md()).unwrap();
-    assert!(core.contains("Loves flat white coffee <!-- e-"), "{core}");
+    assert!(core.contains("Loves flat white coffee · 20"), "{core}");
     let status = stdout(&memd(&layout.root, &["status"]));
     assert!(status.contains("judge             built-in"), "{status}");
 }

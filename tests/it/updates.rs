@@ -174,3 +174,117 @@ async fn a_run_whose_judge_failed_exits_6_naming_the_facts_it_left_pending() {
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["pending_facts"], 1, "{status}");
 }
+
+/// Current first, without an LLM and without a declaration: the older
+/// entry was recalled twenty times, the newer one on the same thing never.
+/// MEMORY.md shows the newer first, each line with the day it was stated,
+/// and keeps both (nothing is hidden); an entry on another thing keeps its
+/// place by recall.
+#[tokio::test]
+async fn of_two_entries_on_one_thing_memory_md_shows_the_later_first_however_often_the_older_was_recalled()
+ {
+    use crate::consolidate::{add, entries, entry_with};
+    use memd::clock::Clock;
+    use memd::config::Config;
+    let (_t, layout) = crate::support::memory_dir();
+    std::fs::write(
+        layout.config_file(),
+        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\n",
+    )
+    .unwrap();
+    let config = Config::load(&layout.root).unwrap();
+    let memory = crate::support::memory(&layout, &config);
+    let at = |day: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(&format!("{day}T12:00:00+00:00")).unwrap();
+        memory.clone().at(Clock::Fixed(t))
+    };
+    let opts = || memd::consolidate::Options {
+        force: true,
+        ..Default::default()
+    };
+    add(
+        &layout,
+        "2026-11-01",
+        &["Prefers dark mode in every editor"],
+    );
+    add(&layout, "2026-11-01", &["Plays the violin in a quartet"]);
+    memd::consolidate::run(&at("2026-11-01"), opts())
+        .await
+        .unwrap();
+    let all = entries(&layout);
+    let dark = entry_with(&all, "dark mode").id().unwrap().clone();
+    let violin = entry_with(&all, "violin").id().unwrap().clone();
+    let hits: Vec<memd::recall::Hit> = (0..20)
+        .flat_map(|i| {
+            [&dark, &violin].map(|id| memd::recall::Hit {
+                ts: "2026-11-19T09:00:00Z".into(),
+                query: format!("editor theme {i}"),
+                id: memd::ids::RowId::entry(id),
+                kind: "entry".into(),
+                rank: 1,
+            })
+        })
+        .collect();
+    memd::recall::append(&layout.recall_log(), &hits).unwrap();
+    add(
+        &layout,
+        "2026-11-20",
+        &["Prefers light mode in every editor"],
+    );
+    add(
+        &layout,
+        "2026-11-20",
+        &["Drinks black coffee every morning"],
+    );
+    memd::consolidate::run(&at("2026-11-20"), opts())
+        .await
+        .unwrap();
+    let core = std::fs::read_to_string(layout.memory_md()).unwrap();
+    let line = |needle: &str| {
+        core.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line says {needle:?}: {core}"))
+    };
+    assert!(line("light mode") < line("dark mode"), "{core}");
+    assert!(
+        line("violin") < line("coffee"),
+        "recall still ranks: {core}"
+    );
+    assert!(
+        core.contains("- Prefers light mode in every editor · 2026-11-20 <!-- e-"),
+        "{core}"
+    );
+    assert!(
+        core.contains("- Prefers dark mode in every editor · 2026-11-01 <!-- e-"),
+        "{core}"
+    );
+}
+
+/// Every hit says the day it was stated, in the text output and in JSON,
+/// a hit on a MEMORY.md line included (its entry's day, as the line says).
+#[test]
+fn every_search_hit_says_its_day_a_memory_md_line_included() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Lives in Seattle near the market");
+    consolidate(dir);
+    let hits: serde_json::Value =
+        serde_json::from_str(&ok(dir, &["search", "Seattle market", "--json"])).unwrap();
+    let hits = hits.as_array().unwrap();
+    let kinds: Vec<&str> = hits.iter().map(|h| h["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"core"), "{hits:?}");
+    let day = hits[0]["day"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{hits:?}"));
+    assert!(
+        chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").is_ok(),
+        "{day}"
+    );
+    for h in hits {
+        assert_eq!(h["day"].as_str(), Some(day), "{h}");
+    }
+    let text = ok(dir, &["search", "Seattle market"]);
+    for line in text.lines() {
+        assert!(line.contains(&format!("  {day}  ")), "{line}");
+    }
+}

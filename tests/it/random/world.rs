@@ -377,6 +377,9 @@ impl World {
                 );
             }
         }
+        if judge == Judge::BuiltIn && !report.warnings.iter().any(|w| w.contains("MEMORY.md")) {
+            self.assert_current_first(&doc);
+        }
         let wrong = report.failed_facts.iter().find(|f| held(f));
         assert!(
             wrong.is_none(),
@@ -385,6 +388,35 @@ impl World {
             self.log.join("\n")
         );
         Ok(())
+    }
+
+    /// Current first: of two lines of MEMORY.md whose entries (unpinned)
+    /// speak of the same thing, the one stated on a later day is above.
+    fn assert_current_first(&self, doc: &memd::entries::Document) {
+        use memd::embed::Embedder;
+        let core = memd::core_md::CoreMd::read(&self.layout.memory_md()).unwrap();
+        let shown: Vec<(String, String)> = core
+            .lines()
+            .iter()
+            .filter_map(|l| doc.get(l.entry_id.as_str()))
+            .filter_map(|e| e.meta.as_ref().map(|m| (e, m)))
+            .filter(|(_, m)| !m.pinned)
+            .map(|(e, m)| (e.text.clone(), m.updated.clone()))
+            .collect();
+        let texts: Vec<String> = shown.iter().map(|s| s.0.clone()).collect();
+        let lexical = memd::embed::lexical::Lexical;
+        let vectors = self.rt.block_on(lexical.embed(&texts)).unwrap();
+        for (i, (above, day_above)) in shown.iter().enumerate() {
+            for (j, (below, day_below)) in shown.iter().enumerate().skip(i + 1) {
+                let same = memd::embed::cosine(&vectors[i], &vectors[j])
+                    >= memd::consolidate::promote::SAME_TOPIC_COSINE;
+                assert!(
+                    !(same && day_below > day_above),
+                    "MEMORY.md shows {above:?} ({day_above}) above {below:?} ({day_below}), on the same thing; after:\n{}",
+                    self.log.join("\n")
+                );
+            }
+        }
     }
 
     fn forget(&mut self, id: &str) -> anyhow::Result<()> {
