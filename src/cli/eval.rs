@@ -71,6 +71,24 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+    /// The update decision both ways, through the real pipeline: pairs
+    /// said a day apart, each consolidated; true updates kept as history,
+    /// related-but-different facts left apart (false supersessions
+    /// counted), same-meaning pairs merged, contradictions as history.
+    Updates {
+        #[arg(long, env = "MEMD_EVAL_DATA")]
+        data: PathBuf,
+        /// Pairs of each source.
+        #[arg(long, default_value_t = 20)]
+        pairs: usize,
+        /// Picks the pairs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[command(flatten)]
+        judge: Judge,
+        #[arg(long)]
+        json: bool,
+    },
     /// The tier-2 merge rule on labelled pairs: merges of pairs that say
     /// the same thing, and false merges, per variant and threshold.
     Dedup(Pairs),
@@ -125,6 +143,18 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             let run = memd::eval::letta::run(&data, config, sets, updates, seed, keep.as_deref());
             let r = super::runtime()?.block_on(run)?;
             print_consolidation(&r, json)
+        }
+        What::Updates {
+            data,
+            pairs,
+            seed,
+            judge,
+            json,
+        } => {
+            let config = config(dir, judge)?;
+            let run = memd::eval::pairs::run(&data, config, pairs, seed);
+            let r = super::runtime()?.block_on(run)?;
+            super::emit(json, &r, print_updates)
         }
         What::Neighbours(p) => neighbours(dir, &p.data, p.embedder, p.json),
         What::Dedup(p) => dedup(dir, &p.data, p.embedder, p.json),
@@ -372,4 +402,37 @@ fn neighbours(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Resu
         );
     }
     Ok(())
+}
+
+/// The table of `memd eval updates`.
+fn print_updates(r: &memd::eval::pairs::PairsReport) -> String {
+    let mut out = format!(
+        "the update decision on pairs said a day apart; judge {}, seed {}, {:.0} s\n",
+        r.judge, r.seed, r.wall_seconds
+    );
+    out.push_str(&format!(
+        "  {:<30} {:<11} {:>5} {:>5} {:>6} {:>10} {:>6} {:>4}\n",
+        "source", "right", "pairs", "apart", "merged", "superseded", "failed", "lost"
+    ));
+    for s in &r.sources {
+        out.push_str(&format!(
+            "  {:<30} {:<11} {:>5} {:>5} {:>6} {:>10} {:>6} {:>4}\n",
+            s.name,
+            format!("{:?}", s.expect).to_lowercase(),
+            s.pairs,
+            s.apart,
+            s.merged,
+            s.superseded,
+            s.failed,
+            s.lost
+        ));
+    }
+    out.push_str(&format!(
+        "false supersessions: {} of {} related-but-different pairs\n",
+        r.false_supersessions, r.different_pairs
+    ));
+    for (source, outcome, a, b) in &r.wrong {
+        out.push_str(&format!("  {source}: {outcome:?}: {a:?} then {b:?}\n"));
+    }
+    out
 }

@@ -22,6 +22,7 @@ pub mod dedup;
 pub mod forget;
 pub mod letta;
 pub mod locomo;
+pub mod pairs;
 
 pub(crate) const KS: [usize; 4] = [1, 5, 8, 20];
 

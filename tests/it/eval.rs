@@ -286,3 +286,60 @@ async fn facts_still_pending_are_never_counted_as_lost() {
     assert_eq!(r.facts_lost, 0, "{r:#?}");
     assert_eq!(r.updates.lost, 0, "{r:#?}");
 }
+
+/// `data()` and a few SICK-format pairs (made up for the test): one of each
+/// label `memd eval updates` reads.
+fn pairs_data() -> tempfile::TempDir {
+    let d = data();
+    let rows = [
+        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_AB\tentailment_BA\tSemEval_set",
+        "1\tA boy is playing a flute\tA girl is playing a flute\t4.1\tA_neutral_B\tB_neutral_A\tTRAIN",
+        "2\tA man is slicing an onion\tAn onion is being sliced by a man\t4.9\tA_entails_B\tB_entails_A\tTRAIN",
+        "3\tA dog is running on grass\tNo dog is running on grass\t4.0\tA_contradicts_B\tB_contradicts_A\tTRAIN",
+    ];
+    std::fs::write(d.path().join("sick_dev.tsv"), rows.join("\n") + "\n").unwrap();
+    d
+}
+
+/// A judge that takes every second fact for an update of the first is
+/// scored right on the updates and the contradictions, and every
+/// related-but-different pair it marks so is a false supersession; the
+/// built-in judge marks none, and keeps no update as history.
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_updates_counts_false_supersessions_apart() {
+    let server = scripted(|_, body| {
+        let p = prompt_of(body);
+        let (entries, facts) = (listed(&p, 'E'), listed(&p, 'F'));
+        match (entries.first(), facts.first()) {
+            (Some((e, old)), Some((f, new))) => ops(json!([{"op": "REPLACE", "target": e,
+                "from": [f], "text": format!("{new} (previously: {old})")}])),
+            _ => faithful(body),
+        }
+    })
+    .await;
+    let d = pairs_data();
+    let r = memd::eval::pairs::run(d.path(), config(&server.url), 5, 1)
+        .await
+        .unwrap();
+    let of = |name: &str| r.sources.iter().find(|s| s.name == name).unwrap();
+    assert_eq!(of("letta-update").superseded, 1, "{r:#?}");
+    assert_eq!(of("sick-contradiction").superseded, 1, "{r:#?}");
+    let people = of("letta-two-facts-of-one-person");
+    assert_eq!((people.pairs, people.superseded), (3, 3), "{r:#?}");
+    assert_eq!(of("sick-neutral-related").superseded, 1, "{r:#?}");
+    assert_eq!((r.false_supersessions, r.different_pairs), (4, 4), "{r:#?}");
+    assert!(
+        r.sources.iter().all(|s| s.lost == 0 && s.failed == 0),
+        "{r:#?}"
+    );
+
+    let mut c = Config::default();
+    c.embedder.kind = EmbedderKind::Lexical;
+    let r = memd::eval::pairs::run(d.path(), c, 5, 1).await.unwrap();
+    assert_eq!(r.false_supersessions, 0, "{r:#?}");
+    assert_eq!(of_apart(&r, "letta-update"), 1, "{r:#?}");
+}
+
+fn of_apart(r: &memd::eval::pairs::PairsReport, name: &str) -> usize {
+    r.sources.iter().find(|s| s.name == name).unwrap().apart
+}
