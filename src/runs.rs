@@ -405,7 +405,7 @@ fn plan(
     let mut steps = Vec::new();
     let mut left = Vec::new();
     for r in records.iter().rev() {
-        match brings_back_forgotten(verdict(doc, r, today), stones) {
+        match brings_back_forgotten(verdict(doc, r, today), stones, r.undoes.as_ref()) {
             Verdict::Steps(s) => {
                 for s in s {
                     set(doc, &s.entry, &s.to);
@@ -435,9 +435,11 @@ fn plan(
 
 /// A verdict that would put back what the user forgot since the run is
 /// left undone: an entry a tombstone names, or a fact a tombstone lists
-/// (other than an undo's keep-out, which undoing that undo lifts).
-/// Forgetting is taken back by `memd forget --undo`, never by an undo.
-fn brings_back_forgotten(v: Verdict, stones: &Tombstones) -> Verdict {
+/// (other than the keep-out of the undo being undone, an undo of run
+/// `undoes`, which undoing it lifts; a keep-out of another undo is the
+/// user's forget like any other). Forgetting is taken back by `memd
+/// forget --undo`, never by an undo.
+fn brings_back_forgotten(v: Verdict, stones: &Tombstones, undoes: Option<&RunId>) -> Verdict {
     let Verdict::Steps(steps) = &v else { return v };
     for s in steps {
         if s.from.is_none() && s.to.is_some() && stones.names_entry(&s.entry) {
@@ -451,10 +453,14 @@ fn brings_back_forgotten(v: Verdict, stones: &Tombstones) -> Verdict {
             .iter()
             .filter(|f| !before.contains(f))
             .find(|f| {
+                let blocks = |t: &Tombstone| match t.reason {
+                    Reason::Undo => t.undoes.is_some() && t.undoes.as_ref() != undoes,
+                    _ => true,
+                };
                 stones
                     .all
                     .iter()
-                    .any(|t| t.reason != Reason::Undo && t.sources.contains(f))
+                    .any(|t| blocks(t) && t.sources.contains(f))
             });
         if let Some(f) = forgotten {
             return Verdict::Left(format!(
@@ -582,7 +588,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
             return Ok(outcome);
         }
         release(layout, &stamp, &out, opts, &mut outcome)?;
-        let_back_in(layout, &stamp, &into)?;
+        let_back_in(layout, &stamp, &into, took_back(&records))?;
         let mut state = State::load(&layout.state_file())?;
         refresh_memory_md(layout, None, &steps)?;
         let undone = RunId::from(id);
@@ -659,13 +665,9 @@ fn release(
         }
         if opts.keep_out {
             let ids = vec![f.id.clone()];
-            new_stones.push(Tombstone::new(
-                &stamp.clock,
-                None,
-                &f.text,
-                ids,
-                Reason::Undo,
-            ));
+            let mut stone = Tombstone::new(&stamp.clock, None, &f.text, ids, Reason::Undo);
+            stone.undoes = Some(outcome.undoes.clone());
+            new_stones.push(stone);
             outcome.kept_out.push(f.id.clone());
         } else {
             outcome.pending_again.push(f.id.clone());
@@ -684,17 +686,34 @@ fn release(
 /// them back) are let back in, so no entry holds a forgotten fact. They
 /// are off the watermark since that keep-out, so a crash before the file
 /// is written leaves them pending, never hidden.
-fn let_back_in(layout: &Layout, stamp: &Stamp, into: &BTreeSet<FactId>) -> Result<()> {
+///
+/// Only the keep-outs of the undo being undone (an undo of run `undoes`)
+/// are lifted, and keep-outs that name no run (an older memd's).
+fn let_back_in(
+    layout: &Layout,
+    stamp: &Stamp,
+    into: &BTreeSet<FactId>,
+    undoes: Option<&RunId>,
+) -> Result<()> {
     let stones = Tombstones::load(&layout.tombstones_file())?;
+    let ours = |t: &Tombstone| t.undoes.is_none() || t.undoes.as_ref() == undoes;
     let lifts: Vec<Tombstone> = into
         .iter()
         .filter(|f| {
-            let kept_out = |t: &Tombstone| t.of(f.as_str()) && t.reason == Reason::Undo;
+            let kept_out = |t: &Tombstone| t.of(f.as_str()) && t.reason == Reason::Undo && ours(t);
             stones.all.iter().any(kept_out)
         })
-        .map(|f| Tombstone::lift(&stamp.clock, f.as_str()))
+        .map(|f| match undoes {
+            Some(run) => Tombstone::lift_kept_out(&stamp.clock, f.as_str(), run),
+            None => Tombstone::lift(&stamp.clock, f.as_str()),
+        })
         .collect();
     crate::pending::lift(layout, &stones, lifts)
+}
+
+/// The run an undo took back, when `records` are an undo's.
+fn took_back<'a>(records: &[&'a Record]) -> Option<&'a RunId> {
+    records.iter().find_map(|r| r.undoes.as_ref())
 }
 
 /// The lines of `MEMORY.md` for the entries the undo changed: gone with

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::error::{Context, Result};
-use crate::ids::{EntryId, FactId};
+use crate::ids::{EntryId, FactId, RunId};
 use crate::jsonl;
 use crate::text::normalize;
 
@@ -47,6 +47,13 @@ pub struct Tombstone {
     /// forgotten entry names the entry in `entry`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restates: Option<FactId>,
+    /// For an undo's keep-out (reason [`Reason::Undo`]): the run that undo
+    /// took back. Undoing that undo lifts these and no other keep-out of
+    /// the same fact; a lift that names a run lifts only its keep-outs.
+    /// (Written since the fourth soak; a keep-out without it is lifted by
+    /// any undo of an undo that puts its fact back, as before.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<RunId>,
 }
 
 /// Why something was forgotten: each is a user's action.
@@ -124,6 +131,7 @@ impl Tombstone {
             reason: reason.into(),
             lifts: None,
             restates: None,
+            undoes: None,
         }
     }
 
@@ -143,6 +151,24 @@ impl Tombstone {
         let mut t = Tombstone::new(clock, None, "", Vec::new(), Reason::Undo);
         t.lifts = Some(id.to_string());
         t
+    }
+
+    /// Lift the keep-outs of fact `id` that an undo of run `undoes` wrote
+    /// (and those that name no run), none other.
+    pub fn lift_kept_out(clock: &Clock, id: &str, undoes: &RunId) -> Tombstone {
+        let mut t = Tombstone::lift(clock, id);
+        t.undoes = Some(undoes.clone());
+        t
+    }
+
+    /// Whether lift record `lift` takes this tombstone back.
+    fn lifted_by(&self, lift: &Tombstone) -> bool {
+        let Some(id) = &lift.lifts else { return false };
+        self.of(id)
+            && match &lift.undoes {
+                None => true,
+                Some(run) => self.undoes.as_ref().is_none_or(|mine| mine == run),
+            }
     }
 
     /// Whether this tombstone was written by forgetting `id`: the entry
@@ -178,7 +204,7 @@ impl Tombstones {
         let mut all: Vec<Tombstone> = Vec::with_capacity(records.len());
         for t in records {
             match &t.lifts {
-                Some(id) => all.retain(|old| !old.of(id)),
+                Some(_) => all.retain(|old| !old.lifted_by(&t)),
                 None => all.push(t),
             }
         }

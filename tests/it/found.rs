@@ -450,3 +450,47 @@ fn an_entry_written_again_by_hand_keeps_its_id_when_an_undo_saves_the_file() {
         UndoForget { pick: 0 },
     ]);
 }
+
+/// Minimal sequence (seed 9355657316450026352, the fourth soak): a run
+/// undone (its fact pending again) and decided by a later run, that run
+/// undone with --keep-out, then the first undo undone. Undoing it put the
+/// fact back into its old entry and lifted every keep-out of the fact,
+/// the later undo's included, while a copy of the fact kept out by that
+/// later undo still kept its text out: a fact held by a live entry and
+/// kept out. A keep-out now names the run its undo took back, and undoing
+/// an undo lifts only its own (another undo's keep-out is the user's
+/// forget, which an undo never takes back).
+#[test]
+fn undoing_an_undo_never_takes_back_the_keep_out_of_a_later_undo() {
+    use crate::random::{Action::*, Killed};
+    crate::random::replay(&[
+        add_here(79, true),
+        run_built_in(),
+        ForgetEntry { pick: 29 },
+        Undo {
+            pick: 30,
+            keep_out: false,
+        },
+        UndoForget { pick: 0 },
+        add_here(88, true),
+        Kill {
+            step: 20,
+            what: Killed::Undo,
+        },
+        run_built_in(),
+        ForgetEntry { pick: 1 },
+        Undo {
+            pick: 246,
+            keep_out: true,
+        },
+        add_here(0, false),
+        Consolidate {
+            judge: crate::random::Judge::BuiltIn,
+            force: true,
+        },
+        Undo {
+            pick: 232,
+            keep_out: false,
+        },
+    ]);
+}
