@@ -57,9 +57,15 @@ pub enum Error {
         line: Option<usize>,
         message: String,
     },
-    /// The daemon answered a request with an error status.
-    #[error("the daemon answered {status}: {message}")]
-    Daemon { status: u16, message: String },
+    /// The daemon answered a request with an error: said as the daemon
+    /// said it (the same words memd run here would say), of the kind the
+    /// daemon named (else the one its status implies).
+    #[error("{message}")]
+    Daemon {
+        status: u16,
+        kind: Option<Kind>,
+        message: String,
+    },
     /// Reading or writing a file (or a socket) failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -125,8 +131,10 @@ pub enum InvalidFact {
     Key(usize, String),
 }
 
-/// What kind of failure a caller is looking at, for exit and status codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What kind of failure a caller is looking at, for exit and status codes
+/// (and, as `kind` in the daemon's error replies, for its clients).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     Busy,
     NotFound,
@@ -148,6 +156,9 @@ impl Error {
             Error::NotMemoryDir { .. } | Error::InvalidFact(_) | Error::Invalid(_) => Kind::Invalid,
             Error::Corrupt { .. } => Kind::Corrupt,
             Error::Unfinished(_) => Kind::Unfinished,
+            Error::Daemon {
+                kind: Some(kind), ..
+            } => *kind,
             Error::Daemon { status, .. } => match status {
                 409 => Kind::Busy,
                 404 => Kind::NotFound,

@@ -20,13 +20,6 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MEMD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,memd::progress=info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     match cli::run(cli::Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -14,8 +14,11 @@ pub struct Args {
     /// Read facts from standard input, one per line (blank lines skipped).
     #[arg(long, conflicts_with = "text")]
     stdin: bool,
+    /// A category for the fact (kept on its archive line; a filter, not a
+    /// folder).
     #[arg(long, short)]
     category: Option<String>,
+    /// The agent session the fact came from (kept on its archive line).
     #[arg(long, short)]
     session: Option<String>,
     /// Idempotency key: a retried append with the same key writes nothing.

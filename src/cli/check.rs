@@ -9,6 +9,7 @@ use memd::request::Check;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Print every finding as JSON, each with its `kind`.
     #[arg(long)]
     json: bool,
     /// Repair what is derived: rebuild the index from the files when it

@@ -16,6 +16,7 @@ pub struct Args {
     /// Print the planned operations as a diff; write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Print the run's report as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }

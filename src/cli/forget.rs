@@ -21,6 +21,10 @@ pub struct Args {
     /// lifted and a forgotten entry is restored.
     #[arg(long, requires = "id", conflicts_with = "match")]
     undo: bool,
+    /// Print what was forgotten (or listed, or brought back) as JSON, in
+    /// the shape the API answers with.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The ids to forget: the one given, or (with `--yes`) every candidate
@@ -33,6 +37,13 @@ fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
     };
     let ask = Candidates { text: text.clone() };
     let found = super::runtime()?.block_on(target.run(ask))?;
+    if args.json && !args.yes {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+        return Ok(None);
+    }
+    if args.json {
+        return Ok(Some(found.into_iter().map(|c| c.id).collect()));
+    }
     if found.is_empty() {
         println!("nothing matches {text:?}");
         return Ok(None);
@@ -49,23 +60,34 @@ fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
     Ok(Some(found.into_iter().map(|c| c.id).collect()))
 }
 
+/// With `--json`: `forget ID` and `--undo` print the one candidate, a
+/// listing (`--match`) or `--match --yes` an array.
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let target = Target::open(dir)?;
     let rt = super::runtime()?;
+    let (json, one) = (args.json, args.id.is_some());
     if args.undo {
         let id = args.id.unwrap_or_default();
         let back = rt.block_on(target.run(Unforget { id }))?;
-        let text = super::one_line(&back.text);
-        println!("no longer forgotten: {} {}: {text}", back.kind, back.id);
-        return Ok(());
+        return super::emit(json, &back, |b| {
+            let text = super::one_line(&b.text);
+            format!("no longer forgotten: {} {}: {text}\n", b.kind, b.id)
+        });
     }
     let Some(ids) = chosen(&target, args)? else {
         return Ok(());
     };
+    let mut gone = Vec::new();
     for id in ids {
-        let gone = rt.block_on(target.run(Forget { id }))?;
-        let text = super::one_line(&gone.text);
-        println!("forgot {} {}: {text}", gone.kind, gone.id);
+        let g = rt.block_on(target.run(Forget { id }))?;
+        if !json {
+            println!("forgot {} {}: {}", g.kind, g.id, super::one_line(&g.text));
+        }
+        gone.push(g);
     }
-    Ok(())
+    match (json, one) {
+        (false, _) => Ok(()),
+        (true, true) => super::emit(true, &gone[0], |_| String::new()),
+        (true, false) => super::emit(true, &gone, |_| String::new()),
+    }
 }

@@ -9,7 +9,9 @@ use memd::request::History;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The entry (e-…) whose lineage to print.
     id: String,
+    /// Print the journal records as JSON.
     #[arg(long)]
     json: bool,
 }

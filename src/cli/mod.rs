@@ -13,6 +13,7 @@ mod eval;
 mod forget;
 mod history;
 mod init;
+mod log;
 mod mcp;
 mod reindex;
 mod runs;
@@ -39,6 +40,8 @@ pub struct Cli {
     /// The memory directory (default: $MEMD_DIR, else the current directory).
     #[arg(long, global = true, env = "MEMD_DIR")]
     dir: Option<PathBuf>,
+    #[command(flatten)]
+    verbosity: log::Verbosity,
     #[command(subcommand)]
     command: Command,
 }
@@ -95,6 +98,7 @@ enum Command {
 
 /// Run the parsed command.
 pub fn run(cli: Cli) -> Result<()> {
+    log::init(cli.verbosity);
     let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
     match cli.command {
         Command::Init(args) => init::run(&dir, args),

@@ -8,16 +8,21 @@ use memd::request::Reindex;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Drop the index and build it again from the files.
     #[arg(long)]
     clear: bool,
+    /// Print what the reindex did as JSON, in the shape the API answers with.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let done = super::run_at(dir, Reindex { clear: args.clear }, true)?;
-    let (r, rows) = (done.report, done.rows);
-    println!(
-        "{} files checked, {} synced, {} rows added, {} deleted; {rows} rows in the index",
-        r.files_checked, r.files_synced, r.rows_added, r.rows_deleted
-    );
-    Ok(())
+    super::emit(args.json, &done, |done| {
+        let (r, rows) = (&done.report, done.rows);
+        format!(
+            "{} files checked, {} synced, {} rows added, {} deleted; {rows} rows in the index\n",
+            r.files_checked, r.files_synced, r.rows_added, r.rows_deleted
+        )
+    })
 }

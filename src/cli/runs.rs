@@ -12,6 +12,7 @@ pub struct Args {
     /// Show only the newest N runs.
     #[arg(long, default_value_t = 20)]
     last: usize,
+    /// Print the runs as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }

@@ -8,9 +8,12 @@ use memd::request::Search;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// What to look for, in words.
     query: String,
+    /// How many hits (default: [search] default_k).
     #[arg(short, long)]
     k: Option<usize>,
+    /// Print the hits as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }

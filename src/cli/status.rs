@@ -9,16 +9,21 @@ use memd::status::Report;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Also print the configuration in force (every setting, defaults
+    /// included), as TOML.
+    #[arg(long)]
+    config: bool,
+    /// Print the whole report as JSON (the configuration included).
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let report = super::run_at(dir, Status {}, false)?;
-    super::emit(args.json, &report, render)
+    super::emit(args.json, &report, |r| render(r, args.config))
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, config: bool) -> String {
     let mut out = files(r);
     out.push_str(&processes(r));
     if !r.warnings.is_empty() {
@@ -26,6 +31,10 @@ fn render(r: &Report) -> String {
         for w in &r.warnings {
             out.push_str(&format!("  {w}\n"));
         }
+    }
+    if !config {
+        out.push_str("(memd status --config prints the configuration in force)\n");
+        return out;
     }
     out.push_str("\nconfiguration in force\n");
     for line in r.config.to_toml().lines() {

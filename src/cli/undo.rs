@@ -18,6 +18,7 @@ pub struct Args {
     /// next consolidation would otherwise decide them afresh).
     #[arg(long)]
     keep_out: bool,
+    /// Print what the undo did as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }

@@ -9,6 +9,8 @@ use memd::index::Index;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Seconds between full reconciles of the index with the files (file
+    /// events can be missed: network file systems, a full event queue).
     #[arg(long, default_value_t = 30)]
     reconcile_seconds: u64,
 }

@@ -108,8 +108,10 @@ impl Client {
             .with_context(|| format!("the daemon's reply to {path} is not JSON"))?;
         if !status.is_success() {
             let msg = value["error"].as_str().unwrap_or("no detail");
+            let kind = serde_json::from_value(value["kind"].clone()).ok();
             return Err(crate::Error::Daemon {
                 status: status.as_u16(),
+                kind,
                 message: msg.to_string(),
             });
         }

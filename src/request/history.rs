@@ -27,8 +27,27 @@ impl Request for History {
         false
     }
 
+    /// An id with no records that names no entry and no fact is not
+    /// found (as `forget` says of it), not an empty history.
     async fn apply(self, target: &Target) -> Result<Vec<Record>> {
         let layout = target.memory.layout.clone();
-        blocking(move || crate::forget::history(&layout, &self.id)).await
+        blocking(move || {
+            let records = crate::forget::history(&layout, &self.id)?;
+            if records.is_empty() && !known(&layout, &self.id)? {
+                return Err(crate::Error::NotFound { id: self.id });
+            }
+            Ok(records)
+        })
+        .await
     }
+}
+
+/// Whether `id` is an entry of the file or a fact of the archive.
+fn known(layout: &crate::Layout, id: &str) -> Result<bool> {
+    let doc = crate::entries::Document::read(&layout.entries_file())?;
+    if doc.get(id).is_some() {
+        return Ok(true);
+    }
+    let (facts, _) = crate::archive::read_all(layout)?;
+    Ok(facts.iter().any(|f| f.id == id))
 }

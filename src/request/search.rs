@@ -68,6 +68,11 @@ impl Request for Search {
             crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
         })?;
         let default = target.memory.config.search.default_k as usize;
+        if self.k == Some(0) {
+            return Err(crate::Error::Invalid(format!(
+                "k is how many hits to return: 1 to {MAX_K} (0 asks for none)"
+            )));
+        }
         let k = self.k.unwrap_or(default).clamp(1, MAX_K);
         let index = target.index().await?;
         if !self.wait.unwrap_or(true) {

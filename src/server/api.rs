@@ -50,17 +50,27 @@ pub struct State {
 
 type Shared = Arc<State>;
 
-pub struct ApiError(StatusCode, String);
+/// An error reply: its status, its message, and (for memd's own errors)
+/// its kind, so that a client gives the same exit code as memd run here.
+pub struct ApiError(StatusCode, String, Option<Kind>);
 
 impl ApiError {
+    fn new(status: StatusCode, msg: impl Into<String>) -> ApiError {
+        ApiError(status, msg.into(), None)
+    }
+
     fn bad(msg: impl Into<String>) -> ApiError {
-        ApiError(StatusCode::BAD_REQUEST, msg.into())
+        ApiError::new(StatusCode::BAD_REQUEST, msg)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        let body = match self.2 {
+            Some(kind) => json!({ "error": self.1, "kind": kind }),
+            None => json!({ "error": self.1 }),
+        };
+        (self.0, Json(body)).into_response()
     }
 }
 
@@ -72,7 +82,7 @@ impl From<crate::Error> for ApiError {
             Kind::Invalid => StatusCode::BAD_REQUEST,
             Kind::Corrupt | Kind::Unfinished | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError(status, format!("{e:#}"))
+        ApiError(status, format!("{e:#}"), Some(e.kind()))
     }
 }
 
@@ -90,7 +100,7 @@ pub(crate) fn router(state: Shared) -> Router {
     };
     app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .route("/v1/openapi.json", get(openapi))
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -133,7 +143,7 @@ async fn guard(
         Some((code, msg)) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
             tracing::info!(status = code, "request refused: {msg}");
-            ApiError(status, msg).into_response()
+            ApiError::new(status, msg).into_response()
         }
         None => next.run(req).await,
     }
@@ -174,9 +184,9 @@ async fn handle<R: Request>(
     let reply = match std::any::TypeId::of::<R>() == std::any::TypeId::of::<Consolidate>() {
         true => tokio::select! {
             r = applied => r?,
-            _ = s.shutdown.recv() => return Err(ApiError(
+            _ = s.shutdown.recv() => return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the daemon is shutting down; the run was stopped before writing and its facts stay pending".into(),
+                "the daemon is shutting down; the run was stopped before writing and its facts stay pending",
             )),
         },
         false => applied.await?,
@@ -212,9 +222,9 @@ fn from_body<R: Request>(
         true => json!({}),
         false => {
             if !json_content(headers) {
-                return Err(ApiError(
+                return Err(ApiError::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "Expected request with `Content-Type: application/json`".into(),
+                    "Expected request with `Content-Type: application/json`",
                 ));
             }
             serde_json::from_slice::<Value>(body).map_err(|e| {
@@ -223,16 +233,16 @@ fn from_body<R: Request>(
         }
     };
     let Some(fields) = value.as_object_mut() else {
-        return Err(ApiError(
+        return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "the request body must be a JSON object".into(),
+            "the request body must be a JSON object",
         ));
     };
     for (k, v) in path {
         fields.insert(k.clone(), Value::String(v.clone()));
     }
     serde_json::from_value(value).map_err(|e| {
-        ApiError(
+        ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("Failed to deserialize the JSON body into the target type: {e}"),
         )

@@ -164,7 +164,13 @@ fn operation(summary: &str, parameters: Value, body: Option<Value>, reply: Value
         "description": "The request failed: 400 as given, 401/403 refused, 404 no such id, 409 busy, 413 too large, 500 otherwise",
         "content": { "application/json": { "schema": {
             "type": "object",
-            "properties": { "error": { "type": "string" } },
+            "properties": {
+                "error": { "type": "string" },
+                "kind": {
+                    "description": "memd's kind of failure, as the CLI's exit code says it: invalid 2, busy 3, not_found 4, corrupt 5, unfinished 6, other 1",
+                    "enum": ["invalid", "busy", "not_found", "corrupt", "unfinished", "other"],
+                },
+            },
             "required": ["error"],
         } } },
     });

@@ -8,6 +8,7 @@ mod check;
 mod cli;
 mod config;
 mod consolidate;
+mod conventions;
 mod daemon;
 mod duplicate;
 mod entries;

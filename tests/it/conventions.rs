@@ -1,0 +1,244 @@
+//! The command line's conventions (issue 33): colour only when asked,
+//! memd's own log lines first, `-q` and `-v`; errors said the same, with
+//! the same exit code, whether a daemon answered or memd ran here.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::memd_bin;
+use crate::trust::{add, consolidate, fresh};
+
+/// `memd ARGS` in `dir` with `env` and no inherited log or colour
+/// settings; its stderr.
+fn stderr_of(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
+    let mut cmd = std::process::Command::new(memd_bin());
+    cmd.arg("--dir").arg(dir).args(args);
+    for var in ["MEMD_DIR", "MEMD_LOG", "NO_COLOR", "CLICOLOR_FORCE"] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("run memd");
+    assert!(out.status.success(), "memd {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Make the next run warn: its last run recorded in the future.
+fn warn_next_run(dir: &Path) {
+    let file = dir.join(".consolidation_state.json");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    state["last_run"] = Value::from("2031-06-01T10:00:00Z");
+    std::fs::write(&file, state.to_string()).unwrap();
+}
+
+const WARNING: &str = "recorded in the future";
+
+#[test]
+fn stderr_gets_colour_codes_only_when_asked_and_no_color_wins() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Has a dog called Rex");
+    consolidate(dir);
+    let run = ["consolidate", "--force"];
+    for (env, colour) in [
+        (&[][..], false),
+        (&[("CLICOLOR_FORCE", "1")][..], true),
+        (&[("CLICOLOR_FORCE", "0")][..], false),
+        (&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")][..], false),
+    ] {
+        warn_next_run(dir);
+        let err = stderr_of(dir, env, &run);
+        assert!(err.contains(WARNING), "{env:?}: {err}");
+        assert_eq!(err.contains('\x1b'), colour, "{env:?}: {err:?}");
+    }
+}
+
+/// The level and target of each log line ("… LEVEL target: message").
+fn lines(err: &str) -> Vec<(String, String)> {
+    err.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace().skip(1);
+            let level = w.next()?;
+            let levels = ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"];
+            levels
+                .contains(&level)
+                .then(|| (level.to_string(), w.next().unwrap_or("").to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn quiet_leaves_only_errors_and_verbose_shows_memds_own_lines_first() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Has a dog called Rex");
+    consolidate(dir);
+    warn_next_run(dir);
+    let quiet = stderr_of(dir, &[], &["-q", "consolidate", "--force"]);
+    assert!(!quiet.contains(WARNING), "{quiet}");
+    add(dir, "Works at Acme as an engineer");
+    let verbose = stderr_of(dir, &[], &["-v", "consolidate", "--force"]);
+    assert!(
+        lines(&verbose)
+            .iter()
+            .any(|(l, t)| l == "INFO" && t.starts_with("memd")),
+        "{verbose}"
+    );
+    add(dir, "Lives in Seattle");
+    let debug = stderr_of(dir, &[], &["-vv", "consolidate", "--force"]);
+    assert!(
+        lines(&debug)
+            .iter()
+            .any(|(l, t)| l == "DEBUG" && t.starts_with("memd")),
+        "{debug}"
+    );
+    // The index library says a great deal at debug; memd's levels are
+    // memd's alone.
+    for (env, flags) in [
+        (&[][..], &["-vv"][..]),
+        (&[("MEMD_LOG", "debug")][..], &[][..]),
+    ] {
+        let args: Vec<&str> = flags
+            .iter()
+            .copied()
+            .chain(["reindex", "--clear"])
+            .collect();
+        let err = stderr_of(dir, env, &args);
+        let theirs: Vec<_> = lines(&err)
+            .into_iter()
+            .filter(|(l, t)| (l == "INFO" || l == "DEBUG") && !t.starts_with("memd"))
+            .collect();
+        assert!(theirs.is_empty(), "{env:?}: {theirs:?}");
+    }
+}
+
+/// A daemon's error is said as memd run here says it (no HTTP status in
+/// the words), with the exit code of its kind: 2 for a request that
+/// cannot succeed, and 5 for a file to fix by hand, which the daemon
+/// answers with a 500 (exit 1 before: the kind was lost on the way).
+#[test]
+fn errors_through_a_daemon_read_and_exit_as_memds_own() {
+    use crate::support::{memd, stderr};
+    let t = tempfile::tempdir().unwrap();
+    let layout = memd::memory::init(t.path()).unwrap();
+    crate::serving::write_config(&layout, None, "");
+    let dir = layout.root.clone();
+    add(&dir, "Has a dog called Rex");
+    let _daemon = crate::serving::start(&layout, &[]);
+    let out = memd(&dir, &["search", "  "]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = stderr(&out);
+    assert!(err.starts_with("memd: q is required"), "{err}");
+    std::fs::write(layout.state_file(), "{ not json").unwrap();
+    let out = memd(&dir, &["consolidate", "--force"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains(".consolidation_state.json"), "{err}");
+    assert!(!err.contains("answered"), "{err}");
+}
+
+/// One exit-code table everywhere: an id that names nothing is 4 for
+/// `history` as for `forget`; `-k 0` asks for nothing and is refused (2)
+/// instead of answering a hit.
+#[test]
+fn an_unknown_id_is_not_found_everywhere_and_k_0_is_refused() {
+    use crate::support::{memd, stderr};
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "Has a dog called Rex");
+    for args in [["history", "e-00000bad"], ["forget", "e-00000bad"]] {
+        assert_eq!(memd(dir, &args).status.code(), Some(4), "{args:?}");
+    }
+    // A pending fact has no history yet, and is no error.
+    let out = memd(dir, &["history", &fact]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = memd(dir, &["search", "dog", "-k", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr(&out).contains("k is how many hits"), "{out:?}");
+}
+
+/// `--json` on forget (one, a listing, --undo), reindex and init, in the
+/// API's shapes; `status` is short unless `--config` asks for the settings.
+#[test]
+fn forget_reindex_and_init_answer_json_and_status_is_short() {
+    use crate::trust::ok;
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "Has a dog called Rex");
+    let json = |args: &[&str]| -> Value { serde_json::from_str(&ok(dir, args)).unwrap() };
+    let listed = json(&["forget", "--match", "dog", "--json"]);
+    assert_eq!(listed[0]["id"], fact.as_str(), "{listed}");
+    let gone = json(&["forget", &fact, "--json"]);
+    assert_eq!(
+        (gone["id"].as_str(), gone["kind"].as_str()),
+        (Some(fact.as_str()), Some("fact"))
+    );
+    let back = json(&["forget", "--undo", &fact, "--json"]);
+    assert_eq!(back["id"], fact.as_str(), "{back}");
+    let done = json(&["reindex", "--json"]);
+    assert!(done["rows"].as_u64().is_some(), "{done}");
+    let other = tempfile::tempdir().unwrap();
+    let made: Value = serde_json::from_str(&ok(
+        dir,
+        &["init", other.path().to_str().unwrap(), "--json"],
+    ))
+    .unwrap();
+    assert!(made["root"].as_str().is_some(), "{made}");
+    let short = ok(dir, &["status"]);
+    assert!(!short.contains("[consolidation]"), "{short}");
+    assert!(short.lines().count() < 25, "{short}");
+    let full = ok(dir, &["status", "--config"]);
+    assert!(full.contains("[consolidation]"), "{full}");
+}
+
+/// Every argument and option of every command a user runs says what it is
+/// for in `memd CMD -h`.
+#[test]
+fn every_option_of_every_command_has_help_text() {
+    let commands = [
+        "init",
+        "add",
+        "search",
+        "consolidate",
+        "forget",
+        "history",
+        "runs",
+        "undo",
+        "reindex",
+        "watch",
+        "core",
+        "status",
+        "check",
+        "serve",
+        "mcp",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut bare = Vec::new();
+    for c in commands {
+        let out = crate::support::memd(dir.path(), &[c, "-h"]);
+        let help = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{c}: {out:?}");
+        let lines: Vec<&str> = help.lines().collect();
+        let mut section = false;
+        for (i, line) in lines.iter().enumerate() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                section = *line == "Arguments:" || *line == "Options:";
+                continue;
+            }
+            let item = line.trim_start();
+            if !section || !(item.starts_with('-') || item.starts_with('<')) {
+                continue;
+            }
+            let own = item
+                .split_once("  ")
+                .is_some_and(|(_, h)| !h.trim().is_empty());
+            let next = lines.get(i + 1).is_some_and(|n| {
+                n.starts_with("        ") && !n.trim_start().starts_with(['-', '<'])
+            });
+            if !own && !next {
+                bare.push(format!("memd {c}: {item}"));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "options without help: {bare:#?}");
+}
