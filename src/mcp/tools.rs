@@ -23,7 +23,39 @@ pub(super) struct Tool {
     /// Read the arguments into the request, run it at the target, render
     /// its reply.
     call: for<'a> fn(&'a Target, Map<String, Value>) -> Answer<'a>,
+    /// What a client may assume of the tool (MCP tool annotations).
+    hints: Hints,
 }
+
+/// MCP's tool annotations. Every tool works on the local memory alone
+/// (`openWorldHint` false).
+#[derive(Clone, Copy)]
+struct Hints {
+    /// Changes nothing the user keeps (a search's recall log aside).
+    read_only: bool,
+    /// May take away or rewrite what the memory holds.
+    destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    idempotent: bool,
+}
+
+impl Hints {
+    fn json(self, name: &str) -> Value {
+        json!({
+            "title": name.replace('_', " "),
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": false,
+        })
+    }
+}
+
+const READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+};
 
 /// Every tool, in the order `tools/list` gives them.
 pub(super) const TOOLS: &[Tool] = &[
@@ -32,30 +64,50 @@ pub(super) const TOOLS: &[Tool] = &[
         description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes an entry no longer true (the user moved, changed jobs, changed their mind), pass that entry's id in `supersedes`: memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.",
         schema: || schema::<Add>(&["similar"]),
         call: |t, args| Box::pin(remember(t, args)),
+        // A retry with the same `key` writes nothing; without one it is a
+        // second fact.
+        hints: Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+        },
     },
     Tool {
         name: "recall",
         description: "Search long-term memory (facts and consolidated entries) by meaning and keywords.",
         schema: || schema::<Search>(&["wait"]),
         call: |t, args| Box::pin(recall(t, args)),
+        hints: READ,
     },
     Tool {
         name: "forget",
         description: "Forget an entry (e-…) or a pending fact (DAY#HASH) for good; it will not come back.",
         schema: || schema::<Forget>(&[]),
         call: |t, args| Box::pin(forget(t, args)),
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+        },
     },
     Tool {
         name: "core_memory",
         description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation.",
         schema: || schema::<Core>(&[]),
         call: |t, args| Box::pin(core_memory(t, args)),
+        hints: READ,
     },
     Tool {
         name: "consolidate",
         description: "Fold recently remembered facts into the consolidated memory now.",
         schema: || schema::<Consolidate>(&[]),
         call: |t, args| Box::pin(consolidate(t, args)),
+        // It merges and replaces entries (history and sources kept).
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+        },
     },
 ];
 
@@ -67,7 +119,12 @@ impl Tool {
         if let Some(m) = memory {
             schema["properties"]["memory"] = m.clone();
         }
-        json!({"name": self.name, "description": self.description, "inputSchema": schema})
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": schema,
+            "annotations": self.hints.json(self.name),
+        })
     }
 
     pub(super) async fn call(&self, target: &Target, args: Map<String, Value>) -> Result<String> {

@@ -41,6 +41,18 @@ fn mcp_speaks_json_rpc_over_stdio() {
     for t in list["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
     }
+    // Tool annotations: what a client may ask the user before, or not.
+    let hint = |name: &str, h: &str| {
+        let tools = list["result"]["tools"].as_array().unwrap();
+        let t = tools.iter().find(|t| t["name"] == name).unwrap();
+        t["annotations"][h].as_bool().unwrap_or_else(|| panic!("{t}"))
+    };
+    for read in ["recall", "core_memory"] {
+        assert!(hint(read, "readOnlyHint") && !hint(read, "destructiveHint"));
+    }
+    assert!(hint("forget", "destructiveHint") && hint("forget", "idempotentHint"));
+    assert!(!hint("remember", "readOnlyHint") && !hint("remember", "destructiveHint"));
+    assert!(hint("consolidate", "destructiveHint") && !hint("consolidate", "openWorldHint"));
     let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
     .unwrap();
