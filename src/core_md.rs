@@ -130,6 +130,40 @@ impl CoreMd {
         }
     }
 
+    /// MEMORY.md as an agent reads it in a prompt, in few tokens: the
+    /// person's notes (without what `memd init` wrote or the markers) and
+    /// one line per promoted entry, dated, its id in brackets (what
+    /// `forget` and `supersedes` take). The file itself is unchanged.
+    pub fn compact(&self) -> String {
+        let init: Vec<&str> = EMPTY_FILE.lines().filter(|l| !l.is_empty()).collect();
+        let theirs = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&self.before),
+            String::from_utf8_lossy(&self.after)
+        );
+        let mut notes = String::new();
+        for line in theirs.lines().filter(|l| !init.contains(&l.trim())) {
+            if line.trim().is_empty() && (notes.is_empty() || notes.ends_with("\n\n")) {
+                continue;
+            }
+            notes.push_str(line.trim_end());
+            notes.push('\n');
+        }
+        let mut out = notes.trim_end().to_string();
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        let lines = self.lines();
+        if lines.is_empty() {
+            out.push_str("(no entries promoted yet)\n");
+        }
+        for l in lines {
+            let date = l.date.map(|d| format!("{DATE_SEP}{d}")).unwrap_or_default();
+            out.push_str(&format!("- {}{date} [{}]\n", l.text, l.entry_id));
+        }
+        out
+    }
+
     pub fn read(path: &Path) -> Result<CoreMd> {
         let read = crate::atomic::read_if_exists(path);
         let Some(b) = read.with_context(|| format!("reading {}", path.display()))? else {

@@ -92,7 +92,7 @@ pub(super) const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "core_memory",
-        description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation.",
+        description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id in brackets (for forget and supersedes).",
         schema: || schema::<Core>(&[]),
         call: |t, args| Box::pin(core_memory(t, args)),
         hints: READ,
@@ -203,9 +203,13 @@ async fn forget(target: &Target, args: Map<String, Value>) -> Result<String> {
     Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
 }
 
+/// MEMORY.md compact ([`crate::core_md::CoreMd::compact`]): the person's
+/// notes and one dated line per entry with its id, no markup. The
+/// `MEMORY.md` resource gives the file as it is.
 async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<String> {
     let text = target.run(read::<Core>(args)?).await?;
-    text.text(&target.memory.layout)
+    let text = text.text(&target.memory.layout)?;
+    Ok(crate::core_md::CoreMd::parse(text.as_bytes())?.compact())
 }
 
 async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<String> {

@@ -385,3 +385,35 @@ fn memory_md_lines_carry_their_date_and_a_text_that_ends_like_one_keeps_it() {
     let back = CoreMd::parse(written.as_bytes()).unwrap();
     assert_eq!(back.lines(), lines);
 }
+
+/// What MCP's `core_memory` gives an agent: the person's notes without
+/// `memd init`'s boilerplate or the markers, and each line dated with its
+/// id in brackets; a fraction of the file's bytes.
+#[test]
+fn memory_md_compact_keeps_the_persons_notes_and_dated_lines_without_markup() {
+    let lines = vec![
+        Line {
+            entry_id: "e-00000001".into(),
+            text: "Works at Globex as a manager".into(),
+            date: Some("2026-11-20".into()),
+        },
+        Line {
+            entry_id: "e-00000002".into(),
+            text: "Plays chess".into(),
+            date: None,
+        },
+    ];
+    let mine = format!("{}\nCall me Sam.\n", core_md::EMPTY_FILE);
+    let md = CoreMd::parse(mine.as_bytes()).unwrap();
+    let full = md.with_lines(&lines);
+    let compact = CoreMd::parse(&full).unwrap().compact();
+    assert_eq!(
+        compact,
+        "Call me Sam.\n\n- Works at Globex as a manager · 2026-11-20 [e-00000001]\n- Plays chess [e-00000002]\n"
+    );
+    assert!(
+        compact.len() * 2 < full.len(),
+        "{compact:?} vs {} bytes",
+        full.len()
+    );
+}
