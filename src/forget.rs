@@ -73,6 +73,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
 /// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`), stamped with
 /// `memory`'s clock. Returns what was forgotten.
 pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
+    let id = crate::ids::given(id);
     let layout = &memory.layout;
     let _lock = entries::lock(layout)?;
     let stamp = Stamp::new(memory.clock);
@@ -211,6 +212,7 @@ fn forget_entry(
 /// before the lift leaves the tombstones in force, and running the undo
 /// again finishes it (the entry is not restored twice).
 pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
+    let id = crate::ids::given(id);
     let layout = &memory.layout;
     let stamp = Stamp::new(memory.clock);
     let _lock = entries::lock(layout)?;
@@ -296,6 +298,7 @@ fn forgetting(records: &[Record], id: &str) -> Option<Record> {
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it (recursively).
 pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
+    let id = crate::ids::given(id);
     let all = journal::read(&layout.journal_file())?;
     let mut ids: HashSet<String> = HashSet::from([id.to_string()]);
     loop {

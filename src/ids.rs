@@ -240,6 +240,14 @@ impl PartialEq<EntryId> for RowId {
 const CORE_PREFIX: &str = "core:";
 const HAND_PREFIX: &str = "hand-";
 
+/// The id a user or an agent gives a command, as the command takes it: a
+/// search hit on a `MEMORY.md` line (`core:e-…`) names its entry, so every
+/// id a hit carries works with forget, forget --undo and history.
+pub fn given(id: &str) -> &str {
+    let id = id.trim();
+    id.strip_prefix(CORE_PREFIX).unwrap_or(id)
+}
+
 impl RowId {
     pub fn fact(id: &FactId) -> RowId {
         RowId(id.0.clone())

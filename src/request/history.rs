@@ -33,7 +33,7 @@ impl Request for History {
         let layout = target.memory.layout.clone();
         blocking(move || {
             let records = crate::forget::history(&layout, &self.id)?;
-            if records.is_empty() && !known(&layout, &self.id)? {
+            if records.is_empty() && !known(&layout, crate::ids::given(&self.id))? {
                 return Err(crate::Error::NotFound { id: self.id });
             }
             Ok(records)

@@ -242,3 +242,28 @@ fn every_option_of_every_command_has_help_text() {
     }
     assert!(bare.is_empty(), "options without help: {bare:#?}");
 }
+
+/// One id form round-trips: the id of a search hit on a MEMORY.md line
+/// (`core:e-…`) works with history, forget and forget --undo.
+#[test]
+fn the_id_of_every_search_hit_works_with_forget_and_history() {
+    use crate::trust::{consolidate, ok};
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Lives in Seattle near the market");
+    consolidate(dir);
+    let hits: Value =
+        serde_json::from_str(&ok(dir, &["search", "Seattle market", "--json"])).unwrap();
+    let hits = hits.as_array().unwrap();
+    let core = hits
+        .iter()
+        .find(|h| h["kind"] == "core")
+        .unwrap_or_else(|| panic!("{hits:?}"));
+    let id = core["id"].as_str().unwrap();
+    assert!(id.starts_with("core:e-"), "{id}");
+    let history: Value = serde_json::from_str(&ok(dir, &["history", id, "--json"])).unwrap();
+    assert!(!history.as_array().unwrap().is_empty(), "{history}");
+    let gone: Value = serde_json::from_str(&ok(dir, &["forget", id, "--json"])).unwrap();
+    assert_eq!(gone["kind"], "entry", "{gone}");
+    ok(dir, &["forget", "--undo", id]);
+}
