@@ -81,6 +81,7 @@ pub fn gather(memory: &Memory) -> Result<Report> {
     let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
     let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
     let judge = crate::consolidate::Judge::describe(config);
+    warnings.extend(crate::embed::missing(&config.embedder));
     Ok(Report {
         dir: layout.root.display().to_string(),
         facts: facts.len(),

@@ -43,6 +43,15 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         }
         None => Served::One(memd::Memory::open(dir)?),
     };
+    // Before binding: a daemon that cannot embed would acknowledge posts
+    // it cannot search.
+    let embedder = match &served {
+        Served::Root { config, .. } => &config.embedder,
+        Served::One(memory) => &memory.config.embedder,
+    };
+    if let Some(why) = memd::embed::missing(embedder) {
+        bail!("memd serve did not start: {why}");
+    }
     let opts = Options {
         token,
         tokens,

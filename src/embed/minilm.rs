@@ -127,16 +127,23 @@ fn mean_pool(hidden: &[f32], mask: &[i64], row: usize, seq: usize) -> Vec<f32> {
     v
 }
 
+/// Why the minilm model in `dir` cannot load, if a file it needs is
+/// missing: what `memd serve` and `memd status` say before anything else.
+pub fn missing(dir: &Path) -> Option<String> {
+    let f = ["model.safetensors", "config.json", "tokenizer.json"]
+        .into_iter()
+        .find(|f| !dir.join(f).is_file())?;
+    Some(format!(
+        "the minilm embedder needs {f} in {} (missing); fetch the model with ./scripts/fetch-model.sh \
+         (or set MEMD_MODEL_DIR / [embedder] model_dir to where it is), or use [embedder] kind = \"lexical\"",
+        dir.display()
+    ))
+}
+
 impl MiniLm {
     pub fn load(dir: &Path) -> Result<MiniLm> {
-        for f in ["model.safetensors", "config.json", "tokenizer.json"] {
-            if !dir.join(f).is_file() {
-                bail!(
-                    "the minilm embedder needs {f} in {} (missing); fetch the model with ./scripts/fetch-model.sh \
-                     (or set MEMD_MODEL_DIR / [embedder] model_dir to where it is), or use [embedder] kind = \"lexical\"",
-                    dir.display()
-                );
-            }
+        if let Some(why) = missing(dir) {
+            bail!("{why}");
         }
         let config: BertConfig = serde_json::from_slice(&std::fs::read(dir.join("config.json"))?)
             .context("reading config.json")?;

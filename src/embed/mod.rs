@@ -42,6 +42,21 @@ pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     })
 }
 
+/// Why the configured embedder cannot start, when that is known without
+/// starting it (the minilm model's files are missing).
+pub fn missing(cfg: &config::Embedder) -> Option<String> {
+    match cfg.kind {
+        EmbedderKind::Minilm => {
+            let dir = minilm::model_dir(cfg);
+            match resolve_runtime(cfg.runtime, &dir) {
+                config::Runtime::Onnx => onnx::missing(&dir),
+                _ => minilm::missing(&dir),
+            }
+        }
+        EmbedderKind::Openai | EmbedderKind::Lexical => None,
+    }
+}
+
 /// What `runtime` means for the model in `dir`: `auto` is ONNX Runtime
 /// when its files are there, else candle.
 pub fn resolve_runtime(runtime: config::Runtime, dir: &std::path::Path) -> config::Runtime {

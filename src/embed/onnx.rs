@@ -69,15 +69,30 @@ fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
         .commit_from_file(model)
 }
 
+/// Why the model in `dir` cannot load on ONNX Runtime, if a file it
+/// needs is missing.
+pub fn missing(dir: &Path) -> Option<String> {
+    if !available(dir) {
+        return Some(format!(
+            "the onnx runtime needs {} and {} (missing); run ./scripts/fetch-model.sh, \
+             or set [embedder] runtime = \"candle\"",
+            model_file(dir).display(),
+            library_file(dir).display()
+        ));
+    }
+    let tokenizer = dir.join("tokenizer.json");
+    (!tokenizer.is_file()).then(|| {
+        format!(
+            "the minilm embedder needs {} (missing); fetch the model with ./scripts/fetch-model.sh",
+            tokenizer.display()
+        )
+    })
+}
+
 impl OnnxMiniLm {
     pub fn load(dir: &Path) -> Result<OnnxMiniLm> {
-        if !available(dir) {
-            bail!(
-                "the onnx runtime needs {} and {} (missing); run ./scripts/fetch-model.sh, \
-                 or set [embedder] runtime = \"candle\"",
-                model_file(dir).display(),
-                library_file(dir).display()
-            );
+        if let Some(why) = missing(dir) {
+            bail!("{why}");
         }
         let env = runtime(&library_file(dir))?;
         let tokenizer = minilm::tokenizer(dir)?;

@@ -267,3 +267,40 @@ fn the_id_of_every_search_hit_works_with_forget_and_history() {
     assert_eq!(gone["kind"], "entry", "{gone}");
     ok(dir, &["forget", "--undo", id]);
 }
+
+/// Without the embedding model, `serve` refuses to start and says how to
+/// get it (it printed "serving" and exited 1 before), and `status` warns.
+#[test]
+fn without_the_model_serve_refuses_to_start_and_status_says_why() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    crate::trust::ok(dir, &["init"]);
+    let empty = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(memd_bin())
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("MEMD_DIR")
+            .env("MEMD_MODEL_DIR", empty.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["serve", "--listen", "127.0.0.1:0"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success());
+    assert!(
+        !stdout.contains("serving") && !stderr.contains("serving"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did not start") && stderr.contains("fetch-model.sh"),
+        "{stderr}"
+    );
+    let out = run(&["status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fetch-model.sh"), "{stdout}");
+}
