@@ -43,13 +43,16 @@ const DATE_SEP: &str = " · ";
 impl Line {
     fn render(&self) -> String {
         let text = escape_comments(self.text.replace(['\n', '\r'], " ").trim());
-        let date = self
-            .date
+        format!("- {text}{} <!-- {} -->", self.dated(), self.entry_id)
+    }
+
+    /// What follows a line's text: ` · DAY`, or nothing without a day.
+    fn dated(&self) -> String {
+        self.date
             .as_deref()
             .filter(|d| crate::clock::is_day(d))
             .map(|d| format!("{DATE_SEP}{d}"))
-            .unwrap_or_default();
-        format!("- {text}{date} <!-- {} -->", self.entry_id)
+            .unwrap_or_default()
     }
 
     fn parse(line: &str) -> Option<Line> {
@@ -158,8 +161,7 @@ impl CoreMd {
             out.push_str("(no entries promoted yet)\n");
         }
         for l in lines {
-            let date = l.date.map(|d| format!("{DATE_SEP}{d}")).unwrap_or_default();
-            out.push_str(&format!("- {}{date} [{}]\n", l.text, l.entry_id));
+            out.push_str(&format!("- {}{} [{}]\n", l.text, l.dated(), l.entry_id));
         }
         out
     }

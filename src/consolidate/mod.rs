@@ -47,7 +47,8 @@ mod gate;
 pub(crate) mod judge;
 pub mod ops;
 pub(crate) mod plan;
-pub mod promote;
+pub(crate) mod promote;
+pub use promote::SAME_TOPIC_COSINE;
 pub mod reply;
 pub(crate) mod report;
 

@@ -414,7 +414,7 @@ impl World {
         for (i, (above, day_above)) in shown.iter().enumerate() {
             for (j, (below, day_below)) in shown.iter().enumerate().skip(i + 1) {
                 let same = memd::embed::cosine(&vectors[i], &vectors[j])
-                    >= memd::consolidate::promote::SAME_TOPIC_COSINE;
+                    >= memd::consolidate::SAME_TOPIC_COSINE;
                 assert!(
                     !(same && day_below > day_above),
                     "MEMORY.md shows {above:?} ({day_above}) above {below:?} ({day_below}), on the same thing; after:\n{}",
