@@ -43,6 +43,10 @@ pub enum Kind {
     DeletedByHand,
     /// A generated line of MEMORY.md that names no live entry.
     CoreLineNotLive,
+    /// A generated line of MEMORY.md dated otherwise than its entry's
+    /// `updated` (a note: the entry changed since the last promotion; the
+    /// next run dates the line again).
+    CoreLineDate,
     /// A fact that declared it supersedes an entry is decided, and that
     /// entry is live beside the one holding the fact (a note: it was
     /// pinned or forgotten when the run decided, and is back since).

@@ -200,6 +200,18 @@ fn memory_md(
                 .filter_map(|e| e.id())
                 .filter(|id| !tombstones.names_entry(id.as_str()))
                 .collect();
+            for l in md.lines().iter().filter(|l| live.contains(&l.entry_id)) {
+                let updated = doc.get(l.entry_id.as_str()).and_then(|e| e.meta.as_ref());
+                if let (Some(day), Some(m)) = (&l.date, updated)
+                    && *day != m.updated
+                {
+                    let what = format!(
+                        "the line of {} is dated {day}, the entry was last stated {}: the next run dates it again",
+                        l.entry_id, m.updated
+                    );
+                    report.note(Kind::CoreLineDate, rel::CORE, None, what);
+                }
+            }
             for l in md.lines().iter().filter(|l| !live.contains(&l.entry_id)) {
                 if next_run.deleted_by_hand.contains(&l.entry_id) {
                     let what = format!(

@@ -288,3 +288,31 @@ fn every_search_hit_says_its_day_a_memory_md_line_included() {
         assert!(line.contains(&format!("  {day}  ")), "{line}");
     }
 }
+
+/// `memd check` notes a MEMORY.md line whose date is not its entry's (a
+/// note, not a problem: the next run dates it again).
+#[test]
+fn check_notes_a_memory_md_line_dated_otherwise_than_its_entry() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Lives in Seattle");
+    consolidate(dir);
+    let core = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
+    let at = core.find(" · 20").expect("a dated line");
+    let edited = format!(
+        "{} · 2020-01-01{}",
+        &core[..at],
+        &core[at + " · 2026-11-25".len()..]
+    );
+    std::fs::write(dir.join("MEMORY.md"), edited).unwrap();
+    let (clean, _, out) = check(dir);
+    let out = out.to_string();
+    assert!(clean, "{out}");
+    assert!(
+        out.contains("core_line_date") && out.contains("2020-01-01"),
+        "{out}"
+    );
+    consolidate(dir);
+    let after = check(dir).2.to_string();
+    assert!(!after.contains("core_line_date"), "{after}");
+}
