@@ -62,7 +62,8 @@
 //! duplicates by the rule of [`duplicate`], clusters) → judge (an [`llm`]
 //! with the templates of [`prompts`], or the built-in judge) → reply (one
 //! typed `Reply` from either request shape, checked, repaired, checked) →
-//! apply → commit (journal, state) → promote (MEMORY.md). A run takes a
+//! apply → commit (journal, state) → promote (MEMORY.md, ordered as search
+//! hits are by [`current`]: of two on one thing, the later-stated first). A run takes a
 //! [`Memory`] and is stamped with its clock ([`journal::Stamp`]); whoever
 //! owns the index syncs it after. [`forget`] removes and tombstones an
 //! entry (and undoes that) and reads lineage back from the journal;
@@ -96,6 +97,7 @@ pub mod clock;
 pub mod config;
 pub mod consolidate;
 pub mod core_md;
+pub(crate) mod current;
 pub mod duplicate;
 pub mod embed;
 pub mod entries;

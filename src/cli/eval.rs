@@ -86,6 +86,10 @@ enum What {
         seed: u64,
         #[command(flatten)]
         judge: Judge,
+        /// Measure memd's own rule alone, on every pair, no judge asked:
+        /// how many memd would keep as an update if the judge said so.
+        #[arg(long)]
+        gate: bool,
         #[arg(long)]
         json: bool,
     },
@@ -149,8 +153,13 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             pairs,
             seed,
             judge,
+            gate,
             json,
         } => {
+            if gate {
+                let r = memd::eval::pairs::gate(&data)?;
+                return super::emit(json, &r, print_gate);
+            }
             let config = config(dir, judge)?;
             let run = memd::eval::pairs::run(&data, config, pairs, seed);
             let r = super::runtime()?.block_on(run)?;
@@ -433,6 +442,23 @@ fn print_updates(r: &memd::eval::pairs::PairsReport) -> String {
     ));
     for (source, outcome, a, b) in &r.wrong {
         out.push_str(&format!("  {source}: {outcome:?}: {a:?} then {b:?}\n"));
+    }
+    out
+}
+
+fn print_gate(r: &memd::eval::pairs::GateReport) -> String {
+    let mut out = String::from(
+        "memd's update rule alone: pairs memd keeps as an update when a judge says so\n",
+    );
+    out.push_str(&format!(
+        "  {:<30} {:>6} {:>8} {:>6}\n",
+        "source", "pairs", "accepted", "share"
+    ));
+    for (name, pairs, accepted) in &r.sources {
+        let share = 100.0 * *accepted as f64 / (*pairs).max(1) as f64;
+        out.push_str(&format!(
+            "  {name:<30} {pairs:>6} {accepted:>8} {share:>5.1}%\n"
+        ));
     }
     out
 }

@@ -30,18 +30,7 @@ use crate::{Layout, Memory, prompts};
 /// Half-life of the recency bonus, in days.
 const RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
 
-/// Least cosine at which two entries are taken to speak of the same
-/// thing, for the current-first order. `memd eval dedup` (EVALUATION.md)
-/// puts three quarters of the Letta updates at 0.68 or more of the fact
-/// they supersede, and three quarters of two different facts about one
-/// person at 0.58 or less: at 0.6 most updates are ordered, and most
-/// unrelated facts are left to recall. A pair taken wrongly is only
-/// reordered (the newer just above the older), never dropped.
-pub const SAME_TOPIC_COSINE: f32 = 0.6;
-
-/// How many of the best-ranked entries are compared with every entry for
-/// a newer one on the same thing: the lines promotion can show and more.
-const CURRENT_FIRST_TOP: usize = 90;
+pub use crate::current::SAME_TOPIC_COSINE;
 
 /// Longest line written for an entry (characters).
 const MAX_LINE_CHARS: usize = 200;
@@ -119,35 +108,25 @@ pub fn rank(
 
 /// Reorder `ranked` (best first, `vectors` aligned with it) so that of
 /// two unpinned entries on the same thing, the one updated on a later day
-/// ranks above the older: it takes the older's score and a hair more.
-/// Each of the [`CURRENT_FIRST_TOP`] best is compared with every entry;
-/// newer entries are raised in date order, so a chain of updates ends
-/// with the newest on top.
+/// ranks above the older ([`crate::current::raise_newer`]).
 pub fn current_first(ranked: &mut [Candidate], vectors: &[Vec<f32>]) {
-    let top = ranked.len().min(CURRENT_FIRST_TOP);
-    let mut pairs: Vec<(usize, usize)> = Vec::new(); // (older, newer)
-    for a in 0..top {
-        for b in 0..ranked.len() {
-            let (old, new) = (&ranked[a], &ranked[b]);
-            if a == b || old.pinned || new.pinned || new.updated <= old.updated {
-                continue;
-            }
-            if crate::embed::cosine(&vectors[a], &vectors[b]) >= SAME_TOPIC_COSINE {
-                pairs.push((a, b));
-            }
-        }
-    }
-    if pairs.is_empty() {
-        return;
-    }
-    pairs.sort_by(|x, y| ranked[x.1].updated.cmp(&ranked[y.1].updated));
-    for (old, new) in pairs {
-        let floor = ranked[old].score.next_up();
-        if ranked[new].score < floor {
-            ranked[new].score = floor;
-        }
-    }
+    crate::current::raise_newer(ranked, vectors, crate::current::PROMOTION_TOP);
     sort(ranked);
+}
+
+impl crate::current::Ranked for Candidate {
+    fn day(&self) -> Option<&str> {
+        Some(&self.updated)
+    }
+    fn fixed(&self) -> bool {
+        self.pinned
+    }
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn set_above(&mut self, score: f64) {
+        self.score = score.next_up();
+    }
 }
 
 fn sort(ranked: &mut [Candidate]) {

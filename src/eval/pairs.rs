@@ -143,6 +143,35 @@ pub async fn run(
     Ok(report)
 }
 
+/// memd's own share of the update decision, per source: of every pair
+/// (not a sample), how many memd would keep as an update (B replacing A,
+/// A kept as history) if the judge said so. A judge that says UPDATE too
+/// often is held back by this; one that never says it is not helped.
+#[derive(Debug, Serialize)]
+pub struct GateReport {
+    /// Source, pairs, pairs accepted as an update.
+    pub sources: Vec<(String, usize, usize)>,
+}
+
+/// [`GateReport`] over the dev pairs in `data`.
+pub fn gate(data: &Path) -> Result<GateReport> {
+    let mut out = GateReport {
+        sources: Vec::new(),
+    };
+    for (name, _, pairs) in sources(data)? {
+        let pairs: Vec<_> = pairs
+            .into_iter()
+            .filter(|(a, b)| normalize(a) != normalize(b))
+            .collect();
+        let accepted = pairs
+            .iter()
+            .filter(|(a, b)| crate::consolidate::reply::per_fact::accepts_update(b, a))
+            .count();
+        out.sources.push((name.to_string(), pairs.len(), accepted));
+    }
+    Ok(out)
+}
+
 /// A then B in a fresh memory, a run after each; what became of them.
 async fn one(config: &Config, a: &str, b: &str) -> Result<Outcome> {
     let tmp = tempfile::tempdir()?;

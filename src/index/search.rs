@@ -1,6 +1,7 @@
 //! Hybrid search, the ranking: vector top-n (LanceDB) and full-text
 //! top-n (BM25 kept by memd, [`super::terms`]) fused by reciprocal rank,
-//! optional recency weighting, near-identical hits collapsed, tombstoned
+//! optional recency weighting, the later-stated of two hits on one thing
+//! first, near-identical hits collapsed, tombstoned
 //! rows excluded. [`super::reader`] runs it; every hit a search returns is
 //! logged to `.recall_log.jsonl` there.
 
@@ -138,8 +139,9 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
 }
 
 /// Recency weighting, tombstones left out, best first (ties by id, so the
-/// order never depends on how the lists came back), near-identical hits
-/// collapsed; at most `k`.
+/// order never depends on how the lists came back) with the later-stated
+/// of two hits on the same thing first ([`crate::current`]), near-identical
+/// hits collapsed; at most `k`.
 pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
@@ -163,7 +165,17 @@ pub(super) fn finish(
             (h, v)
         })
         .collect();
-    hits.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let by_score = |a: &(Hit, Vec<f32>), b: &(Hit, Vec<f32>)| {
+        b.0.score
+            .total_cmp(&a.0.score)
+            .then_with(|| a.0.id.cmp(&b.0.id))
+    };
+    hits.sort_by(by_score);
+    // Of two hits on the same thing, the later-stated first.
+    let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
+    crate::current::raise_newer(&mut ranked, &vectors, 2 * k);
+    let mut hits: Vec<(Hit, Vec<f32>)> = ranked.into_iter().zip(vectors).collect();
+    hits.sort_by(by_score);
     // Collapse near-identical hits (a fact and the entry or core line that
     // restates it), keeping the best-ranked one; each kept hit carries its
     // normalised text, computed once.
@@ -205,4 +217,17 @@ pub struct SimilarEntry {
     /// rule ([`crate::duplicate::Rule::SHIPPED`]) says they are the same, or the
     /// entry says the fact and more ([`crate::duplicate::Rule::part_of`]).
     pub same: bool,
+}
+
+impl crate::current::Ranked for Hit {
+    fn day(&self) -> Option<&str> {
+        self.day.as_deref()
+    }
+    fn score(&self) -> f64 {
+        f64::from(self.score)
+    }
+    /// A hit's score is an `f32`, so the scores compared came from one.
+    fn set_above(&mut self, score: f64) {
+        self.score = (score as f32).next_up();
+    }
 }

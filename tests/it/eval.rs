@@ -343,3 +343,37 @@ async fn eval_updates_counts_false_supersessions_apart() {
 fn of_apart(r: &memd::eval::pairs::PairsReport, name: &str) -> usize {
     r.sources.iter().find(|s| s.name == name).unwrap().apart
 }
+
+/// `memd eval updates --gate`: memd's own rule measured alone, on every
+/// pair. It keeps the update that changes one value of the same words (a
+/// violinist in Vienna), and refuses two facts sharing no word but names
+/// and the scenes about someone unnamed ("a boy", "a girl"), whatever a
+/// judge would say.
+#[test]
+fn eval_updates_gate_counts_what_memds_own_rule_keeps_as_an_update() {
+    let d = pairs_data();
+    let r = memd::eval::pairs::gate(d.path()).unwrap();
+    let of = |name: &str| {
+        let s = r.sources.iter().find(|s| s.0 == name).unwrap();
+        (s.1, s.2)
+    };
+    assert_eq!(of("letta-update"), (1, 1), "{r:#?}");
+    assert_eq!(of("letta-two-facts-of-one-person"), (3, 0), "{r:#?}");
+    assert_eq!(of("sick-neutral-related"), (1, 0), "{r:#?}");
+    let out = crate::support::memd(
+        d.path(),
+        &[
+            "eval",
+            "updates",
+            "--gate",
+            "--data",
+            d.path().to_str().unwrap(),
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    assert!(
+        said.contains("letta-update") && said.contains("100.0%"),
+        "{said}"
+    );
+}

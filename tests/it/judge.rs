@@ -281,10 +281,11 @@ async fn a_cluster_of_entries_only_is_asked_for_ops_under_the_per_fact_request()
     assert_eq!(all[0].text, "Tom plays the cello on Sundays");
 }
 
-/// A per-fact UPDATE must be about the same thing as its entry: a word in
-/// common that most entries of the cluster do not share (the name of the
-/// person they are all about does not count). An update of an unrelated
-/// entry is refused and asked again; the right one is kept as history.
+/// A per-fact UPDATE must be about the same thing as its entry: words in
+/// common that are not names nor shared by most entries of the cluster, or
+/// a change said when no other entry shares a word with the fact. An
+/// update of an unrelated entry, when another entry is about the fact, is
+/// refused and asked again; the right one is kept as history.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
     let all = refused_update(
@@ -335,6 +336,92 @@ async fn a_per_fact_update_of_the_less_alike_entry_is_refused_naming_the_closer_
         "history kept: {}",
         updated.text
     );
+}
+
+/// With a per-fact judge that says fact `fact` UPDATEs the entry holding
+/// `target` each time it is asked: `base` consolidated, then `fact` added
+/// and consolidated. The second run's report, and the entries after.
+async fn judge_says_update(
+    (needle, target): (&'static str, &'static str),
+    base: &[&str],
+    fact: &str,
+) -> (consolidate::Report, Vec<memd::entries::Entry>) {
+    let server = updating_judge(needle, target, target).await;
+    let (_t, layout) = memory_dir();
+    let mut config = llm_config(&server.url);
+    config.consolidation.request = memd::config::Request::PerFact;
+    add(&layout, "2026-11-18", base);
+    let memory = crate::support::memory(&layout, &config);
+    consolidate::run(&memory, FORCE).await.unwrap();
+    add(&layout, "2026-11-19", &[fact]);
+    let r = consolidate::run(&memory, FORCE).await.unwrap();
+    (r, entries(&layout))
+}
+
+/// Two facts of one person that share nothing but the name are both true:
+/// a judge that calls the second an update of the first is read as NEW, at
+/// once (no entry shown is about the fact, so asking again could only get
+/// a NEW), and the first fact never reads as past.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_of_a_fact_sharing_only_a_name_is_read_as_new_and_both_stay_current() {
+    let (r, all) = judge_says_update(
+        ("featured", "children's book"),
+        &["Anna Jaxen published a children's book about creativity in 2021"],
+        "Anna Jaxen was featured in a 2023 issue of Creative Minds magazine",
+    )
+    .await;
+    assert_eq!((r.llm_calls, r.invalid_replies), (1, 0), "{r:?}");
+    assert_eq!((r.applied.add, r.applied.replace), (1, 0), "{r:?}");
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all.iter().all(|e| !e.text.contains("previously")),
+        "{all:?}"
+    );
+}
+
+/// Facts about someone unnamed ("a man") describe scenes, and two scenes
+/// are both true: "A man is slicing tomatoes" is not an update of "A man
+/// is cutting tomatoes", whatever the judge says.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_between_facts_about_someone_unnamed_is_read_as_new() {
+    let (r, all) = judge_says_update(
+        ("slicing", "cutting"),
+        &["A man is cutting tomatoes"],
+        "A man is slicing tomatoes",
+    )
+    .await;
+    assert_eq!((r.applied.add, r.applied.replace), (1, 0), "{r:?}");
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all.iter().all(|e| !e.text.contains("previously")),
+        "{all:?}"
+    );
+}
+
+/// A true update may share only a name with the entry it updates, when it
+/// says that something changed: "Alice moved to San Francisco" updates
+/// "Alice lives in Seattle" though every entry is about Alice. memd used
+/// to refuse it (no word in common but names) and leave the fact pending.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_that_says_a_change_is_kept_as_history_though_it_shares_only_a_name() {
+    let (r, all) = judge_says_update(
+        ("San Francisco", "Seattle"),
+        &[
+            "Alice lives in Seattle",
+            "Alice works as a nurse",
+            "Alice has a cat named Momo",
+        ],
+        "Alice moved to San Francisco last month",
+    )
+    .await;
+    assert_eq!((r.invalid_replies, r.applied.replace), (0, 1), "{r:?}");
+    let moved = entry_with(&all, "San Francisco");
+    assert!(
+        moved.text.contains("Seattle"),
+        "history kept: {}",
+        moved.text
+    );
+    assert_eq!(all.len(), 3, "{all:?}");
 }
 
 /// A server that refuses `json_schema`, then `json_object`, is asked one

@@ -316,3 +316,35 @@ fn check_notes_a_memory_md_line_dated_otherwise_than_its_entry() {
     let after = check(dir).2.to_string();
     assert!(!after.contains("core_line_date"), "{after}");
 }
+
+/// Of two facts on one thing, a search puts the one stated later first,
+/// though the older shares more words with the query; both come back (the
+/// older is only moved below, never dropped).
+#[tokio::test(flavor = "multi_thread")]
+async fn of_two_facts_on_one_thing_search_puts_the_later_first_though_the_older_matches_the_query_better()
+ {
+    use memd::archive::{self, NewFact};
+    let (_t, layout) = crate::support::memory_dir();
+    let fact = |text: &str| NewFact {
+        text: text.into(),
+        ..Default::default()
+    };
+    let old = "User works at Acme Corp on the backend team";
+    let new = "User works at Globex on the backend team";
+    archive::append(&layout, "2026-11-01", "09:00:00", &[fact(old)]).unwrap();
+    let other = "User's backend team at Acme Corp had a party in June";
+    archive::append(&layout, "2026-11-01", "09:01:00", &[fact(other)]).unwrap();
+    archive::append(&layout, "2026-11-20", "09:00:00", &[fact(new)]).unwrap();
+    let memory = memd::Memory::new(layout.clone(), memd::config::Config::default());
+    let index = memd::index::Index::open(&memory).await.unwrap();
+    index.writer.sync().await.unwrap();
+    let hits = index
+        .reader
+        .search_unlogged("Acme Corp backend team", 5)
+        .await
+        .unwrap();
+    let at = |t: &str| hits.iter().position(|h| h.text == t);
+    let (at_old, at_new) = (at(old).expect("older kept"), at(new).expect("newer"));
+    assert!(at_new < at_old, "{hits:#?}");
+    assert_eq!(hits[at_new].day.as_deref(), Some("2026-11-20"));
+}

@@ -1,0 +1,69 @@
+//! Current first (issue 32): of two texts on the same thing, the one
+//! stated on a later day ranks above the older, whatever else raised the
+//! older (recall counts for MEMORY.md's lines, words in common with the
+//! query for a search). A superseded line never outranks its successor;
+//! it is only moved below it, never dropped.
+
+use crate::embed::cosine;
+
+/// Least cosine at which two texts are taken to speak of the same thing,
+/// for the current-first order. `memd eval dedup` (EVALUATION.md) puts
+/// three quarters of the Letta updates at 0.68 or more of the fact they
+/// supersede, and three quarters of two different facts about one person
+/// at 0.58 or less: at 0.6 most updates are ordered, and most unrelated
+/// facts are left as ranked. A pair taken wrongly is only reordered (the
+/// newer just above the older), never dropped.
+pub const SAME_TOPIC_COSINE: f32 = 0.6;
+
+/// How many of the best-ranked entries promotion compares with every
+/// entry for a newer one on the same thing: the lines it can show and
+/// more. A search compares twice as many as it returns.
+pub(crate) const PROMOTION_TOP: usize = 90;
+
+/// What [`raise_newer`] reads and changes of a ranked item.
+pub(crate) trait Ranked {
+    /// The day it was stated (`YYYY-MM-DD`: for an entry, its last
+    /// update), `None` when it has none.
+    fn day(&self) -> Option<&str>;
+    /// Whether it keeps its rank whatever its date (a pinned entry).
+    fn fixed(&self) -> bool {
+        false
+    }
+    fn score(&self) -> f64;
+    /// Take the least score above `score` (another item's).
+    fn set_above(&mut self, score: f64);
+}
+
+/// Raise, in `ranked` (best first, `vectors` aligned with it; an empty
+/// vector is compared with nothing), each item stated on a later day than
+/// one of the `top` best on the same thing to just above it: the older's
+/// score and a hair more. Newer items are raised in date order,
+/// so a chain of updates ends with the newest on top. The caller sorts
+/// again by score.
+pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], top: usize) {
+    let top = ranked.len().min(top);
+    let mut pairs: Vec<(usize, usize)> = Vec::new(); // (older, newer)
+    for a in 0..top {
+        for b in 0..ranked.len() {
+            let (old, new) = (&ranked[a], &ranked[b]);
+            let later = match (old.day(), new.day()) {
+                (Some(o), Some(n)) => n > o,
+                _ => false,
+            };
+            if a == b || old.fixed() || new.fixed() || !later {
+                continue;
+            }
+            let (va, vb) = (&vectors[a], &vectors[b]);
+            if !va.is_empty() && !vb.is_empty() && cosine(va, vb) >= SAME_TOPIC_COSINE {
+                pairs.push((a, b));
+            }
+        }
+    }
+    pairs.sort_by(|x, y| ranked[x.1].day().cmp(&ranked[y.1].day()));
+    for (old, new) in pairs {
+        let floor = ranked[old].score();
+        if ranked[new].score() <= floor {
+            ranked[new].set_above(floor);
+        }
+    }
+}
