@@ -51,6 +51,10 @@ pub enum Kind {
     /// entry is live beside the one holding the fact (a note: it was
     /// pinned or forgotten when the run decided, and is back since).
     SupersededLive,
+    /// A live entry of the file that the entries resource (`GET
+    /// /v1/entries`, `memd entries`, MCP `list_entries`) does not list as
+    /// the file holds it, or a listed entry the file does not hold live.
+    EntryUnlisted,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

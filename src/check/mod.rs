@@ -132,6 +132,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     };
     let next_run = facts_and_entries.check(&mut report);
     memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
+    listed((&doc, &tombstones, &facts), &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
@@ -175,6 +176,34 @@ fn entries(doc: &Document, report: &mut Report) {
             None,
             format!("{n} entries have the id {id}"),
         );
+    }
+}
+
+/// The entries resource lists every live saved entry of the file, once,
+/// in file order and word for word, and nothing else.
+fn listed(
+    (doc, tombstones, facts): (&Document, &Tombstones, &[archive::Fact]),
+    report: &mut Report,
+) {
+    let mut want: Vec<(&EntryId, &str)> = Vec::new();
+    for e in doc.entries() {
+        let Some(m) = &e.meta else { continue };
+        if !tombstones.names_entry(m.id.as_str()) && !want.iter().any(|(id, _)| **id == m.id) {
+            want.push((&m.id, &e.text));
+        }
+    }
+    let views = crate::request::entry_views_of(doc, tombstones, facts);
+    let got: Vec<(&EntryId, &str)> = views.iter().map(|v| (&v.id, v.text.as_str())).collect();
+    for (id, _) in want.iter().filter(|w| !got.contains(w)) {
+        let what = format!(
+            "{id} is live in the file, and the entries resource does not list it as written"
+        );
+        report.problem(Kind::EntryUnlisted, ENTRIES, None, what);
+    }
+    for (id, _) in got.iter().filter(|g| !want.contains(g)) {
+        let what =
+            format!("the entries resource lists {id}, which the file does not hold live as listed");
+        report.problem(Kind::EntryUnlisted, ENTRIES, None, what);
     }
 }
 

@@ -8,12 +8,30 @@ use anyhow::Result;
 use memd::request::Core;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print {"markdown": the file, "lines": [{"id", "text", "day"}]} (the
+    /// generated lines, one per entry) instead of the file.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(dir: &Path, _args: Args) -> Result<()> {
+pub fn run(dir: &Path, args: Args) -> Result<()> {
     let text = super::run_at(dir, Core {}, false)?;
-    // Byte for byte: a byte that is not UTF-8 is the user's, not ours to
-    // replace.
-    std::io::stdout().write_all(&text.0)?;
+    if !args.json {
+        // Byte for byte: a byte that is not UTF-8 is the user's, not ours
+        // to replace.
+        std::io::stdout().write_all(&text.0)?;
+        return Ok(());
+    }
+    let layout = memd::Layout::open(dir)?;
+    let markdown = text.text(&layout)?;
+    let md = memd::core_md::CoreMd::parse(markdown.as_bytes())?;
+    let lines: Vec<serde_json::Value> = md
+        .lines()
+        .iter()
+        .map(|l| serde_json::json!({"id": l.entry_id, "text": l.text, "day": l.date}))
+        .collect();
+    let out = serde_json::json!({"markdown": markdown, "lines": lines});
+    println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }

@@ -8,6 +8,7 @@ mod bench;
 mod check;
 mod consolidate;
 mod core;
+mod entries;
 #[cfg(feature = "lab")]
 mod eval;
 mod forget;
@@ -58,6 +59,9 @@ enum Command {
     /// Fold pending archive facts into consolidated/memory.md and refresh
     /// MEMORY.md (gated by time and volume; --force skips the gate).
     Consolidate(consolidate::Args),
+    /// List the entries of consolidated/memory.md (by category, session,
+    /// date or mark), or print one by id.
+    Entries(entries::Args),
     /// Forget an entry (or a pending fact) for good: it is removed and
     /// tombstoned, so neither a reindex nor a restatement brings it back.
     Forget(forget::Args),
@@ -86,7 +90,7 @@ enum Command {
     /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
     Serve(serve::Args),
     /// A Model Context Protocol server on stdin/stdout (tools: remember,
-    /// recall, forget, core_memory, consolidate).
+    /// recall, forget, core_memory, list_entries, get_entry, consolidate).
     Mcp(mcp::Args),
     /// Measure memory quality on the public evaluation data.
     #[cfg(feature = "lab")]
@@ -105,6 +109,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Add(args) => add::run(&dir, args),
         Command::Search(args) => search::run(&dir, args),
         Command::Consolidate(args) => consolidate::run(&dir, args),
+        Command::Entries(args) => entries::run(&dir, args),
         Command::Forget(args) => forget::run(&dir, args),
         Command::History(args) => history::run(&dir, args),
         Command::Runs(args) => runs::run(&dir, args),

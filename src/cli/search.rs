@@ -13,6 +13,10 @@ pub struct Args {
     /// How many hits (default: [search] default_k).
     #[arg(short, long)]
     k: Option<usize>,
+    /// Leave out what MEMORY.md already holds (its lines and the entries
+    /// it has a line for): for an agent that keeps it in its prompt.
+    #[arg(long)]
+    exclude_core: bool,
     /// Print the hits as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
@@ -23,6 +27,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         query: Some(args.query),
         k: args.k,
         wait: None,
+        exclude_core: args.exclude_core.then_some(true),
     };
     let hits = super::run_at(dir, search, false)?.hits();
     if args.json {

@@ -3,7 +3,7 @@
 //! table at the version its process's [`super::Writer`] last left (or
 //! opened), with the words ([`super::terms`]) of that version.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use lancedb::DistanceType;
@@ -39,7 +39,7 @@ impl Reader {
 
     /// The `k` best rows for `query`; logs them to the recall log.
     pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, true).await
+        self.search_logged(query, k, true, None).await
     }
 
     /// [`Reader::search`] over the table as it is, without waiting for a
@@ -47,16 +47,40 @@ impl Reader {
     /// while a backlog is indexed): the full-text scores are then those of
     /// the rows the handle last saw, or none if it never loaded them.
     pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, false).await
+        self.search_logged(query, k, false, None).await
     }
 
-    async fn search_logged(&self, query: &str, k: usize, settle: bool) -> Result<Vec<Hit>> {
-        let hits = match settle {
-            true => self.search_unlogged(query, k).await?,
-            false => {
-                let qv = self.query_vector(query).await?;
-                self.ranked(query, qv, k, false).await?
-            }
+    /// [`Reader::search`] (or, without `settle`, [`Reader::search_as_is`])
+    /// giving none of MEMORY.md's lines and none of the rows `leave_out`
+    /// names: the `k` best of the others. Only those are logged.
+    pub async fn search_leaving_out(
+        &self,
+        query: &str,
+        k: usize,
+        settle: bool,
+        leave_out: &HashSet<String>,
+    ) -> Result<Vec<Hit>> {
+        self.search_logged(query, k, settle, Some(leave_out)).await
+    }
+
+    async fn search_logged(
+        &self,
+        query: &str,
+        k: usize,
+        settle: bool,
+        leave_out: Option<&HashSet<String>>,
+    ) -> Result<Vec<Hit>> {
+        // Room for the rows left out, so that `k` others still come back.
+        let asked = k + leave_out.map_or(0, HashSet::len);
+        let qv = self.query_vector(query).await?;
+        let hits = self.ranked(query, qv, asked, settle).await?;
+        let hits: Vec<Hit> = match leave_out {
+            None => hits,
+            Some(out) => hits
+                .into_iter()
+                .filter(|h| h.kind != RowKind::Core && !out.contains(h.id.as_str()))
+                .take(k)
+                .collect(),
         };
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits

@@ -49,6 +49,12 @@ const INTERNAL_ERROR: i64 = -32603;
 /// MCP's error code for a resource that does not exist.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
+/// JSON-RPC's code for parameters that name nothing (a prompt not offered).
+const INVALID_PARAMS: i64 = -32602;
+
+/// The one MCP prompt: how to use the memory, with the core memory in it.
+const USE_MEMORY: &str = "use_memory";
+
 /// How many memories `memd mcp --memory` keeps open at once.
 const MAX_OPEN: usize = 64;
 
@@ -233,7 +239,8 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
                 "protocolVersion": version,
                 "capabilities": {
                     "tools": {"listChanged": false},
-                    "resources": {"listChanged": false, "subscribe": false}
+                    "resources": {"listChanged": false, "subscribe": false},
+                    "prompts": {"listChanged": false}
                 },
                 "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
                 "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
@@ -258,6 +265,32 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
             other => {
                 let msg = format!("no resource {}", other.unwrap_or("(no uri)"));
                 return Some(error(id, RESOURCE_NOT_FOUND, msg));
+            }
+        },
+        "prompts/list" => json!({ "prompts": [{
+            "name": USE_MEMORY,
+            "title": "Use memory",
+            "description": "How to use this memory in a conversation, with the core memory as it is now.",
+            "arguments": []
+        }]}),
+        "prompts/get" => match params["name"].as_str() {
+            Some(USE_MEMORY) => {
+                let core = match core_memory(scope)
+                    .await
+                    .and_then(|t| Ok(crate::core_md::CoreMd::parse(t.as_bytes())?.compact()))
+                {
+                    Ok(t) => t,
+                    Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
+                };
+                let text = include_str!("use_memory.md").replace("{{core}}", core.trim_end());
+                json!({
+                    "description": "How to use this memory, with the core memory as it is now.",
+                    "messages": [{"role": "user", "content": {"type": "text", "text": text}}]
+                })
+            }
+            other => {
+                let msg = format!("no prompt {}", other.unwrap_or("(no name)"));
+                return Some(error(id, INVALID_PARAMS, msg));
             }
         },
         "tools/call" => {

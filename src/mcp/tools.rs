@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 use crate::consolidate;
 use crate::error::{Context, Result};
-use crate::request::{self, Add, Consolidate, Core, Forget, Search, Target};
+use crate::request::{
+    self, Add, Consolidate, Core, Entries, EntryView, Forget, GetEntry, Search, Target,
+};
 
 type Answer<'a> = Pin<Box<dyn Future<Output = Result<String>> + Send + 'a>>;
 
@@ -74,7 +76,7 @@ pub(super) const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "recall",
-        description: "Search long-term memory (facts and consolidated entries) by meaning and keywords.",
+        description: "Search long-term memory (facts and consolidated entries) by meaning and keywords. Each hit has its id and the day it was stated; with exclude_core: true, what core_memory already shows is left out.",
         schema: || schema::<Search>(&["wait"]),
         call: |t, args| Box::pin(recall(t, args)),
         hints: READ,
@@ -95,6 +97,20 @@ pub(super) const TOOLS: &[Tool] = &[
         description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id in brackets (for forget and supersedes).",
         schema: || schema::<Core>(&[]),
         call: |t, args| Box::pin(core_memory(t, args)),
+        hints: READ,
+    },
+    Tool {
+        name: "list_entries",
+        description: "List the consolidated memory's entries (id, dates, text), optionally only those of a category or session, updated since a day, or marked unreviewed or edited by a person.",
+        schema: || schema::<Entries>(&[]),
+        call: |t, args| Box::pin(list_entries(t, args)),
+        hints: READ,
+    },
+    Tool {
+        name: "get_entry",
+        description: "One consolidated entry by id (e-…, or core:e-… as recall shows a MEMORY.md line): its text, dates, categories and the facts it holds.",
+        schema: || schema::<GetEntry>(&[]),
+        call: |t, args| Box::pin(get_entry(t, args)),
         hints: READ,
     },
     Tool {
@@ -210,6 +226,47 @@ async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<String
     let text = target.run(read::<Core>(args)?).await?;
     let text = text.text(&target.memory.layout)?;
     Ok(crate::core_md::CoreMd::parse(text.as_bytes())?.compact())
+}
+
+async fn list_entries(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let all = target.run(read::<Entries>(args)?).await?;
+    if all.is_empty() {
+        return Ok("no entries".into());
+    }
+    Ok(all.iter().map(entry_line).collect::<Vec<_>>().join("\n"))
+}
+
+async fn get_entry(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let e = target.run(read::<GetEntry>(args)?).await?;
+    let mut out = entry_line(&e);
+    for (name, list) in [("categories", &e.categories), ("sessions", &e.sessions)] {
+        if !list.is_empty() {
+            out.push_str(&format!("\n{name}: {}", list.join(", ")));
+        }
+    }
+    let facts: Vec<&str> = e.sources.iter().map(|f| f.as_str()).collect();
+    out.push_str(&format!("\nfacts: {}", facts.join(", ")));
+    Ok(out)
+}
+
+/// An entry as one line: `- [id] text (updated DAY; marks)`.
+fn entry_line(e: &EntryView) -> String {
+    let mut marks = vec![format!("updated {}", e.updated)];
+    for (on, name) in [
+        (e.pinned, "pinned"),
+        (e.unreviewed, "unreviewed"),
+        (e.edited, "edited by hand"),
+    ] {
+        if on {
+            marks.push(name.to_string());
+        }
+    }
+    format!(
+        "- [{}] {} ({})",
+        e.id,
+        e.text.replace('\n', " "),
+        marks.join("; ")
+    )
 }
 
 async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<String> {

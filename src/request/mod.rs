@@ -12,6 +12,8 @@
 //! | [`Similar`]    | `POST /v1/similar`                 | (after `memd add`)   |               |
 //! | [`Consolidate`]| `POST /v1/consolidate`             | `memd consolidate`   | `consolidate` |
 //! | [`Reindex`]    | `POST /v1/reindex`                 | `memd reindex`       |               |
+//! | [`Entries`]    | `GET /v1/entries`                  | `memd entries`       | `list_entries`|
+//! | [`GetEntry`]   | `GET /v1/entries/{id}`             | `memd entries ID`    | `get_entry`   |
 //! | [`Forget`]     | `DELETE /v1/entries/{id}`          | `memd forget ID`     | `forget`      |
 //! | [`Candidates`] | `GET /v1/candidates`               | `memd forget --match`|               |
 //! | [`Unforget`]   | `POST /v1/entries/{id}/unforget`   | `memd forget --undo` |               |
@@ -39,6 +41,7 @@ mod check;
 pub mod client;
 mod consolidate;
 mod core;
+mod entries;
 mod forget;
 mod history;
 mod reindex;
@@ -53,6 +56,9 @@ pub use self::add::{Add, Added, AddedFact};
 pub use self::check::Check;
 pub use self::consolidate::Consolidate;
 pub use self::core::{Core, CoreText};
+pub use self::entries::{
+    Entries, EntryView, GetEntry, views as entry_views, views_of as entry_views_of,
+};
 pub use self::forget::{Candidates, Forget, Unforget};
 pub use self::history::History;
 pub use self::reindex::{Reindex, Reindexed};
@@ -78,6 +84,8 @@ pub fn each(v: &mut impl Each) {
     v.one::<Similar>();
     v.one::<Consolidate>();
     v.one::<Reindex>();
+    v.one::<Entries>();
+    v.one::<GetEntry>();
     v.one::<Forget>();
     v.one::<Candidates>();
     v.one::<Unforget>();

@@ -1,6 +1,8 @@
 //! [`Search`]: hybrid search over facts, entries and MEMORY.md, logged as
 //! recall.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
@@ -23,6 +25,12 @@ pub struct Search {
     /// take in files that changed (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<bool>,
+    /// `true`: leave out what MEMORY.md already holds (its lines, the
+    /// entries it has a line for and their facts), for an agent that keeps
+    /// MEMORY.md in its prompt; the other hits fill the `k` places
+    /// (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_core: Option<bool>,
 }
 
 /// The hits, best first; without waiting, also what the index does not
@@ -74,15 +82,47 @@ impl Request for Search {
             )));
         }
         let k = self.k.unwrap_or(default).clamp(1, MAX_K);
+        let core = match self.exclude_core.unwrap_or(false) {
+            true => Some(in_core(&target.memory.layout)?),
+            false => None,
+        };
         let index = target.index().await?;
-        if !self.wait.unwrap_or(true) {
-            let behind = index.writer.files_behind()?;
-            let hits = index.reader.search_as_is(&text, k).await?;
-            let indexing =
-                (!behind.is_empty()).then(|| serde_json::json!({ "files_behind": behind }));
-            return Ok(Found::AsIs { hits, indexing });
+        let wait = self.wait.unwrap_or(true);
+        let behind = match wait {
+            true => {
+                index.writer.sync().await?;
+                Vec::new()
+            }
+            false => index.writer.files_behind()?,
+        };
+        let hits = match &core {
+            Some(out) => index.reader.search_leaving_out(&text, k, wait, out).await?,
+            None if wait => index.reader.search(&text, k).await?,
+            None => index.reader.search_as_is(&text, k).await?,
+        };
+        if wait {
+            return Ok(Found::Hits(hits));
         }
-        index.writer.sync().await?;
-        Ok(Found::Hits(index.reader.search(&text, k).await?))
+        let indexing = (!behind.is_empty()).then(|| serde_json::json!({ "files_behind": behind }));
+        Ok(Found::AsIs { hits, indexing })
     }
+}
+
+/// The rows MEMORY.md holds: the entries it has a generated line for,
+/// and the facts those entries hold (a fact restating a line says what
+/// the prompt already says).
+fn in_core(layout: &crate::Layout) -> Result<HashSet<String>> {
+    let md = crate::core_md::CoreMd::read(&layout.memory_md())?;
+    let doc = crate::entries::Document::read(&layout.entries_file())?;
+    let mut out = HashSet::new();
+    for line in md.lines() {
+        if let Some(m) = doc
+            .get(line.entry_id.as_str())
+            .and_then(|e| e.meta.as_ref())
+        {
+            out.extend(m.sources.iter().map(|f| f.to_string()));
+        }
+        out.insert(line.entry_id.to_string());
+    }
+    Ok(out)
 }

@@ -191,6 +191,24 @@ fn forget_reindex_and_init_answer_json_and_status_is_short() {
     assert!(full.contains("[consolidation]"), "{full}");
 }
 
+/// `memd core --json`: the file and its generated lines, each with its
+/// entry's id and day, as a program reads them.
+#[test]
+fn core_answers_json_with_the_file_and_its_lines() {
+    use crate::trust::{consolidate, ok};
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "Has a dog called Rex");
+    consolidate(dir);
+    let v: Value = serde_json::from_str(&ok(dir, &["core", "--json"])).unwrap();
+    let file = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
+    assert_eq!(v["markdown"], file.as_str());
+    let line = &v["lines"][0];
+    assert_eq!(line["text"], "Has a dog called Rex", "{v:#}");
+    assert!(line["id"].as_str().unwrap().starts_with("e-"), "{v:#}");
+    assert_eq!(line["day"].as_str().map(str::len), Some(10), "{v:#}");
+}
+
 /// Every argument and option of every command a user runs says what it is
 /// for in `memd CMD -h`.
 #[test]
@@ -201,6 +219,7 @@ fn every_option_of_every_command_has_help_text() {
         "search",
         "consolidate",
         "forget",
+        "entries",
         "history",
         "runs",
         "undo",

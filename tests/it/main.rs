@@ -12,6 +12,7 @@ mod conventions;
 mod daemon;
 mod duplicate;
 mod entries;
+mod entry_api;
 #[cfg(feature = "lab")]
 mod eval;
 mod formats;

@@ -36,7 +36,15 @@ fn mcp_speaks_json_rpc_over_stdio() {
         .collect();
     assert_eq!(
         names,
-        ["remember", "recall", "forget", "core_memory", "consolidate"]
+        [
+            "remember",
+            "recall",
+            "forget",
+            "core_memory",
+            "list_entries",
+            "get_entry",
+            "consolidate"
+        ]
     );
     for t in list["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
@@ -49,7 +57,7 @@ fn mcp_speaks_json_rpc_over_stdio() {
             .as_bool()
             .unwrap_or_else(|| panic!("{t}"))
     };
-    for read in ["recall", "core_memory"] {
+    for read in ["recall", "core_memory", "list_entries", "get_entry"] {
         assert!(hint(read, "readOnlyHint") && !hint(read, "destructiveHint"));
     }
     assert!(hint("forget", "destructiveHint") && hint("forget", "idempotentHint"));
@@ -110,6 +118,28 @@ fn mcp_speaks_json_rpc_over_stdio() {
     )
     .unwrap();
     assert_eq!(r["error"]["code"], -32002, "{r}");
+    // One prompt: how to use the memory, with the core memory in it.
+    assert!(
+        init["result"]["capabilities"]["prompts"].is_object(),
+        "{init}"
+    );
+    let r = ask(json!({"jsonrpc": "2.0", "id": 11, "method": "prompts/list"})).unwrap();
+    assert_eq!(r["result"]["prompts"][0]["name"], "use_memory", "{r}");
+    let r = ask(json!({"jsonrpc": "2.0", "id": 12, "method": "prompts/get",
+        "params": {"name": "use_memory"}}))
+    .unwrap();
+    let said = r["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        said.contains("supersedes") && said.contains("exclude_core"),
+        "{said}"
+    );
+    assert!(said.trim_end().ends_with(core.trim_end()), "{said}");
+    let r = ask(json!({"jsonrpc": "2.0", "id": 13, "method": "prompts/get",
+        "params": {"name": "nothing"}}))
+    .unwrap();
+    assert_eq!(r["error"]["code"], -32602, "{r}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let (facts, _) = memd::archive::read_all(&layout).unwrap();

@@ -98,6 +98,18 @@ pub enum Action {
         clear: bool,
     },
     CheckFix,
+    /// The entries read back by id and as a list (`memd entries`, MCP
+    /// `list_entries`, or in process): they must be the file's live
+    /// entries, word for word.
+    ReadEntries {
+        via: Via,
+        pick: u8,
+    },
+    /// A search that leaves out what MEMORY.md holds: no MEMORY.md line,
+    /// and no entry MEMORY.md has a line for, comes back.
+    SearchOutsideCore {
+        text: u8,
+    },
     DaemonStart,
     DaemonStop {
         kill: bool,
@@ -154,6 +166,12 @@ impl Action {
             Action::Reindex { clear: false } => "reindex",
             Action::Reindex { clear: true } => "reindex --clear",
             Action::CheckFix => "check --fix",
+            Action::ReadEntries { via: Via::Here, .. } => {
+                "entries: list and get (in process / API)"
+            }
+            Action::ReadEntries { via: Via::Cli, .. } => "entries: list and get (CLI)",
+            Action::ReadEntries { via: Via::Mcp, .. } => "entries: list and get (MCP)",
+            Action::SearchOutsideCore { .. } => "search, leaving out MEMORY.md",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
@@ -210,7 +228,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
     // preconditions); drawn rarely while one runs.
     let kill = if daemon { 1 } else { 2 };
     prop_oneof![
-        12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via, any::<bool>())
+        12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via.clone(), any::<bool>())
             .prop_map(|(text, key, via, batch)| Action::Add { text, key, via, batch }),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(text, pick)| Action::AddUpdate { text, pick }),
         2 => any::<u8>().prop_map(|text| Action::HandAppendFact { text }),
@@ -227,6 +245,8 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         3 => (any::<u8>(), any::<bool>()).prop_map(|(pick, keep_out)| Action::Undo { pick, keep_out }),
         1 => any::<bool>().prop_map(|clear| Action::Reindex { clear }),
         1 => Just(Action::CheckFix),
+        2 => (via, any::<u8>()).prop_map(|(via, pick)| Action::ReadEntries { via, pick }),
+        1 => any::<u8>().prop_map(|text| Action::SearchOutsideCore { text }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
         kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo)])

@@ -288,6 +288,7 @@ impl World {
             query: Some(text.to_string()),
             k: Some(100),
             wait: None,
+            exclude_core: None,
         };
         match self.run(req) {
             Ok(found) => found.hits(),

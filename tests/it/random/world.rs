@@ -131,6 +131,8 @@ impl World {
                 .run(memd::request::Reindex { clear: *clear })
                 .map(drop)?),
             Action::CheckFix => Ok(self.run(memd::request::Check { fix: true }).map(drop)?),
+            Action::ReadEntries { via, pick } => self.read_entries(*via, *pick),
+            Action::SearchOutsideCore { text } => self.search_outside_core(actions::text(*text)),
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
             Action::Kill { step, what } => self.kill(*step, *what),
@@ -237,6 +239,171 @@ impl World {
         drop(stdin);
         child.wait()?;
         Ok(ids)
+    }
+
+    /// A search with `exclude_core`: none of its hits is a MEMORY.md line
+    /// or an entry MEMORY.md has a line for (read here from the file).
+    fn search_outside_core(&mut self, text: &str) -> anyhow::Result<()> {
+        let req = memd::request::Search {
+            query: Some(text.to_string()),
+            k: Some(10),
+            wait: None,
+            exclude_core: Some(true),
+        };
+        let hits = self.run(req)?.hits();
+        let md = memd::core_md::CoreMd::read(&self.layout.memory_md())?;
+        let core: Vec<String> = md.lines().iter().map(|l| l.entry_id.to_string()).collect();
+        for h in &hits {
+            let in_core = match h.kind {
+                memd::index::RowKind::Core => true,
+                memd::index::RowKind::Entry => core.iter().any(|c| c == h.id.as_str()),
+                memd::index::RowKind::Fact => false,
+            };
+            if in_core {
+                panic!(
+                    "a search leaving out MEMORY.md gave {} ({:?})\nafter:\n{}",
+                    h.id,
+                    h.text,
+                    self.log.join("\n")
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries as `via` lists them, and entry `pick` as `via` gets it:
+    /// exactly the file's live saved entries, in file order, word for word
+    /// (a failure is the oracle's, not an error of the action).
+    fn read_entries(&mut self, via: Via, pick: u8) -> anyhow::Result<()> {
+        let doc = self.doc();
+        let stones = memd::tombstones::Tombstones::load(&self.layout.tombstones_file())?;
+        let mut want: Vec<(String, String)> = Vec::new();
+        for e in doc.entries() {
+            let Some(m) = &e.meta else { continue };
+            let id = m.id.to_string();
+            if !stones.names_entry(&id) && !want.iter().any(|(i, _)| *i == id) {
+                want.push((id, e.text.clone()));
+            }
+        }
+        let listed = match via {
+            Via::Here => self.entries_here(pick, &want)?,
+            Via::Cli => self.entries_cli(pick, &want)?,
+            Via::Mcp => self.entries_mcp(pick, &want)?,
+        };
+        if listed != want {
+            panic!(
+                "entries listed ({via:?}) are not the file's live entries:\nlisted {listed:#?}\nfile {want:#?}\nafter:\n{}",
+                self.log.join("\n")
+            );
+        }
+        Ok(())
+    }
+
+    /// The entries listed in process, after checking that entry `pick` is
+    /// got by id (and by its MEMORY.md row id) as listed.
+    fn entries_here(
+        &self,
+        pick: u8,
+        want: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        let all = self.run(memd::request::Entries::default())?;
+        if let Some((id, _)) = want.get(pick as usize % want.len().max(1)) {
+            for asked in [id.clone(), format!("core:{id}")] {
+                let got = self.run(memd::request::GetEntry { id: asked })?;
+                let listed = all.iter().find(|v| v.id.as_str() == id);
+                assert_eq!(
+                    Some(&got),
+                    listed,
+                    "entry {id} got otherwise than listed\n{}",
+                    self.log.join("\n")
+                );
+            }
+        }
+        Ok(all
+            .into_iter()
+            .map(|v| (v.id.to_string(), v.text))
+            .collect())
+    }
+
+    fn entries_cli(
+        &self,
+        pick: u8,
+        want: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        let json = |args: &[&str]| -> anyhow::Result<Value> {
+            let out = crate::support::memd(&self.layout.root, args);
+            anyhow::ensure!(out.status.success(), "{}", crate::support::stderr(&out));
+            Ok(serde_json::from_slice(&out.stdout)?)
+        };
+        let all = json(&["entries", "--json"])?;
+        if let Some((id, text)) = want.get(pick as usize % want.len().max(1)) {
+            let got = json(&["entries", id, "--json"])?;
+            assert_eq!(
+                got["text"].as_str(),
+                Some(text.as_str()),
+                "memd entries {id}"
+            );
+        }
+        let pairs = all.as_array().cloned().unwrap_or_default();
+        Ok(pairs
+            .iter()
+            .map(|v| {
+                (
+                    v["id"].as_str().unwrap_or("").to_string(),
+                    v["text"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect())
+    }
+
+    /// MCP renders each entry on one line; texts with a line break are
+    /// compared with it turned into a space.
+    fn entries_mcp(
+        &self,
+        pick: u8,
+        want: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        let (mut child, mut stdin, mut out) =
+            crate::serving::spawn_mcp_with(&self.layout.root, &[]);
+        let mut call = |i: usize, name: &str, args: Value| -> anyhow::Result<String> {
+            let msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": name, "arguments": args}});
+            writeln!(stdin, "{msg}")?;
+            let mut line = String::new();
+            out.read_line(&mut line)?;
+            let r: Value = serde_json::from_str(&line)?;
+            let said = r["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
+            Ok(said)
+        };
+        let listed = call(1, "list_entries", json!({}))?;
+        let got = match want.get(pick as usize % want.len().max(1)) {
+            Some((id, _)) => Some((id.clone(), call(2, "get_entry", json!({"id": id}))?)),
+            None => None,
+        };
+        drop(stdin);
+        child.wait()?;
+        let one_line = |t: &str| t.replace('\n', " ");
+        let mut pairs = Vec::new();
+        for (id, text) in want {
+            let line = format!("- [{id}] {} (", one_line(text));
+            if listed.lines().any(|l| l.starts_with(&line)) {
+                pairs.push((id.clone(), text.clone()));
+            }
+        }
+        let lines = listed.lines().filter(|l| l.starts_with("- [")).count();
+        if lines != pairs.len() {
+            pairs.push(("(listed lines)".into(), listed));
+        }
+        if let Some((id, said)) = got {
+            let text = &want.iter().find(|(i, _)| *i == id).unwrap().1;
+            let line = format!("- [{id}] {} (", one_line(text));
+            assert!(said.starts_with(&line), "get_entry {id}: {said}");
+        }
+        Ok(pairs)
     }
 
     fn hand_append(&mut self, text: &str) -> anyhow::Result<()> {

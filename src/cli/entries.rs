@@ -1,0 +1,86 @@
+//! `memd entries [ID]`
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use memd::request::{Entries, EntryView, GetEntry};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print this one entry (e-…, or core:e-… as search shows a MEMORY.md
+    /// line), with its categories, sessions and facts.
+    id: Option<String>,
+    /// Only entries holding a fact of this category.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only entries holding a fact of this session.
+    #[arg(long)]
+    session: Option<String>,
+    /// Only entries updated on this day (YYYY-MM-DD) or later.
+    #[arg(long)]
+    since: Option<String>,
+    /// Only entries added word for word after the judge failed.
+    #[arg(long)]
+    unreviewed: bool,
+    /// Only entries a person edited by hand.
+    #[arg(long)]
+    edited: bool,
+    /// Print the entries as JSON (the shape of GET /v1/entries).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    if let Some(id) = args.id {
+        let e = super::run_at(dir, GetEntry { id }, false)?;
+        match args.json {
+            true => println!("{}", serde_json::to_string_pretty(&e)?),
+            false => print!("{}", whole(&e)),
+        }
+        return Ok(());
+    }
+    let req = Entries {
+        category: args.category,
+        session: args.session,
+        since: args.since,
+        unreviewed: args.unreviewed.then_some(true),
+        edited: args.edited.then_some(true),
+    };
+    let all = super::run_at(dir, req, false)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(());
+    }
+    for e in &all {
+        println!("{}  {}  {}", e.id, e.updated, super::one_line(&e.text));
+    }
+    Ok(())
+}
+
+/// One entry, whole: its id and dates, its text, what it holds.
+fn whole(e: &EntryView) -> String {
+    let mut out = format!(
+        "{}  first seen {}, updated {}\n",
+        e.id, e.first_seen, e.updated
+    );
+    for (on, mark) in [
+        (e.pinned, "pinned"),
+        (e.unreviewed, "unreviewed"),
+        (e.edited, "edited by hand"),
+    ] {
+        if on {
+            out.push_str(&format!("  {mark}\n"));
+        }
+    }
+    out.push_str(&format!("{}\n", e.text));
+    if !e.categories.is_empty() {
+        out.push_str(&format!("categories: {}\n", e.categories.join(", ")));
+    }
+    if !e.sessions.is_empty() {
+        out.push_str(&format!("sessions: {}\n", e.sessions.join(", ")));
+    }
+    let facts: Vec<&str> = e.sources.iter().map(|f| f.as_str()).collect();
+    out.push_str(&format!("facts: {}\n", facts.join(", ")));
+    out
+}
