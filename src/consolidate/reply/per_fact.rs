@@ -290,6 +290,7 @@ fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static st
 /// Whether memd takes `fact` as an update of `entry` when a judge says
 /// so, the entry alone in its cluster: memd's own share of the update
 /// decision, measured apart from any judge (`memd eval updates --gate`).
+#[cfg(feature = "lab")]
 pub(crate) fn accepts_update(fact: &str, entry: &str) -> bool {
     let shown = crate::consolidate::ops::Snapshot {
         id: crate::ids::EntryId::from("e-00000000"),
