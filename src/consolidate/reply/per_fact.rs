@@ -271,7 +271,8 @@ fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static st
     if unnamed_subject(fact) || unnamed_subject(entry) {
         return Err("one of them is about someone unnamed, so both can be true");
     }
-    let words = |t: &str| own_words(t, cluster);
+    let common = common_words(cluster);
+    let words = |t: &str| own_words(t, &common);
     let (mine, theirs) = (words(fact), words(entry));
     let shared = mine.intersection(&theirs).count();
     let union = mine.union(&theirs).count().max(1);
@@ -320,23 +321,34 @@ fn could_update_any(fact: &str, cluster: &Cluster) -> bool {
 const UPDATE_MIN_OVERLAP: f32 = 0.15;
 
 /// The words of `text` that say what it is about, for [`about_same`]:
-/// stemmed content words, without names and numbers and without the words
-/// most entries of the cluster have (with 3 entries or more).
-fn own_words(text: &str, cluster: &Cluster) -> HashSet<String> {
-    let n = cluster.entries.len();
+/// stemmed content words, without names and numbers and without the
+/// cluster's `common` words.
+fn own_words(text: &str, common: &HashSet<String>) -> HashSet<String> {
     let names: HashSet<String> = super::faithful::capitalised(text).into_iter().collect();
+    content_words(text)
+        .iter()
+        .filter(|w| !names.contains(*w))
+        .map(|w| crate::duplicate::stem(w).to_string())
+        .filter(|w| !common.contains(w))
+        .collect()
+}
+
+/// The stemmed words most entries of `cluster` have (with 3 entries or
+/// more): the name of the person they are all about, say.
+fn common_words(cluster: &Cluster) -> HashSet<String> {
+    let n = cluster.entries.len();
+    if n < 3 {
+        return HashSet::new();
+    }
     let mut seen: HashMap<String, usize> = HashMap::new();
     for e in &cluster.entries {
         for w in stemmed(&e.text) {
             *seen.entry(w).or_default() += 1;
         }
     }
-    let common = |w: &String| n >= 3 && seen.get(w).copied().unwrap_or(0) * 2 > n;
-    content_words(text)
-        .iter()
-        .filter(|w| !names.contains(*w))
-        .map(|w| crate::duplicate::stem(w).to_string())
-        .filter(|w| !common(w))
+    seen.into_iter()
+        .filter(|(_, k)| k * 2 > n)
+        .map(|(w, _)| w)
         .collect()
 }
 

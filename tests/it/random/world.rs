@@ -219,17 +219,7 @@ impl World {
             if let Some(k) = key {
                 args["key"] = json!(format!("{k}#{i}"));
             }
-            let msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                "params": {"name": "remember", "arguments": args}});
-            writeln!(stdin, "{msg}")?;
-            let mut line = String::new();
-            out.read_line(&mut line)?;
-            let r: Value = serde_json::from_str(&line)?;
-            let said = r["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
+            let said = tool_call((&mut stdin, &mut out), i, "remember", args)?;
             let id = said
                 .split_whitespace()
                 .find(|w| w.contains('#'))
@@ -365,23 +355,12 @@ impl World {
     ) -> anyhow::Result<Vec<(String, String)>> {
         let (mut child, mut stdin, mut out) =
             crate::serving::spawn_mcp_with(&self.layout.root, &[]);
-        let mut call = |i: usize, name: &str, args: Value| -> anyhow::Result<String> {
-            let msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                "params": {"name": name, "arguments": args}});
-            writeln!(stdin, "{msg}")?;
-            let mut line = String::new();
-            out.read_line(&mut line)?;
-            let r: Value = serde_json::from_str(&line)?;
-            let said = r["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
-            Ok(said)
-        };
-        let listed = call(1, "list_entries", json!({}))?;
+        let listed = tool_call((&mut stdin, &mut out), 1, "list_entries", json!({}))?;
         let got = match want.get(pick as usize % want.len().max(1)) {
-            Some((id, _)) => Some((id.clone(), call(2, "get_entry", json!({"id": id}))?)),
+            Some((id, _)) => {
+                let said = tool_call((&mut stdin, &mut out), 2, "get_entry", json!({"id": id}))?;
+                Some((id.clone(), said))
+            }
             None => None,
         };
         drop(stdin);
@@ -867,4 +846,29 @@ fn hostile(body: &Value) -> Value {
     }
     ops.push(json!({"op": "ADD", "text": "made up", "from": ["F77"]}));
     chat(json!({ "ops": ops }).to_string())
+}
+
+/// One MCP `tools/call` of `name` over `memd mcp`'s pipes: the text it
+/// answered, or an error when it says it failed.
+fn tool_call(
+    (stdin, out): (
+        &mut std::process::ChildStdin,
+        &mut std::io::BufReader<std::process::ChildStdout>,
+    ),
+    id: usize,
+    name: &str,
+    args: Value,
+) -> anyhow::Result<String> {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": args}});
+    writeln!(stdin, "{msg}")?;
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    let r: Value = serde_json::from_str(&line)?;
+    let said = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
+    Ok(said)
 }
