@@ -198,8 +198,15 @@ fn forget_entry(
     journal::append(&layout.journal_file(), &[r])?;
     tombstones::append(&layout.tombstones_file(), &stones)?;
     core_md::drop_lines(&layout.memory_md(), &HashSet::from([id.as_str()]))?;
-    doc.save(&layout.entries_file(), &stamp.today())?;
-    Ok(())
+    save(layout, doc, stamp)
+}
+
+/// Save `doc`, journaling the blocks written by hand it gives ids as
+/// `ADOPT` (a crash in between leaves them for the next run's adoption,
+/// which journals any entry the journal does not know).
+fn save(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
+    let adopted = doc.save(&layout.entries_file(), &stamp.today())?;
+    journal::append(&layout.journal_file(), &stamp.adoptions(doc, &adopted))
 }
 
 /// Undo `memd forget ID` (or the deletion by hand of entry `ID`): its
@@ -253,7 +260,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
                     }
                 };
                 doc.push(&text, meta);
-                doc.save(&layout.entries_file(), &today)?;
+                save(layout, &mut doc, &stamp)?;
             }
         }
     }

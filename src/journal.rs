@@ -125,6 +125,21 @@ impl Stamp {
     pub fn today(&self) -> String {
         self.today.clone()
     }
+
+    /// `ADOPT` records of this run for the blocks a save of `doc` gave
+    /// ids (`adopted`, from [`crate::entries::Document::save`]), with their
+    /// text: whatever saves the file journals them, so a later deletion by
+    /// hand of one (or of a twin) is recognised.
+    pub fn adoptions(&self, doc: &crate::entries::Document, adopted: &[EntryId]) -> Vec<Record> {
+        adopted
+            .iter()
+            .map(|id| {
+                let mut r = self.record(Op::Adopt, id.as_str());
+                r.after = doc.get(id.as_str()).map(|e| e.text.clone());
+                r
+            })
+            .collect()
+    }
 }
 
 /// What the journal says of one entry: whether it is alive (memd wrote it

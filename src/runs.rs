@@ -601,15 +601,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
             continue;
         };
         crate::pause::at(layout, crate::pause::Step::UndoEntriesWritten);
-        let adopted: Vec<Record> = adopted
-            .iter()
-            .map(|a| {
-                let mut r = stamp.record(Op::Adopt, a);
-                r.after = doc.get(a).map(|e| e.text.clone());
-                r
-            })
-            .collect();
-        journal::append(&layout.journal_file(), &adopted)?;
+        journal::append(&layout.journal_file(), &stamp.adoptions(&doc, &adopted))?;
         state.mark_done(into.iter());
         state.save(&layout.state_file())?;
         refresh_memory_md(layout, Some(&doc), &steps)?;

@@ -267,11 +267,7 @@ fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()
             );
         }
         let adopted = doc.save(&layout.entries_file(), &stamp.today())?;
-        records.extend(adopted.iter().map(|id| {
-            let mut r = stamp.record(journal::Op::Adopt, id);
-            r.after = doc.get(id).map(|e| e.text.clone());
-            r
-        }));
+        records.extend(stamp.adoptions(doc, &adopted));
     }
     for e in doc.entries() {
         let Some(m) = &e.meta else { continue };

@@ -494,3 +494,33 @@ fn undoing_an_undo_never_takes_back_the_keep_out_of_a_later_undo() {
         },
     ]);
 }
+
+/// Minimal sequence (seed 6150856304366757940, the soak at c4f2d92): an
+/// entry written by hand and adopted, forgotten and brought back, written
+/// again by hand with the same text, then deleted by hand. The core line
+/// named the deleted entry while a twin block with the same text lived on:
+/// `memd check` reported a line of MEMORY.md that names no live entry.
+#[test]
+fn a_hand_deleted_entry_with_a_live_twin_leaves_no_dead_line_in_memory_md() {
+    use crate::random::{Action::*, Killed};
+    crate::random::replay(&[
+        Kill {
+            step: 0,
+            what: Killed::Add,
+        },
+        add_here(2, false),
+        add_here(47, false),
+        HandDeleteEntry { pick: 0 },
+        run_built_in(),
+        ForgetEntry { pick: 0 },
+        HandWriteEntry { text: 111 },
+        Consolidate {
+            judge: crate::random::Judge::BuiltIn,
+            force: true,
+        },
+        UndoForget { pick: 0 },
+        HandWriteEntry { text: 15 },
+        ForgetEntry { pick: 2 },
+        HandDeleteEntry { pick: 67 },
+    ]);
+}
