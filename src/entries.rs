@@ -52,6 +52,10 @@ pub struct Meta {
     /// by the next run.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unreviewed: bool,
+    /// The entry's own category (`memd edit --category`), in place of the
+    /// categories of its facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -443,6 +447,7 @@ impl Document {
                 hash: text_hash(&entry.text),
                 pinned: false,
                 unreviewed: false,
+                category: None,
                 extra: Default::default(),
             });
             *raw = None;
@@ -468,6 +473,7 @@ impl Document {
                     hash: text_hash(&entry.text),
                     pinned: false,
                     unreviewed: false,
+                    category: None,
                     extra: Default::default(),
                 });
                 *raw = None;
@@ -527,6 +533,7 @@ impl Document {
             hash: String::new(),
             pinned: false,
             unreviewed: false,
+            category: None,
             extra: Default::default(),
         }
     }

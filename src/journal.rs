@@ -36,6 +36,9 @@ pub enum Op {
     /// absent) to `after`/`meta_after` (`None`: removed), putting back what
     /// run `undoes` changed. Undoing an undo replays these backwards.
     Undo,
+    /// `memd edit`: the entry went from `before`/`meta_before` to
+    /// `after`/`meta_after`, by a person's or an agent's request.
+    Edit,
 }
 
 /// One record of the journal.
@@ -172,8 +175,8 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
             }
             Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
             Op::Suppress => {}
-            // An undo states what the entry holds now, whole.
-            Op::Undo => {
+            // An undo or an edit states what the entry holds now, whole.
+            Op::Undo | Op::Edit => {
                 l.alive = r.after.is_some();
                 l.sources = r
                     .meta_after

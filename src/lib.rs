@@ -67,6 +67,7 @@
 //! [`Memory`] and is stamped with its clock ([`journal::Stamp`]); whoever
 //! owns the index syncs it after. [`forget`] removes and tombstones an
 //! entry (and undoes that) and reads lineage back from the journal;
+//! [`edit`] changes one entry on request (journaled, undone as a run);
 //! [`runs`] lists runs and undoes one (and an undo).
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
@@ -99,6 +100,7 @@ pub mod consolidate;
 pub mod core_md;
 pub(crate) mod current;
 pub mod duplicate;
+pub mod edit;
 pub mod embed;
 pub mod entries;
 pub mod error;

@@ -30,6 +30,9 @@ pub(crate) enum Step {
     UndoJournaled,
     /// An undo: the entries file holds its new text.
     UndoEntriesWritten,
+    /// An edit ([`crate::edit`]): its record is in the journal, the
+    /// entries file not yet renamed over.
+    EditJournaled,
     /// An index sync: the table holds the new rows, the fingerprints of
     /// the sync are not recorded yet.
     IndexWritten,
@@ -50,6 +53,7 @@ impl Step {
             Step::MemoryMdWritten => "memory-md-written",
             Step::UndoJournaled => "undo-journaled",
             Step::UndoEntriesWritten => "undo-entries-written",
+            Step::EditJournaled => "edit-journaled",
             Step::IndexWritten => "index-written",
         }
     }

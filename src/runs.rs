@@ -61,7 +61,7 @@ pub struct Run {
     pub id: RunId,
     /// When its first record was written (RFC 3339).
     pub started: String,
-    /// `consolidate`, `forget` or `undo`.
+    /// `consolidate`, `forget`, `undo` or `edit`.
     pub kind: String,
     /// The judges that decided its ops (`built-in` or a model name).
     pub judges: Vec<String>,
@@ -125,11 +125,21 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
     }
     for (run, facts) in runs.iter_mut().zip(&facts) {
         run.facts = facts.len();
-        let forget_only = run.ops.keys().all(|k| k == "FORGET" || k == "UNFORGET");
-        run.kind = match (&run.undoes, forget_only) {
-            (Some(_), _) => "undo",
-            (None, true) => "forget",
-            (None, false) => "consolidate",
+        // What a forget or an edit records besides its own op: blocks
+        // written by hand its save gave ids, entries deleted by hand.
+        let by_the_way = ["ADOPT", "HAND_REMOVE"];
+        let only = |op: &[&str]| {
+            run.ops.keys().any(|k| op.contains(&k.as_str()))
+                && run
+                    .ops
+                    .keys()
+                    .all(|k| op.contains(&k.as_str()) || by_the_way.contains(&k.as_str()))
+        };
+        run.kind = match &run.undoes {
+            Some(_) => "undo",
+            None if only(&["FORGET", "UNFORGET"]) => "forget",
+            None if only(&["EDIT"]) => "edit",
+            None => "consolidate",
         }
         .into();
     }
@@ -344,8 +354,8 @@ fn undo_remove(doc: &Document, r: &Record, today: &str) -> Verdict {
     Verdict::Steps(steps)
 }
 
-/// An undo undone: the entry back to the state the undo found.
-fn undo_undo(doc: &Document, r: &Record) -> Verdict {
+/// An undo (or an edit) undone: the entry back to the state it found.
+fn undo_whole(doc: &Document, r: &Record) -> Verdict {
     let now = slot(doc, &r.entry);
     let after = r.after.clone().zip(r.meta_after.clone());
     let before = r.before.clone().zip(r.meta_before.clone());
@@ -354,7 +364,7 @@ fn undo_undo(doc: &Document, r: &Record) -> Verdict {
     } else if same_slot(&now, &before) {
         Verdict::Done
     } else {
-        Verdict::Left("changed since the undo: left as it is".into())
+        Verdict::Left(CHANGED.into())
     }
 }
 
@@ -364,7 +374,7 @@ fn verdict(doc: &Document, r: &Record, today: &str) -> Verdict {
         Op::Replace => undo_replace(doc, r),
         Op::Keep => undo_keep(doc, r),
         Op::Remove => undo_remove(doc, r, today),
-        Op::Undo => undo_undo(doc, r),
+        Op::Undo | Op::Edit => undo_whole(doc, r),
         Op::Adopt => Verdict::Nothing,
         Op::Forget | Op::Unforget => {
             Verdict::Left(format!("forgotten: `memd forget --undo {}`", r.entry))
@@ -537,9 +547,11 @@ fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
             what: format!("run {id:?} in the journal (`memd runs` lists them)"),
         });
     }
-    if records
-        .iter()
-        .all(|r| matches!(r.op, Op::Forget | Op::Unforget))
+    let forgets = |op: Op| matches!(op, Op::Forget | Op::Unforget);
+    if records.iter().any(|r| forgets(r.op))
+        && records
+            .iter()
+            .all(|r| forgets(r.op) || matches!(r.op, Op::Adopt | Op::HandRemove))
     {
         return Err(crate::Error::Invalid(format!(
             "run {id} forgot or brought back entries: `memd forget --undo ID` undoes that"

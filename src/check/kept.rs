@@ -50,6 +50,7 @@ impl Files<'_> {
         self.declared_updates(report);
         self.entries_visible(report);
         self.journal_agrees(report);
+        self.edits_landed(report);
         NextRun {
             deleted_by_hand: by_hand.into_keys().collect(),
             unlabelled: unlabelled.into_iter().map(|(id, ..)| id).collect(),
@@ -265,6 +266,32 @@ impl Files<'_> {
                     first_words(l.text.as_deref().unwrap_or_default())
                 );
                 report.note(Kind::DeletedByHand, ENTRIES, None, what);
+            }
+        }
+    }
+}
+
+impl Files<'_> {
+    /// An entry whose last record is an `EDIT` ([`crate::edit`]) holds
+    /// the text the edit gave it, unless a person changed the text since
+    /// (its hash then says so): else the edit was journaled and died
+    /// before its text landed.
+    fn edits_landed(&self, report: &mut Report) {
+        let mut last: HashMap<&str, &Record> = HashMap::new();
+        for r in self.journal.iter().filter(|r| r.op != Op::Suppress) {
+            last.insert(r.entry.as_str(), r);
+        }
+        for e in self.doc.entries().filter(|e| !e.edited_by_hand()) {
+            let Some(id) = e.id() else { continue };
+            let Some(r) = last.get(id.as_str()).filter(|r| r.op == Op::Edit) else {
+                continue;
+            };
+            if r.after.as_deref().map(str::trim) != Some(e.text.trim()) {
+                let what = format!(
+                    "the journal records an edit of {id} (run {}) that the file does not have: the edit did not finish; make it again",
+                    r.run
+                );
+                report.problem(Kind::JournalDisagrees, rel::JOURNAL, None, what);
             }
         }
     }

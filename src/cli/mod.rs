@@ -8,6 +8,7 @@ mod bench;
 mod check;
 mod consolidate;
 mod core;
+mod edit;
 mod entries;
 #[cfg(feature = "lab")]
 mod eval;
@@ -62,6 +63,9 @@ enum Command {
     /// List the entries of consolidated/memory.md (by category, session,
     /// date or mark), or print one by id.
     Entries(entries::Args),
+    /// Change one entry's text, pin or category, safely against hand edits;
+    /// journaled, so `memd undo RUN` takes it back.
+    Edit(edit::Args),
     /// Forget an entry (or a pending fact) for good: it is removed and
     /// tombstoned, so neither a reindex nor a restatement brings it back.
     Forget(forget::Args),
@@ -90,7 +94,8 @@ enum Command {
     /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
     Serve(serve::Args),
     /// A Model Context Protocol server on stdin/stdout (tools: remember,
-    /// recall, forget, core_memory, list_entries, get_entry, consolidate).
+    /// recall, forget, core_memory, list_entries, get_entry, edit_entry,
+    /// consolidate).
     Mcp(mcp::Args),
     /// Measure memory quality on the public evaluation data.
     #[cfg(feature = "lab")]
@@ -110,6 +115,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Search(args) => search::run(&dir, args),
         Command::Consolidate(args) => consolidate::run(&dir, args),
         Command::Entries(args) => entries::run(&dir, args),
+        Command::Edit(args) => edit::run(&dir, args),
         Command::Forget(args) => forget::run(&dir, args),
         Command::History(args) => history::run(&dir, args),
         Command::Runs(args) => runs::run(&dir, args),

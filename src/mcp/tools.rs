@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::consolidate;
 use crate::error::{Context, Result};
 use crate::request::{
-    self, Add, Consolidate, Core, Entries, EntryView, Forget, GetEntry, Search, Target,
+    self, Add, Consolidate, Core, EditEntry, Entries, EntryView, Forget, GetEntry, Search, Target,
 };
 
 type Answer<'a> = Pin<Box<dyn Future<Output = Result<String>> + Send + 'a>>;
@@ -112,6 +112,19 @@ pub(super) const TOOLS: &[Tool] = &[
         schema: || schema::<GetEntry>(&[]),
         call: |t, args| Box::pin(get_entry(t, args)),
         hints: READ,
+    },
+    Tool {
+        name: "edit_entry",
+        description: "Correct one consolidated entry by id: its text, its pin (pinned entries are never replaced or merged away) or its category. The old text stays in its history, and the edit can be undone as a run.",
+        schema: || schema::<EditEntry>(&[]),
+        call: |t, args| Box::pin(edit_entry(t, args)),
+        // It rewrites an entry (journaled, undoable); the same edit again
+        // changes nothing.
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+        },
     },
     Tool {
         name: "consolidate",
@@ -247,6 +260,15 @@ async fn get_entry(target: &Target, args: Map<String, Value>) -> Result<String> 
     let facts: Vec<&str> = e.sources.iter().map(|f| f.as_str()).collect();
     out.push_str(&format!("\nfacts: {}", facts.join(", ")));
     Ok(out)
+}
+
+async fn edit_entry(target: &Target, args: Map<String, Value>) -> Result<String> {
+    let edited = target.run(read::<EditEntry>(args)?).await?;
+    let what = match &edited.run {
+        Some(run) => format!("edited (run {run})"),
+        None => "already as asked, nothing changed".into(),
+    };
+    Ok(format!("{what}\n{}", entry_line(&edited.entry)))
 }
 
 /// An entry as one line: `- [id] text (updated DAY; marks)`.

@@ -62,6 +62,7 @@ impl Client {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
             Method::Delete => reqwest::Method::DELETE,
+            Method::Patch => reqwest::Method::PATCH,
         };
         let mut http = self.http.request(method, url);
         if route.method.in_query() {

@@ -36,7 +36,8 @@ pub struct EntryView {
     pub unreviewed: bool,
     /// Its text is not what memd last wrote: a person edited it.
     pub edited: bool,
-    /// The categories of the facts it holds, sorted.
+    /// Its own category when one was set (`memd edit --category`), else
+    /// the categories of the facts it holds, sorted.
     pub categories: Vec<String>,
     /// The sessions of the facts it holds, sorted.
     pub sessions: Vec<String>,
@@ -139,6 +140,69 @@ impl Request for GetEntry {
     }
 }
 
+/// Change one live entry's text, pin or category (see [`crate::edit`]):
+/// journaled as a run of its own, which `memd undo` takes back. Fields
+/// left out stay as they are.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditEntry {
+    /// `e-…` (or `core:e-…`).
+    pub id: String,
+    /// The new text (one block; blank lines are taken out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Protect it from consolidation's REPLACE and REMOVE, or stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+    /// Its own category, in place of its facts' (empty: clear it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// An entry after an edit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Edited {
+    /// The run the edit is journaled under (`memd undo RUN` takes it
+    /// back); absent when the entry already was as asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::ids::RunId>,
+    pub entry: EntryView,
+}
+
+impl Request for EditEntry {
+    type Reply = Edited;
+
+    const ROUTE: Route = Route {
+        method: Method::Patch,
+        path: "/entries/{id}",
+        summary: "Change one live entry's text, pin or category (journaled; undone with its run)",
+    };
+
+    fn needs_index(&self) -> bool {
+        false
+    }
+
+    async fn apply(self, target: &Target) -> Result<Edited> {
+        let memory = target.memory.clone();
+        let layout = memory.layout.clone();
+        let change = crate::edit::Change {
+            text: self.text,
+            pinned: self.pinned,
+            category: self.category,
+        };
+        let id = self.id;
+        let (run, entry) = blocking(move || {
+            let run = crate::edit::edit(&memory, &id, &change)?;
+            let given = crate::ids::given(&id);
+            let entry = views(&layout)?.into_iter().find(|v| v.id.as_str() == given);
+            Ok((run, entry.ok_or(crate::Error::NotFound { id })?))
+        })
+        .await?;
+        target.settle().await;
+        Ok(Edited { run, entry })
+    }
+}
+
 fn valid_day(day: &str) -> Result<()> {
     match chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") {
         Ok(_) => Ok(()),
@@ -177,6 +241,9 @@ fn view(e: &Entry, meta: &crate::entries::Meta, facts: &HashMap<&str, &Fact>) ->
     for f in meta.sources.iter().filter_map(|id| facts.get(id.as_str())) {
         categories.extend(f.category.clone());
         sessions.extend(f.session.clone());
+    }
+    if let Some(own) = &meta.category {
+        categories = BTreeSet::from([own.clone()]);
     }
     EntryView {
         id: meta.id.clone(),

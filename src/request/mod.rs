@@ -14,6 +14,7 @@
 //! | [`Reindex`]    | `POST /v1/reindex`                 | `memd reindex`       |               |
 //! | [`Entries`]    | `GET /v1/entries`                  | `memd entries`       | `list_entries`|
 //! | [`GetEntry`]   | `GET /v1/entries/{id}`             | `memd entries ID`    | `get_entry`   |
+//! | [`EditEntry`]  | `PATCH /v1/entries/{id}`           | `memd edit ID`       | `edit_entry`  |
 //! | [`Forget`]     | `DELETE /v1/entries/{id}`          | `memd forget ID`     | `forget`      |
 //! | [`Candidates`] | `GET /v1/candidates`               | `memd forget --match`|               |
 //! | [`Unforget`]   | `POST /v1/entries/{id}/unforget`   | `memd forget --undo` |               |
@@ -57,7 +58,8 @@ pub use self::check::Check;
 pub use self::consolidate::Consolidate;
 pub use self::core::{Core, CoreText};
 pub use self::entries::{
-    Entries, EntryView, GetEntry, views as entry_views, views_of as entry_views_of,
+    EditEntry, Edited, Entries, EntryView, GetEntry, views as entry_views,
+    views_of as entry_views_of,
 };
 pub use self::forget::{Candidates, Forget, Unforget};
 pub use self::history::History;
@@ -86,6 +88,7 @@ pub fn each(v: &mut impl Each) {
     v.one::<Reindex>();
     v.one::<Entries>();
     v.one::<GetEntry>();
+    v.one::<EditEntry>();
     v.one::<Forget>();
     v.one::<Candidates>();
     v.one::<Unforget>();

@@ -6,6 +6,7 @@ pub enum Method {
     Get,
     Post,
     Delete,
+    Patch,
 }
 
 impl Method {
@@ -14,20 +15,22 @@ impl Method {
             Method::Get => "GET",
             Method::Post => "POST",
             Method::Delete => "DELETE",
+            Method::Patch => "PATCH",
         }
     }
 
     /// Whether the parameters past the path travel in the query string (or
     /// else in a JSON body).
     pub fn in_query(self) -> bool {
-        !matches!(self, Method::Post)
+        !matches!(self, Method::Post | Method::Patch)
     }
 }
 
 /// How the HTTP API reaches a request: its method and its path under the
 /// memory's base (`/v1` for `memd serve`, `/v1/m/{name}` for `serve
 /// --root`). A `{field}` in the path is that field of the request; the
-/// other fields are the query (GET, DELETE) or the JSON body (POST).
+/// other fields are the query (GET, DELETE) or the JSON body (POST,
+/// PATCH).
 #[derive(Debug, Clone, Copy)]
 pub struct Route {
     pub method: Method,

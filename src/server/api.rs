@@ -115,6 +115,7 @@ impl request::Each for Mount {
             Method::Get => axum::routing::get(handle::<R>),
             Method::Post => axum::routing::post(handle::<R>),
             Method::Delete => axum::routing::delete(handle::<R>),
+            Method::Patch => axum::routing::patch(handle::<R>),
         };
         let router = std::mem::take(&mut self.0);
         self.0 = router.route(R::ROUTE.path, route);

@@ -116,6 +116,7 @@ fn method_name(m: Method) -> &'static str {
         Method::Get => "get",
         Method::Post => "post",
         Method::Delete => "delete",
+        Method::Patch => "patch",
     }
 }
 

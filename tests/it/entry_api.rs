@@ -11,7 +11,7 @@ use crate::support::{memd, stderr};
 use crate::trust::{consolidate, fresh, ok};
 
 /// `memd --dir DIR ARGS… --json`, read as JSON.
-fn json_of(dir: &Path, args: &[&str]) -> Value {
+pub(crate) fn json_of(dir: &Path, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("--json");
     serde_json::from_str(&ok(dir, &all)).unwrap()
@@ -19,7 +19,7 @@ fn json_of(dir: &Path, args: &[&str]) -> Value {
 
 /// A memory with a fact said twice in two sessions under two categories
 /// (one entry holds both) and one other fact; consolidated.
-fn two_entries() -> tempfile::TempDir {
+pub(crate) fn two_entries() -> tempfile::TempDir {
     let t = fresh();
     let dir = t.path();
     for args in [
@@ -54,7 +54,7 @@ fn two_entries() -> tempfile::TempDir {
     t
 }
 
-fn with<'a>(all: &'a Value, needle: &str) -> &'a Value {
+pub(crate) fn with<'a>(all: &'a Value, needle: &str) -> &'a Value {
     all.as_array()
         .unwrap()
         .iter()

@@ -11,6 +11,7 @@ mod consolidate;
 mod conventions;
 mod daemon;
 mod duplicate;
+mod edit;
 mod entries;
 mod entry_api;
 #[cfg(feature = "lab")]

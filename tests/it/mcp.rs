@@ -43,6 +43,7 @@ fn mcp_speaks_json_rpc_over_stdio() {
             "core_memory",
             "list_entries",
             "get_entry",
+            "edit_entry",
             "consolidate"
         ]
     );
@@ -61,6 +62,7 @@ fn mcp_speaks_json_rpc_over_stdio() {
         assert!(hint(read, "readOnlyHint") && !hint(read, "destructiveHint"));
     }
     assert!(hint("forget", "destructiveHint") && hint("forget", "idempotentHint"));
+    assert!(hint("edit_entry", "destructiveHint") && hint("edit_entry", "idempotentHint"));
     assert!(!hint("remember", "readOnlyHint") && !hint("remember", "destructiveHint"));
     assert!(hint("consolidate", "destructiveHint") && !hint("consolidate", "openWorldHint"));
     let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",

@@ -202,6 +202,12 @@ impl Http {
         (s, serde_json::from_str(&t).unwrap_or(Value::String(t)))
     }
 
+    pub(crate) fn patch(&self, path: &str, body: Value) -> (u16, Value) {
+        let body = reqwest::Body::from(body.to_string());
+        let (s, t) = self.send(reqwest::Method::PATCH, path, Some(body));
+        (s, serde_json::from_str(&t).unwrap_or(Value::String(t)))
+    }
+
     pub(crate) fn delete(&self, path: &str) -> u16 {
         self.send(reqwest::Method::DELETE, path, None).0
     }

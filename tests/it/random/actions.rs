@@ -44,6 +44,7 @@ pub enum Killed {
     Add,
     Consolidate,
     Undo,
+    Edit,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +105,15 @@ pub enum Action {
     ReadEntries {
         via: Via,
         pick: u8,
+    },
+    /// An entry's text and pin changed through memd (`memd edit`, MCP
+    /// `edit_entry`, or in process): got back by id as asked, its facts
+    /// still in it.
+    EditEntry {
+        via: Via,
+        pick: u8,
+        text: u8,
+        pin: bool,
     },
     /// A search that leaves out what MEMORY.md holds: no MEMORY.md line,
     /// and no entry MEMORY.md has a line for, comes back.
@@ -171,6 +181,9 @@ impl Action {
             }
             Action::ReadEntries { via: Via::Cli, .. } => "entries: list and get (CLI)",
             Action::ReadEntries { via: Via::Mcp, .. } => "entries: list and get (MCP)",
+            Action::EditEntry { via: Via::Here, .. } => "edit an entry (in process / API)",
+            Action::EditEntry { via: Via::Cli, .. } => "edit an entry (CLI)",
+            Action::EditEntry { via: Via::Mcp, .. } => "edit an entry (MCP)",
             Action::SearchOutsideCore { .. } => "search, leaving out MEMORY.md",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
@@ -185,6 +198,9 @@ impl Action {
             Action::Kill {
                 what: Killed::Undo, ..
             } => "SIGKILL at a failpoint (undo)",
+            Action::Kill {
+                what: Killed::Edit, ..
+            } => "SIGKILL at a failpoint (edit)",
             Action::Clock { .. } => "clock moves (hours, time zone)",
             Action::Unwritable { .. } => "a file unwritable for one action",
         }
@@ -245,11 +261,13 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         3 => (any::<u8>(), any::<bool>()).prop_map(|(pick, keep_out)| Action::Undo { pick, keep_out }),
         1 => any::<bool>().prop_map(|clear| Action::Reindex { clear }),
         1 => Just(Action::CheckFix),
-        2 => (via, any::<u8>()).prop_map(|(via, pick)| Action::ReadEntries { via, pick }),
+        2 => (via.clone(), any::<u8>()).prop_map(|(via, pick)| Action::ReadEntries { via, pick }),
+        2 => (via, any::<u8>(), any::<u8>(), any::<bool>())
+            .prop_map(|(via, pick, text, pin)| Action::EditEntry { via, pick, text, pin }),
         1 => any::<u8>().prop_map(|text| Action::SearchOutsideCore { text }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
-        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo)])
+        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit)])
             .prop_map(|(step, what)| Action::Kill { step, what }),
         1 => (-30i8..30, -12i8..14).prop_map(|(hours, offset)| Action::Clock { hours, offset }),
     ]
@@ -273,6 +291,7 @@ pub fn strategy(daemon: bool) -> BoxedStrategy<Action> {
                 | Action::ForgetFact { .. }
                 | Action::UndoForget { .. }
                 | Action::Undo { .. }
+                | Action::EditEntry { .. }
         )
     });
     prop_oneof![

@@ -132,6 +132,12 @@ impl World {
                 .map(drop)?),
             Action::CheckFix => Ok(self.run(memd::request::Check { fix: true }).map(drop)?),
             Action::ReadEntries { via, pick } => self.read_entries(*via, *pick),
+            Action::EditEntry {
+                via,
+                pick,
+                text,
+                pin,
+            } => self.edit_entry(*via, *pick, (actions::text(*text), *pin)),
             Action::SearchOutsideCore { text } => self.search_outside_core(actions::text(*text)),
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
@@ -383,6 +389,49 @@ impl World {
             assert!(said.starts_with(&line), "get_entry {id}: {said}");
         }
         Ok(pairs)
+    }
+
+    /// Edit entry `pick` to `text` (marked as edited) and `pin`; when memd
+    /// says it did, the entry got by id says so, with its facts as before.
+    fn edit_entry(&mut self, via: Via, pick: u8, (text, pin): (&str, bool)) -> anyhow::Result<()> {
+        let Some((id, _, sources)) = self.entry(pick) else {
+            return Ok(());
+        };
+        let text = format!("{text} (edited)");
+        match via {
+            Via::Here => {
+                let req = memd::request::EditEntry {
+                    id: id.clone(),
+                    text: Some(text.clone()),
+                    pinned: Some(pin),
+                    category: None,
+                };
+                self.run(req)?;
+            }
+            Via::Cli => {
+                let pin = if pin { "--pin" } else { "--unpin" };
+                let args = ["edit", &id, "--text", &text, pin, "--json"];
+                let out = crate::support::memd(&self.layout.root, &args);
+                anyhow::ensure!(out.status.success(), "{}", crate::support::stderr(&out));
+            }
+            Via::Mcp => {
+                let (mut child, mut stdin, mut out) =
+                    crate::serving::spawn_mcp_with(&self.layout.root, &[]);
+                let args = json!({"id": id, "text": text, "pinned": pin});
+                let said = tool_call((&mut stdin, &mut out), 1, "edit_entry", args);
+                drop(stdin);
+                child.wait()?;
+                said?;
+            }
+        }
+        let got = self.run(memd::request::GetEntry { id: id.clone() })?;
+        let facts: Vec<String> = got.sources.iter().map(|s| s.to_string()).collect();
+        assert!(
+            got.text == text && got.pinned == pin && facts == sources,
+            "edit of {id} ({via:?}) got back as {got:#?}\nafter:\n{}",
+            self.log.join("\n")
+        );
+        Ok(())
     }
 
     fn hand_append(&mut self, text: &str) -> anyhow::Result<()> {
@@ -762,6 +811,20 @@ impl World {
                 ],
                 vec!["consolidate".into(), "--force".into()],
             ),
+            Killed::Edit => {
+                let Some((id, text, _)) = self.entry(step) else {
+                    return Ok(());
+                };
+                (
+                    &["edit-journaled"],
+                    vec![
+                        "edit".into(),
+                        id,
+                        "--text".into(),
+                        format!("{text} (killed edit)"),
+                    ],
+                )
+            }
             Killed::Undo => {
                 let runs = self.run(memd::request::Runs::default())?;
                 let Some(r) = runs.first() else { return Ok(()) };

@@ -1,0 +1,62 @@
+//! `memd edit ID`
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use memd::request::EditEntry;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The entry (e-…, or core:e-… as search shows a MEMORY.md line).
+    id: String,
+    /// Its new text (one block: blank lines are taken out).
+    #[arg(long)]
+    text: Option<String>,
+    /// Protect it from consolidation's REPLACE and REMOVE.
+    #[arg(long, conflicts_with = "unpin")]
+    pin: bool,
+    /// Stop protecting it.
+    #[arg(long)]
+    unpin: bool,
+    /// Its own category, in place of its facts' ("" clears it).
+    #[arg(long)]
+    category: Option<String>,
+    /// Print the entry after the edit as JSON (the shape of PATCH
+    /// /v1/entries/{id}).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let pinned = match (args.pin, args.unpin) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    if args.text.is_none() && pinned.is_none() && args.category.is_none() {
+        anyhow::bail!(memd::Error::Invalid(
+            "nothing to change: give --text, --pin, --unpin or --category".into()
+        ));
+    }
+    let req = EditEntry {
+        id: args.id,
+        text: args.text,
+        pinned,
+        category: args.category,
+    };
+    let edited = super::run_at(dir, req, false)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&edited)?);
+        return Ok(());
+    }
+    match &edited.run {
+        Some(run) => println!(
+            "{}: {} (run {run}; `memd undo {run}` takes it back)",
+            edited.entry.id,
+            super::one_line(&edited.entry.text)
+        ),
+        None => println!("{}: already as asked, nothing changed", edited.entry.id),
+    }
+    Ok(())
+}
