@@ -41,6 +41,11 @@ enum What {
         /// Sessions per conversation (from the first).
         #[arg(long, default_value_t = 5)]
         sessions: usize,
+        /// Also measure the search cutoff at these scores (0 to 1, comma
+        /// separated): recall, hits per question, and hits for questions
+        /// about somebody else.
+        #[arg(long, value_delimiter = ',')]
+        min_scores: Vec<f32>,
         #[command(flatten)]
         judge: Judge,
         #[arg(long)]
@@ -131,9 +136,16 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             data,
             conversations,
             sessions,
+            min_scores,
             judge,
             json,
-        } => locomo(dir, &data, conversations, sessions, judge, json),
+        } => locomo(
+            dir,
+            &data,
+            (conversations, sessions, &min_scores),
+            judge,
+            json,
+        ),
         What::Consolidation {
             data,
             sets,
@@ -211,13 +223,12 @@ fn config(dir: &Path, judge: Judge) -> Result<Config> {
 fn locomo(
     dir: &Path,
     data: &Path,
-    conversations: usize,
-    sessions: usize,
+    (conversations, sessions, min_scores): (usize, usize, &[f32]),
     judge: Judge,
     json: bool,
 ) -> Result<()> {
     let config = config(dir, judge)?;
-    let run = memd::eval::locomo::run(data, config, conversations, sessions);
+    let run = memd::eval::locomo::run(data, config, conversations, sessions, min_scores);
     let r = super::runtime()?.block_on(run)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -235,6 +246,18 @@ fn locomo(
         "evidence recall@10: {}/{} = {:.3} ({} questions without observation evidence skipped)",
         r.found_at_10, r.questions, r.recall_at_10, r.questions_skipped
     );
+    for c in &r.cutoffs {
+        println!(
+            "min_score {:.2}: recall@10 {}/{} = {:.3}, {:.2} hits a question; questions about somebody else: {:.2} hits, {:.0}% given none",
+            c.min_score,
+            c.found_at_10,
+            r.questions,
+            c.recall_at_10,
+            c.hits_per_question,
+            c.hits_per_foreign_question,
+            100.0 * c.foreign_answered_empty
+        );
+    }
     print_cost(
         r.llm_calls,
         (r.prompt_tokens, r.completion_tokens),

@@ -17,6 +17,20 @@ pub struct Args {
     /// it has a line for): for an agent that keeps it in its prompt.
     #[arg(long)]
     exclude_core: bool,
+    /// Leave out hits scoring less, 0 to 1 (default: [search] min_score;
+    /// 0 keeps every hit).
+    #[arg(long)]
+    min_score: Option<f32>,
+    /// Only facts of this category, and entries holding one.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only facts of this session, and entries holding one.
+    #[arg(long)]
+    session: Option<String>,
+    /// Only facts stated on this day (YYYY-MM-DD) or later, and entries
+    /// updated then or later.
+    #[arg(long)]
+    since: Option<String>,
     /// Print the hits as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
@@ -28,6 +42,10 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         k: args.k,
         wait: None,
         exclude_core: args.exclude_core.then_some(true),
+        min_score: args.min_score,
+        category: args.category,
+        session: args.session,
+        since: args.since,
     };
     let hits = super::run_at(dir, search, false)?.hits();
     if args.json {
@@ -38,7 +56,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         for h in hits {
             let text = super::one_line(&h.text);
             let day = h.day.as_deref().unwrap_or("");
-            println!("{:.4}  {:<5}  {day:<10}  {}  {text}", h.score, h.kind, h.id);
+            println!("{:.2}  {:<5}  {day:<10}  {}  {text}", h.score, h.kind, h.id);
         }
     }
     Ok(())

@@ -110,7 +110,11 @@ pub fn rank(
 /// two unpinned entries on the same thing, the one updated on a later day
 /// ranks above the older ([`crate::current::raise_newer`]).
 pub fn current_first(ranked: &mut [Candidate], vectors: &[Vec<f32>]) {
-    crate::current::raise_newer(ranked, vectors, crate::current::PROMOTION_TOP);
+    let compared = crate::current::Compared {
+        older: crate::current::PROMOTION_TOP,
+        newer: usize::MAX,
+    };
+    crate::current::raise_newer(ranked, vectors, compared);
     sort(ranked);
 }
 

@@ -37,10 +37,38 @@ pub struct LocomoReport {
     pub questions_skipped: usize,
     pub found_at_10: usize,
     pub recall_at_10: f64,
+    /// With `--min-scores`: the search cutoff at each score asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cutoffs: Vec<Cutoff>,
     pub llm_calls: usize,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub wall_seconds: f64,
+}
+
+/// Search with hits scoring under `min_score` left out
+/// ([`crate::request::Search::min_score`]): what is still found, and how
+/// much comes back for questions about somebody else (the next
+/// conversation's questions, asked of this one's memory: nothing there
+/// answers them).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Cutoff {
+    pub min_score: f32,
+    pub found_at_10: usize,
+    pub recall_at_10: f64,
+    /// Hits per question, of at most 10.
+    pub hits_per_question: f64,
+    pub foreign_questions: usize,
+    /// Hits per question about somebody else, of at most 10.
+    pub hits_per_foreign_question: f64,
+    /// Share of the questions about somebody else given no hit at all.
+    pub foreign_answered_empty: f64,
+    #[serde(skip)]
+    hits: usize,
+    #[serde(skip)]
+    foreign_hits: usize,
+    #[serde(skip)]
+    foreign_empty: usize,
 }
 
 /// "1:56 pm on 8 May, 2023" → "2023-05-08".
@@ -62,6 +90,7 @@ pub async fn run(
     config: Config,
     conversations: usize,
     sessions: usize,
+    min_scores: &[f32],
 ) -> Result<LocomoReport> {
     let started = Instant::now();
     let path = data.join("locomo_dev.json");
@@ -69,11 +98,18 @@ pub async fn run(
         .with_context(|| format!("{} is not the LoCoMo JSON", path.display()))?;
     let mut report = LocomoReport {
         judge: consolidate::Judge::label(&config),
+        cutoffs: min_scores
+            .iter()
+            .map(|&min_score| Cutoff {
+                min_score,
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     };
     let chosen = all.len().min(conversations);
     let mut progress = crate::progress::Progress::steps("conversations evaluated", chosen as u64);
-    for conv in all.iter().take(conversations) {
+    for (i, conv) in all.iter().take(conversations).enumerate() {
         let tmp = tempfile::tempdir()?;
         let layout = crate::memory::init(tmp.path())?;
         // Dialogue id → the archive facts that cite it.
@@ -110,7 +146,15 @@ pub async fn run(
             ingested,
         };
         asked.ask(conv, &index, &mut report).await?;
+        let foreign = &all[(i + 1) % all.len()];
+        cutoffs(&asked, (conv, foreign), &index, &mut report.cutoffs).await?;
         report.conversations += 1;
+    }
+    for c in &mut report.cutoffs {
+        c.recall_at_10 = c.found_at_10 as f64 / report.questions.max(1) as f64;
+        c.hits_per_question = c.hits as f64 / report.questions.max(1) as f64;
+        c.hits_per_foreign_question = c.foreign_hits as f64 / c.foreign_questions.max(1) as f64;
+        c.foreign_answered_empty = c.foreign_empty as f64 / c.foreign_questions.max(1) as f64;
     }
     report.compression = report.facts as f64 / report.entries.max(1) as f64;
     report.recall_at_10 = report.found_at_10 as f64 / report.questions.max(1) as f64;
@@ -166,6 +210,47 @@ fn session_facts(
     Ok(Some(facts.len()))
 }
 
+/// Each cutoff of `cuts` on `conv`'s questions (as [`Questions::ask`]
+/// scores them) and on `foreign`'s, asked of `conv`'s memory.
+async fn cutoffs(
+    asked: &Questions<'_>,
+    (conv, foreign): (&Value, &Value),
+    index: &Index,
+    cuts: &mut [Cutoff],
+) -> Result<()> {
+    if cuts.is_empty() {
+        return Ok(());
+    }
+    for qa in conv["qa"].as_array().into_iter().flatten() {
+        let Some(rows) = asked.rows(qa) else { continue };
+        let q = qa["question"].as_str().unwrap_or_default();
+        for c in cuts.iter_mut() {
+            let hits = index
+                .reader
+                .search_unlogged_above(q, 10, c.min_score)
+                .await?;
+            c.hits += hits.len();
+            if hits.iter().any(|h| rows.contains(h.id.as_str())) {
+                c.found_at_10 += 1;
+            }
+        }
+    }
+    let questions = foreign["qa"].as_array().into_iter().flatten();
+    for qa in questions.filter(|qa| (1..=4).contains(&qa["category"].as_u64().unwrap_or(0))) {
+        let q = qa["question"].as_str().unwrap_or_default();
+        for c in cuts.iter_mut() {
+            let hits = index
+                .reader
+                .search_unlogged_above(q, 10, c.min_score)
+                .await?;
+            c.foreign_questions += 1;
+            c.foreign_hits += hits.len();
+            c.foreign_empty += usize::from(hits.is_empty());
+        }
+    }
+    Ok(())
+}
+
 /// What scoring a conversation's questions needs.
 struct Questions<'a> {
     doc: &'a Document,
@@ -179,13 +264,7 @@ impl Questions<'_> {
     /// hit is any of the evidence facts, their entries or core lines in the
     /// top 10.
     async fn ask(&self, conv: &Value, index: &Index, report: &mut LocomoReport) -> Result<()> {
-        // Fact id → the entry that holds it.
-        let holder: HashMap<String, String> = self
-            .doc
-            .entries()
-            .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(|s| (s.to_string(), m.id.to_string())))
-            .collect();
+        let holder = self.holders();
         for qa in conv["qa"].as_array().into_iter().flatten() {
             let Some(facts) = self.evidence(qa) else {
                 continue;
@@ -194,15 +273,7 @@ impl Questions<'_> {
                 report.questions_skipped += 1;
                 continue;
             }
-            let mut rows: HashSet<String> = HashSet::new();
-            for f in &facts {
-                rows.insert((*f).clone());
-                if let Some(e) = holder.get(*f) {
-                    let entry = crate::ids::EntryId::from(e.as_str());
-                    rows.insert(crate::ids::RowId::core(&entry).to_string());
-                    rows.insert(e.clone());
-                }
-            }
+            let rows = self.rows_of(&facts, &holder);
             report.questions += 1;
             let q = qa["question"].as_str().unwrap_or_default();
             let hits = index.reader.search_unlogged(q, 10).await?;
@@ -211,6 +282,40 @@ impl Questions<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The rows that answer a scored question (see [`Questions::ask`]);
+    /// `None` for a question not scored.
+    fn rows(&self, qa: &Value) -> Option<HashSet<String>> {
+        let facts = self.evidence(qa).filter(|f| !f.is_empty())?;
+        Some(self.rows_of(&facts, &self.holders()))
+    }
+
+    /// Fact id → the entry that holds it.
+    fn holders(&self) -> HashMap<String, String> {
+        self.doc
+            .entries()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(|s| (s.to_string(), m.id.to_string())))
+            .collect()
+    }
+
+    /// The evidence facts, their entries and those entries' core lines.
+    fn rows_of(
+        &self,
+        facts: &HashSet<&String>,
+        holder: &HashMap<String, String>,
+    ) -> HashSet<String> {
+        let mut rows: HashSet<String> = HashSet::new();
+        for f in facts {
+            rows.insert((*f).clone());
+            if let Some(e) = holder.get(*f) {
+                let entry = crate::ids::EntryId::from(e.as_str());
+                rows.insert(crate::ids::RowId::core(&entry).to_string());
+                rows.insert(e.clone());
+            }
+        }
+        rows
     }
 
     /// The archive facts a question's evidence cites; `None` when the

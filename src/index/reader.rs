@@ -23,6 +23,29 @@ use crate::tombstones::Tombstones;
 /// to a new fact (`memd eval dedup`, EVALUATION.md).
 pub const SIMILAR_MIN_COSINE: f32 = 0.75;
 
+/// What narrows a search besides `k`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Narrow<'a> {
+    /// Rows never to give (MEMORY.md's lines are then left out too: an
+    /// agent holding MEMORY.md in its prompt asks this).
+    pub leave_out: Option<&'a HashSet<String>>,
+    /// The only rows that may come back (a search by category, session or
+    /// date).
+    pub only: Option<&'a HashSet<String>>,
+    /// Hits scoring less ([`Hit::score`], 0 to 1) are left out.
+    pub min_score: f32,
+}
+
+impl Narrow<'_> {
+    fn lets(&self, h: &Hit) -> bool {
+        let id = h.id.as_str();
+        let out = self
+            .leave_out
+            .is_some_and(|out| h.kind == RowKind::Core || out.contains(id));
+        !out && self.only.is_none_or(|only| only.contains(id))
+    }
+}
+
 #[derive(Clone)]
 pub struct Reader {
     shared: Arc<Shared>,
@@ -39,7 +62,7 @@ impl Reader {
 
     /// The `k` best rows for `query`; logs them to the recall log.
     pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, true, None).await
+        self.search_logged(query, k, true, &Narrow::default()).await
     }
 
     /// [`Reader::search`] over the table as it is, without waiting for a
@@ -47,20 +70,21 @@ impl Reader {
     /// while a backlog is indexed): the full-text scores are then those of
     /// the rows the handle last saw, or none if it never loaded them.
     pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, false, None).await
+        self.search_logged(query, k, false, &Narrow::default())
+            .await
     }
 
     /// [`Reader::search`] (or, without `settle`, [`Reader::search_as_is`])
-    /// giving none of MEMORY.md's lines and none of the rows `leave_out`
-    /// names: the `k` best of the others. Only those are logged.
-    pub async fn search_leaving_out(
+    /// narrowed by `narrow`: the `k` best of the rows it lets through.
+    /// Only those are logged.
+    pub async fn search_narrowed(
         &self,
         query: &str,
         k: usize,
         settle: bool,
-        leave_out: &HashSet<String>,
+        narrow: &Narrow<'_>,
     ) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, settle, Some(leave_out)).await
+        self.search_logged(query, k, settle, narrow).await
     }
 
     async fn search_logged(
@@ -68,17 +92,23 @@ impl Reader {
         query: &str,
         k: usize,
         settle: bool,
-        leave_out: Option<&HashSet<String>>,
+        narrow: &Narrow<'_>,
     ) -> Result<Vec<Hit>> {
-        // Room for the rows left out, so that `k` others still come back.
-        let asked = k + leave_out.map_or(0, HashSet::len);
+        // Room for the rows left out, so that `k` others still come back:
+        // every row, when only some may come back.
+        let asked = match narrow.only {
+            Some(_) => k + self.shared.table.inner.count_rows(None).await?,
+            None => k + narrow.leave_out.map_or(0, HashSet::len),
+        };
         let qv = self.query_vector(query).await?;
-        let hits = self.ranked(query, qv, asked, settle).await?;
-        let hits: Vec<Hit> = match leave_out {
-            None => hits,
-            Some(out) => hits
+        let hits = self
+            .ranked(query, qv, asked, (settle, narrow.min_score))
+            .await?;
+        let hits: Vec<Hit> = match narrow.leave_out.is_some() || narrow.only.is_some() {
+            false => hits,
+            true => hits
                 .into_iter()
-                .filter(|h| h.kind != RowKind::Core && !out.contains(h.id.as_str()))
+                .filter(|h| narrow.lets(h))
                 .take(k)
                 .collect(),
         };
@@ -108,6 +138,18 @@ impl Reader {
         self.search_with_vector(query, qv, k).await
     }
 
+    /// [`Reader::search_unlogged`] of the hits scoring `min_score` or more
+    /// (evaluations of the cutoff).
+    pub async fn search_unlogged_above(
+        &self,
+        query: &str,
+        k: usize,
+        min_score: f32,
+    ) -> Result<Vec<Hit>> {
+        let qv = self.query_vector(query).await?;
+        self.ranked(query, qv, k, (true, min_score)).await
+    }
+
     /// The embedding of a query.
     async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
@@ -122,24 +164,41 @@ impl Reader {
         qv: Vec<f32>,
         k: usize,
     ) -> Result<Vec<Hit>> {
-        self.ranked(query, qv, k, true).await
+        self.ranked(query, qv, k, (true, 0.0)).await
     }
 
     /// Vector and full-text results fused and finished, from the table as
-    /// it is (`wait`: see [`Reader::full_text`]).
-    async fn ranked(&self, query: &str, qv: Vec<f32>, k: usize, wait: bool) -> Result<Vec<Hit>> {
+    /// it is (`wait`: see [`Reader::full_text`]), the hits scoring under
+    /// `min_score` left out.
+    async fn ranked(
+        &self,
+        query: &str,
+        qv: Vec<f32>,
+        k: usize,
+        (wait, min_score): (bool, f32),
+    ) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
         // The vector query runs on its own task while the words are scored
         // here, so a multi-threaded runtime uses two cores.
         let table = self.shared.table.inner.clone();
-        let vector = tokio::spawn(async move { search::vector_list(&table, qv, n).await });
+        let q = qv.clone();
+        let vector = tokio::spawn(async move { search::vector_list(&table, q, n).await });
         let text = self.full_text(query, n, wait).await;
         let vector = vector.await??;
-        let text = self.with_vectors(text?, &vector).await?;
+        let mut text = self.with_vectors(text?, &vector).await?;
+        let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
+        for (h, _) in &mut text.rows {
+            h.score = search::words_score(h.score, idf_sum);
+        }
         let tombstones = Tombstones::load(&self.shared.layout.tombstones_file())?;
-        let fused = search::fuse([vector, text]);
+        let fused = search::fuse([vector, text], &qv);
         let half_life = self.shared.config.search.recency_half_life_days;
-        Ok(search::finish(fused, &tombstones, half_life, k))
+        Ok(search::finish(
+            fused,
+            &tombstones,
+            (half_life, min_score),
+            k,
+        ))
     }
 
     /// The full-text half of a search alone: at most `n` rows whose words

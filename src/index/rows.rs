@@ -76,9 +76,19 @@ pub struct Hit {
     pub id: RowId,
     pub kind: RowKind,
     pub text: String,
-    /// Higher is better: reciprocal rank fusion of the two lists (with
-    /// recency weighting); for a similar entry, the cosine similarity.
+    /// How well the hit matches the query, 0 to 1: the better of its
+    /// meaning (cosine similarity of its embedding and the query's,
+    /// below 0 read as 0) and its words (its BM25 score over the sum of the
+    /// idf of the query's words: 1 when it holds each of them once, at a
+    /// usual length; more is read as 1). Hits are ordered by fusing the two
+    /// rankings ([`Hit::rank`]), so a lower score can come first. For a
+    /// similar entry, the cosine similarity.
     pub score: f32,
+    /// What orders the hits (higher first): reciprocal rank fusion of the
+    /// vector and word lists, with recency weighting. Not shown: its
+    /// values mean nothing apart from the order they give.
+    #[serde(skip)]
+    pub rank: f32,
     pub source: Source,
     /// The fact's day, or the entry's last update (for a line of
     /// `MEMORY.md`, its entry's, as the line shows it).
@@ -106,6 +116,7 @@ impl Row {
             kind: self.kind,
             text: self.text.clone(),
             score: 0.0,
+            rank: 0.0,
             source: self.source.clone(),
             day: self.day.clone(),
         }

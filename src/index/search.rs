@@ -50,26 +50,48 @@ pub(super) async fn vector_list(table: &lancedb::Table, qv: Vec<f32>, n: usize) 
 }
 
 /// Reciprocal rank fusion of the vector and full-text result lists: each
-/// row's score is the sum of `1 / (RRF_K + rank)` over the lists it is in.
-/// Rows with equal scores in a list share its rank (1 + the rows scored
-/// strictly better), so that ties never depend on the order a list came
-/// back in. Each row keeps its vector, for collapsing near duplicates.
-pub(super) fn fuse(lists: [Ranked; 2]) -> HashMap<RowId, (Hit, Vec<f32>)> {
+/// row's rank score ([`Hit::rank`]) is the sum of `1 / (RRF_K + rank)`
+/// over the lists it is in. Rows with equal scores in a list share its
+/// rank (1 + the rows scored strictly better), so that ties never depend
+/// on the order a list came back in. Each row keeps its vector, for
+/// collapsing near duplicates, and gets its 0-to-1 [`Hit::score`]: the
+/// better of its cosine with `query` and the words' score the full-text
+/// list gave it (already over the query's idf sum, [`words_score`]).
+pub(super) fn fuse(lists: [Ranked; 2], query: &[f32]) -> HashMap<RowId, (Hit, Vec<f32>)> {
     let mut fused: HashMap<RowId, (Hit, Vec<f32>)> = HashMap::new();
     for list in lists {
         let ranks = shared_ranks(&list.scores);
         for (rank, (mut hit, v)) in ranks.into_iter().zip(list.rows) {
             let add = 1.0 / (RRF_K + rank as f32);
+            let words = hit.score.clamp(0.0, 1.0);
             fused
                 .entry(hit.id.clone())
-                .and_modify(|(h, _)| h.score += add)
+                .and_modify(|(h, _)| {
+                    h.rank += add;
+                    h.score = h.score.max(words);
+                })
                 .or_insert_with(|| {
-                    hit.score = add;
+                    let meaning = match v.is_empty() {
+                        true => 0.0,
+                        false => cosine(query, &v).clamp(0.0, 1.0),
+                    };
+                    hit.rank = add;
+                    hit.score = words.max(meaning);
                     (hit, v)
                 });
         }
     }
     fused
+}
+
+/// A full-text hit's BM25 score as a share of `idf_sum`, the sum of the
+/// idf of the query's words ([`super::terms::Terms::idf_sum`]): what a row
+/// holding each word once at the mean length scores.
+pub(super) fn words_score(bm25: f32, idf_sum: f32) -> f32 {
+    match idf_sum > 0.0 {
+        true => (bm25 / idf_sum).min(1.0),
+        false => 0.0,
+    }
 }
 
 /// The `_distance` column of a vector search's batches (lower is better).
@@ -130,6 +152,7 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
             kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
             text: texts.value(i).to_string(),
             score: 0.0,
+            rank: 0.0,
             // Written by this module only; an unknown value reads as the
             // entries file.
             source: Source::parse(sources.value(i)).unwrap_or(Source::Entries),
@@ -138,19 +161,20 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
         .collect())
 }
 
-/// Recency weighting, tombstones left out, best first (ties by id, so the
-/// order never depends on how the lists came back) with the later-stated
-/// of two hits on the same thing first ([`crate::current`]), near-identical
-/// hits collapsed; at most `k`.
+/// Recency weighting, tombstones and hits scoring under `min_score` left
+/// out, best first (ties by id, so the order never depends on how the
+/// lists came back) with the later-stated of two hits on the same thing
+/// first ([`crate::current`]), near-identical hits collapsed; at most `k`.
 pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
-    half_life: f64,
+    (half_life, min_score): (f64, f32),
     k: usize,
 ) -> Vec<Hit> {
     let today = chrono::Local::now().date_naive();
     let mut hits: Vec<(Hit, Vec<f32>)> = fused
         .into_values()
+        .filter(|(h, _)| h.score >= min_score)
         .filter(|(h, _)| !super::rows::hidden(tombstones, h.kind, &h.id, &h.text))
         .map(|(mut h, v)| {
             if half_life > 0.0
@@ -160,20 +184,21 @@ pub(super) fn finish(
                     .and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
             {
                 let age = (today - d).num_days().max(0) as f64;
-                h.score *= (0.5 + 0.5 * 0.5f64.powf(age / half_life)) as f32;
+                h.rank *= (0.5 + 0.5 * 0.5f64.powf(age / half_life)) as f32;
             }
             (h, v)
         })
         .collect();
     let by_score = |a: &(Hit, Vec<f32>), b: &(Hit, Vec<f32>)| {
-        b.0.score
-            .total_cmp(&a.0.score)
+        b.0.rank
+            .total_cmp(&a.0.rank)
             .then_with(|| a.0.id.cmp(&b.0.id))
     };
     hits.sort_by(by_score);
     // Of two hits on the same thing, the later-stated first.
     let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
-    crate::current::raise_newer(&mut ranked, &vectors, 2 * k);
+    let compared = crate::current::Compared { older: k, newer: k };
+    crate::current::raise_newer(&mut ranked, &vectors, compared);
     let mut hits: Vec<(Hit, Vec<f32>)> = ranked.into_iter().zip(vectors).collect();
     hits.sort_by(by_score);
     // Collapse near-identical hits (a fact and the entry or core line that
@@ -224,10 +249,10 @@ impl crate::current::Ranked for Hit {
         self.day.as_deref()
     }
     fn score(&self) -> f64 {
-        f64::from(self.score)
+        f64::from(self.rank)
     }
-    /// A hit's score is an `f32`, so the scores compared came from one.
+    /// A hit's rank score is an `f32`, so the scores compared came from one.
     fn set_above(&mut self, score: f64) {
-        self.score = (score as f32).next_up();
+        self.rank = (score as f32).next_up();
     }
 }

@@ -258,6 +258,34 @@ impl Terms {
         out.into_iter().map(|(w, idf, _)| (w, idf)).collect()
     }
 
+    /// The sum of the idf of `query`'s distinct words, a word no live row
+    /// has counted at the greatest idf (as if one row had it): the BM25
+    /// score of a row holding each word once at the mean length, which a
+    /// hit's score is read against ([`super::search::words_score`]). So a
+    /// row that holds the one known word of a query with another word no
+    /// row has scores half, not all.
+    pub(super) fn idf_sum(&mut self, query: &str) -> f32 {
+        let docs = self.counted as f32;
+        let idf = |df: f32| ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+        let mut seen: Vec<String> = Vec::new();
+        let mut stream = self.tokenizer.token_stream_for_search(query);
+        while stream.advance() {
+            let text = &stream.token().text;
+            if !seen.contains(text) {
+                seen.push(text.clone());
+            }
+        }
+        seen.iter()
+            .map(|w| {
+                let df = self
+                    .words
+                    .get(w)
+                    .map_or(0, |&i| self.postings[i as usize].len());
+                idf(df.max(1) as f32)
+            })
+            .sum()
+    }
+
     /// The `n` rows scoring best for `query` (at least one of its words),
     /// best first, equal scores by id; each hit's `score` is its BM25 score.
     /// Rows tied with the first row left out are left out too: which of

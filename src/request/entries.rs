@@ -94,7 +94,7 @@ impl Request for Entries {
 }
 
 impl Entries {
-    fn keeps(&self, v: &EntryView) -> bool {
+    pub(super) fn keeps(&self, v: &EntryView) -> bool {
         let has = |list: &[String], want: &Option<String>| {
             want.as_ref().is_none_or(|w| list.iter().any(|x| x == w))
         };
@@ -203,7 +203,7 @@ impl Request for EditEntry {
     }
 }
 
-fn valid_day(day: &str) -> Result<()> {
+pub(super) fn valid_day(day: &str) -> Result<()> {
     match chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") {
         Ok(_) => Ok(()),
         Err(_) => Err(crate::Error::Invalid(format!(

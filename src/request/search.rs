@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::route::{Method, Route};
 use super::target::{Request, Target};
 use crate::error::Result;
+use crate::index::reader::Narrow;
 use crate::index::search::Hit;
 
 /// A search. The index is brought in step with the files first, so every
@@ -31,6 +32,21 @@ pub struct Search {
     /// (default `false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_core: Option<bool>,
+    /// Leave out hits scoring less than this, 0 to 1 (see the hits'
+    /// `score`; default `[search] min_score`). 0 keeps every hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<f32>,
+    /// Only facts of this category, and entries (and their MEMORY.md
+    /// lines) holding one or set to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Only facts of this session, and entries holding one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only facts stated on this day (`YYYY-MM-DD`) or later, and entries
+    /// updated then or later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
 }
 
 /// The hits, best first; without waiting, also what the index does not
@@ -72,6 +88,7 @@ impl Request for Search {
     }
 
     async fn apply(self, target: &Target) -> Result<Found> {
+        let only = self.only(&target.memory.layout)?;
         let text = self.query.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
             crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
         })?;
@@ -82,6 +99,14 @@ impl Request for Search {
             )));
         }
         let k = self.k.unwrap_or(default).clamp(1, MAX_K);
+        let min_score = self
+            .min_score
+            .unwrap_or(target.memory.config.search.min_score);
+        if !(0.0..=1.0).contains(&min_score) {
+            return Err(crate::Error::Invalid(format!(
+                "min_score is a score from 0 to 1 (got {min_score})"
+            )));
+        }
         let core = match self.exclude_core.unwrap_or(false) {
             true => Some(in_core(&target.memory.layout)?),
             false => None,
@@ -95,16 +120,69 @@ impl Request for Search {
             }
             false => index.writer.files_behind()?,
         };
-        let hits = match &core {
-            Some(out) => index.reader.search_leaving_out(&text, k, wait, out).await?,
-            None if wait => index.reader.search(&text, k).await?,
-            None => index.reader.search_as_is(&text, k).await?,
+        let narrow = Narrow {
+            leave_out: core.as_ref(),
+            only: only.as_ref(),
+            min_score,
         };
+        let hits = index
+            .reader
+            .search_narrowed(&text, k, wait, &narrow)
+            .await?;
         if wait {
             return Ok(Found::Hits(hits));
         }
         let indexing = (!behind.is_empty()).then(|| serde_json::json!({ "files_behind": behind }));
         Ok(Found::AsIs { hits, indexing })
+    }
+}
+
+impl Search {
+    /// With a category, session or day given: the rows that may come back
+    /// (facts of it, entries holding one, and their MEMORY.md lines).
+    /// Reads the files (the archive, the entries, MEMORY.md) on each such
+    /// search, and the search then ranks every row before narrowing: a
+    /// narrowed search costs a scan, which at 10k rows is milliseconds.
+    fn only(&self, layout: &crate::Layout) -> Result<Option<HashSet<String>>> {
+        if self.category.is_none() && self.session.is_none() && self.since.is_none() {
+            return Ok(None);
+        }
+        let entries = super::Entries {
+            category: self.category.clone(),
+            session: self.session.clone(),
+            since: self.since.clone(),
+            ..Default::default()
+        };
+        if let Some(day) = &self.since {
+            super::entries::valid_day(day)?;
+        }
+        let same = |want: &Option<String>, is: &Option<String>| want.is_none() || want == is;
+        let (facts, _) = crate::archive::read_all(layout)?;
+        let mut out: HashSet<String> = facts
+            .iter()
+            .filter(|f| same(&self.category, &f.category) && same(&self.session, &f.session))
+            .filter(|f| self.since.as_ref().is_none_or(|d| f.day >= *d))
+            .map(|f| f.id.to_string())
+            .collect();
+        // A line of MEMORY.md shows the day it was last promoted with, which
+        // the day asked for holds to as well.
+        let lines = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
+        for v in super::entry_views(layout)?
+            .iter()
+            .filter(|v| entries.keeps(v))
+        {
+            let line = lines.iter().find(|l| l.entry_id == v.id);
+            let dated = |l: &&crate::core_md::Line| {
+                self.since
+                    .as_ref()
+                    .is_none_or(|d| l.date.as_ref().is_some_and(|ld| ld >= d))
+            };
+            if let Some(l) = line.filter(dated) {
+                out.insert(crate::ids::RowId::core(&l.entry_id).to_string());
+            }
+            out.insert(v.id.to_string());
+        }
+        Ok(Some(out))
     }
 }
 

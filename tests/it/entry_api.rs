@@ -186,7 +186,14 @@ fn a_search_can_leave_out_what_memory_md_already_holds() {
     let core = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
     assert!(core.contains("Bubbles"), "{core}");
     let search = |extra: &[&str]| {
-        let mut args = vec!["search", "sourdough starter Bubbles", "-k", "3"];
+        let mut args = vec![
+            "search",
+            "sourdough starter Bubbles",
+            "-k",
+            "3",
+            "--min-score",
+            "0",
+        ];
         args.extend(extra);
         json_of(dir, &args)
     };
@@ -208,4 +215,99 @@ fn a_search_can_leave_out_what_memory_md_already_holds() {
             .any(|h| h["text"] == "Bought a sourdough tin on Friday"),
         "{outside:#}"
     );
+}
+
+/// Scores run from 0 to 1 and say how well a hit matches: a row said word
+/// for word scores 1 (its words, and its meaning). `min_score` leaves out
+/// what scores less, so a question nothing answers can come back empty;
+/// a score outside 0 to 1 is refused.
+#[test]
+fn search_scores_run_from_0_to_1_and_min_score_leaves_out_what_matches_little() {
+    let t = two_entries();
+    let dir = t.path();
+    let scores = |hits: &Value| -> Vec<f64> {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["score"].as_f64().unwrap())
+            .collect()
+    };
+    let all = json_of(
+        dir,
+        &["search", "Plays padel on Tuesdays", "--min-score", "0"],
+    );
+    let padel = with(&all, "padel");
+    assert!(padel["score"].as_f64().unwrap() > 0.99, "{all:#}");
+    assert!(
+        scores(&all).iter().all(|s| (0.0..=1.0).contains(s)),
+        "{all:#}"
+    );
+    let loose = json_of(dir, &["search", "padel sourdough", "--min-score", "0"]);
+    let strict = json_of(dir, &["search", "padel sourdough", "--min-score", "0.9"]);
+    assert!(scores(&strict).iter().all(|s| *s >= 0.9), "{strict:#}");
+    assert!(
+        strict.as_array().unwrap().len() < loose.as_array().unwrap().len(),
+        "{loose:#}\n{strict:#}"
+    );
+    let none = json_of(
+        dir,
+        &["search", "quantum chromodynamics", "--min-score", "0.5"],
+    );
+    assert_eq!(none, json!([]));
+    let out = memd(dir, &["search", "padel", "--min-score", "1.5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// `category`, `session` and `since` narrow a search to the facts of
+/// them and the entries holding one (with their MEMORY.md lines), from
+/// the CLI and HTTP alike.
+#[test]
+fn a_search_can_be_narrowed_by_category_session_and_day() {
+    let t = two_entries();
+    let dir = t.path();
+    let q = [
+        "search",
+        "sourdough starter Bubbles padel Tuesdays",
+        "--min-score",
+        "0",
+    ];
+    let texts = |extra: &[&str]| -> Vec<String> {
+        let mut args = q.to_vec();
+        args.extend(extra);
+        let hits = json_of(dir, &args);
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["text"].as_str().unwrap().to_lowercase())
+            .collect()
+    };
+    let both = texts(&[]);
+    assert!(both.iter().any(|t| t.contains("padel")) && both.iter().any(|t| t.contains("bubbles")));
+    let sport = texts(&["--category", "sport"]);
+    assert!(
+        !sport.is_empty() && sport.iter().all(|t| t.contains("padel")),
+        "{sport:?}"
+    );
+    let s2 = texts(&["--session", "s2"]);
+    assert!(
+        !s2.is_empty() && s2.iter().all(|t| t.contains("bubbles")),
+        "{s2:?}"
+    );
+    assert!(texts(&["--since", "2999-01-01"]).is_empty());
+    let out = memd(dir, &["search", "padel", "--since", "soon"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let layout = memd::Layout::open(dir).unwrap();
+    let d = crate::serving::start_in_process(&layout);
+    let c = crate::serving::Http::at(&d.base, None);
+    let (code, hits) = c.get("/v1/search?q=sourdough%20padel&category=kitchen&min_score=0");
+    assert_eq!(code, 200, "{hits}");
+    let hits = hits.as_array().unwrap();
+    assert!(!hits.is_empty(), "{hits:?}");
+    assert!(
+        hits.iter()
+            .all(|h| h["text"].as_str().unwrap().contains("Bubbles")),
+        "{hits:?}"
+    );
+    d.stop();
 }

@@ -253,7 +253,7 @@ async fn locomo_streams_sessions_and_scores_evidence_recall() {
     let d = locomo_data();
     let mut c = Config::default();
     c.embedder.kind = EmbedderKind::Lexical;
-    let r = memd::eval::locomo::run(d.path(), c.clone(), 1, 10)
+    let r = memd::eval::locomo::run(d.path(), c.clone(), 1, 10, &[])
         .await
         .unwrap();
     assert_eq!((r.conversations, r.sessions, r.facts), (1, 2, 4), "{r:#?}");
@@ -262,7 +262,9 @@ async fn locomo_streams_sessions_and_scores_evidence_recall() {
     assert_eq!((r.questions, r.questions_skipped), (3, 1), "{r:#?}");
     assert_eq!(r.found_at_10, 3, "{r:#?}");
     // Only the first session: the pottery question is not scored.
-    let r = memd::eval::locomo::run(d.path(), c, 1, 1).await.unwrap();
+    let r = memd::eval::locomo::run(d.path(), c, 1, 1, &[])
+        .await
+        .unwrap();
     assert_eq!((r.sessions, r.facts, r.questions), (1, 2, 2), "{r:#?}");
 }
 

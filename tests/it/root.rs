@@ -160,7 +160,10 @@ fn the_lru_closes_and_reopens_a_memory_without_losing_a_write() {
     post("bob", "Bob milks the goats");
     let out = memd(&alice.root, &["add", "Alice sells honey"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let found = texts(&c.get("/v1/m/alice/search?q=bees%20lavender%20honey&k=10").1);
+    let found = texts(
+        &c.get("/v1/m/alice/search?q=bees%20lavender%20honey&k=10&min_score=0")
+            .1,
+    );
     for t in [
         "Alice keeps bees",
         "Alice plants lavender for the bees",
@@ -168,7 +171,10 @@ fn the_lru_closes_and_reopens_a_memory_without_losing_a_write() {
     ] {
         assert!(found.iter().any(|f| f == t), "{t} missing: {found:?}");
     }
-    assert_eq!(texts(&c.get("/v1/m/bob/search?q=goats&k=10").1).len(), 2);
+    assert_eq!(
+        texts(&c.get("/v1/m/bob/search?q=goats&k=10&min_score=0").1).len(),
+        2
+    );
     d.stop();
     assert_checks_clean(&alice.root, "the LRU");
 }
@@ -272,7 +278,10 @@ fn check_fix_on_an_open_memory_rebuilds_its_index_in_place() {
     let c = Http::at(&d.base, None);
     let facts = json!({"texts": ["Drinks flat white coffee", "Has two cats"]});
     assert_eq!(c.post("/v1/m/alice/facts", facts.to_string()).0, 200);
-    assert_eq!(texts(&c.get("/v1/m/alice/search?q=cats").1).len(), 2);
+    assert_eq!(
+        texts(&c.get("/v1/m/alice/search?q=cats&min_score=0").1).len(),
+        2
+    );
     let layout = memd::Layout::open(root.path().join("alice")).unwrap();
     run(crate::check::duplicate_a_row(&layout));
     let (code, report) = c.post("/v1/m/alice/check", json!({"fix": true}).to_string());

@@ -41,10 +41,11 @@ pub fn consolidate(dir: &Path) -> String {
     v["run_id"].as_str().unwrap().to_string()
 }
 
-/// The texts search finds for `query`.
+/// The texts search finds for `query`, however little they match it
+/// (`--min-score 0`: a test of what is hidden must see every row).
 pub fn found(dir: &Path, query: &str) -> Vec<String> {
-    let v: Value =
-        serde_json::from_str(&ok(dir, &["search", query, "--json", "-k", "20"])).unwrap();
+    let args = ["search", query, "--json", "-k", "20", "--min-score", "0"];
+    let v: Value = serde_json::from_str(&ok(dir, &args)).unwrap();
     v.as_array()
         .unwrap()
         .iter()

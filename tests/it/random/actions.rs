@@ -120,6 +120,14 @@ pub enum Action {
     SearchOutsideCore {
         text: u8,
     },
+    /// A search with a score floor (`min` fifths) and, maybe, only what
+    /// was stated today: every hit scores from the floor to 1, and is of
+    /// today.
+    SearchNarrowed {
+        text: u8,
+        min: u8,
+        today: bool,
+    },
     DaemonStart,
     DaemonStop {
         kill: bool,
@@ -185,6 +193,7 @@ impl Action {
             Action::EditEntry { via: Via::Cli, .. } => "edit an entry (CLI)",
             Action::EditEntry { via: Via::Mcp, .. } => "edit an entry (MCP)",
             Action::SearchOutsideCore { .. } => "search, leaving out MEMORY.md",
+            Action::SearchNarrowed { .. } => "search with min_score and since",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
@@ -265,6 +274,8 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         2 => (via, any::<u8>(), any::<u8>(), any::<bool>())
             .prop_map(|(via, pick, text, pin)| Action::EditEntry { via, pick, text, pin }),
         1 => any::<u8>().prop_map(|text| Action::SearchOutsideCore { text }),
+        1 => (any::<u8>(), 0u8..5, any::<bool>())
+            .prop_map(|(text, min, today)| Action::SearchNarrowed { text, min, today }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
         kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit)])

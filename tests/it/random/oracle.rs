@@ -287,8 +287,10 @@ impl World {
         let req = memd::request::Search {
             query: Some(text.to_string()),
             k: Some(100),
-            wait: None,
-            exclude_core: None,
+            // Every row, however little it matches: a forgotten fact must
+            // not come back even at the bottom.
+            min_score: Some(0.0),
+            ..Default::default()
         };
         match self.run(req) {
             Ok(found) => found.hits(),

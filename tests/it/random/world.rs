@@ -139,6 +139,9 @@ impl World {
                 pin,
             } => self.edit_entry(*via, *pick, (actions::text(*text), *pin)),
             Action::SearchOutsideCore { text } => self.search_outside_core(actions::text(*text)),
+            Action::SearchNarrowed { text, min, today } => {
+                self.search_narrowed(actions::text(*text), *min, *today)
+            }
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
             Action::Kill { step, what } => self.kill(*step, *what),
@@ -243,8 +246,8 @@ impl World {
         let req = memd::request::Search {
             query: Some(text.to_string()),
             k: Some(10),
-            wait: None,
             exclude_core: Some(true),
+            ..Default::default()
         };
         let hits = self.run(req)?.hits();
         let md = memd::core_md::CoreMd::read(&self.layout.memory_md())?;
@@ -263,6 +266,29 @@ impl World {
                     self.log.join("\n")
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// A search with `min_score` at `min` fifths and, with `today`, only
+    /// what was stated on this process's day or later.
+    fn search_narrowed(&mut self, text: &str, min: u8, today: bool) -> anyhow::Result<()> {
+        let min_score = f32::from(min) * 0.2;
+        let since = today.then(|| self.clock().today());
+        let req = memd::request::Search {
+            query: Some(text.to_string()),
+            k: Some(20),
+            min_score: Some(min_score),
+            since: since.clone(),
+            ..Default::default()
+        };
+        for h in self.run(req)?.hits() {
+            let day_ok = since.as_ref().is_none_or(|d| h.day.as_ref() >= Some(d));
+            assert!(
+                (min_score..=1.0).contains(&h.score) && day_ok,
+                "search for {text:?} (min_score {min_score}, since {since:?}) gave {h:?}\nafter:\n{}",
+                self.log.join("\n")
+            );
         }
         Ok(())
     }
