@@ -6,6 +6,7 @@ mod add;
 #[cfg(feature = "lab")]
 mod bench;
 mod check;
+mod completions;
 mod consolidate;
 mod core;
 mod edit;
@@ -97,6 +98,11 @@ enum Command {
     /// recall, forget, core_memory, list_entries, get_entry, edit_entry,
     /// consolidate).
     Mcp(mcp::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions(completions::Args),
+    /// Print the man page (roff).
+    Man,
     /// Measure memory quality on the public evaluation data.
     #[cfg(feature = "lab")]
     Eval(eval::Args),
@@ -127,6 +133,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Check(args) => check::run(&dir, args),
         Command::Serve(args) => serve::run(&dir, args),
         Command::Mcp(args) => mcp::run(&dir, args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man => completions::man(),
         #[cfg(feature = "lab")]
         Command::Eval(args) => eval::run(&dir, args),
         #[cfg(feature = "lab")]

@@ -323,3 +323,31 @@ fn without_the_model_serve_refuses_to_start_and_status_says_why() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("fetch-model.sh"), "{stdout}");
 }
+
+/// Shell completions and the man page come from the command line's own
+/// definition: every command is in them, `edit` included.
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let bash = crate::support::memd(dir.path(), &["completions", "bash"]);
+    assert!(bash.status.success());
+    let bash = String::from_utf8(bash.stdout).unwrap();
+    let man = crate::support::memd(dir.path(), &["man"]);
+    assert!(man.status.success());
+    let man = String::from_utf8(man.stdout).unwrap();
+    assert!(man.starts_with(".ie") || man.contains(".TH memd"), "{man}");
+    for command in [
+        "add",
+        "search",
+        "edit",
+        "forget",
+        "undo",
+        "check",
+        "completions",
+    ] {
+        assert!(bash.contains(command), "bash completions lack {command}");
+        assert!(man.contains(command), "the man page lacks {command}");
+    }
+    let out = crate::support::memd(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
