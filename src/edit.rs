@@ -18,7 +18,8 @@
 //! it (atomically); then the line of `MEMORY.md` naming the entry shows
 //! its new text. A death between the record and the rename leaves a
 //! record of a change the file does not have: `memd check` reports it, and
-//! making the same edit again (or undoing its run) settles it.
+//! making the same edit again settles it (undoing that run does not: the
+//! file already is as the run found it, so the undo has nothing to do).
 
 use crate::core_md::{self, CoreMd};
 use crate::entries::{self, Document, text_hash};
@@ -84,13 +85,12 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
         r.meta_before = Some(before_meta);
         r.meta_after = Some(meta);
         let today = stamp.today();
-        let saved =
-            doc.save_if_unchanged(&layout.entries_file(), &today, original.as_deref(), || {
-                journal::append(&layout.journal_file(), std::slice::from_ref(&r))
-                    .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-                crate::pause::at(layout, crate::pause::Step::EditJournaled);
-                Ok(())
-            })?;
+        let saved = crate::runs::save_journaled(
+            layout,
+            &mut doc,
+            (original.as_deref(), &today),
+            (&[r], crate::pause::Step::EditJournaled),
+        )?;
         let Some(adopted) = saved else {
             tracing::info!("consolidated/memory.md changed during the edit; editing again");
             continue;

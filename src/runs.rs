@@ -605,7 +605,12 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
         refresh_memory_md(layout, None, &steps)?;
         let undone = RunId::from(id);
         let records: Vec<Record> = steps.iter().map(|s| record(&stamp, &undone, s)).collect();
-        let saved = save_journaled(layout, &mut doc, (original.as_deref(), &today), &records)?;
+        let saved = save_journaled(
+            layout,
+            &mut doc,
+            (original.as_deref(), &today),
+            (&records, crate::pause::Step::UndoJournaled),
+        )?;
         let Some(adopted) = saved else {
             tracing::info!(
                 "consolidated/memory.md changed during the undo; undoing again on the new text"
@@ -624,18 +629,20 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
 }
 
 /// Save `doc` if the file is still `original`, journaling `records` after
-/// that check and before the new text lands: the journal never misses a
-/// change the file has (see the module doc). `None`: the file changed.
-fn save_journaled(
+/// that check and before the new text lands (then pausing at `step`, in a
+/// test build): the journal never misses a change the file has (see the
+/// module doc). `None`: the file changed. An undo and an edit
+/// ([`crate::edit`]) save this way.
+pub(crate) fn save_journaled(
     layout: &Layout,
     doc: &mut Document,
     (original, today): (Option<&[u8]>, &str),
-    records: &[Record],
+    (records, step): (&[Record], crate::pause::Step),
 ) -> Result<Option<Vec<EntryId>>> {
     doc.save_if_unchanged(&layout.entries_file(), today, original, || {
         journal::append(&layout.journal_file(), records)
             .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-        crate::pause::at(layout, crate::pause::Step::UndoJournaled);
+        crate::pause::at(layout, step);
         Ok(())
     })
 }

@@ -250,7 +250,7 @@ impl Terms {
             };
             let df = self.postings[w as usize].len() as f32;
             if df > 0.0 && !out.iter().any(|(o, _, _)| *o == w) {
-                let idf = ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+                let idf = idf(docs, df);
                 out.push((w, idf, text.clone()));
             }
         }
@@ -266,7 +266,6 @@ impl Terms {
     /// row has scores half, not all.
     pub(super) fn idf_sum(&mut self, query: &str) -> f32 {
         let docs = self.counted as f32;
-        let idf = |df: f32| ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
         let mut seen: Vec<String> = Vec::new();
         let mut stream = self.tokenizer.token_stream_for_search(query);
         while stream.advance() {
@@ -281,7 +280,7 @@ impl Terms {
                     .words
                     .get(w)
                     .map_or(0, |&i| self.postings[i as usize].len());
-                idf(df.max(1) as f32)
+                idf(docs, df.max(1) as f32)
             })
             .sum()
     }
@@ -376,6 +375,11 @@ impl Terms {
             })
             .collect()
     }
+}
+
+/// BM25's idf of a word `df` of `docs` rows have (LanceDB's formula).
+fn idf(docs: f32, df: f32) -> f32 {
+    ((docs - df + 0.5) / (df + 0.5) + 1.0).ln()
 }
 
 /// A text's words, as LanceDB's full-text index would store them.

@@ -158,6 +158,8 @@ impl Search {
         }
         let same = |want: &Option<String>, is: &Option<String>| want.is_none() || want == is;
         let (facts, _) = crate::archive::read_all(layout)?;
+        let doc = crate::entries::Document::read(&layout.entries_file())?;
+        let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
         let mut out: HashSet<String> = facts
             .iter()
             .filter(|f| same(&self.category, &f.category) && same(&self.session, &f.session))
@@ -167,10 +169,8 @@ impl Search {
         // A line of MEMORY.md shows the day it was last promoted with, which
         // the day asked for holds to as well.
         let lines = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
-        for v in super::entry_views(layout)?
-            .iter()
-            .filter(|v| entries.keeps(v))
-        {
+        let views = super::entry_views_of(&doc, &stones, &facts);
+        for v in views.iter().filter(|v| entries.keeps(v)) {
             let line = lines.iter().find(|l| l.entry_id == v.id);
             let dated = |l: &&crate::core_md::Line| {
                 self.since
