@@ -4,8 +4,9 @@
 # set, so the tree is built once and reused (clippy's check of the
 # dependencies is a few minutes more on a cold tree). The `lab` feature
 # builds `memd eval` and `memd bench`, which some tests use; `failpoints`
-# the test failpoints of the SIGKILL tests. The binary as `cargo install`
-# builds it (no features; only memd itself is compiled again, not the
+# the test failpoints of the SIGKILL tests. Then the Python tests
+# (clients/python/run-tests.sh: a virtualenv under the target directory).
+# The binary as `cargo install` builds it (no features; only memd itself is compiled again, not the
 # dependencies) is kept beside as `memd-shipped`, for the test that a
 # shipped memd never reads MEMD_PAUSE_AT.
 set -euo pipefail
@@ -18,3 +19,6 @@ cargo build --locked --bin memd
 cp "$target/debug/memd" "$target/debug/memd-shipped"
 cargo clippy --locked --features lab,failpoints --all-targets -- -D warnings
 cargo test --locked --features lab,failpoints "$@"
+# The Python client, memd's MCP server under the official MCP SDK, and the
+# README's commands (the doc test), against the binary just built.
+./clients/python/run-tests.sh

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Exit codes, documented in the README: 1 a failure, 2 a request that
+/// Exit codes, documented in docs/CLI.md (one table for every command): 1 a failure, 2 a request that
 /// cannot succeed as given (clap's code for usage errors too), 3 busy (try
 /// again later), 4 no such id, 5 a file that needs fixing by hand, 6 done
 /// in part (the rest is pending and tried again).

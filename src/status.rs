@@ -15,6 +15,7 @@ use crate::{Memory, archive};
 
 /// What `memd status` reports.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "StatusReport")]
 pub struct Report {
     pub dir: String,
     pub days: Vec<DayCount>,
@@ -32,6 +33,8 @@ pub struct Report {
     pub last_consolidation: Option<String>,
     /// Which judge consolidation uses: the built-in one or an LLM.
     pub judge: String,
+    /// The embedder, and whether its model's files are in place.
+    pub embedder: crate::embed::Model,
     /// Per source file: `fresh`, `stale` or `not indexed`.
     pub index: BTreeMap<Source, Freshness>,
     /// The daemon serving this directory, if one runs.
@@ -81,7 +84,8 @@ pub fn gather(memory: &Memory) -> Result<Report> {
     let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
     let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
     let judge = crate::consolidate::Judge::describe(config);
-    warnings.extend(crate::embed::missing(&config.embedder));
+    let embedder = crate::embed::Model::of(&config.embedder);
+    warnings.extend(embedder.missing.clone());
     Ok(Report {
         dir: layout.root.display().to_string(),
         facts: facts.len(),
@@ -105,6 +109,7 @@ pub fn gather(memory: &Memory) -> Result<Report> {
         pending_facts: pending,
         last_consolidation: state.last_run,
         judge,
+        embedder,
         index: crate::index::fingerprints::freshness(layout)?,
         daemon: crate::server::info::running(layout),
         watcher: crate::watch::health(layout)

@@ -58,6 +58,7 @@ pub struct Finding {
 
 /// What `memd check` found.
 #[derive(Debug, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "CheckReport")]
 pub struct Report {
     pub problems: Vec<Finding>,
     pub notes: Vec<Finding>,

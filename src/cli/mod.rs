@@ -22,6 +22,7 @@ mod reindex;
 mod runs;
 mod search;
 mod serve;
+mod setup;
 mod status;
 mod undo;
 mod watch;
@@ -37,7 +38,8 @@ use memd::request::{Request, Target};
 #[command(
     name = "memd",
     version,
-    about = "Long-term memory for AI agents, kept as plain markdown"
+    about = "Long-term memory for AI agents, kept as plain markdown",
+    after_long_help = EXIT_CODES
 )]
 pub struct Cli {
     /// The memory directory (default: $MEMD_DIR, else the current directory).
@@ -48,6 +50,17 @@ pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// The exit codes of every command (main's `exit_code` applies them), as
+/// `memd --help` and the man page list them.
+const EXIT_CODES: &str = "Exit codes (the same whether memd or a daemon ran the command):
+  0  done
+  1  a failure (I/O, the index, an LLM or embedder)
+  2  a request that cannot succeed as given (an invalid fact, not a memory directory, a usage error)
+  3  busy: another consolidation, forget or daemon holds the lock; try again later
+  4  no entry or fact has that id
+  5  a file memd will not guess about (broken MEMORY.md markers): fix it by hand
+  6  done in part: the judge gave no usable reply for some facts; they stay pending";
 
 #[derive(Subcommand)]
 enum Command {
@@ -85,6 +98,9 @@ enum Command {
     Watch(watch::Args),
     /// Print MEMORY.md, the core memory an agent keeps in every prompt.
     Core(core::Args),
+    /// Fetch the embedding model this memory's configuration names (from
+    /// PyPI, as ./scripts/fetch-model.sh does), if it is not in place.
+    Setup(setup::Args),
     /// Show the state of the memory directory and the configuration in force.
     Status(status::Args),
     /// Verify memd's invariants (every fact accounted for, unique ids, one
@@ -129,6 +145,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Reindex(args) => reindex::run(&dir, args),
         Command::Watch(args) => watch::run(&dir, args),
         Command::Core(args) => core::run(&dir, args),
+        Command::Setup(args) => setup::run(&dir, args),
         Command::Status(args) => status::run(&dir, args),
         Command::Check(args) => check::run(&dir, args),
         Command::Serve(args) => serve::run(&dir, args),

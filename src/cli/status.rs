@@ -75,6 +75,7 @@ fn files(r: &Report) -> String {
         r.last_consolidation.as_deref().unwrap_or("never")
     ));
     out.push_str(&format!("judge             {}\n", r.judge));
+    out.push_str(&format!("embedder          {}\n", embedder(&r.embedder)));
     let stale: Vec<_> = r
         .index
         .iter()
@@ -87,6 +88,28 @@ fn files(r: &Report) -> String {
     ));
     for (source, state) in stale {
         out.push_str(&format!("  {source}: {state}\n"));
+    }
+    out
+}
+
+/// The embedder on one line: what, where, and whether it can start.
+fn embedder(m: &memd::embed::Model) -> String {
+    let kind = serde_json::to_value(m.kind).unwrap_or_default();
+    let mut out = kind.as_str().unwrap_or("?").to_string();
+    if let Some(rt) = m.runtime {
+        let rt = serde_json::to_value(rt).unwrap_or_default();
+        out.push_str(&format!(" on {}", rt.as_str().unwrap_or("?")));
+    }
+    if let Some(name) = &m.name {
+        out.push_str(&format!(" ({name})"));
+    }
+    if let Some(dir) = &m.dir {
+        out.push_str(&format!(", model in {dir}"));
+    }
+    match m.missing {
+        Some(_) => out.push_str(": MISSING, run `memd setup`"),
+        None if m.dir.is_some() => out.push_str(": ready"),
+        None => {}
     }
     out
 }

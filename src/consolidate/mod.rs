@@ -1,5 +1,5 @@
 //! Consolidation: pending archive facts become entries of
-//! `consolidated/memory.md` (DESIGN.md §3), as a pipeline with one file
+//! `consolidated/memory.md` (docs/CONSOLIDATION.md), as a pipeline with one file
 //! per stage:
 //!
 //! ```text
@@ -73,6 +73,7 @@ pub use report::{ClusterReport, Counts, Report, Suppressed, Verdict};
 /// `POST /v1/consolidate`, MCP's `consolidate`.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "Consolidate")]
 pub struct Options {
     /// Skip the time and volume gates (never the lock).
     pub force: bool,

@@ -72,6 +72,7 @@ pub struct Counts {
 /// What a consolidation run did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "RunReport")]
 pub struct Report {
     pub run_id: RunId,
     pub dry_run: bool,

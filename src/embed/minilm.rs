@@ -134,7 +134,7 @@ pub fn missing(dir: &Path) -> Option<String> {
         .into_iter()
         .find(|f| !dir.join(f).is_file())?;
     Some(format!(
-        "the minilm embedder needs {f} in {} (missing); fetch the model with ./scripts/fetch-model.sh \
+        "the minilm embedder needs {f} in {} (missing); fetch the model with `memd setup` \
          (or set MEMD_MODEL_DIR / [embedder] model_dir to where it is), or use [embedder] kind = \"lexical\"",
         dir.display()
     ))

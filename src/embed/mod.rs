@@ -42,6 +42,34 @@ pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     })
 }
 
+/// The embedder in force, as `memd status` reports it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Model {
+    pub kind: EmbedderKind,
+    /// The minilm model's directory.
+    pub dir: Option<String>,
+    /// What runs the minilm model (`onnx` or `candle`), once resolved.
+    pub runtime: Option<config::Runtime>,
+    /// The HTTP embedder's model name.
+    pub name: Option<String>,
+    /// Why it cannot start (files missing), and how to mend that.
+    pub missing: Option<String>,
+}
+
+impl Model {
+    /// The embedder `cfg` names, looked at without loading it.
+    pub fn of(cfg: &config::Embedder) -> Model {
+        let dir = (cfg.kind == EmbedderKind::Minilm).then(|| minilm::model_dir(cfg));
+        Model {
+            kind: cfg.kind,
+            runtime: dir.as_deref().map(|d| resolve_runtime(cfg.runtime, d)),
+            dir: dir.map(|d| d.display().to_string()),
+            name: (cfg.kind == EmbedderKind::Openai).then(|| cfg.model.clone()),
+            missing: missing(cfg),
+        }
+    }
+}
+
 /// Why the configured embedder cannot start, when that is known without
 /// starting it (the minilm model's files are missing).
 pub fn missing(cfg: &config::Embedder) -> Option<String> {

@@ -74,7 +74,7 @@ fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
 pub fn missing(dir: &Path) -> Option<String> {
     if !available(dir) {
         return Some(format!(
-            "the onnx runtime needs {} and {} (missing); run ./scripts/fetch-model.sh, \
+            "the onnx runtime needs {} and {} (missing); run `memd setup`, \
              or set [embedder] runtime = \"candle\"",
             model_file(dir).display(),
             library_file(dir).display()
@@ -83,7 +83,7 @@ pub fn missing(dir: &Path) -> Option<String> {
     let tokenizer = dir.join("tokenizer.json");
     (!tokenizer.is_file()).then(|| {
         format!(
-            "the minilm embedder needs {} (missing); fetch the model with ./scripts/fetch-model.sh",
+            "the minilm embedder needs {} (missing); fetch the model with `memd setup`",
             tokenizer.display()
         )
     })

@@ -101,17 +101,8 @@ impl Reader {
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
         let qv = self.query_vector(query).await?;
-        let hits = self
-            .ranked(query, qv, asked, (settle, narrow.min_score))
-            .await?;
-        let hits: Vec<Hit> = match narrow.leave_out.is_some() || narrow.only.is_some() {
-            false => hits,
-            true => hits
-                .into_iter()
-                .filter(|h| narrow.lets(h))
-                .take(k)
-                .collect(),
-        };
+        let mut hits = self.ranked(query, qv, asked, settle, narrow).await?;
+        hits.truncate(k);
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits
             .iter()
@@ -147,7 +138,11 @@ impl Reader {
         min_score: f32,
     ) -> Result<Vec<Hit>> {
         let qv = self.query_vector(query).await?;
-        self.ranked(query, qv, k, (true, min_score)).await
+        let narrow = Narrow {
+            min_score,
+            ..Narrow::default()
+        };
+        self.ranked(query, qv, k, true, &narrow).await
     }
 
     /// The embedding of a query.
@@ -164,18 +159,20 @@ impl Reader {
         qv: Vec<f32>,
         k: usize,
     ) -> Result<Vec<Hit>> {
-        self.ranked(query, qv, k, (true, 0.0)).await
+        self.ranked(query, qv, k, true, &Narrow::default()).await
     }
 
     /// Vector and full-text results fused and finished, from the table as
-    /// it is (`wait`: see [`Reader::full_text`]), the hits scoring under
-    /// `min_score` left out.
+    /// it is (`wait`: see [`Reader::full_text`]), with only the hits
+    /// `narrow` lets through: narrowed before near-identical hits collapse,
+    /// so a hit left out never hides one let through.
     async fn ranked(
         &self,
         query: &str,
         qv: Vec<f32>,
         k: usize,
-        (wait, min_score): (bool, f32),
+        wait: bool,
+        narrow: &Narrow<'_>,
     ) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
         // The vector query runs on its own task while the words are scored
@@ -193,12 +190,8 @@ impl Reader {
         let tombstones = Tombstones::load(&self.shared.layout.tombstones_file())?;
         let fused = search::fuse([vector, text], &qv);
         let half_life = self.shared.config.search.recency_half_life_days;
-        Ok(search::finish(
-            fused,
-            &tombstones,
-            (half_life, min_score),
-            k,
-        ))
+        let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
+        Ok(search::finish(fused, &tombstones, (half_life, &lets), k))
     }
 
     /// The full-text half of a search alone: at most `n` rows whose words

@@ -161,20 +161,20 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
         .collect())
 }
 
-/// Recency weighting, tombstones and hits scoring under `min_score` left
-/// out, best first (ties by id, so the order never depends on how the
+/// Recency weighting, tombstones and the hits `lets` refuses left out
+/// (those scoring under the cutoff, or outside a narrowed search), best first (ties by id, so the order never depends on how the
 /// lists came back) with the later-stated of two hits on the same thing
 /// first ([`crate::current`]), near-identical hits collapsed; at most `k`.
 pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
-    (half_life, min_score): (f64, f32),
+    (half_life, lets): (f64, &dyn Fn(&Hit) -> bool),
     k: usize,
 ) -> Vec<Hit> {
     let today = chrono::Local::now().date_naive();
     let mut hits: Vec<(Hit, Vec<f32>)> = fused
         .into_values()
-        .filter(|(h, _)| h.score >= min_score)
+        .filter(|(h, _)| lets(h))
         .filter(|(h, _)| !super::rows::hidden(tombstones, h.kind, &h.id, &h.text))
         .map(|(mut h, v)| {
             if half_life > 0.0

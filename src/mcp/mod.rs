@@ -104,8 +104,8 @@ impl Scope {
     }
 }
 
-/// Run tool `name` with `args`; its text result.
-async fn call_tool(scope: &Scope, name: &str, args: &Value) -> Result<String> {
+/// Run tool `name` with `args`; its result.
+async fn call_tool(scope: &Scope, name: &str, args: &Value) -> Result<tools::Answered> {
     let Some(tool) = tools::TOOLS.iter().find(|t| t.name == name) else {
         bail!("unknown tool {name:?}");
     };
@@ -298,7 +298,13 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
             let args = params.get("arguments").cloned().unwrap_or(json!({}));
             // A failing tool is a result the model can read, not a protocol error.
             match call_tool(scope, name, &args).await {
-                Ok(text) => json!({"content": [{"type": "text", "text": text}], "isError": false}),
+                // Structured content from 2025-06-18 on; the text as well, for
+                // clients that read only text.
+                Ok(a) => json!({
+                    "content": [{"type": "text", "text": a.text}],
+                    "structuredContent": a.structured,
+                    "isError": false
+                }),
                 Err(e) => {
                     json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
                 }

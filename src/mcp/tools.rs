@@ -1,7 +1,8 @@
 //! The MCP tools: each is a request of [`crate::request`] under the name
 //! an agent knows it by, its input schema generated from the request type
-//! (less the fields the tool fixes), its reply rendered as text a model
-//! reads.
+//! (less the fields the tool fixes), its reply given twice: as text a
+//! model reads, and as MCP structured content (the reply's JSON, an object)
+//! with an output schema generated from the reply type, for a program.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,7 +15,22 @@ use crate::request::{
     self, Add, Consolidate, Core, EditEntry, Entries, EntryView, Forget, GetEntry, Search, Target,
 };
 
-type Answer<'a> = Pin<Box<dyn Future<Output = Result<String>> + Send + 'a>>;
+type Answer<'a> = Pin<Box<dyn Future<Output = Result<Answered>> + Send + 'a>>;
+
+/// A tool's result: the text a model reads and the same reply as JSON.
+pub(super) struct Answered {
+    pub text: String,
+    /// Fits the tool's output schema: the request's reply, or a list of
+    /// them under one field (an MCP result is an object).
+    pub structured: Value,
+}
+
+impl Answered {
+    fn new(text: String, reply: &impl serde::Serialize) -> Result<Answered> {
+        let structured = serde_json::to_value(reply).context("the reply as JSON")?;
+        Ok(Answered { text, structured })
+    }
+}
 
 /// One tool.
 pub(super) struct Tool {
@@ -22,6 +38,8 @@ pub(super) struct Tool {
     pub description: &'static str,
     /// The request's JSON Schema, without the fields the tool fixes.
     schema: fn() -> Value,
+    /// The JSON Schema of its structured content (an object).
+    output: fn() -> Value,
     /// Read the arguments into the request, run it at the target, render
     /// its reply.
     call: for<'a> fn(&'a Target, Map<String, Value>) -> Answer<'a>,
@@ -65,6 +83,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "remember",
         description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes an entry no longer true (the user moved, changed jobs, changed their mind), pass that entry's id in `supersedes`: memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.",
         schema: || schema::<Add>(&["similar"]),
+        output: object::<request::Added>,
         call: |t, args| Box::pin(remember(t, args)),
         // A retry with the same `key` writes nothing; without one it is a
         // second fact.
@@ -78,6 +97,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "recall",
         description: "Search long-term memory (facts and consolidated entries) by meaning and keywords. Each hit has its id and the day it was stated; with exclude_core: true, what core_memory already shows is left out.",
         schema: || schema::<Search>(&["wait"]),
+        output: || list_of::<crate::index::rows::Hit>("hits"),
         call: |t, args| Box::pin(recall(t, args)),
         hints: READ,
     },
@@ -85,6 +105,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "forget",
         description: "Forget an entry (e-…) or a pending fact (DAY#HASH) for good; it will not come back.",
         schema: || schema::<Forget>(&[]),
+        output: object::<crate::forget::Candidate>,
         call: |t, args| Box::pin(forget(t, args)),
         hints: Hints {
             read_only: false,
@@ -96,6 +117,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "core_memory",
         description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id in brackets (for forget and supersedes).",
         schema: || schema::<Core>(&[]),
+        output: core_schema,
         call: |t, args| Box::pin(core_memory(t, args)),
         hints: READ,
     },
@@ -103,6 +125,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "list_entries",
         description: "List the consolidated memory's entries (id, dates, text), optionally only those of a category or session, updated since a day, or marked unreviewed or edited by a person.",
         schema: || schema::<Entries>(&[]),
+        output: || list_of::<EntryView>("entries"),
         call: |t, args| Box::pin(list_entries(t, args)),
         hints: READ,
     },
@@ -110,6 +133,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "get_entry",
         description: "One consolidated entry by id (e-…, or core:e-… as recall shows a MEMORY.md line): its text, dates, categories and the facts it holds.",
         schema: || schema::<GetEntry>(&[]),
+        output: object::<EntryView>,
         call: |t, args| Box::pin(get_entry(t, args)),
         hints: READ,
     },
@@ -117,6 +141,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "edit_entry",
         description: "Correct one consolidated entry by id: its text, its pin (pinned entries are never replaced or merged away) or its category. The old text stays in its history, and the edit can be undone as a run.",
         schema: || schema::<EditEntry>(&[]),
+        output: object::<request::Edited>,
         call: |t, args| Box::pin(edit_entry(t, args)),
         // It rewrites an entry (journaled, undoable); the same edit again
         // changes nothing.
@@ -130,6 +155,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "consolidate",
         description: "Fold recently remembered facts into the consolidated memory now.",
         schema: || schema::<Consolidate>(&[]),
+        output: object::<consolidate::Report>,
         call: |t, args| Box::pin(consolidate(t, args)),
         // It merges and replaces entries (history and sources kept).
         hints: Hints {
@@ -152,11 +178,12 @@ impl Tool {
             "name": self.name,
             "description": self.description,
             "inputSchema": schema,
+            "outputSchema": (self.output)(),
             "annotations": self.hints.json(self.name),
         })
     }
 
-    pub(super) async fn call(&self, target: &Target, args: Map<String, Value>) -> Result<String> {
+    pub(super) async fn call(&self, target: &Target, args: Map<String, Value>) -> Result<Answered> {
         (self.call)(target, args).await
     }
 }
@@ -164,7 +191,7 @@ impl Tool {
 /// `R`'s schema without the `fixed` fields.
 fn schema<R: request::Request>(fixed: &[&str]) -> Value {
     let mut s = request::schema_of::<R>();
-    if let Some(p) = s["properties"].as_object_mut() {
+    if let Some(p) = s.get_mut("properties").and_then(|v| v.as_object_mut()) {
         for f in fixed {
             p.remove(*f);
         }
@@ -176,12 +203,36 @@ fn schema<R: request::Request>(fixed: &[&str]) -> Value {
     s
 }
 
+/// `T`'s schema as an output schema (an object's).
+fn object<T: schemars::JsonSchema>() -> Value {
+    let mut s = request::schema_of::<T>();
+    if let Some(o) = s.as_object_mut() {
+        o.remove("title");
+    }
+    s
+}
+
+/// The schema of an object with one field, `field`, a list of `T`.
+fn list_of<T: schemars::JsonSchema>(field: &str) -> Value {
+    let list = object::<Vec<T>>();
+    json!({"type": "object", "properties": {field: list}, "required": [field]})
+}
+
+/// `core_memory`'s structured content: the compact text.
+fn core_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "MEMORY.md compact: the person's notes, then one dated line per entry with its id"}},
+        "required": ["text"]
+    })
+}
+
 /// The arguments as request `R`, checked by type.
 fn read<R: request::Request>(args: Map<String, Value>) -> Result<R> {
     serde_json::from_value(Value::Object(args)).context("invalid arguments")
 }
 
-async fn remember(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn remember(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let mut req: Add = read(args)?;
     req.similar = true;
     let req_declared = req.supersedes.clone();
@@ -204,14 +255,18 @@ async fn remember(target: &Target, args: Map<String, Value>) -> Result<String> {
             out.push_str("\nif this fact replaces one of these, remember it again with supersedes: [its id] (the same text is not written twice)");
         }
     }
-    Ok(out)
+    Answered::new(out, &added)
 }
 
-async fn recall(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn recall(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let req: Search = read(args)?;
     let hits = target.run(req).await?.hits();
+    let structured = json!({ "hits": hits });
     if hits.is_empty() {
-        return Ok("nothing found".into());
+        return Ok(Answered {
+            text: "nothing found".into(),
+            structured,
+        });
     }
     let lines: Vec<String> = hits
         .iter()
@@ -224,32 +279,40 @@ async fn recall(target: &Target, args: Map<String, Value>) -> Result<String> {
             format!("- [{}] {}{day}", h.id, h.text.replace('\n', " "))
         })
         .collect();
-    Ok(lines.join("\n"))
+    Ok(Answered {
+        text: lines.join("\n"),
+        structured,
+    })
 }
 
-async fn forget(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn forget(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let gone = target.run(read::<Forget>(args)?).await?;
-    Ok(format!("forgot {} {}: {}", gone.kind, gone.id, gone.text))
+    let text = format!("forgot {} {}: {}", gone.kind, gone.id, gone.text);
+    Answered::new(text, &gone)
 }
 
 /// MEMORY.md compact ([`crate::core_md::CoreMd::compact`]): the person's
 /// notes and one dated line per entry with its id, no markup. The
 /// `MEMORY.md` resource gives the file as it is.
-async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let text = target.run(read::<Core>(args)?).await?;
     let text = text.text(&target.memory.layout)?;
-    Ok(crate::core_md::CoreMd::parse(text.as_bytes())?.compact())
+    let text = crate::core_md::CoreMd::parse(text.as_bytes())?.compact();
+    let structured = json!({ "text": text });
+    Ok(Answered { text, structured })
 }
 
-async fn list_entries(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn list_entries(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let all = target.run(read::<Entries>(args)?).await?;
-    if all.is_empty() {
-        return Ok("no entries".into());
-    }
-    Ok(all.iter().map(entry_line).collect::<Vec<_>>().join("\n"))
+    let text = match all.is_empty() {
+        true => "no entries".into(),
+        false => all.iter().map(entry_line).collect::<Vec<_>>().join("\n"),
+    };
+    let structured = json!({ "entries": all });
+    Ok(Answered { text, structured })
 }
 
-async fn get_entry(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn get_entry(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let e = target.run(read::<GetEntry>(args)?).await?;
     let mut out = entry_line(&e);
     for (name, list) in [("categories", &e.categories), ("sessions", &e.sessions)] {
@@ -259,16 +322,17 @@ async fn get_entry(target: &Target, args: Map<String, Value>) -> Result<String> 
     }
     let facts: Vec<&str> = e.sources.iter().map(|f| f.as_str()).collect();
     out.push_str(&format!("\nfacts: {}", facts.join(", ")));
-    Ok(out)
+    Answered::new(out, &e)
 }
 
-async fn edit_entry(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn edit_entry(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let edited = target.run(read::<EditEntry>(args)?).await?;
     let what = match &edited.run {
         Some(run) => format!("edited (run {run})"),
         None => "already as asked, nothing changed".into(),
     };
-    Ok(format!("{what}\n{}", entry_line(&edited.entry)))
+    let text = format!("{what}\n{}", entry_line(&edited.entry));
+    Answered::new(text, &edited)
 }
 
 /// An entry as one line: `- [id] text (updated DAY; marks)`.
@@ -291,9 +355,9 @@ fn entry_line(e: &EntryView) -> String {
     )
 }
 
-async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<String> {
+async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let report = target.run(read::<Consolidate>(args)?).await?;
-    Ok(run_summary(&report))
+    Answered::new(run_summary(&report), &report)
 }
 
 /// The `consolidate` tool's answer: what the run did, for a model to read.

@@ -19,6 +19,8 @@ impl Request for Consolidate {
         summary: "Consolidate pending facts (`force` skips the gate, `dry_run` writes nothing)",
     };
 
+    const NAME: Option<&'static str> = Some("Consolidate");
+
     /// A run needs the embedder (clusters, near duplicates), which the
     /// daemon holds, and its index is synced after.
     fn needs_index(&self) -> bool {

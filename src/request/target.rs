@@ -21,6 +21,10 @@ pub trait Request:
 
     const ROUTE: Route;
 
+    /// Its name where its type is named otherwise (a type of the library
+    /// used as a request under another name).
+    const NAME: Option<&'static str> = None;
+
     /// The media type of a reply the HTTP API sends as it is, when it is
     /// not JSON (MEMORY.md, byte for byte); [`Request::raw`] gives the
     /// bytes.
@@ -252,7 +256,8 @@ pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
     v
 }
 
-/// A request's name, for descriptions (`Search`).
+/// A request's name, for descriptions and OpenAPI's `operationId`
+/// (`Search`): [`Request::NAME`], else its type's own name.
 pub fn name_of<R: Request>() -> &'static str {
-    std::any::type_name::<R>().rsplit("::").next().unwrap_or("")
+    R::NAME.unwrap_or_else(|| std::any::type_name::<R>().rsplit("::").next().unwrap_or(""))
 }

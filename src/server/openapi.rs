@@ -136,12 +136,12 @@ fn parameter(name: &str, at: &str, required: bool, properties: &Map<String, Valu
 
 /// A JSON body: the request's schema without the fields in the path.
 fn body_of(mut schema: Value, in_path: &[&str]) -> Value {
-    if let Some(props) = schema["properties"].as_object_mut() {
+    if let Some(props) = schema.get_mut("properties").and_then(|v| v.as_object_mut()) {
         for f in in_path {
             props.remove(*f);
         }
     }
-    if let Some(req) = schema["required"].as_array_mut() {
+    if let Some(req) = schema.get_mut("required").and_then(|v| v.as_array_mut()) {
         req.retain(|r| !in_path.iter().any(|f| r == f));
     }
     let required = schema["required"].as_array().is_some_and(|r| !r.is_empty());
@@ -198,7 +198,7 @@ fn with_name(root: bool, mut op: Value) -> Value {
         "description": "The memory: ASCII letters, digits, '-', '_' and '.', not starting with a dot, at most 64 bytes",
         "schema": {"type": "string"},
     });
-    if let Some(ps) = op["parameters"].as_array_mut() {
+    if let Some(ps) = op.get_mut("parameters").and_then(|v| v.as_array_mut()) {
         ps.insert(0, name);
     }
     op

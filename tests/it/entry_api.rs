@@ -311,3 +311,38 @@ fn a_search_can_be_narrowed_by_category_session_and_day() {
     );
     d.stop();
 }
+
+/// A fact stated in two categories is found by a search narrowed to
+/// either: near-identical hits collapse after the narrowing, so the twin
+/// left out never hides the one let through (the same text under another
+/// category came back as nothing).
+#[test]
+fn a_narrowed_search_finds_a_fact_whose_twin_is_in_another_category() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    crate::trust::ok(dir, &["init"]);
+    let text = "User keeps the spare key under the blue flowerpot";
+    let id_of = |category: &str| {
+        let v: serde_json::Value = serde_json::from_str(&crate::trust::ok(
+            dir,
+            &["add", text, "--category", category, "--json"],
+        ))
+        .unwrap();
+        v["id"].as_str().unwrap().to_string()
+    };
+    let (a, b) = (id_of("u1"), id_of("u2"));
+    assert_ne!(a, b);
+    for (category, id) in [("u1", &a), ("u2", &b)] {
+        let hits = json_of(
+            dir,
+            &["search", "where is the spare key", "--category", category],
+        );
+        let ids: Vec<&str> = hits
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [id.as_str()], "--category {category}");
+    }
+}

@@ -324,7 +324,7 @@ fn a_missing_model_says_how_to_get_it() {
         .unwrap()
         .to_string();
     assert!(
-        err.contains("fetch-model.sh") && err.contains("lexical"),
+        err.contains("memd setup") && err.contains("lexical"),
         "{err}"
     );
 }
@@ -608,7 +608,7 @@ fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
         .expect("asked for onnx without it")
         .to_string();
     assert!(
-        err.contains("model.onnx") && err.contains("fetch-model.sh") && err.contains("candle"),
+        err.contains("model.onnx") && err.contains("memd setup") && err.contains("candle"),
         "{err}"
     );
 }

@@ -49,7 +49,12 @@ fn mcp_speaks_json_rpc_over_stdio() {
     );
     for t in list["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert_eq!(t["outputSchema"]["type"], "object", "{t}");
     }
+    let output_schema = |name: &str| {
+        let tools = list["result"]["tools"].as_array().unwrap();
+        tools.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone()
+    };
     // Tool annotations: what a client may ask the user before, or not.
     let hint = |name: &str, h: &str| {
         let tools = list["result"]["tools"].as_array().unwrap();
@@ -69,12 +74,12 @@ fn mcp_speaks_json_rpc_over_stdio() {
         "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
     .unwrap();
     assert_eq!(r["result"]["isError"], false, "{r}");
-    assert!(
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("remembered as ")
-    );
+    let said = r["result"]["content"][0]["text"].as_str().unwrap();
+    // The same reply as structured content, fitting the tool's schema.
+    let added = &r["result"]["structuredContent"];
+    let id = added["facts"][0]["id"].as_str().unwrap();
+    assert_eq!(said.lines().next().unwrap(), format!("remembered as {id}"));
+    fits(added, &output_schema("remember"));
     let r = ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "recall", "arguments": {"query": "which seats on trains", "k": 3}}}))
     .unwrap();
@@ -85,6 +90,10 @@ fn mcp_speaks_json_rpc_over_stdio() {
             .contains("aisle seats"),
         "{r}"
     );
+    let found = &r["result"]["structuredContent"];
+    assert_eq!(found["hits"][0]["text"], "Prefers aisle seats on trains");
+    assert!(found["hits"][0]["score"].as_f64().unwrap() > 0.0, "{found}");
+    fits(found, &output_schema("recall"));
     let r = ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "remember", "arguments": {}}}))
     .unwrap();
@@ -96,6 +105,11 @@ fn mcp_speaks_json_rpc_over_stdio() {
     .unwrap();
     let core = r["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(core, "(no entries promoted yet)\n", "compact, no markup");
+    assert_eq!(r["result"]["structuredContent"]["text"], core);
+    fits(
+        &r["result"]["structuredContent"],
+        &output_schema("core_memory"),
+    );
     // MEMORY.md is a resource too.
     assert!(
         init["result"]["capabilities"]["resources"].is_object(),
@@ -147,6 +161,44 @@ fn mcp_speaks_json_rpc_over_stdio() {
     let (facts, _) = memd::archive::read_all(&layout).unwrap();
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].session.as_deref(), Some("mcp"));
+}
+
+/// Whether `v` fits `schema` as far as its shape goes: every field an
+/// object has is one the schema names, every field it requires is there,
+/// and so on into fields and lists (the Python SDK's test checks the
+/// schema in full, with jsonschema).
+fn fits(v: &Value, schema: &Value) {
+    if let Some(options) = schema["anyOf"].as_array().or(schema["oneOf"].as_array()) {
+        let ok = options
+            .iter()
+            .any(|s| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fits(v, s))).is_ok());
+        assert!(ok, "{v} fits none of {schema}");
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            let props = schema["properties"].as_object();
+            for (k, field) in o {
+                let Some(s) = props.and_then(|p| p.get(k)) else {
+                    assert!(
+                        schema["additionalProperties"] != false && props.is_none(),
+                        "field {k} is not in {schema}"
+                    );
+                    continue;
+                };
+                fits(field, s);
+            }
+            for r in schema["required"].as_array().into_iter().flatten() {
+                assert!(o.contains_key(r.as_str().unwrap()), "{v} lacks {r}");
+            }
+        }
+        Value::Array(items) => {
+            for i in items {
+                fits(i, &schema["items"]);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// One line of bytes that is not UTF-8, or one too long to read, gets a

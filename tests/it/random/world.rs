@@ -228,12 +228,18 @@ impl World {
             if let Some(k) = key {
                 args["key"] = json!(format!("{k}#{i}"));
             }
-            let said = tool_call((&mut stdin, &mut out), i, "remember", args)?;
+            let (said, added) = tool_call((&mut stdin, &mut out), i, "remember", args)?;
             let id = said
                 .split_whitespace()
                 .find(|w| w.contains('#'))
                 .unwrap_or("");
-            ids.push(id.trim_end_matches([',', '.', ':', ';']).to_string());
+            let id = id.trim_end_matches([',', '.', ':', ';']).to_string();
+            assert_eq!(
+                added["ids"],
+                json!([id]),
+                "remember's text and structured content"
+            );
+            ids.push(id);
         }
         drop(stdin);
         child.wait()?;
@@ -379,7 +385,8 @@ impl World {
     }
 
     /// MCP renders each entry on one line; texts with a line break are
-    /// compared with it turned into a space.
+    /// compared with it turned into a space. Its structured content is the
+    /// reply in process, field for field.
     fn entries_mcp(
         &self,
         pick: u8,
@@ -387,16 +394,25 @@ impl World {
     ) -> anyhow::Result<Vec<(String, String)>> {
         let (mut child, mut stdin, mut out) =
             crate::serving::spawn_mcp_with(&self.layout.root, &[]);
-        let listed = tool_call((&mut stdin, &mut out), 1, "list_entries", json!({}))?;
+        let (listed, all) = tool_call((&mut stdin, &mut out), 1, "list_entries", json!({}))?;
         let got = match want.get(pick as usize % want.len().max(1)) {
             Some((id, _)) => {
-                let said = tool_call((&mut stdin, &mut out), 2, "get_entry", json!({"id": id}))?;
+                let args = json!({"id": id});
+                let (said, one) = tool_call((&mut stdin, &mut out), 2, "get_entry", args)?;
+                let here = self.run(memd::request::GetEntry { id: id.clone() })?;
+                assert_eq!(
+                    one,
+                    serde_json::to_value(here)?,
+                    "get_entry {id}, structured"
+                );
                 Some((id.clone(), said))
             }
             None => None,
         };
         drop(stdin);
         child.wait()?;
+        let here = self.run(memd::request::Entries::default())?;
+        assert_eq!(all, json!({ "entries": here }), "list_entries, structured");
         let one_line = |t: &str| t.replace('\n', " ");
         let mut pairs = Vec::new();
         for (id, text) in want {
@@ -447,7 +463,12 @@ impl World {
                 let said = tool_call((&mut stdin, &mut out), 1, "edit_entry", args);
                 drop(stdin);
                 child.wait()?;
-                said?;
+                let (_, edited) = said?;
+                assert_eq!(
+                    edited["entry"]["text"],
+                    json!(text),
+                    "edit_entry, structured"
+                );
             }
         }
         let got = self.run(memd::request::GetEntry { id: id.clone() })?;
@@ -938,7 +959,8 @@ fn hostile(body: &Value) -> Value {
 }
 
 /// One MCP `tools/call` of `name` over `memd mcp`'s pipes: the text it
-/// answered, or an error when it says it failed.
+/// answered and its structured content, or an error when it says it
+/// failed.
 fn tool_call(
     (stdin, out): (
         &mut std::process::ChildStdin,
@@ -947,7 +969,7 @@ fn tool_call(
     id: usize,
     name: &str,
     args: Value,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, Value)> {
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": name, "arguments": args}});
     writeln!(stdin, "{msg}")?;
@@ -959,5 +981,5 @@ fn tool_call(
         .unwrap_or("")
         .to_string();
     anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
-    Ok(said)
+    Ok((said, r["result"]["structuredContent"].clone()))
 }

@@ -1,0 +1,434 @@
+"""The replies of memd's API as typed, frozen dataclasses.
+
+Each is built from the reply's JSON by :meth:`Model.from_json`: the fields
+the API describes (``GET /v1/openapi.json``; the tests hold the two
+together) become attributes, nested objects become their own classes, and
+the whole JSON object stays in ``raw``, so a field a newer daemon adds is
+there too, and a field an older one leaves out takes its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, TypeVar, Union
+
+M = TypeVar("M", bound="Model")
+
+RowKind = Literal["fact", "entry", "core"]
+"""What a search hit or a candidate is: a pending fact, an entry of
+``consolidated/memory.md``, or a line of ``MEMORY.md``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """A reply object: its typed fields, and ``raw``, the JSON it came from."""
+
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls: type[M], data: Mapping[str, Any]) -> M:
+        """Build from a JSON object; unknown keys stay in ``raw`` only."""
+        hints = typing.get_type_hints(cls)
+        known = {
+            f.name: _convert(hints[f.name], data[f.name])
+            for f in dataclasses.fields(cls)
+            if f.name != "raw" and f.name in data
+        }
+        return cls(raw=dict(data), **known)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    """``value`` (JSON) as type ``tp``: nested models built, lists and maps
+    converted item by item, anything else as it is."""
+    origin = typing.get_origin(tp)
+    if value is None:
+        return None
+    if origin in (Union, types.UnionType):
+        not_none = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(not_none[0], value) if len(not_none) == 1 else value
+    if origin is list:
+        return [_convert(typing.get_args(tp)[0], v) for v in value]
+    if origin is dict:
+        return {k: _convert(typing.get_args(tp)[1], v) for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, Model):
+        return tp.from_json(value)
+    if tp is float and isinstance(value, int):
+        return float(value)
+    return value
+
+
+# --- adding facts -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimilarEntry(Model):
+    """An existing entry like a new fact (``score`` is the cosine similarity)."""
+
+    id: str
+    kind: RowKind
+    text: str
+    score: float
+    source: str
+    day: str | None = None
+    same: bool
+    """The built-in judge will merge the fact into this entry."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddedFact(Model):
+    """One appended fact, and (when asked) the entries most like it."""
+
+    id: str
+    day: str
+    text: str
+    category: str | None = None
+    session: str | None = None
+    written: bool
+    """False when the idempotency key was already written: nothing new."""
+    similar: list[SimilarEntry] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Added(Model):
+    """What an add did: each fact's id, in order, and the facts."""
+
+    ids: list[str]
+    facts: list[AddedFact]
+
+
+# --- searching --------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit(Model):
+    """One search result: a row of the index (fact, entry or MEMORY.md line)."""
+
+    id: str
+    kind: RowKind
+    text: str
+    score: float
+    """How well it matches, 0 to 1 (hits are ordered by rank, not by score)."""
+    source: str
+    day: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Found(Model):
+    """The hits, best first; ``indexing`` is ``{"files_behind": [...]}``
+    when the search did not wait (``wait=False``) and files wait to be
+    indexed."""
+
+    hits: list[Hit]
+    indexing: dict[str, Any] | None = None
+
+
+# --- consolidating ----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Applied(Model):
+    """Ops applied by kind."""
+
+    add: int
+    replace: int
+    remove: int
+    keep: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suppressed(Model):
+    """A new fact that only restated something forgotten: not kept."""
+
+    fact: str
+    text: str
+    forgotten: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterReport(Model):
+    """One cluster of a run: its facts, the entries the judge saw, what it
+    decided and the ops (as JSON objects, ``{"op": "ADD", ...}``)."""
+
+    facts: list[str]
+    entries: list[str]
+    decision: Literal["ops", "restatement", "fallback", "failed"]
+    ops: list[dict[str, Any]]
+    error: str | None = None
+    diff: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunReport(Model):
+    """What a consolidation did (or, with ``skipped``, why it did not run)."""
+
+    run_id: str = ""
+    dry_run: bool = False
+    judge: str = ""
+    skipped: str | None = None
+    pending_facts: int = 0
+    restatements: int = 0
+    near_duplicates: int = 0
+    clusters: int = 0
+    llm_calls: int = 0
+    invalid_replies: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    applied: Applied | None = None
+    suppressed: list[Suppressed] = field(default_factory=list)
+    deleted_by_hand: int = 0
+    skipped_hand_edited: int = 0
+    declared_updates: int = 0
+    failed_clusters: int = 0
+    failed_facts: list[str] = field(default_factory=list)
+    fallback_facts: int = 0
+    facts_done: int = 0
+    promoted_lines: int = 0
+    cluster_reports: list[ClusterReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    total_ms: float = 0.0
+    llm_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncReport(Model):
+    files_checked: int
+    files_synced: int
+    rows_added: int
+    rows_deleted: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reindexed(Model):
+    """What a reindex did, and the rows the index holds after it."""
+
+    report: SyncReport
+    rows: int
+
+
+# --- entries ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntryView(Model):
+    """One live entry of ``consolidated/memory.md``."""
+
+    id: str
+    text: str
+    first_seen: str
+    updated: str
+    pinned: bool
+    unreviewed: bool
+    edited: bool
+    """Its text is not what memd last wrote: a person edited it."""
+    categories: list[str]
+    sessions: list[str]
+    sources: list[str]
+    """The archive facts it holds."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edited(Model):
+    """An entry after an edit; ``run`` is absent when nothing changed."""
+
+    run: str | None = None
+    entry: EntryView
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate(Model):
+    """Something that can be (or was) forgotten: an entry or a pending fact."""
+
+    kind: RowKind
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntryMeta(Model):
+    """An entry's metadata as the journal keeps it."""
+
+    id: str
+    first_seen: str = ""
+    updated: str = ""
+    sources: list[str] = field(default_factory=list)
+    hash: str = ""
+    pinned: bool = False
+    unreviewed: bool = False
+    category: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record(Model):
+    """One record of the journal (``op`` is ADD, REPLACE, REMOVE, KEEP,
+    FORGET, UNFORGET, HAND_REMOVE, ADOPT, SUPPRESS, UNDO or EDIT)."""
+
+    ts: str
+    run: str
+    op: str
+    entry: str
+    before: str | None = None
+    after: str | None = None
+    sources: list[str] = field(default_factory=list)
+    into: str | None = None
+    model: str | None = None
+    prompt_hash: str | None = None
+    meta_before: EntryMeta | None = None
+    meta_after: EntryMeta | None = None
+    undoes: str | None = None
+
+
+# --- runs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run(Model):
+    """One run of the journal: a consolidation, an edit, a forget, an undo."""
+
+    id: str
+    started: str
+    kind: str
+    judges: list[str]
+    ops: dict[str, int]
+    facts: int
+    undoes: str | None = None
+    undone_by: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change(Model):
+    entry: str
+    before: str | None = None
+    after: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Left(Model):
+    """An entry an undo left as it is, and why."""
+
+    entry: str
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class UndoOutcome(Model):
+    """What undoing a run did (or, with ``dry_run``, would do)."""
+
+    undoes: str
+    run: str | None = None
+    dry_run: bool
+    changes: list[Change]
+    left: list[Left]
+    pending_again: list[str]
+    kept_out: list[str]
+
+
+# --- status and check -------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DayCount(Model):
+    day: str
+    facts: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaemonInfo(Model):
+    pid: int
+    listen: str
+    started: str
+    token: bool
+    memory: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatcherInfo(Model):
+    alive: bool
+    pid: int
+    started: str
+    heartbeat: str
+    reconcile_seconds: int
+    events: int
+    syncs: int
+    last_sync: str | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedderInfo(Model):
+    """The embedder, and whether its model's files are in place."""
+
+    kind: str
+    dir: str | None = None
+    runtime: str | None = None
+    name: str | None = None
+    missing: str | None = None
+    """Why it cannot start (files missing), and how to mend that."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status(Model):
+    """The state of the memory directory; ``config`` is the configuration
+    in force, as JSON (``config["search"]["default_k"]``, ...)."""
+
+    dir: str
+    days: list[DayCount]
+    facts: int
+    entries: int
+    entries_unsaved_hand_written: int
+    entries_edited_by_hand: int
+    entries_unreviewed: int
+    entries_pinned: int
+    tombstones: int
+    facts_forgotten: int
+    pending_facts: int
+    last_consolidation: str | None = None
+    judge: str
+    embedder: EmbedderInfo | None = None
+    """(Daemons after 0.1.0's first releases.)"""
+    index: dict[str, str]
+    """Each source file and whether it is indexed as it is now."""
+    daemon: DaemonInfo | None = None
+    watcher: WatcherInfo | None = None
+    warnings: list[str]
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem(Model):
+    kind: str
+    file: str
+    line: int | None = None
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckReport(Model):
+    """memd's invariants checked: ``problems`` is empty when all hold."""
+
+    problems: list[Problem]
+    notes: list[Problem]
+    facts: int
+    entries: int
+    index_rows: int | None = None
+    index_fixable: bool
+    index_rebuilt: bool = False
+
+
+# --- many memories (``memd serve --root``) ----------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryInfo(Model):
+    name: str = ""
+    open: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memories(Model):
+    """The memories under a root, and how many are open."""
+
+    memories: list[MemoryInfo] = field(default_factory=list)
+    open: int = 0
