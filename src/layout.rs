@@ -257,11 +257,11 @@ impl Layout {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            // `is_file` follows a symbolic link, as the append that writes
+            // A symbolic link is followed, as the append that writes
             // through it does: a day file kept elsewhere is still read.
             if let Some(day) = name.strip_suffix(".md")
                 && is_day(day)
-                && entry.path().is_file()
+                && is_file(&entry)?
             {
                 days.push(day.to_string());
             }
@@ -269,6 +269,15 @@ impl Layout {
         days.sort();
         Ok(days)
     }
+}
+
+/// Whether a directory's entry is a file, a symbolic link followed: from
+/// the directory listing's own file type, without a `stat` per file (a
+/// daemon lists the archive before every search; at 3,000 day files the
+/// `stat`s were most of a search, BENCHMARKS.md).
+pub(crate) fn is_file(entry: &std::fs::DirEntry) -> std::io::Result<bool> {
+    let kind = entry.file_type()?;
+    Ok(kind.is_file() || (kind.is_symlink() && entry.path().is_file()))
 }
 
 /// Copy a directory tree (a memory directory, for evaluations and tests

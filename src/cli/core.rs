@@ -13,10 +13,15 @@ pub struct Args {
     /// generated lines, one per entry) instead of the file.
     #[arg(long)]
     json: bool,
+    /// Print it compact: the person's notes, then one line per entry,
+    /// `- text · day [id]` (what MCP's core_memory gives).
+    #[arg(long, conflicts_with = "json")]
+    compact: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let text = super::run_at(dir, Core {}, false)?;
+    let compact = args.compact;
+    let text = super::run_at(dir, Core { compact }, false)?;
     if !args.json {
         // Byte for byte: a byte that is not UTF-8 is the user's, not ours
         // to replace.

@@ -169,7 +169,10 @@ struct Stamp {
 }
 
 fn stamp(path: &std::path::Path) -> Option<Stamp> {
-    let m = std::fs::metadata(path).ok()?;
+    stamp_of(&std::fs::metadata(path).ok()?)
+}
+
+fn stamp_of(m: &std::fs::Metadata) -> Option<Stamp> {
     Some(Stamp {
         dev: m.dev(),
         ino: m.ino(),
@@ -182,18 +185,41 @@ fn stamp(path: &std::path::Path) -> Option<Stamp> {
 /// Each file the fingerprints depend on, with its stamp (`None`: absent).
 type Stamps = BTreeMap<PathBuf, Option<Stamp>>;
 
-/// The stamps of every file the fingerprints depend on.
+/// The stamps of every file the fingerprints depend on: the archive's
+/// from one listing of its directory, each `stat` relative to it (a
+/// symbolic link followed), not a walk of each file's whole path.
 fn stamps(layout: &Layout) -> Result<Stamps> {
-    let mut paths = vec![
+    let mut out: Stamps = [
         layout.entries_file(),
         layout.state_file(),
         layout.tombstones_file(),
         layout.memory_md(),
-    ];
-    for day in layout.archive_days()? {
-        paths.push(layout.archive_file(&day));
+    ]
+    .into_iter()
+    .map(|p| {
+        let s = stamp(&p);
+        (p, s)
+    })
+    .collect();
+    let dir = layout.archive_dir();
+    for entry in std::fs::read_dir(&dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let is_day = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".md"))
+            .is_some_and(crate::layout::is_day);
+        if !is_day {
+            continue;
+        }
+        let meta = match entry.file_type()?.is_symlink() {
+            true => std::fs::metadata(entry.path()),
+            false => entry.metadata(),
+        };
+        let stamp = meta.ok().filter(|m| m.is_file()).and_then(|m| stamp_of(&m));
+        out.insert(entry.path(), stamp);
     }
-    Ok(paths.into_iter().map(|p| (p.clone(), stamp(&p))).collect())
+    Ok(out)
 }
 
 /// The fingerprints as last computed, with the stamps they were computed

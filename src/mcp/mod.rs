@@ -137,7 +137,7 @@ fn tool_list(scope: &Scope) -> Value {
 /// MEMORY.md's text, for the resource.
 async fn core_memory(scope: &Scope) -> Result<String> {
     let target = scope.target(None, false).await?;
-    let text = target.run(Core {}).await?;
+    let text = target.run(Core::default()).await?;
     text.text(&target.memory.layout)
 }
 

@@ -116,7 +116,7 @@ pub(super) const TOOLS: &[Tool] = &[
     Tool {
         name: "core_memory",
         description: "The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id in brackets (for forget and supersedes).",
-        schema: || schema::<Core>(&[]),
+        schema: || schema::<Core>(&["compact"]),
         output: core_schema,
         call: |t, args| Box::pin(core_memory(t, args)),
         hints: READ,
@@ -295,9 +295,9 @@ async fn forget(target: &Target, args: Map<String, Value>) -> Result<Answered> {
 /// notes and one dated line per entry with its id, no markup. The
 /// `MEMORY.md` resource gives the file as it is.
 async fn core_memory(target: &Target, args: Map<String, Value>) -> Result<Answered> {
-    let text = target.run(read::<Core>(args)?).await?;
-    let text = text.text(&target.memory.layout)?;
-    let text = crate::core_md::CoreMd::parse(text.as_bytes())?.compact();
+    let mut req = read::<Core>(args)?;
+    req.compact = true;
+    let text = target.run(req).await?.text(&target.memory.layout)?;
     let structured = json!({ "text": text });
     Ok(Answered { text, structured })
 }

@@ -6,9 +6,15 @@ use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::{Context, Result};
 
-/// `MEMORY.md` byte for byte (a missing file is empty).
+/// `MEMORY.md` byte for byte (a missing file is empty), or compact.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Core {}
+pub struct Core {
+    /// The person's notes without `memd init`'s boilerplate or the
+    /// markers, then one line per entry, `- text · day [id]`: what MCP's
+    /// `core_memory` gives, about half the bytes of the file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compact: bool,
+}
 
 /// The bytes of `MEMORY.md`. Only a file that is UTF-8 is text: a byte
 /// that is not is kept as it is, never dropped or replaced.
@@ -24,7 +30,7 @@ impl CoreText {
                 path: layout.memory_md(),
                 line: Some(line),
                 message: format!(
-                    "not UTF-8 (byte {at}); MCP carries text only, fix the file by hand"
+                    "not UTF-8 (byte {at}); fix the file by hand (only the file as it is is given byte for byte)"
                 ),
             });
         }
@@ -56,7 +62,13 @@ impl Request for Core {
             read.with_context(|| format!("reading {}", path.display()))
         })
         .await?;
-        Ok(CoreText(bytes.unwrap_or_default()))
+        let bytes = bytes.unwrap_or_default();
+        if !self.compact {
+            return Ok(CoreText(bytes));
+        }
+        let text = CoreText(bytes).text(&target.memory.layout)?;
+        let compact = crate::core_md::CoreMd::parse(text.as_bytes())?.compact();
+        Ok(CoreText(compact.into_bytes()))
     }
 
     fn raw(reply: &CoreText) -> Vec<u8> {

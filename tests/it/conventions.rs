@@ -207,6 +207,22 @@ fn core_answers_json_with_the_file_and_its_lines() {
     assert_eq!(line["text"], "Has a dog called Rex", "{v:#}");
     assert!(line["id"].as_str().unwrap().starts_with("e-"), "{v:#}");
     assert_eq!(line["day"].as_str().map(str::len), Some(10), "{v:#}");
+    // Compact, the same from the CLI and HTTP: one dated line with its id,
+    // no markers (MCP's core_memory gives it too, tests/it/mcp.rs).
+    let compact = ok(dir, &["core", "--compact"]);
+    let want = format!(
+        "- Has a dog called Rex · {} [{}]\n",
+        line["day"].as_str().unwrap(),
+        line["id"].as_str().unwrap()
+    );
+    assert!(compact.ends_with(&want), "{compact}");
+    assert!(!compact.contains("<!--"), "{compact}");
+    let layout = memd::Layout::open(dir).unwrap();
+    let d = crate::serving::start_in_process(&layout);
+    let http = crate::serving::Http::at(&d.base, None);
+    let (code, body) = http.send(reqwest::Method::GET, "/v1/memory?compact=true", None);
+    assert_eq!((code, body.as_str()), (200, compact.as_str()));
+    d.stop();
 }
 
 /// Every argument and option of every command a user runs says what it is
@@ -230,6 +246,9 @@ fn every_option_of_every_command_has_help_text() {
         "check",
         "serve",
         "mcp",
+        "setup",
+        "edit",
+        "completions",
     ];
     let dir = tempfile::tempdir().unwrap();
     let mut bare = Vec::new();

@@ -348,8 +348,11 @@ def undo(run: str, *, dry_run: bool | None = None, keep_out: bool | None = None)
 
 
 @endpoint("GET", "/memory", markdown)
-def core() -> None:
-    """MEMORY.md, the core memory an agent keeps in its prompt (markdown)."""
+def core(*, compact: bool | None = None) -> None:
+    """MEMORY.md, the core memory an agent keeps in its prompt (markdown);
+    with ``compact``, the person's notes and one line per entry,
+    ``- text · day [id]``, without markup (what MCP's ``core_memory``
+    gives)."""
 
 
 @endpoint("GET", "/status", one(Status))

@@ -126,7 +126,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
     @tool
     async def core_memory() -> str:
         """The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id (for forget and supersedes)."""
-        return await send(api.core())
+        return await send(api.core(compact=True))
 
     return [remember, recall, forget, core_memory]
 

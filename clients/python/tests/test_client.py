@@ -196,6 +196,9 @@ def test_core_memory(api: Any) -> None:
     core = api.core()
     assert core.startswith("# MEMORY")
     assert f"The user prefers answers in British English · {entry.updated} <!-- {entry.id} -->" in core
+    compact = api.core(compact=True)
+    assert compact.endswith(f"- The user prefers answers in British English · {entry.updated} [{entry.id}]\n")
+    assert "<!--" not in compact and len(compact) < len(core)
     hits = api.search("British English", k=3, min_score=0).hits
     assert f"core:{entry.id}" in [h.id for h in hits]
     unseen = api.search("British English", k=3, min_score=0, exclude_core=True).hits
