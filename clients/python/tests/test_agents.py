@@ -91,7 +91,7 @@ async def test_core_memory(tools: dict[str, FunctionTool], memd: Client) -> None
     [entry] = [e for e in memd.entries() if "coffee" in e.text]
     core = await invoke(tools["core_memory"])
     assert core == memd.core(compact=True)
-    assert f"- The user takes their coffee black · {entry.updated} [{entry.id}]\n" in core
+    assert f"- The user takes their coffee black · {entry.updated} [{entry.id}]" in core.splitlines()
     assert "<!--" not in core
     unseen = await invoke(tools["recall"], query="coffee", exclude_core=True, min_score=0)
     assert entry.id not in unseen
