@@ -1,7 +1,10 @@
 //! Benchmarks behind `memd bench`. Speed is measured here, never asserted
 //! in tests.
 
+mod days;
 mod serve_many;
+
+pub use days::{DaysLoad, DaysReport, days};
 
 pub use serve_many::{Load, ServeManyReport, serve_many};
 

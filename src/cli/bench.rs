@@ -87,6 +87,29 @@ enum What {
         #[arg(long, default_value = ".")]
         r#in: PathBuf,
     },
+    /// Search and append-to-searchable as the archive's day files grow,
+    /// the facts the same: one daemon per day count, all at once, each
+    /// request sent to each in turn.
+    Days {
+        /// Day-file counts, the first the one the others are compared with.
+        #[arg(long, value_delimiter = ',', default_value = "10,3000")]
+        days: Vec<usize>,
+        /// Facts in every archive, spread over its day files.
+        #[arg(long, default_value_t = 3000)]
+        facts: usize,
+        /// Searches sent to each daemon.
+        #[arg(long, default_value_t = 200)]
+        searches: usize,
+        /// Posts, each followed by a search that must find it, per daemon.
+        #[arg(long, default_value_t = 50)]
+        appends: usize,
+        /// The embedder (the peers' MiniLM by default).
+        #[arg(long, default_value = "minilm")]
+        embedder: String,
+        /// Where to create the scratch memories.
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
         #[arg(long, default_value_t = 1000)]
@@ -205,6 +228,27 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         What::ServeMany { load, r#in } => {
             super::embedder_kind(&load.embedder)?;
             print_line(&rt.block_on(bench::serve_many(&r#in, &load.into()))?)
+        }
+        What::Days {
+            days,
+            facts,
+            searches,
+            appends,
+            embedder,
+            r#in,
+        } => {
+            super::embedder_kind(&embedder)?;
+            let load = bench::DaysLoad {
+                days: &days,
+                facts,
+                searches,
+                appends,
+                embedder: &embedder,
+            };
+            for r in rt.block_on(bench::days(&r#in, &load))? {
+                print_line(&r)?;
+            }
+            Ok(())
         }
         What::Append {
             singles,

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 
 use crate::Result;
 use crate::layout::{Layout, Source};
@@ -124,25 +123,34 @@ pub(crate) fn freshness(layout: &Layout) -> Result<BTreeMap<Source, Freshness>> 
         .collect())
 }
 
-/// Every source file's fingerprint now, reading every file.
-fn now(layout: &Layout) -> Result<Prints> {
+/// A file's own hash, the first part of its fingerprint (`None`: absent).
+fn own_hash(p: &std::path::Path) -> Option<String> {
     let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
-    let hash = |p: &std::path::Path| {
-        p.exists()
-            .then(|| short_hash(&String::from_utf8_lossy(&read(p)), 16))
-    };
-    let entries = hash(&layout.entries_file());
-    // What decides which facts are pending (crate::pending): the state,
-    // the tombstones and the entries' sources.
-    let shared = short_hash(
+    p.exists()
+        .then(|| short_hash(&String::from_utf8_lossy(&read(p)), 16))
+}
+
+/// The hash of what decides which facts are pending (crate::pending),
+/// the second part of every fingerprint: the state, the tombstones and
+/// the entries' sources (`entries`: the entries file's own hash).
+fn shared_hash(layout: &Layout, entries: Option<&str>) -> String {
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    short_hash(
         &format!(
             "{}\u{0}{}\u{0}{}",
             String::from_utf8_lossy(&read(&layout.state_file())),
             String::from_utf8_lossy(&read(&layout.tombstones_file())),
-            entries.as_deref().unwrap_or("")
+            entries.unwrap_or("")
         ),
         16,
-    );
+    )
+}
+
+/// Every source file's fingerprint now, reading every file.
+fn now(layout: &Layout) -> Result<Prints> {
+    let hash = |p: &std::path::Path| own_hash(p);
+    let entries = hash(&layout.entries_file());
+    let shared = shared_hash(layout, entries.as_deref());
     let mut out = BTreeMap::new();
     let mut add = |source: Source, own: Option<String>| {
         if let Some(own) = own {
@@ -182,8 +190,9 @@ fn stamp_of(m: &std::fs::Metadata) -> Option<Stamp> {
     })
 }
 
-/// Each file the fingerprints depend on, with its stamp (`None`: absent).
-type Stamps = BTreeMap<PathBuf, Option<Stamp>>;
+/// Each file the fingerprints depend on (by its name, which is cheaper to
+/// compare than a path), with its stamp (`None`: absent).
+type Stamps = BTreeMap<std::ffi::OsString, Option<Stamp>>;
 
 /// The stamps of every file the fingerprints depend on: the archive's
 /// from one listing of its directory, each `stat` relative to it (a
@@ -198,7 +207,7 @@ fn stamps(layout: &Layout) -> Result<Stamps> {
     .into_iter()
     .map(|p| {
         let s = stamp(&p);
-        (p, s)
+        (p.into_os_string(), s)
     })
     .collect();
     let dir = layout.archive_dir();
@@ -217,16 +226,17 @@ fn stamps(layout: &Layout) -> Result<Stamps> {
             false => entry.metadata(),
         };
         let stamp = meta.ok().filter(|m| m.is_file()).and_then(|m| stamp_of(&m));
-        out.insert(entry.path(), stamp);
+        out.insert(name, stamp);
     }
     Ok(out)
 }
 
 /// The fingerprints as last computed, with the stamps they were computed
-/// at.
+/// at, and each day file's own hash with the stamp it was read at.
 #[derive(Default)]
 pub(super) struct Seen {
     last: Option<(Stamps, Prints)>,
+    days: BTreeMap<std::ffi::OsString, (Stamp, String)>,
 }
 
 impl Seen {
@@ -239,11 +249,103 @@ impl Seen {
         {
             return Ok(prints.clone());
         }
-        let prints = now(layout)?;
+        let prints = self.now(layout, &stamped);
         // A file changed while it was read is stamped again next time.
         if stamps(layout)? == stamped {
             self.last = Some((stamped, prints.clone()));
         }
         Ok(prints)
+    }
+
+    /// [`now`], reading again only the day files whose stamp changed since
+    /// they were last read (an append reads one day file, not the
+    /// archive). A day file is stamped before it is read, so one that
+    /// changes while it is read has another stamp next time.
+    fn now(&mut self, layout: &Layout, stamped: &Stamps) -> Prints {
+        let entries = own_hash(&layout.entries_file());
+        let shared = shared_hash(layout, entries.as_deref());
+        let mut out = Prints::new();
+        let mut days = BTreeMap::new();
+        for (name, stamp) in stamped {
+            let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
+                continue;
+            };
+            let own = match self.days.remove(name) {
+                Some((was, own)) if was == *stamp => own,
+                _ => match own_hash(&layout.archive_file(day)) {
+                    Some(own) => own,
+                    None => continue,
+                },
+            };
+            out.insert(Source::Day(day.to_string()), format!("{own}-{shared}"));
+            days.insert(name.clone(), (stamp.clone(), own));
+        }
+        self.days = days;
+        for (source, own) in [
+            (Source::Entries, entries),
+            (Source::Core, own_hash(&layout.memory_md())),
+        ] {
+            if let Some(own) = own {
+                out.insert(source, format!("{own}-{shared}"));
+            }
+        }
+        out
+    }
+}
+
+/// The day of a day file's name (`YYYY-MM-DD.md`), as [`stamps`] keys it.
+fn day_of(name: &std::ffi::OsStr) -> Option<&str> {
+    let day = name.to_str()?.strip_suffix(".md")?;
+    crate::layout::is_day(day).then_some(day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fingerprints a daemon keeps, reading again only the day files
+    /// that changed, are the ones every file read anew gives, through
+    /// appends, a new and a removed day file, and a change to what every
+    /// fingerprint shares (the tombstones).
+    #[test]
+    fn fingerprints_kept_between_changes_equal_those_read_anew() {
+        let t = tempfile::tempdir().unwrap();
+        let layout = crate::memory::init(t.path()).unwrap();
+        let day = |d: &str| layout.archive_file(d);
+        for d in ["2026-01-01", "2026-01-02", "2026-01-03"] {
+            std::fs::write(day(d), format!("# {d}\n\n## 09:00:00\n- fact of {d}\n")).unwrap();
+        }
+        let mut seen = Seen::default();
+        let check = |seen: &mut Seen, what: &str| {
+            let kept = seen.fingerprints(&layout).unwrap();
+            assert_eq!(kept, now(&layout).unwrap(), "after {what}");
+            kept
+        };
+        let first = check(&mut seen, "the first read");
+        assert_eq!(first.len(), 5, "{first:?}");
+        let append = |d: &str, text: &str| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(day(d))
+                .unwrap();
+            writeln!(f, "- {text}").unwrap();
+        };
+        append("2026-01-02", "another fact");
+        let after = check(&mut seen, "an append");
+        let changed: Vec<_> = first
+            .iter()
+            .filter(|(s, p)| after.get(*s) != Some(*p))
+            .collect();
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        std::fs::write(day("2026-01-04"), "# 2026-01-04\n\n- new\n").unwrap();
+        check(&mut seen, "a new day file");
+        std::fs::remove_file(day("2026-01-01")).unwrap();
+        check(&mut seen, "a removed day file");
+        std::fs::write(layout.tombstones_file(), "{}\n").unwrap();
+        let stoned = check(&mut seen, "a tombstone");
+        assert!(stoned.values().all(|p| !after.values().any(|a| a == p)));
+        append("2026-01-03", "yet another");
+        check(&mut seen, "a second append");
     }
 }

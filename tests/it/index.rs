@@ -612,3 +612,53 @@ fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
         "{err}"
     );
 }
+
+/// `memd bench days` runs a daemon per day count, all at once, and
+/// reports each count's figures with its ratio to the first; every post
+/// it times was found by the search after it (the bench fails otherwise).
+#[test]
+fn bench_days_compares_day_counts_in_one_run() {
+    let t = tempfile::tempdir().unwrap();
+    let args = [
+        "bench",
+        "days",
+        "--days",
+        "2,6",
+        "--facts",
+        "30",
+        "--searches",
+        "4",
+        "--appends",
+        "3",
+        "--embedder",
+        "lexical",
+        "--in",
+    ];
+    let out = std::process::Command::new(crate::support::memd_bin())
+        .args(args)
+        .arg(t.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let days: Vec<u64> = lines
+        .iter()
+        .map(|l| l["day_files"].as_u64().unwrap())
+        .collect();
+    assert_eq!(days, [2, 6], "{stdout}");
+    assert_eq!(lines[0]["search_vs_first"], 1.0);
+    for l in &lines {
+        assert!(
+            l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
+            "{l}"
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! `memd bench days`: what a search and an append → searchable cost as the
+//! archive's day files grow, the facts the same. One daemon per day count
+//! (`memd serve`, child processes), all running at once, each request
+//! sent to each in turn, so the figures of one run share the machine's
+//! load (issue 28: a search at 3,000 day files should cost at most 1.2×
+//! one at 10).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use serde::Serialize;
+
+use super::{WORDS, percentile, start_serve, synthetic_fact};
+
+/// One day count's figures.
+#[derive(Debug, Serialize)]
+pub struct DaysReport {
+    pub day_files: usize,
+    pub facts: usize,
+    pub search_p50_ms: f64,
+    pub search_p90_ms: f64,
+    /// `POST /v1/facts`, then a search that must find the fact.
+    pub append_to_searchable_p50_ms: f64,
+    pub append_to_searchable_p90_ms: f64,
+    /// This count's search p50 over the first count's, in the same run.
+    pub search_vs_first: f64,
+    pub append_vs_first: f64,
+}
+
+/// What `bench days` is asked to do.
+pub struct DaysLoad<'a> {
+    pub days: &'a [usize],
+    pub facts: usize,
+    pub searches: usize,
+    pub appends: usize,
+    pub embedder: &'a str,
+}
+
+/// A memory of `facts` facts over `days` day files, as a person's archive
+/// would hold them (written straight into the files: the daemon indexes
+/// them when it starts).
+fn memory_with(
+    parent: &Path,
+    days: usize,
+    facts: usize,
+    embedder: &str,
+) -> Result<tempfile::TempDir> {
+    let tmp = tempfile::tempdir_in(parent)?;
+    let layout = crate::memory::init(tmp.path())?;
+    std::fs::write(
+        layout.config_file(),
+        format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 86400\n"),
+    )?;
+    let last = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).expect("a date");
+    let per = facts.div_ceil(days.max(1));
+    for d in 0..days {
+        let day = (last - chrono::Duration::days(d as i64)).format("%Y-%m-%d");
+        let mut text = format!("# {day}\n\n## 09:00:00\n");
+        for i in (d * per..((d + 1) * per).min(facts)).map(|i| synthetic_fact(i * 7 + 3)) {
+            text.push_str(&format!("- {i}\n"));
+        }
+        std::fs::write(layout.archive_dir().join(format!("{day}.md")), text)?;
+    }
+    Ok(tmp)
+}
+
+/// Run the load against one daemon per day count; their figures, in the
+/// order of `load.days`.
+pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>> {
+    let mut dirs = Vec::new();
+    let mut daemons = Vec::new();
+    for &n in load.days {
+        let dir = memory_with(parent, n, load.facts, load.embedder)?;
+        let args = ["--dir".as_ref(), dir.path().as_os_str(), "serve".as_ref()];
+        daemons.push(start_serve(&args).await?);
+        dirs.push(dir);
+    }
+    let http = reqwest::Client::new();
+    let mut searches = vec![Vec::new(); daemons.len()];
+    let mut appends = vec![Vec::new(); daemons.len()];
+    // The first search of each indexes its archive: not timed.
+    for (_, base) in &daemons {
+        search(&http, base, "warm up").await?;
+    }
+    for i in 0..load.searches {
+        let q = format!("what about {} {i}", WORDS[i % WORDS.len()]);
+        for (d, (_, base)) in daemons.iter().enumerate() {
+            let t = Instant::now();
+            search(&http, base, &q).await?;
+            searches[d].push(t.elapsed());
+        }
+    }
+    for i in 0..load.appends {
+        let marker = format!("Zq{i}x{}", load.facts);
+        for (d, (_, base)) in daemons.iter().enumerate() {
+            let t = Instant::now();
+            let text = format!("The user named a new plant {marker}");
+            let r = http
+                .post(format!("{base}/v1/facts"))
+                .json(&serde_json::json!({ "text": text }));
+            ensure!(r.send().await?.status().is_success(), "a post failed");
+            let hits = search(&http, base, &marker).await?;
+            ensure!(
+                hits.contains(&marker),
+                "{marker} not searchable after its post"
+            );
+            appends[d].push(t.elapsed());
+        }
+    }
+    for (mut child, _) in daemons {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        child.wait()?;
+    }
+    Ok(report(load, searches, appends))
+}
+
+/// A search's reply, as text.
+async fn search(http: &reqwest::Client, base: &str, q: &str) -> Result<String> {
+    let r = http
+        .get(format!("{base}/v1/search"))
+        .query(&[("q", q), ("k", "10"), ("min_score", "0")])
+        .send()
+        .await?;
+    ensure!(r.status().is_success(), "a search failed: {}", r.status());
+    Ok(r.text().await?)
+}
+
+fn report(
+    load: &DaysLoad<'_>,
+    searches: Vec<Vec<Duration>>,
+    appends: Vec<Vec<Duration>>,
+) -> Vec<DaysReport> {
+    let p = |mut v: Vec<Duration>, at: f64| {
+        v.sort();
+        percentile(&v, at)
+    };
+    let first = (p(searches[0].clone(), 0.5), p(appends[0].clone(), 0.5));
+    load.days
+        .iter()
+        .zip(searches.into_iter().zip(appends))
+        .map(|(&day_files, (s, a))| {
+            let (s50, a50) = (p(s.clone(), 0.5), p(a.clone(), 0.5));
+            DaysReport {
+                day_files,
+                facts: load.facts,
+                search_p50_ms: s50,
+                search_p90_ms: p(s, 0.9),
+                append_to_searchable_p50_ms: a50,
+                append_to_searchable_p90_ms: p(a, 0.9),
+                search_vs_first: s50 / first.0,
+                append_vs_first: a50 / first.1,
+            }
+        })
+        .collect()
+}
