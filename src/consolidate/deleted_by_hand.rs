@@ -1,13 +1,15 @@
 //! Entries deleted by hand. Deleting an entry from
-//! `consolidated/memory.md` is forgetting it (DESIGN §1): an entry memd
+//! `consolidated/memory.md` is forgetting it (docs/CONSOLIDATION.md): an entry memd
 //! wrote (the journal says so) that no REMOVE or forget took away and
 //! whose text is nowhere in the file any more is tombstoned with every
 //! fact it held, and journaled as `HAND_REMOVE`. Its facts are then
 //! forgotten, not hidden, and neither a reindex nor a restatement brings
 //! it back. An entry whose text is still in the file (its metadata line
-//! broken by hand, say) has not vanished, and the journal's records of a
-//! pending fact (its forgetting, and that taken back) are never an entry's
-//! ([`journal::lineage`]).
+//! broken by hand, say) has not vanished, nor has one whose every fact
+//! another entry holds (it was merged into that one, by a run killed
+//! after saving the file and before its journal), and the journal's
+//! records of a pending fact (its forgetting, and that taken back) are
+//! never an entry's ([`journal::lineage`]).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -116,11 +118,21 @@ pub(crate) fn record(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Resu
         .map(|i| i.as_str())
         .collect();
     let texts: HashSet<String> = doc.entries().map(|e| normalize(&e.text)).collect();
+    // The facts live entries hold: an entry gone whose facts all live on
+    // in others was merged into them (a run killed after saving the file
+    // and before its journal leaves exactly that), not deleted; forgetting
+    // its facts would forget what they hold.
+    let held: HashSet<&str> = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
+        .collect();
     let mut stones = Vec::new();
     let mut gone = Vec::new();
     for (id, l) in lineage {
         let text = l.text.unwrap_or_default();
-        if !l.alive || ids.contains(id.as_str()) || texts.contains(&normalize(&text)) {
+        let merged = !l.sources.is_empty() && l.sources.iter().all(|s| held.contains(s.as_str()));
+        if !l.alive || ids.contains(id.as_str()) || texts.contains(&normalize(&text)) || merged {
             continue;
         }
         let mut sources = l.sources;

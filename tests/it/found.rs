@@ -524,3 +524,33 @@ fn a_hand_deleted_entry_with_a_live_twin_leaves_no_dead_line_in_memory_md() {
         HandDeleteEntry { pick: 67 },
     ]);
 }
+
+/// Soak seed 8346339467203851633 (25 minutes at 6ac2a0d; it fails at
+/// 75c2b4e too): two entries, each superseded by a fact with the first
+/// one's text, and the run that folds them killed once the entries file
+/// is saved, before its journal. The second entry had been merged into the
+/// first, which holds its fact; the next run took its absence for a hand
+/// deletion and tombstoned that fact, which `memd check` reported as
+/// forgotten but held.
+#[test]
+fn an_entry_merged_away_by_a_killed_run_is_not_taken_for_a_hand_deletion() {
+    use crate::random::{Action::*, Killed, Via};
+    crate::random::replay(&[
+        Add {
+            text: 0,
+            key: None,
+            via: Via::Here,
+            batch: true,
+        },
+        run_built_in(),
+        AddUpdate { text: 15, pick: 2 },
+        AddUpdate {
+            text: 47,
+            pick: 115,
+        },
+        Kill {
+            step: 230,
+            what: Killed::Consolidate,
+        },
+    ]);
+}
