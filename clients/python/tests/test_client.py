@@ -235,8 +235,11 @@ def test_check_and_reindex(api: Any) -> None:
     assert reindexed.report.files_checked >= 3
     cleared = api.reindex(clear=True)
     assert cleared.rows == reindexed.rows
-    # The daemon's watcher may take in some rows itself while the table is rebuilt.
-    assert 0 < cleared.report.rows_added <= cleared.rows
+    # The daemon's watcher and upkeep loop may take in some or all of the
+    # rows themselves while the table is rebuilt (seen in CI: 0 added by
+    # the reindex's own sync); what counts is the table holding them all.
+    assert 0 <= cleared.report.rows_added <= cleared.rows
+    assert api.search("a", k=1, min_score=0).hits
     assert api.check(fix=True).problems == []
 
 
