@@ -148,22 +148,7 @@ fn shared_hash(layout: &Layout, entries: Option<&str>) -> String {
 
 /// Every source file's fingerprint now, reading every file.
 fn now(layout: &Layout) -> Result<Prints> {
-    let hash = |p: &std::path::Path| own_hash(p);
-    let entries = hash(&layout.entries_file());
-    let shared = shared_hash(layout, entries.as_deref());
-    let mut out = BTreeMap::new();
-    let mut add = |source: Source, own: Option<String>| {
-        if let Some(own) = own {
-            out.insert(source, format!("{own}-{shared}"));
-        }
-    };
-    for day in layout.archive_days()? {
-        let own = hash(&layout.archive_file(&day));
-        add(Source::Day(day), own);
-    }
-    add(Source::Entries, entries);
-    add(Source::Core, hash(&layout.memory_md()));
-    Ok(out)
+    Ok(Seen::default().now(layout, &stamps(layout)?))
 }
 
 /// What identifies a version of a file without reading it.
@@ -214,11 +199,7 @@ fn stamps(layout: &Layout) -> Result<Stamps> {
     for entry in std::fs::read_dir(&dir)? {
         let entry = entry?;
         let name = entry.file_name();
-        let is_day = name
-            .to_str()
-            .and_then(|n| n.strip_suffix(".md"))
-            .is_some_and(crate::layout::is_day);
-        if !is_day {
+        if day_of(&name).is_none() {
             continue;
         }
         let meta = match entry.file_type()?.is_symlink() {
