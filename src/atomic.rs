@@ -58,7 +58,17 @@ pub fn write_with_hook(
 /// limit), the file is cut back to `len`, so no fragment of the append is
 /// left for a reader to take as data and a retry writes it whole once.
 pub fn append_whole(file: &mut File, len: u64, bytes: &[u8]) -> io::Result<()> {
-    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    append_whole_then(file, len, bytes, true)
+}
+
+/// [`append_whole`], with the fsync only if `sync`: without it the append
+/// is whole and seen by every reader at once, and durable when the kernel
+/// writes it back (for records whose loss in a power cut costs nothing
+/// that matters, as the recall log's).
+pub fn append_whole_then(file: &mut File, len: u64, bytes: &[u8], sync: bool) -> io::Result<()> {
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
     if let Err(e) = written {
         if let Err(undo) = file.set_len(len).and_then(|()| file.sync_data()) {
             tracing::error!(error = %undo, "could not cut back a failed append");

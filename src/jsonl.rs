@@ -52,6 +52,11 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine
 /// A file that a hand edit left without a final newline gets one first, so
 /// the new record never joins the previous line.
 pub fn append<T: Serialize>(path: &Path, records: &[T]) -> io::Result<()> {
+    append_then(path, records, true)
+}
+
+/// [`append`], fsync'd only if `sync` ([`crate::atomic::append_whole_then`]).
+pub fn append_then<T: Serialize>(path: &Path, records: &[T], sync: bool) -> io::Result<()> {
     if records.is_empty() {
         return Ok(());
     }
@@ -70,7 +75,7 @@ pub fn append<T: Serialize>(path: &Path, records: &[T]) -> io::Result<()> {
     if len > 0 && !ends_with_newline(path, len)? {
         buf.insert(0, b'\n');
     }
-    crate::atomic::append_whole(&mut file, len, &buf)
+    crate::atomic::append_whole_then(&mut file, len, &buf, sync)
 }
 
 /// Whether the last byte of the file at `path` (of length `len`) is a newline.

@@ -128,6 +128,7 @@ pub mod runs;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod steps;
 pub mod text;
 pub mod tombstones;
 pub mod watch;

@@ -21,9 +21,73 @@ pub struct Hit {
     pub rank: u32,
 }
 
-/// Append the hits of one search.
+/// Append the hits of one search, fsync'd.
 pub fn append(path: &Path, hits: &[Hit]) -> Result<()> {
     jsonl::append(path, hits).with_context(|| format!("appending to {}", path.display()))
+}
+
+/// How long after a search its recalls may wait for their fsync: the
+/// searches within it share one.
+pub(crate) const SYNC_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The recall log of a process that searches again and again (a daemon,
+/// `memd mcp`): each search's hits are appended whole and at once (every
+/// reader sees them, a consolidation's promotion included), and fsync'd
+/// within [`SYNC_WITHIN`], in groups, off the searches. A search then
+/// costs no fsync. A power cut can lose the last half second's recalls
+/// (or, of a command that exits sooner, those the kernel had not yet
+/// written back), which are a ranking hint and never a fact; a crash of
+/// memd loses nothing written.
+pub(crate) struct Log {
+    path: std::path::PathBuf,
+    due: Option<tokio::sync::mpsc::UnboundedSender<()>>,
+}
+
+impl Log {
+    /// The log at `path`; its fsyncs run on the current tokio runtime, or
+    /// with each append when there is none.
+    pub(crate) fn open(path: std::path::PathBuf) -> Log {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return Log { path, due: None };
+        };
+        let (due, mut asked) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let synced = path.clone();
+        rt.spawn(async move {
+            // Ends when the log is dropped, after a last fsync.
+            while asked.recv().await.is_some() {
+                tokio::time::sleep(SYNC_WITHIN).await;
+                while asked.try_recv().is_ok() {}
+                let path = synced.clone();
+                let done = tokio::task::spawn_blocking(move || {
+                    std::fs::File::open(&path).and_then(|f| f.sync_data())
+                });
+                if let Ok(Err(e)) = done.await {
+                    tracing::warn!(error = %e, "fsync of the recall log failed");
+                }
+            }
+        });
+        Log {
+            path,
+            due: Some(due),
+        }
+    }
+
+    /// Append the hits of one search (blocking: call it off the async
+    /// workers).
+    pub(crate) fn append(&self, hits: &[Hit]) -> Result<()> {
+        let sync = self.due.is_none();
+        jsonl::append_then(&self.path, hits, sync)
+            .with_context(|| format!("appending to {}", self.path.display()))?;
+        if let Some(due) = &self.due
+            && due.send(()).is_err()
+        {
+            // The runtime that synced it is gone: sync now.
+            std::fs::File::open(&self.path)
+                .and_then(|f| f.sync_data())
+                .with_context(|| format!("fsync of {}", self.path.display()))?;
+        }
+        Ok(())
+    }
 }
 
 /// Per-id usage: how often, how recently, for how many distinct queries.

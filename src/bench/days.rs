@@ -28,13 +28,19 @@ pub struct DaysReport {
     pub append_vs_first: f64,
 }
 
+/// The requests `bench days` and `bench search-path` send.
+pub struct Requests<'a> {
+    pub searches: usize,
+    /// Posts, each followed by a search that must find it.
+    pub appends: usize,
+    pub embedder: &'a str,
+}
+
 /// What `bench days` is asked to do.
 pub struct DaysLoad<'a> {
     pub days: &'a [usize],
     pub facts: usize,
-    pub searches: usize,
-    pub appends: usize,
-    pub embedder: &'a str,
+    pub requests: Requests<'a>,
 }
 
 /// A memory of `facts` facts over `days` day files, as a person's archive
@@ -71,7 +77,7 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
     let mut dirs = Vec::new();
     let mut daemons = Vec::new();
     for &n in load.days {
-        let dir = memory_with(parent, n, load.facts, load.embedder)?;
+        let dir = memory_with(parent, n, load.facts, load.requests.embedder)?;
         let args = ["--dir".as_ref(), dir.path().as_os_str(), "serve".as_ref()];
         daemons.push(start_serve(&args).await?);
         dirs.push(dir);
@@ -83,7 +89,7 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
     for (_, base) in &daemons {
         search(&http, base, "warm up").await?;
     }
-    for i in 0..load.searches {
+    for i in 0..load.requests.searches {
         let q = format!("what about {} {i}", WORDS[i % WORDS.len()]);
         for (d, (_, base)) in daemons.iter().enumerate() {
             let t = Instant::now();
@@ -91,21 +97,10 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
             searches[d].push(t.elapsed());
         }
     }
-    for i in 0..load.appends {
+    for i in 0..load.requests.appends {
         let marker = format!("Zq{i}x{}", load.facts);
         for (d, (_, base)) in daemons.iter().enumerate() {
-            let t = Instant::now();
-            let text = format!("The user named a new plant {marker}");
-            let r = http
-                .post(format!("{base}/v1/facts"))
-                .json(&serde_json::json!({ "text": text }));
-            ensure!(r.send().await?.status().is_success(), "a post failed");
-            let hits = search(&http, base, &marker).await?;
-            ensure!(
-                hits.contains(&marker),
-                "{marker} not searchable after its post"
-            );
-            appends[d].push(t.elapsed());
+            appends[d].push(append_then_find(&http, base, &marker).await?);
         }
     }
     for (mut child, _) in daemons {
@@ -117,8 +112,29 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
     Ok(report(load, searches, appends))
 }
 
+/// Post a fact holding `marker`, then search for it: the time until the
+/// search answered with it (an error if it did not).
+pub(super) async fn append_then_find(
+    http: &reqwest::Client,
+    base: &str,
+    marker: &str,
+) -> Result<Duration> {
+    let t = Instant::now();
+    let text = format!("The user named a new plant {marker}");
+    let r = http
+        .post(format!("{base}/v1/facts"))
+        .json(&serde_json::json!({ "text": text }));
+    ensure!(r.send().await?.status().is_success(), "a post failed");
+    let hits = search(http, base, marker).await?;
+    ensure!(
+        hits.contains(marker),
+        "{marker} not searchable after its post"
+    );
+    Ok(t.elapsed())
+}
+
 /// A search's reply, as text.
-async fn search(http: &reqwest::Client, base: &str, q: &str) -> Result<String> {
+pub(super) async fn search(http: &reqwest::Client, base: &str, q: &str) -> Result<String> {
     let r = http
         .get(format!("{base}/v1/search"))
         .query(&[("q", q), ("k", "10"), ("min_score", "0")])

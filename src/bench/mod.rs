@@ -2,9 +2,11 @@
 //! in tests.
 
 mod days;
+mod search_path;
 mod serve_many;
 
-pub use days::{DaysLoad, DaysReport, days};
+pub use days::{DaysLoad, DaysReport, Requests, days};
+pub use search_path::{PathLoad, PathReport, search_path};
 
 pub use serve_many::{Load, ServeManyReport, serve_many};
 

@@ -97,18 +97,18 @@ enum What {
         /// Facts in every archive, spread over its day files.
         #[arg(long, default_value_t = 3000)]
         facts: usize,
-        /// Searches sent to each daemon.
-        #[arg(long, default_value_t = 200)]
-        searches: usize,
-        /// Posts, each followed by a search that must find it, per daemon.
-        #[arg(long, default_value_t = 50)]
-        appends: usize,
-        /// The embedder (the peers' MiniLM by default).
-        #[arg(long, default_value = "minilm")]
-        embedder: String,
-        /// Where to create the scratch memories.
-        #[arg(long, default_value = ".")]
-        r#in: PathBuf,
+        #[command(flatten)]
+        requests: Requests,
+    },
+    /// One search and one append → searchable broken into their steps as
+    /// the daemon runs them (served from this process, over HTTP), at each
+    /// table size.
+    SearchPath {
+        /// Table sizes (facts), grown in one memory.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        sizes: Vec<usize>,
+        #[command(flatten)]
+        requests: Requests,
     },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
@@ -125,6 +125,39 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The requests `bench days` and `bench search-path` send to each daemon.
+#[derive(clap::Args)]
+struct Requests {
+    /// Searches (at each size, to each daemon).
+    #[arg(long, default_value_t = 200)]
+    searches: usize,
+    /// Posts, each followed by a search that must find it.
+    #[arg(long, default_value_t = 50)]
+    appends: usize,
+    /// The embedder (the peers' MiniLM by default).
+    #[arg(long, default_value = "minilm")]
+    embedder: String,
+    /// Where to create the scratch memories.
+    #[arg(long, default_value = ".")]
+    r#in: PathBuf,
+}
+
+impl Requests {
+    fn load(&self) -> Result<bench::Requests<'_>> {
+        super::embedder_kind(&self.embedder)?;
+        Ok(bench::Requests {
+            searches: self.searches,
+            appends: self.appends,
+            embedder: &self.embedder,
+        })
+    }
+}
+
+/// Each figure set on a line of its own.
+fn print_lines<T: serde::Serialize>(all: Vec<T>) -> Result<()> {
+    all.iter().try_for_each(print_line)
 }
 
 /// The load of `bench serve-many`.
@@ -232,23 +265,21 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         What::Days {
             days,
             facts,
-            searches,
-            appends,
-            embedder,
-            r#in,
+            requests,
         } => {
-            super::embedder_kind(&embedder)?;
             let load = bench::DaysLoad {
                 days: &days,
                 facts,
-                searches,
-                appends,
-                embedder: &embedder,
+                requests: requests.load()?,
             };
-            for r in rt.block_on(bench::days(&r#in, &load))? {
-                print_line(&r)?;
-            }
-            Ok(())
+            print_lines(rt.block_on(bench::days(&requests.r#in, &load))?)
+        }
+        What::SearchPath { sizes, requests } => {
+            let load = bench::PathLoad {
+                sizes: &sizes,
+                requests: requests.load()?,
+            };
+            print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
         }
         What::Append {
             singles,

@@ -15,8 +15,9 @@
 //! tick of the file system clock would be missed until the next change of
 //! that file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
 
 use crate::Result;
 use crate::layout::{Layout, Source};
@@ -148,7 +149,11 @@ fn shared_hash(layout: &Layout, entries: Option<&str>) -> String {
 
 /// Every source file's fingerprint now, reading every file.
 fn now(layout: &Layout) -> Result<Prints> {
-    Ok(Seen::default().now(layout, &stamps(layout)?))
+    let mut seen = Seen {
+        stamps: stamps(layout)?.0,
+        ..Seen::default()
+    };
+    Ok(seen.now(layout))
 }
 
 /// What identifies a version of a file without reading it.
@@ -179,22 +184,46 @@ fn stamp_of(m: &std::fs::Metadata) -> Option<Stamp> {
 /// compare than a path), with its stamp (`None`: absent).
 type Stamps = BTreeMap<std::ffi::OsString, Option<Stamp>>;
 
-/// The stamps of every file the fingerprints depend on: the archive's
-/// from one listing of its directory, each `stat` relative to it (a
-/// symbolic link followed), not a walk of each file's whole path.
-fn stamps(layout: &Layout) -> Result<Stamps> {
-    let mut out: Stamps = [
+/// The stamps of the files outside the archive that the fingerprints
+/// depend on.
+fn root_stamps(layout: &Layout, out: &mut Stamps) {
+    for p in [
         layout.entries_file(),
         layout.state_file(),
         layout.tombstones_file(),
         layout.memory_md(),
-    ]
-    .into_iter()
-    .map(|p| {
+    ] {
         let s = stamp(&p);
-        (p.into_os_string(), s)
-    })
-    .collect();
+        out.insert(p.into_os_string(), s);
+    }
+}
+
+/// The stamp of the day file `name` in `dir` (`None`: absent, or not a
+/// file), and whether the kernel's events on `dir` can miss its changes: a
+/// symbolic link (followed) or a file with other hard links.
+fn day_stamp(dir: &std::path::Path, name: &std::ffi::OsStr) -> (Option<Stamp>, bool) {
+    let path = dir.join(name);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return (None, false);
+    };
+    let link = meta.file_type().is_symlink();
+    let meta = match link {
+        true => std::fs::metadata(&path).ok(),
+        false => Some(meta),
+    };
+    let meta = meta.filter(|m| m.is_file());
+    let unseen = link || meta.as_ref().is_some_and(|m| m.nlink() > 1);
+    (meta.and_then(|m| stamp_of(&m)), unseen)
+}
+
+/// The stamps of every file the fingerprints depend on: the archive's
+/// from one listing of its directory, each `stat` relative to it (a
+/// symbolic link followed), not a walk of each file's whole path; with the
+/// day files whose changes the kernel's events can miss.
+fn stamps(layout: &Layout) -> Result<(Stamps, BTreeSet<std::ffi::OsString>)> {
+    let mut out = Stamps::new();
+    let mut unseen = BTreeSet::new();
+    root_stamps(layout, &mut out);
     let dir = layout.archive_dir();
     for entry in std::fs::read_dir(&dir)? {
         let entry = entry?;
@@ -202,52 +231,176 @@ fn stamps(layout: &Layout) -> Result<Stamps> {
         if day_of(&name).is_none() {
             continue;
         }
-        let meta = match entry.file_type()?.is_symlink() {
+        let link = entry.file_type()?.is_symlink();
+        let meta = match link {
             true => std::fs::metadata(entry.path()),
             false => entry.metadata(),
         };
-        let stamp = meta.ok().filter(|m| m.is_file()).and_then(|m| stamp_of(&m));
-        out.insert(name, stamp);
+        let meta = meta.ok().filter(|m| m.is_file());
+        if link || meta.as_ref().is_some_and(|m| m.nlink() > 1) {
+            unseen.insert(name.clone());
+        }
+        if let Some(stamp) = meta.and_then(|m| stamp_of(&m)) {
+            out.insert(name, Some(stamp));
+        }
     }
-    Ok(out)
+    Ok((out, unseen))
 }
+
+/// How long a watched writer goes on the kernel's events alone before it
+/// stamps every file again, for the changes the kernel does not report
+/// ([`super::changes`]): the daemon's upkeep loop syncs every 10 s, so
+/// such a change is indexed within about that, as it was before the
+/// watch; the searches in between stat no day file that did not change.
+const LOOK_EVERYWHERE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The fingerprints as last computed, with the stamps they were computed
 /// at, and each day file's own hash with the stamp it was read at.
 #[derive(Default)]
 pub(super) struct Seen {
-    last: Option<(Stamps, Prints)>,
+    /// Every file's stamp, as last taken.
+    stamps: Stamps,
+    /// The fingerprints at `stamps`, once computed and settled.
+    prints: Option<Arc<Prints>>,
     days: BTreeMap<std::ffi::OsString, (Stamp, String)>,
+    /// For a long-lived writer: the kernel's word on which day files
+    /// changed ([`super::changes`]), with when every file was last
+    /// stamped, and the day files the kernel's events can miss.
+    watch: Option<Watch>,
+}
+
+struct Watch {
+    subscription: Option<super::changes::Subscription>,
+    /// The archive directory's device and inode when subscribed (a watch
+    /// follows the directory it was made on, not its path).
+    dir: Option<(u64, u64)>,
+    looked_everywhere: Option<std::time::Instant>,
+    unseen: BTreeSet<std::ffi::OsString>,
 }
 
 impl Seen {
+    /// A [`Seen`] that takes the kernel's word on which day files changed
+    /// (for a writer that syncs again and again: a daemon's, `memd mcp`'s).
+    pub(super) fn watching() -> Seen {
+        Seen {
+            watch: Some(Watch {
+                subscription: None,
+                dir: None,
+                looked_everywhere: None,
+                unseen: BTreeSet::new(),
+            }),
+            ..Seen::default()
+        }
+    }
+
     /// Every source file's fingerprint, computed again only when a file's
     /// stamp changed.
-    pub(super) fn fingerprints(&mut self, layout: &Layout) -> Result<Prints> {
-        let stamped = stamps(layout)?;
-        if let Some((stamps, prints)) = &self.last
-            && *stamps == stamped
-        {
+    pub(super) fn fingerprints(&mut self, layout: &Layout) -> Result<Arc<Prints>> {
+        let moved = match self.changed_names(layout) {
+            Some(names) => self.stamp_again(layout, names),
+            None => {
+                let (stamped, unseen) = stamps(layout)?;
+                if let Some(w) = self.watch.as_mut() {
+                    (w.unseen, w.looked_everywhere) = (unseen, Some(std::time::Instant::now()));
+                }
+                let moved = stamped != self.stamps;
+                self.stamps = stamped;
+                moved
+            }
+        };
+        if moved {
+            self.prints = None;
+        }
+        if let Some(prints) = &self.prints {
             return Ok(prints.clone());
         }
-        let prints = self.now(layout, &stamped);
-        // A file changed while it was read is stamped again next time.
-        if stamps(layout)? == stamped {
-            self.last = Some((stamped, prints.clone()));
+        let prints = Arc::new(self.now(layout));
+        // A file changed while it was read is stamped again next time: by
+        // the kernel's event when watched, else seen by a second look.
+        if self.watch.is_some() || stamps(layout)?.0 == self.stamps {
+            self.prints = Some(prints.clone());
         }
         Ok(prints)
     }
 
-    /// [`now`], reading again only the day files whose stamp changed since
-    /// they were last read (an append reads one day file, not the
-    /// archive). A day file is stamped before it is read, so one that
-    /// changes while it is read has another stamp next time.
-    fn now(&mut self, layout: &Layout, stamped: &Stamps) -> Prints {
+    /// For a watched writer whose watch is in place and whose last look at
+    /// every file is recent, the names to stamp again: the files outside
+    /// the archive, the day files the kernel named, and those whose
+    /// changes it can miss. `None`: stamp every file (the watch is made,
+    /// or made again, first, so no change after the stamps goes unseen).
+    fn changed_names(&mut self, layout: &Layout) -> Option<BTreeSet<std::ffi::OsString>> {
+        let watch = self.watch.as_mut()?;
+        let dir = layout.archive_dir();
+        let identity = stamp(&dir).map(|s| (s.dev, s.ino));
+        let sub = match &watch.subscription {
+            Some(sub) if !sub.is_gone() && watch.dir == identity => sub,
+            _ => {
+                watch.subscription = super::changes::subscribe(&dir);
+                watch.dir = identity;
+                return None;
+            }
+        };
+        let changed = match sub.take() {
+            super::changes::Changed::Names(names) => names,
+            super::changes::Changed::Unknown => return None,
+        };
+        if watch
+            .looked_everywhere
+            .is_none_or(|t| t.elapsed() >= LOOK_EVERYWHERE_EVERY)
+        {
+            return None;
+        }
+        let mut names: BTreeSet<_> = changed
+            .into_iter()
+            .filter(|n| day_of(n).is_some())
+            .collect();
+        names.extend(watch.unseen.iter().cloned());
+        Some(names)
+    }
+
+    /// Stamp again the files outside the archive and the day files `names`;
+    /// whether any stamp moved.
+    fn stamp_again(&mut self, layout: &Layout, names: BTreeSet<std::ffi::OsString>) -> bool {
+        let mut fresh = Stamps::new();
+        root_stamps(layout, &mut fresh);
+        let dir = layout.archive_dir();
+        let mut moved = false;
+        for name in names {
+            let (stamp, unseen) = day_stamp(&dir, &name);
+            if let Some(w) = self.watch.as_mut() {
+                match unseen {
+                    true => w.unseen.insert(name.clone()),
+                    false => w.unseen.remove(&name),
+                };
+            }
+            match stamp {
+                Some(s) => fresh.insert(name, Some(s)),
+                None => {
+                    moved |= self.stamps.remove(&name).is_some();
+                    continue;
+                }
+            };
+        }
+        for (name, stamp) in fresh {
+            if self.stamps.get(&name) != Some(&stamp) {
+                self.stamps.insert(name, stamp);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// Every source file's fingerprint at the stamps taken, reading again
+    /// only the day files whose stamp changed since they were last read
+    /// (an append reads one day file, not the archive). A day file is
+    /// stamped before it is read, so one that changes while it is read has
+    /// another stamp next time.
+    fn now(&mut self, layout: &Layout) -> Prints {
         let entries = own_hash(&layout.entries_file());
         let shared = shared_hash(layout, entries.as_deref());
         let mut out = Prints::new();
         let mut days = BTreeMap::new();
-        for (name, stamp) in stamped {
+        for (name, stamp) in &self.stamps {
             let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
                 continue;
             };
@@ -285,21 +438,27 @@ mod tests {
     use super::*;
 
     /// The fingerprints a daemon keeps, reading again only the day files
-    /// that changed, are the ones every file read anew gives, through
-    /// appends, a new and a removed day file, and a change to what every
-    /// fingerprint shares (the tombstones).
+    /// that changed (those it stamped, and those the kernel named), are the
+    /// ones every file read anew gives, through appends, a new and a
+    /// removed day file, and a change to what every fingerprint shares
+    /// (the tombstones).
     #[test]
     fn fingerprints_kept_between_changes_equal_those_read_anew() {
+        kept_between_changes_equal_those_read_anew(Seen::default);
+        kept_between_changes_equal_those_read_anew(Seen::watching);
+    }
+
+    fn kept_between_changes_equal_those_read_anew(seen: fn() -> Seen) {
         let t = tempfile::tempdir().unwrap();
         let layout = crate::memory::init(t.path()).unwrap();
         let day = |d: &str| layout.archive_file(d);
         for d in ["2026-01-01", "2026-01-02", "2026-01-03"] {
             std::fs::write(day(d), format!("# {d}\n\n## 09:00:00\n- fact of {d}\n")).unwrap();
         }
-        let mut seen = Seen::default();
+        let mut seen = seen();
         let check = |seen: &mut Seen, what: &str| {
             let kept = seen.fingerprints(&layout).unwrap();
-            assert_eq!(kept, now(&layout).unwrap(), "after {what}");
+            assert_eq!(*kept, now(&layout).unwrap(), "after {what}");
             kept
         };
         let first = check(&mut seen, "the first read");

@@ -21,6 +21,7 @@
 //! ([`Index::open_sole`]); every other process's writer takes the index
 //! lock for each write ([`Index::open`]).
 
+mod changes;
 pub mod fingerprints;
 pub mod reader;
 mod row_hashes;
@@ -62,6 +63,8 @@ struct Shared {
     embedder: Cached,
     /// The rows' words, for full-text scores ([`terms`]).
     terms: Mutex<terms::Terms>,
+    /// The recall log searches append to.
+    recalls: crate::recall::Log,
     /// Held while the table's version moves in this process (a write, a
     /// compaction), and while the words are loaded for a version: one
     /// write at a time, and words that are those of one version.
@@ -123,6 +126,7 @@ impl Shared {
             table,
             embedder,
             terms: Mutex::new(terms::Terms::new()?),
+            recalls: crate::recall::Log::open(layout.recall_log()),
             moving: tokio::sync::Mutex::new(()),
         })
     }

@@ -16,8 +16,8 @@ use super::table::collect;
 use crate::Result;
 use crate::embed::cosine;
 use crate::ids::RowId;
-use crate::recall;
 use crate::tombstones::Tombstones;
+use crate::{recall, steps};
 
 /// Least cosine similarity at which an existing entry is shown as similar
 /// to a new fact (`memd eval dedup`, EVALUATION.md).
@@ -100,7 +100,7 @@ impl Reader {
             Some(_) => k + self.shared.table.inner.count_rows(None).await?,
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
-        let qv = self.query_vector(query).await?;
+        let qv = steps::timed("query embedding", self.query_vector(query)).await?;
         let mut hits = self.ranked(query, qv, asked, settle, narrow).await?;
         hits.truncate(k);
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -115,10 +115,11 @@ impl Reader {
                 rank: i as u32 + 1,
             })
             .collect();
-        // An fsync'd append: off the async workers, which the daemon's
-        // other requests share.
-        let path = self.shared.layout.recall_log();
-        tokio::task::spawn_blocking(move || recall::append(&path, &log)).await??;
+        // Off the async workers, which the daemon's other requests share
+        // (it takes the log's lock).
+        let shared = self.shared.clone();
+        let logged = tokio::task::spawn_blocking(move || shared.recalls.append(&log));
+        steps::timed("recall log", logged).await??;
         Ok(hits)
     }
 
@@ -179,19 +180,26 @@ impl Reader {
         // here, so a multi-threaded runtime uses two cores.
         let table = self.shared.table.inner.clone();
         let q = qv.clone();
-        let vector = tokio::spawn(async move { search::vector_list(&table, q, n).await });
-        let text = self.full_text(query, n, wait).await;
+        let vector = tokio::spawn(steps::timed("vector search", async move {
+            search::vector_list(&table, q, n).await
+        }));
+        let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await;
         let vector = vector.await??;
-        let mut text = self.with_vectors(text?, &vector).await?;
+        let with_vectors = self.with_vectors(text?, &vector);
+        let mut text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
         for (h, _) in &mut text.rows {
             h.score = search::words_score(h.score, idf_sum);
         }
-        let tombstones = Tombstones::load(&self.shared.layout.tombstones_file())?;
-        let fused = search::fuse([vector, text], &qv);
+        let tombstones = steps::timed_now("tombstones read", || {
+            Tombstones::load(&self.shared.layout.tombstones_file())
+        })?;
+        let fused = steps::timed_now("fusion", || search::fuse([vector, text], &qv));
         let half_life = self.shared.config.search.recency_half_life_days;
         let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
-        Ok(search::finish(fused, &tombstones, (half_life, &lets), k))
+        Ok(steps::timed_now("collapse and finish", || {
+            search::finish(fused, &tombstones, (half_life, &lets), k)
+        }))
     }
 
     /// The full-text half of a search alone: at most `n` rows whose words

@@ -65,7 +65,7 @@ pub struct Writer {
     /// The files' fingerprints, hashed again only when a file changed.
     seen: Mutex<Seen>,
     /// The fingerprints this writer's last sync brought the table to.
-    synced: Mutex<Option<Prints>>,
+    synced: Mutex<Option<Arc<Prints>>>,
 }
 
 impl Writer {
@@ -89,7 +89,7 @@ impl Writer {
             last_added: Mutex::new(None),
             sources: Mutex::new(None),
             known: Mutex::new(RowHashes::default()),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(Seen::watching()),
             synced: Mutex::new(None),
         }
     }
@@ -100,8 +100,15 @@ impl Writer {
         if self.sole.is_none() {
             return Ok(None);
         }
-        let current = self.fingerprints()?;
-        let same = self.synced.lock().unwrap().as_ref() == Some(&current);
+        let current = crate::steps::timed_now("sync: fingerprints", || self.fingerprints())?;
+        let mut synced = self.synced.lock().unwrap();
+        let same = synced
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &current) || **s == *current);
+        if same {
+            // The next comparison is of two pointers.
+            *synced = Some(current.clone());
+        }
         Ok(same.then(|| SyncReport {
             files_checked: current.len(),
             ..SyncReport::default()
@@ -114,14 +121,14 @@ impl Writer {
         let synced = fingerprints::synced(&self.shared.layout);
         Ok(self
             .fingerprints()?
-            .into_iter()
-            .filter(|(source, print)| synced.get(source) != Some(print))
+            .iter()
+            .filter(|(source, print)| synced.get(*source) != Some(*print))
             .map(|(source, _)| source.to_string())
             .collect())
     }
 
     /// The source files' fingerprints now.
-    fn fingerprints(&self) -> Result<Prints> {
+    fn fingerprints(&self) -> Result<Arc<Prints>> {
         self.seen.lock().unwrap().fingerprints(&self.shared.layout)
     }
 
@@ -170,10 +177,10 @@ impl Writer {
             prints.remove(source);
         }
         if report.rows_added > 0 {
-            self.maintain_indices().await?;
+            crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
         }
         fingerprints::save_synced(&self.shared.layout, &prints)?;
-        *self.synced.lock().unwrap() = Some(prints);
+        *self.synced.lock().unwrap() = Some(Arc::new(prints));
         Ok(report)
     }
 
@@ -187,35 +194,39 @@ impl Writer {
         report: &mut SyncReport,
     ) -> Result<()> {
         let wanted: HashSet<&Source> = changed.iter().copied().collect();
-        let sources = self.sources(&wanted, current.get(&Source::Entries))?;
-        let desired = rows::desired_for(&self.shared.layout, Some(&wanted), &sources)?;
+        let desired = crate::steps::timed_now("sync: rows of the files", || {
+            let sources = self.sources(&wanted, current.get(&Source::Entries))?;
+            rows::desired_for(&self.shared.layout, Some(&wanted), &sources)
+        })?;
         let names: Vec<String> = changed
             .iter()
             .copied()
             .chain(gone)
             .map(|s| s.rel().into_owned())
             .collect();
-        let existing = self.rows_of(&names).await?;
+        let existing = crate::steps::timed("sync: rows in the table", self.rows_of(&names)).await?;
+        let embedded = self.embed_changes(&names, desired, &existing, report);
         let Changes {
             batches,
             stale,
             added,
-        } = self
-            .embed_changes(&names, desired, &existing, report)
-            .await?;
+        } = crate::steps::timed("sync: embedding", embedded).await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
         let table = &self.shared.table.inner;
         let before = table.version().await?;
         if !stale.is_empty() {
-            table.delete(&table::rows_filter(&stale)).await?;
+            let filter = table::rows_filter(&stale);
+            crate::steps::timed("sync: table delete", table.delete(&filter)).await?;
         }
         if !batches.is_empty() {
-            table.add(batches).execute().await?;
+            let added = table.add(batches).execute();
+            crate::steps::timed("sync: table add", added).await?;
             *self.last_added.lock().unwrap() = Some(Instant::now());
         }
         if !stale.is_empty() || !added.is_empty() {
-            self.wrote(before, &stale, added).await?;
+            let wrote = self.wrote(before, &stale, added);
+            crate::steps::timed("sync: words and hashes", wrote).await?;
         }
         Ok(())
     }

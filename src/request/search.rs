@@ -115,7 +115,7 @@ impl Request for Search {
         let wait = self.wait.unwrap_or(true);
         let behind = match wait {
             true => {
-                index.writer.sync().await?;
+                crate::steps::timed("sync", index.writer.sync()).await?;
                 Vec::new()
             }
             false => index.writer.files_behind()?,

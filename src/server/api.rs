@@ -165,6 +165,17 @@ fn memory_in(path: &str) -> Option<String> {
 /// One request of type `R`, read from the path, the query or the body,
 /// and applied at the memory the path names.
 async fn handle<R: Request>(
+    state: axum::extract::State<Shared>,
+    params: RawPathParams,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let handled = handled::<R>(state, params, uri, headers, body);
+    crate::steps::timed("HTTP handler", handled).await
+}
+
+async fn handled<R: Request>(
     axum::extract::State(s): axum::extract::State<Shared>,
     params: RawPathParams,
     uri: Uri,
@@ -293,7 +304,7 @@ async fn target<R: Request>(s: &Shared, name: Option<&str>, req: &R) -> Result<T
 /// (labelled UTF-8 only when it is).
 fn respond<R: Request>(reply: R::Reply) -> Response {
     let Some(media) = R::MEDIA else {
-        return Json(reply).into_response();
+        return crate::steps::timed_now("reply serialised", || Json(reply).into_response());
     };
     let bytes = R::raw(&reply);
     let kind = match std::str::from_utf8(&bytes) {

@@ -463,3 +463,70 @@ fn the_http_api_lists_runs_and_undoes_one() {
     assert_eq!(c.post("/v1/runs/r-nothere/undo", "{}").0, 404);
     d.stop();
 }
+
+/// A daemon's sync before a search stats only the day files the kernel
+/// says changed (issue 28), and its next search still finds at once what
+/// every way of changing the archive wrote: an append by hand, a write
+/// through a day file that is a symbolic link or a hard link to a file
+/// elsewhere (which the kernel does not report on the archive), an
+/// editor's save by rename, a new day file, and the archive directory
+/// itself replaced.
+#[test]
+fn a_daemons_next_search_sees_every_way_the_archive_changes() {
+    use std::io::Write;
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let d = start(&layout, &[]);
+    let c = Http::new(&d, None);
+    let finds = |marker: &str, how: &str| {
+        let (code, hits) = c.get(&format!("/v1/search?q={marker}&k=5&min_score=0"));
+        assert_eq!(code, 200, "{hits}");
+        assert!(hits.to_string().contains(marker), "{how}: {hits}");
+    };
+    let day = |d: &str| layout.archive_file(d);
+    let page = |d: &str, text: &str| format!("# {d}\n\n## 09:00:00\n- {text}\n");
+    let append = |path: &std::path::Path, text: &str| {
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(f, "- {text}").unwrap();
+    };
+    std::fs::write(day("2026-01-01"), page("2026-01-01", "The user Zqfirst")).unwrap();
+    finds("Zqfirst", "a day file written before the first search");
+    append(&day("2026-01-01"), "The user Zqappended");
+    finds("Zqappended", "an append by hand");
+
+    let elsewhere = layout.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let target = elsewhere.join("linked.md");
+    std::fs::write(&target, page("2026-01-02", "The user Zqlinked")).unwrap();
+    std::os::unix::fs::symlink(&target, day("2026-01-02")).unwrap();
+    finds("Zqlinked", "a new day file that is a symbolic link");
+    append(&target, "The user Zqthroughthelink");
+    finds("Zqthroughthelink", "a write to a symbolic link's target");
+
+    let hard = elsewhere.join("hard.md");
+    std::fs::write(&hard, page("2026-01-03", "The user Zqhard")).unwrap();
+    std::fs::hard_link(&hard, day("2026-01-03")).unwrap();
+    finds("Zqhard", "a new day file that is a hard link");
+    append(&hard, "The user Zqthroughthehardlink");
+    finds(
+        "Zqthroughthehardlink",
+        "a write through the other hard link",
+    );
+
+    let archive = layout.root.join("archive");
+    let saved = archive.join(".2026-01-01.md.swp");
+    let before = std::fs::read_to_string(day("2026-01-01")).unwrap();
+    std::fs::write(&saved, format!("{before}- The user Zqsaved\n")).unwrap();
+    std::fs::rename(&saved, day("2026-01-01")).unwrap();
+    finds("Zqsaved", "an editor's save by rename");
+
+    let old = layout.root.join("archive.old");
+    std::fs::rename(&archive, &old).unwrap();
+    std::fs::create_dir(&archive).unwrap();
+    std::fs::copy(old.join("2026-01-01.md"), day("2026-01-01")).unwrap();
+    std::fs::write(day("2026-01-04"), page("2026-01-04", "The user Zqreplaced")).unwrap();
+    finds("Zqreplaced", "the archive directory replaced");
+    append(&day("2026-01-04"), "The user Zqafterwards");
+    finds("Zqafterwards", "an append to the new archive directory");
+    drop(d);
+}

@@ -613,6 +613,23 @@ fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
     );
 }
 
+/// `memd ARGS DIR` (a bench that prints a JSON line per figure set): its
+/// lines, and its whole output.
+fn bench_lines(args: &[&str], dir: &std::path::Path) -> (Vec<serde_json::Value>, String) {
+    let out = std::process::Command::new(crate::support::memd_bin())
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (lines, stdout)
+}
+
 /// `memd bench days` runs a daemon per day count, all at once, and
 /// reports each count's figures with its ratio to the first; every post
 /// it times was found by the search after it (the bench fails otherwise).
@@ -634,21 +651,7 @@ fn bench_days_compares_day_counts_in_one_run() {
         "lexical",
         "--in",
     ];
-    let out = std::process::Command::new(crate::support::memd_bin())
-        .args(args)
-        .arg(t.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (lines, stdout) = bench_lines(&args, t.path());
     let days: Vec<u64> = lines
         .iter()
         .map(|l| l["day_files"].as_u64().unwrap())
@@ -656,6 +659,61 @@ fn bench_days_compares_day_counts_in_one_run() {
     assert_eq!(days, [2, 6], "{stdout}");
     assert_eq!(lines[0]["search_vs_first"], 1.0);
     for l in &lines {
+        assert!(
+            l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
+            "{l}"
+        );
+    }
+}
+
+/// `memd bench search-path` serves a memory from its own process and
+/// breaks each search, and each append → searchable, into the steps the
+/// daemon ran, at each size: every search ran each step of the search
+/// path once, and the appends' syncs embedded and added rows.
+#[test]
+fn bench_search_path_times_each_step_of_a_search_at_each_size() {
+    let t = tempfile::tempdir().unwrap();
+    let args = [
+        "bench",
+        "search-path",
+        "--sizes",
+        "20,50",
+        "--searches",
+        "5",
+        "--appends",
+        "2",
+        "--embedder",
+        "lexical",
+        "--in",
+    ];
+    let (lines, stdout) = bench_lines(&args, t.path());
+    let sizes: Vec<u64> = lines.iter().map(|l| l["facts"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [20, 50], "{stdout}");
+    let runs = |steps: &serde_json::Value, name: &str| {
+        steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == name)
+            .and_then(|s| s["runs"].as_u64())
+    };
+    for l in &lines {
+        let search = &l["search_steps"];
+        for step in [
+            "HTTP handler",
+            "sync",
+            "query embedding",
+            "vector search",
+            "full text (BM25)",
+            "fusion",
+            "collapse and finish",
+            "recall log",
+            "reply serialised",
+            "HTTP hop (client wait less handler)",
+        ] {
+            assert_eq!(runs(search, step), Some(5), "{step}: {l}");
+        }
+        assert_eq!(runs(&l["append_steps"], "sync: table add"), Some(2), "{l}");
         assert!(
             l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
             "{l}"

@@ -1,0 +1,209 @@
+//! `memd bench search-path`: one search, and one append → searchable,
+//! broken into their steps as the daemon runs them (issue 28), at each
+//! table size. The daemon is served from this process (`server::serve`,
+//! the code `memd serve` runs) with its steps recorded
+//! ([`crate::steps`]), and searched over HTTP on 127.0.0.1 with
+//! keep-alive, as a client would; the HTTP hop is what the client waited
+//! less the handler's time. The sizes grow in one memory: each adds the
+//! facts up to it, and the index embeds only those.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::days::{append_then_find, search};
+use super::{WORDS, percentile, synthetic_fact};
+use crate::server::{Options, Served};
+
+/// One step's figures.
+#[derive(Debug, Serialize)]
+pub struct Step {
+    pub step: String,
+    /// How many times it ran (a step that runs only sometimes, as the
+    /// embedding of a full-text hit the vector list did not hold, shows it).
+    pub runs: usize,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+}
+
+/// One table size's figures.
+#[derive(Debug, Serialize)]
+pub struct PathReport {
+    pub facts: usize,
+    pub searches: usize,
+    pub search_p50_ms: f64,
+    pub search_p90_ms: f64,
+    /// Each step of the searches, in the order a search runs them.
+    pub search_steps: Vec<Step>,
+    /// `POST /v1/facts`, then a search that must find the fact.
+    pub append_to_searchable_p50_ms: f64,
+    pub append_steps: Vec<Step>,
+}
+
+/// What `bench search-path` is asked to do.
+pub struct PathLoad<'a> {
+    pub sizes: &'a [usize],
+    pub requests: super::Requests<'a>,
+}
+
+/// The steps in the order a search runs them (those of a sync with
+/// something to write come from the appends).
+const ORDER: &[&str] = &[
+    "HTTP handler",
+    "sync",
+    "sync: fingerprints",
+    "sync: rows of the files",
+    "sync: rows in the table",
+    "sync: embedding",
+    "sync: table delete",
+    "sync: table add",
+    "sync: words and hashes",
+    "sync: table indices",
+    "query embedding",
+    "vector search",
+    "full text (BM25)",
+    "full-text hits' vectors",
+    "tombstones read",
+    "fusion",
+    "collapse and finish",
+    "recall log",
+    "reply serialised",
+];
+
+/// Run the load at each size, in one memory under `parent`.
+pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathReport>> {
+    let tmp = tempfile::tempdir_in(parent)?;
+    let layout = crate::memory::init(tmp.path())?;
+    std::fs::write(
+        layout.config_file(),
+        format!(
+            "[embedder]\nkind = \"{}\"\n[consolidation]\ninterval_seconds = 86400\n",
+            load.requests.embedder
+        ),
+    )?;
+    let mut written = 0;
+    let mut out = Vec::new();
+    for &size in load.sizes {
+        grow(&layout, written, size)?;
+        written = written.max(size);
+        out.push(one_size(&layout, size, load).await?);
+    }
+    crate::steps::record(false);
+    Ok(out)
+}
+
+/// Add facts `from..to` to the archive, 100 to a day file, as a person's
+/// archive would hold them (the daemon indexes them when it starts).
+fn grow(layout: &crate::Layout, from: usize, to: usize) -> Result<()> {
+    use std::io::Write;
+    let first = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).expect("a date");
+    for i in from..to {
+        let day = (first + chrono::Duration::days((i / 100) as i64)).format("%Y-%m-%d");
+        let path = layout.archive_dir().join(format!("{day}.md"));
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        if f.metadata()?.len() == 0 {
+            write!(f, "# {day}\n\n## 09:00:00\n")?;
+        }
+        writeln!(f, "- {}", synthetic_fact(i * 7 + 3))?;
+    }
+    Ok(())
+}
+
+/// Serve the memory from this process, search and append, and stop.
+async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> Result<PathReport> {
+    let memory = crate::Memory::open(&layout.root)?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async {
+        let _ = stopped.await;
+    };
+    let served = Served::One(memory);
+    let daemon = tokio::spawn(crate::server::serve(
+        served,
+        listener,
+        Options::default(),
+        shutdown,
+    ));
+    let http = reqwest::Client::new();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        if daemon.is_finished() {
+            daemon.await??;
+            anyhow::bail!("the daemon stopped before it answered");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first search indexes the new facts; then three to warm up.
+    for q in ["warm up", "warm up a", "warm up b", "warm up c"] {
+        search(&http, &base, q).await?;
+    }
+    crate::steps::record(true);
+    crate::steps::take();
+    let mut searches = Vec::new();
+    for i in 0..load.requests.searches {
+        // Never asked before (the embedding cache would answer it).
+        let q = format!("what about {} {i} of {size}", WORDS[i % WORDS.len()]);
+        let t = Instant::now();
+        search(&http, &base, &q).await?;
+        searches.push(t.elapsed());
+    }
+    let search_steps = crate::steps::take();
+    let mut appends = Vec::new();
+    for i in 0..load.requests.appends {
+        appends.push(append_then_find(&http, &base, &format!("Zq{i}x{size}")).await?);
+    }
+    let append_steps = crate::steps::take();
+    crate::steps::record(false);
+    let _ = stop.send(());
+    daemon.await??;
+    let (search_steps, hop) = steps(search_steps, &searches);
+    let (append_steps, _) = steps(append_steps, &[]);
+    let mut report = PathReport {
+        facts: size,
+        searches: searches.len(),
+        search_p50_ms: p(&searches, 0.5),
+        search_p90_ms: p(&searches, 0.9),
+        search_steps,
+        append_to_searchable_p50_ms: p(&appends, 0.5),
+        append_steps,
+    };
+    report.search_steps.push(hop);
+    Ok(report)
+}
+
+fn p(v: &[Duration], at: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort();
+    percentile(&v, at)
+}
+
+/// Each step recorded, in [`ORDER`], and the HTTP hop: each end-to-end
+/// time less its handler's (paired in order, one handler per search).
+fn steps(
+    mut times: std::collections::BTreeMap<&'static str, Vec<Duration>>,
+    ends: &[Duration],
+) -> (Vec<Step>, Step) {
+    let handler = times.get("HTTP handler").cloned().unwrap_or_default();
+    let hops: Vec<Duration> = ends
+        .iter()
+        .zip(&handler)
+        .map(|(e, h)| e.saturating_sub(*h))
+        .collect();
+    let step = |name: &str, v: &[Duration]| Step {
+        step: name.to_string(),
+        runs: v.len(),
+        p50_ms: p(v, 0.5),
+        p90_ms: p(v, 0.9),
+    };
+    let mut out: Vec<Step> = ORDER
+        .iter()
+        .filter_map(|name| times.remove(name).map(|v| step(name, &v)))
+        .collect();
+    out.extend(times.iter().map(|(name, v)| step(name, v)));
+    (out, step("HTTP hop (client wait less handler)", &hops))
+}
