@@ -29,6 +29,7 @@ pub mod rows;
 pub mod search;
 pub mod table;
 mod terms;
+mod vectors;
 pub mod writer;
 
 use std::sync::{Arc, Mutex};

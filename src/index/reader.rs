@@ -178,14 +178,9 @@ impl Reader {
         let n = (k * 4).max(20);
         // The vector query runs on its own task while the words are scored
         // here, so a multi-threaded runtime uses two cores.
-        let table = self.shared.table.inner.clone();
-        let q = qv.clone();
-        let vector = tokio::spawn(steps::timed("vector search", async move {
-            search::vector_list(&table, q, n).await
-        }));
-        let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await;
-        let vector = vector.await??;
-        let with_vectors = self.with_vectors(text?, &vector);
+        let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
+        let vector = steps::timed("vector search", self.vector_list(&qv, n)).await?;
+        let with_vectors = self.with_vectors(text, &vector);
         let mut text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
         for (h, _) in &mut text.rows {
@@ -200,6 +195,16 @@ impl Reader {
         Ok(steps::timed_now("collapse and finish", || {
             search::finish(fused, &tombstones, (half_life, &lets), k)
         }))
+    }
+
+    /// The vector half of a search: from the vectors kept in memory with
+    /// the words ([`super::vectors`]), which [`Reader::full_text`] has
+    /// just brought to the table's version, or else from LanceDB.
+    async fn vector_list(&self, qv: &[f32], n: usize) -> Result<Ranked> {
+        if let Some(near) = self.shared.terms.lock().unwrap().nearest(qv, n) {
+            return Ok(near);
+        }
+        search::vector_list(&self.shared.table.inner, qv.to_vec(), n).await
     }
 
     /// The full-text half of a search alone: at most `n` rows whose words
@@ -240,13 +245,19 @@ impl Reader {
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
         let version = table.version().await?;
-        let columns = ["id", "source", "kind", "text", "day"];
-        let query = table.inner.query().select(Select::columns(&columns));
-        let mut rows = Vec::new();
-        for b in collect(query).await? {
-            rows.extend(search::hits(&b)?);
-        }
-        self.shared.terms.lock().unwrap().load(version, rows);
+        // The vectors too, while there are few enough rows to keep them
+        // ([`super::vectors`]).
+        let few = table.inner.count_rows(None).await? <= super::vectors::MAX_ROWS;
+        let columns = ["id", "source", "kind", "text", "day", "vector"];
+        let columns = &columns[..if few { 6 } else { 5 }];
+        let query = table.inner.query().select(Select::columns(columns));
+        let batches = collect(query).await?;
+        let rows = match few {
+            true => search::rows(&batches)?,
+            false => search::rows_without_vectors(&batches)?,
+        };
+        let dim = few.then_some(table.dim);
+        self.shared.terms.lock().unwrap().load(version, rows, dim);
         Ok(())
     }
 
@@ -355,5 +366,70 @@ impl Reader {
     /// search visits every fragment).
     pub async fn fragments(&self) -> Result<usize> {
         self.shared.table.fragments().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector half of a search from the vectors kept in memory is
+    /// LanceDB's exact scan: the same rows, in the same order, with the
+    /// same scores, after the rows changed (a row deleted, rows added).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_vectors_in_memory_list_what_lancedb_lists() {
+        let t = tempfile::tempdir().unwrap();
+        let layout = crate::memory::init(t.path()).unwrap();
+        let mut config = crate::config::Config::default();
+        config.embedder.kind = crate::config::EmbedderKind::Lexical;
+        let memory = crate::Memory::new(layout.clone(), config);
+        let words = ["tea", "bike", "garden", "piano", "boat", "river", "cat"];
+        let day = |n: usize, from: usize| {
+            let mut text = "# 2026-01-01\n\n## 09:00:00\n".to_string();
+            for i in from..from + n {
+                let (a, b) = (words[i % 7], words[(i / 7) % 7]);
+                text.push_str(&format!("- The user likes {a} and {b}, note {i}\n"));
+            }
+            text
+        };
+        std::fs::write(layout.archive_file("2026-01-01"), day(120, 0)).unwrap();
+        let index = crate::index::Index::open(&memory).await.unwrap();
+        let same = |index: &crate::index::Index| {
+            let reader = index.reader.clone();
+            async move {
+                for q in ["tea and a bike", "river cat", "piano", "nothing alike"] {
+                    let qv = reader.query_vector(q).await.unwrap();
+                    reader.full_text(q, 20, true).await.unwrap();
+                    let kept = reader.shared.terms.lock().unwrap().nearest(&qv, 20);
+                    let kept = kept.expect("vectors kept");
+                    let table = &reader.shared.table.inner;
+                    let lance = search::vector_list(table, qv, 20).await.unwrap();
+                    let ids = |r: &Ranked| -> Vec<(String, i64)> {
+                        r.rows
+                            .iter()
+                            .zip(&r.scores)
+                            .map(|((h, _), s)| (h.id.to_string(), (s * 1e5).round() as i64))
+                            .collect()
+                    };
+                    let (mut a, mut b) = (ids(&kept), ids(&lance));
+                    assert_eq!(a.len(), b.len(), "{q}");
+                    // Equal scores may come in any order from LanceDB, and
+                    // which of those tied at the cut it lists is its choice
+                    // (memd's is by id).
+                    let cut = a.last().map(|(_, s)| *s);
+                    for list in [&mut a, &mut b] {
+                        list.retain(|(_, s)| Some(*s) != cut);
+                        list.sort_by_key(|(id, s)| (-s, id.clone()));
+                    }
+                    assert_eq!(a, b, "{q}");
+                }
+            }
+        };
+        index.writer.sync().await.unwrap();
+        same(&index).await;
+        std::fs::write(layout.archive_file("2026-01-01"), day(100, 30)).unwrap();
+        std::fs::write(layout.archive_file("2026-01-02"), day(40, 500)).unwrap();
+        index.writer.sync().await.unwrap();
+        same(&index).await;
     }
 }

@@ -135,6 +135,15 @@ pub(super) fn rows(batches: &[RecordBatch]) -> Result<Vec<(Hit, Vec<f32>)>> {
     Ok(out)
 }
 
+/// [`rows`] of batches read without their vectors (each empty).
+pub(super) fn rows_without_vectors(batches: &[RecordBatch]) -> Result<Vec<(Hit, Vec<f32>)>> {
+    let mut out = Vec::new();
+    for b in batches {
+        out.extend(hits(b)?.into_iter().map(|h| (h, Vec::new())));
+    }
+    Ok(out)
+}
+
 /// The rows of a batch as hits (score 0), from its columns `id`, `kind`,
 /// `text`, `source` and `day`.
 pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {

@@ -32,7 +32,8 @@ use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer
 use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::FtsIndexBuilder;
 
-use super::search::Hit;
+use super::search::{Hit, Ranked};
+use super::vectors::Vectors;
 use crate::Result;
 use crate::ids::RowId;
 use crate::layout::Source;
@@ -63,6 +64,8 @@ pub(super) struct Terms {
     /// Live rows with at least one word, and their words in all.
     counted: u64,
     tokens: u64,
+    /// The rows' vectors, while there are few enough ([`super::vectors`]).
+    vectors: Option<Vectors>,
 }
 
 impl Terms {
@@ -80,6 +83,7 @@ impl Terms {
             postings: Vec::new(),
             counted: 0,
             tokens: 0,
+            vectors: None,
         })
     }
 
@@ -93,8 +97,9 @@ impl Terms {
     /// cores; the rows then go in one by one, in table order. Measured
     /// (`memd bench index`, `terms_load_ms`): 28 ms at 10,000 rows, 0.36 s
     /// at 100,000, once per process.
-    pub(super) fn load(&mut self, version: u64, rows: Vec<Hit>) {
+    pub(super) fn load(&mut self, version: u64, rows: Vec<(Hit, Vec<f32>)>, dim: Option<usize>) {
         self.clear();
+        self.vectors = dim.map(Vectors::new);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = rows.len().div_ceil(threads).max(1);
         let tokens: Vec<Vec<Vec<String>>> = std::thread::scope(|scope| {
@@ -104,7 +109,7 @@ impl Terms {
                     let mut tokenizer = self.tokenizer.box_clone();
                     scope.spawn(move || {
                         part.iter()
-                            .map(|d| tokens(tokenizer.as_mut(), &d.text))
+                            .map(|(d, _)| tokens(tokenizer.as_mut(), &d.text))
                             .collect()
                     })
                 })
@@ -114,8 +119,8 @@ impl Terms {
                 .map(|t| t.join().expect("tokenising panicked"))
                 .collect()
         });
-        for (row, tokens) in rows.into_iter().zip(tokens.into_iter().flatten()) {
-            self.insert_tokens(row, tokens);
+        for ((row, v), tokens) in rows.into_iter().zip(tokens.into_iter().flatten()) {
+            self.insert_tokens(row, tokens, &v);
         }
         self.version = Some(version);
     }
@@ -128,7 +133,7 @@ impl Terms {
         before: u64,
         after: u64,
         deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
-        added: impl IntoIterator<Item = Hit>,
+        added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) {
         if self.version != Some(before) {
             return self.clear();
@@ -136,9 +141,9 @@ impl Terms {
         for (source, id) in deleted {
             self.remove(source, id);
         }
-        for d in added {
+        for (d, v) in added {
             let tokens = tokens(self.tokenizer.as_mut(), &d.text);
-            self.insert_tokens(d, tokens);
+            self.insert_tokens(d, tokens, v);
         }
         self.version = Some(after);
     }
@@ -163,10 +168,13 @@ impl Terms {
         self.postings.clear();
         self.counted = 0;
         self.tokens = 0;
+        self.vectors = None;
     }
 
-    /// Add a row, given its words (from [`tokens`]).
-    fn insert_tokens(&mut self, hit: Hit, tokens: Vec<String>) {
+    /// Add a row, given its words (from [`tokens`]) and its vector (kept
+    /// while there are few enough rows: a vector of another dimension, or
+    /// one row too many, and no vector is kept).
+    fn insert_tokens(&mut self, hit: Hit, tokens: Vec<String>, vector: &[f32]) {
         let key = (hit.source.clone(), hit.id.clone());
         if let Some(&old) = self.by_row.get(&key) {
             // The same row twice (a table with a duplicate row): the last
@@ -209,6 +217,11 @@ impl Terms {
         self.by_row.insert(key, slot);
         self.lens[slot as usize] = len;
         self.slots[slot as usize] = Some(Slot { hit, words });
+        if let Some(v) = self.vectors.as_mut()
+            && (!v.set(slot, vector) || v.len() > super::vectors::MAX_ROWS)
+        {
+            self.vectors = None;
+        }
     }
 
     fn remove(&mut self, source: &str, id: &str) {
@@ -233,7 +246,35 @@ impl Terms {
             self.tokens -= len as u64;
         }
         self.by_row.remove(&(s.hit.source, s.hit.id));
+        if let Some(v) = self.vectors.as_mut() {
+            v.unset(slot);
+        }
         self.free.push(slot);
+    }
+
+    /// The vector list of a search from the vectors kept in memory: the
+    /// `n` rows nearest `query` by cosine distance, each scored minus its
+    /// distance, as LanceDB's exact scan lists them (equal distances by
+    /// id). `None` when no vectors are kept: LanceDB answers.
+    pub(super) fn nearest(&self, query: &[f32], n: usize) -> Option<Ranked> {
+        let vectors = self.vectors.as_ref()?;
+        let mut near: Vec<(&Hit, u32, f32)> = vectors
+            .nearest(query, n)
+            .into_iter()
+            .filter_map(|(slot, d)| {
+                let hit = &self.slots[slot as usize].as_ref()?.hit;
+                Some((hit, slot, d))
+            })
+            .collect();
+        near.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.id.cmp(&b.0.id)));
+        near.truncate(n);
+        Some(Ranked {
+            scores: near.iter().map(|(_, _, d)| -d).collect(),
+            rows: near
+                .into_iter()
+                .map(|(hit, slot, _)| (hit.clone(), vectors.get(slot).to_vec()))
+                .collect(),
+        })
     }
 
     /// The query's distinct words that some live row has, each with its

@@ -39,6 +39,8 @@ struct Changes<'a> {
     batches: Vec<RecordBatch>,
     stale: BTreeMap<&'a str, Vec<&'a str>>,
     added: Vec<(Row, String)>,
+    /// The vectors of `added`, in its order.
+    vectors: Vec<Vec<f32>>,
 }
 
 pub struct Writer {
@@ -210,6 +212,7 @@ impl Writer {
             batches,
             stale,
             added,
+            vectors,
         } = crate::steps::timed("sync: embedding", embedded).await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
@@ -225,7 +228,7 @@ impl Writer {
             *self.last_added.lock().unwrap() = Some(Instant::now());
         }
         if !stale.is_empty() || !added.is_empty() {
-            let wrote = self.wrote(before, &stale, added);
+            let wrote = self.wrote(before, &stale, added, &vectors);
             crate::steps::timed("sync: words and hashes", wrote).await?;
         }
         Ok(())
@@ -269,17 +272,19 @@ impl Writer {
             );
         }
         let mut batches: Vec<RecordBatch> = Vec::new();
+        let mut vectors = Vec::new();
         if !new.is_empty() {
             let texts: Vec<String> = new.iter().map(|(r, _)| r.text.clone()).collect();
-            let vectors = self.shared.embedder.embed(&texts).await?;
+            vectors = self.shared.embedder.embed(&texts).await?;
             report.rows_added += new.len();
             let rows: Vec<&(Row, String)> = new.iter().collect();
-            batches.push(self.shared.table.batch(&rows, vectors)?);
+            batches.push(self.shared.table.batch(&rows, vectors.clone())?);
         }
         Ok(Changes {
             batches,
             stale,
             added: new,
+            vectors,
         })
     }
 
@@ -291,6 +296,7 @@ impl Writer {
         before: u64,
         stale: &BTreeMap<&str, Vec<&str>>,
         added: Vec<(Row, String)>,
+        vectors: &[Vec<f32>],
     ) -> Result<()> {
         let after = self.shared.table.version().await?;
         let deleted = || {
@@ -298,7 +304,10 @@ impl Writer {
                 .iter()
                 .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)))
         };
-        let hits = added.iter().map(|(r, _)| r.hit());
+        let hits = added
+            .iter()
+            .zip(vectors)
+            .map(|((r, _), v)| (r.hit(), v.as_slice()));
         self.shared
             .terms
             .lock()
