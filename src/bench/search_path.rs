@@ -45,6 +45,9 @@ pub struct PathReport {
 /// What `bench search-path` is asked to do.
 pub struct PathLoad<'a> {
     pub sizes: &'a [usize],
+    /// Facts to a day file (100: a person's archive; all of them: what
+    /// `memd add --stdin` of a whole corpus writes).
+    pub per_day: usize,
     pub requests: super::Requests<'a>,
 }
 
@@ -86,7 +89,7 @@ pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathR
     let mut written = 0;
     let mut out = Vec::new();
     for &size in load.sizes {
-        grow(&layout, written, size)?;
+        grow(&layout, written, size, load.per_day)?;
         written = written.max(size);
         out.push(one_size(&layout, size, load).await?);
     }
@@ -94,13 +97,14 @@ pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathR
     Ok(out)
 }
 
-/// Add facts `from..to` to the archive, 100 to a day file, as a person's
-/// archive would hold them (the daemon indexes them when it starts).
-fn grow(layout: &crate::Layout, from: usize, to: usize) -> Result<()> {
+/// Add facts `from..to` to the archive, `per_day` to a day file, today's
+/// first and then back in time (the daemon indexes them when it starts).
+fn grow(layout: &crate::Layout, from: usize, to: usize, per_day: usize) -> Result<()> {
     use std::io::Write;
-    let first = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).expect("a date");
+    // The first facts are today's, where the appends go too.
+    let today = chrono::Local::now().date_naive();
     for i in from..to {
-        let day = (first + chrono::Duration::days((i / 100) as i64)).format("%Y-%m-%d");
+        let day = (today - chrono::Duration::days((i / per_day.max(1)) as i64)).format("%Y-%m-%d");
         let path = layout.archive_dir().join(format!("{day}.md"));
         let mut f = std::fs::OpenOptions::new()
             .create(true)

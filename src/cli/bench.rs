@@ -107,6 +107,9 @@ enum What {
         /// Table sizes (facts), grown in one memory.
         #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
         sizes: Vec<usize>,
+        /// Facts to a day file.
+        #[arg(long, default_value_t = 100)]
+        per_day: usize,
         #[command(flatten)]
         requests: Requests,
     },
@@ -274,9 +277,14 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             };
             print_lines(rt.block_on(bench::days(&requests.r#in, &load))?)
         }
-        What::SearchPath { sizes, requests } => {
+        What::SearchPath {
+            sizes,
+            per_day,
+            requests,
+        } => {
             let load = bench::PathLoad {
                 sizes: &sizes,
+                per_day,
                 requests: requests.load()?,
             };
             print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)

@@ -262,15 +262,26 @@ impl Reader {
     }
 
     /// Full-text hits with their vectors, for collapsing near duplicates:
-    /// the vector list's where it has the row, else the embedding cache's
-    /// (the vector the row was written with).
+    /// the vector list's where it has the row, else those kept in memory
+    /// ([`super::vectors`]), else the embedding cache's (the vector the row
+    /// was written with).
     async fn with_vectors(&self, hits: Vec<Hit>, vector: &Ranked) -> Result<Ranked> {
         let have: HashMap<&RowId, &Vec<f32>> =
             vector.rows.iter().map(|(h, v)| (&h.id, v)).collect();
+        let kept: Vec<Option<Vec<f32>>> = {
+            let terms = self.shared.terms.lock().unwrap();
+            hits.iter()
+                .map(|h| match have.get(&h.id) {
+                    Some(v) => Some((*v).clone()),
+                    None => terms.vector_of(&h.source, &h.id),
+                })
+                .collect()
+        };
         let missing: Vec<String> = hits
             .iter()
-            .filter(|h| !have.contains_key(&h.id))
-            .map(|h| h.text.clone())
+            .zip(&kept)
+            .filter(|(_, v)| v.is_none())
+            .map(|(h, _)| h.text.clone())
             .collect();
         let mut embedded = match missing.is_empty() {
             true => Vec::new().into_iter(),
@@ -279,13 +290,8 @@ impl Reader {
         let scores = hits.iter().map(|h| h.score).collect();
         let rows = hits
             .into_iter()
-            .map(|h| {
-                let v = match have.get(&h.id) {
-                    Some(v) => (*v).clone(),
-                    None => embedded.next().unwrap_or_default(),
-                };
-                (h, v)
-            })
+            .zip(kept)
+            .map(|(h, v)| (h, v.unwrap_or_else(|| embedded.next().unwrap_or_default())))
             .collect();
         Ok(Ranked { rows, scores })
     }

@@ -277,6 +277,13 @@ impl Terms {
         })
     }
 
+    /// The vector of row `id` of `source`, if vectors are kept.
+    pub(super) fn vector_of(&self, source: &Source, id: &RowId) -> Option<Vec<f32>> {
+        let vectors = self.vectors.as_ref()?;
+        let slot = self.by_row.get(&(source.clone(), id.clone()))?;
+        Some(vectors.get(*slot).to_vec())
+    }
+
     /// The query's distinct words that some live row has, each with its
     /// idf, the most telling first (equal ones by spelling): the order
     /// every row's score is summed in, which depends only on the rows.
