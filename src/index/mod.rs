@@ -9,11 +9,12 @@
 //! |-------------------|-------------------------------------------------------|
 //! | [`rows`]          | files → rows, a pure function (and what `check` needs) |
 //! | [`fingerprints`]  | whether the table holds each file as it is now        |
+//! | `changes`         | which day files the kernel says changed (inotify)     |
 //! | [`table`]         | the LanceDB table: schema, open, merges, compaction   |
 //! | [`writer`]        | the one writer of a process: sync, reset, compaction  |
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
-//! | [`terms`], `row_hashes` | what the writer keeps in memory between writes |
+//! | [`terms`], `vectors`, `row_hashes` | what the writer keeps in memory between writes |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
 //! (clone it freely). Who may write is decided when the handle is made:
