@@ -176,8 +176,8 @@ impl Reader {
         narrow: &Narrow<'_>,
     ) -> Result<Vec<Hit>> {
         let n = (k * 4).max(20);
-        // The vector query runs on its own task while the words are scored
-        // here, so a multi-threaded runtime uses two cores.
+        // The words first: they bring the rows kept in memory (and their
+        // vectors, which the vector half then scans) to the table's version.
         let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
         let vector = steps::timed("vector search", self.vector_list(&qv, n)).await?;
         let with_vectors = self.with_vectors(text, &vector);
