@@ -25,6 +25,11 @@
 //! markdown viewer shows them (any bullet style, nested lists, code blocks
 //! that merely look like lists); the fact text itself is taken from the raw
 //! source of the item, so what is hashed is exactly what is written.
+//!
+//! A reader that parses the same file again and again (the index's
+//! writer) keeps the parse ([`Parsed`]) and, when the file was only
+//! appended to, parses again from its last top-level list item only: an
+//! append to a day of 10,000 facts costs what it adds, not the day.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::OpenOptions;
@@ -69,25 +74,163 @@ pub struct Day {
 
 /// Parse the text of the day file for `day`.
 pub fn parse(day: &str, src: &str) -> Day {
-    let mut out = Day::default();
+    parse_after(day, src, None).0
+}
+
+/// A day file as parsed, kept so that the next parse of the same file,
+/// grown by appends, reads only its last section and what follows it
+/// ([`Parsed::new`]). Sections parse on their own ([`events`]), so every
+/// fact before the last section keeps its id, text, heading and line.
+pub struct Parsed {
+    text: String,
+    pub day: Day,
+    resume: Resume,
+}
+
+/// Where a later parse of the grown text starts: the last section, with
+/// the heading above it, the facts and warnings before it, and how often
+/// each normalised text occurred before it (for the occurrence numbers).
+#[derive(Default)]
+struct Resume {
+    at: usize,
+    heading: Heading,
+    facts: usize,
+    warnings: usize,
+    counts: HashMap<String, usize>,
+}
+
+/// The time and session of the last level-2 heading read.
+#[derive(Debug, Clone, Default)]
+struct Heading {
+    session: Option<String>,
+    time: Option<String>,
+}
+
+impl Parsed {
+    /// Parse `text`, the day file for `day`. When `before` is a parse of
+    /// a text that `text` begins with and that ends a line, the parse
+    /// starts at `before`'s last section; otherwise at the top. Also
+    /// returns how many of the facts come from `before` unread (0 when
+    /// parsed from the top).
+    pub fn new(day: &str, text: String, before: Option<Parsed>) -> (Parsed, usize) {
+        let from = before
+            .filter(|b| b.text.ends_with('\n') && text.starts_with(&b.text))
+            .map(|mut b| {
+                b.day.facts.truncate(b.resume.facts);
+                b.day.warnings.truncate(b.resume.warnings);
+                (b.day, b.resume)
+            });
+        let kept = from.as_ref().map_or(0, |(d, _)| d.facts.len());
+        let (day, resume) = parse_after(day, &text, from);
+        (Parsed { text, day, resume }, kept)
+    }
+
+    /// The length of the text parsed, in bytes.
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+}
+
+/// Parse `src` from the top, or from where `from` (the day so far and the
+/// place to resume) stopped: the day, and where the next parse of `src`
+/// grown by appends resumes: the last top-level list item of the last
+/// section (or that section's start when it has none). Nothing before a
+/// top-level item can change how it or what follows it parses (no block
+/// is open there but its list), and a line appended to the file can only
+/// continue the last item.
+fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resume) {
+    let (mut out, mut resume) = from.unwrap_or_default();
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(src.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
     let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset);
+    let sections = sections(src, resume.at);
+    let mut heading = resume.heading.clone();
+    let mut counts = std::mem::take(&mut resume.counts);
+    // Occurrences from the resume point on, counted apart: `counts` stops
+    // there, for the next parse to resume with.
+    let mut after: HashMap<String, usize> = HashMap::new();
+    for (i, &(at, end)) in sections.iter().enumerate() {
+        let above = (heading.clone(), out.warnings.len());
+        let (found, top) = section_items(src, (at, end), &mut heading, &mut out, &line_of);
+        let is_last = i + 1 == sections.len();
+        if is_last {
+            let (at, (heading, warnings)) = top.unwrap_or((at, above));
+            resume = Resume {
+                at,
+                heading,
+                facts: out.facts.len() + found.iter().filter(|f| f.0 < at).count(),
+                warnings,
+                counts: HashMap::new(),
+            };
+        }
+        for (start, parsed, above) in found {
+            let hash = norm_hash(&parsed.text);
+            let n = match is_last && start >= resume.at {
+                true => {
+                    let n = after.entry(hash.clone()).or_insert(0);
+                    *n += 1;
+                    counts.get(&hash).copied().unwrap_or(0) + *n
+                }
+                false => {
+                    let n = counts.entry(hash.clone()).or_insert(0);
+                    *n += 1;
+                    *n
+                }
+            };
+            out.facts.push(Fact {
+                id: FactId::new(day, &hash, n),
+                day: day.to_string(),
+                text: parsed.text,
+                category: parsed.category,
+                session: above.session,
+                time: above.time,
+                key: parsed.key,
+                supersedes: parsed.supersedes,
+                line: line_of(start),
+            });
+        }
+    }
+    resume.counts = counts;
+    (out, resume)
+}
 
-    let mut session: Option<String> = None;
-    let mut time: Option<String> = None;
-    // Open list items: (item range, end of the item's own text, session and
-    // time of the heading above the item).
-    type Open = (Range<usize>, usize, Option<String>, Option<String>);
-    let mut items: Vec<Open> = Vec::new();
-    let mut found: Vec<(usize, ItemText, Option<String>, Option<String>)> = Vec::new();
-    let mut heading: Option<(HeadingLevel, Range<usize>)> = None;
+/// A list item found: its start, its text, the heading above it.
+type Found = (usize, ItemText, Heading);
 
-    for (event, range) in events(src) {
+/// Where a parse can resume: a start, with the heading above it and the
+/// number of warnings before it.
+type Mark = (usize, (Heading, usize));
+
+/// The list items of the section `at..end` of `src`, in reading order
+/// ([`Found`]), and the last top-level item's [`Mark`]. `heading` is the
+/// one above the section, and then the last one in it. Empty items are
+/// reported in `out`'s warnings.
+fn section_items(
+    src: &str,
+    (at, end): (usize, usize),
+    heading: &mut Heading,
+    out: &mut Day,
+    line_of: &dyn Fn(usize) -> usize,
+) -> (Vec<Found>, Option<Mark>) {
+    // Open list items: (item range, end of the item's own text, heading
+    // above the item).
+    let mut items: Vec<(Range<usize>, usize, Heading)> = Vec::new();
+    let mut found = Vec::new();
+    let mut top = None;
+    let mut depth = 0usize;
+    let mut open: Option<(HeadingLevel, Range<usize>)> = None;
+    for (event, range) in events(src, at, end) {
         match event {
             Event::Start(Tag::Item) => {
-                items.push((range.clone(), range.end, session.clone(), time.clone()))
+                if depth == 1 {
+                    top = Some((range.start, (heading.clone(), out.warnings.len())));
+                }
+                items.push((range.clone(), range.end, heading.clone()))
             }
             Event::Start(Tag::List(_)) => {
                 // A nested list ends the enclosing item's own text.
@@ -98,12 +241,12 @@ pub fn parse(day: &str, src: &str) -> Day {
                 }
             }
             Event::End(pulldown_cmark::TagEnd::Item) => {
-                let Some((item, own_end, s, t)) = items.pop() else {
+                let Some((item, own_end, above)) = items.pop() else {
                     continue;
                 };
                 let raw = &src[item.start..own_end.max(item.start)];
                 match parse_item(raw) {
-                    Some(parsed) => found.push((item.start, parsed, s, t)),
+                    Some(parsed) => found.push((item.start, parsed, above)),
                     None => out.warnings.push(format!(
                         "line {}: empty list item skipped",
                         line_of(item.start)
@@ -111,62 +254,47 @@ pub fn parse(day: &str, src: &str) -> Day {
                 }
             }
             Event::Start(Tag::Heading { level, .. }) if items.is_empty() => {
-                heading = Some((level, range));
+                open = Some((level, range));
             }
             Event::End(pulldown_cmark::TagEnd::Heading(_)) => {
-                if let Some((HeadingLevel::H2, range)) = heading.take() {
+                if let Some((HeadingLevel::H2, range)) = open.take() {
                     let raw = src[range].trim().trim_start_matches('#').trim();
-                    let (t, s) = parse_session_heading(raw);
-                    time = t;
-                    session = s;
+                    let (time, session) = parse_session_heading(raw);
+                    *heading = Heading { session, time };
                 }
             }
             _ => {}
         }
+        match &event {
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
     }
-
-    // Nested items close before their parents: put facts back in reading
-    // order before numbering occurrences.
+    // Nested items close before their parents: back in reading order.
     found.sort_by_key(|(start, ..)| *start);
-    let mut occurrences: HashMap<String, usize> = HashMap::new();
-    for (start, parsed, session, time) in found {
-        let hash = norm_hash(&parsed.text);
-        let n = occurrences.entry(hash.clone()).or_insert(0);
-        *n += 1;
-        out.facts.push(Fact {
-            id: FactId::new(day, &hash, *n),
-            day: day.to_string(),
-            text: parsed.text,
-            category: parsed.category,
-            session,
-            time,
-            key: parsed.key,
-            supersedes: parsed.supersedes,
-            line: line_of(start),
-        });
-    }
-    out
+    (found, top)
 }
 
-/// The markdown events of a day file, with offsets into `src`, read one
-/// section at a time: each of memd's own headings (`## HH:MM:SS …`) starts
-/// a section parsed on its own, so a block a hand edit opens and never
-/// closes (an HTML comment, a code fence) ends where memd's next append
-/// begins, and never swallows the facts memd writes after it.
-fn events(src: &str) -> impl Iterator<Item = (Event<'_>, Range<usize>)> {
-    sections(src).into_iter().flat_map(move |(at, end)| {
-        Parser::new_ext(&src[at..end], Options::empty())
-            .into_offset_iter()
-            .map(move |(e, r)| (e, r.start + at..r.end + at))
-    })
+/// The markdown events of the section `at..end` of a day file, with
+/// offsets into `src`. Each of memd's own headings (`## HH:MM:SS …`)
+/// starts a section parsed on its own ([`sections`]), so a block a hand
+/// edit opens and never closes (an HTML comment, a code fence) ends where
+/// memd's next append begins, and never swallows the facts memd writes
+/// after it.
+fn events(src: &str, at: usize, end: usize) -> impl Iterator<Item = (Event<'_>, Range<usize>)> {
+    Parser::new_ext(&src[at..end], Options::empty())
+        .into_offset_iter()
+        .map(move |(e, r)| (e, r.start + at..r.end + at))
 }
 
-/// The byte ranges of a day file's sections (see [`events`]).
-fn sections(src: &str) -> Vec<(usize, usize)> {
-    let mut starts = vec![0];
-    let mut at = 0;
-    for line in src.split_inclusive('\n') {
-        if at > 0 && is_memd_heading(line) {
+/// The byte ranges of a day file's sections from byte `from` (the start
+/// of a line) on (see [`events`]).
+fn sections(src: &str, from: usize) -> Vec<(usize, usize)> {
+    let mut starts = vec![from];
+    let mut at = from;
+    for line in src[from..].split_inclusive('\n') {
+        if at > from && is_memd_heading(line) {
             starts.push(at);
         }
         at += line.len();
@@ -342,6 +470,32 @@ pub fn read_day(layout: &Layout, day: &str) -> Result<Day> {
         parsed.warnings.insert(0, w);
     }
     Ok(parsed)
+}
+
+/// [`read_day`] for a reader that keeps the parse: parses only what was
+/// appended since `before` (a parse of the same file), when it was only
+/// appended to ([`Parsed::new`]). Also returns how many of the facts come
+/// from `before` unread.
+pub fn read_day_after(
+    layout: &Layout,
+    day: &str,
+    before: Option<Parsed>,
+) -> Result<(Parsed, usize)> {
+    let path = layout.archive_file(day);
+    let bytes = crate::atomic::read_if_exists(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .unwrap_or_default();
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let (text, warning) = decode(e.as_bytes());
+            if let Some(w) = warning {
+                tracing::warn!(file = %path.display(), "{w}");
+            }
+            text.into_owned()
+        }
+    };
+    Ok(Parsed::new(day, text, before))
 }
 
 fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {
@@ -784,5 +938,83 @@ fn appended(f: &NewFact, id: FactId, day: &str, written: bool) -> Appended {
         category: f.category.clone(),
         session: f.session.clone(),
         written,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines a day file may hold: memd's own, and a hand's (other bullets,
+    /// nesting, fences and comments left open, quotes, lazy continuations,
+    /// restatements, empty items).
+    const LINES: &[&str] = &[
+        "## 10:00:00 · session a",
+        "## 11:30:00",
+        "## not a time",
+        "# 2026-01-02",
+        "- User likes tea",
+        "- User likes tea",
+        "- [pref] User likes green tea <!-- key:k1 -->",
+        "- User moved to Oslo <!-- supersedes:e-1a2b3c4d -->",
+        "* a starred fact",
+        "+ a plus fact",
+        "1. an ordered fact",
+        "3) another ordered fact",
+        "  - a nested fact",
+        "    - deeper still",
+        "    indented four",
+        "a lazy continuation",
+        "",
+        "-",
+        "```",
+        "<!--",
+        "-->",
+        "> - a quoted fact",
+        "\\- escaped dash",
+    ];
+
+    fn chunks() -> impl Strategy<Value = Vec<Vec<usize>>> {
+        prop::collection::vec(prop::collection::vec(0..LINES.len(), 1..6), 1..12)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// However a day file grows, a parse that resumes from the last
+        /// one gives what a parse from the top gives.
+        #[test]
+        fn a_parse_resumed_after_appends_equals_one_from_the_top(chunks in chunks()) {
+            let mut text = String::new();
+            let mut before: Option<Parsed> = None;
+            for chunk in chunks {
+                for i in chunk {
+                    text.push_str(LINES[i]);
+                    text.push('\n');
+                }
+                let (resumed, kept) = Parsed::new("2026-01-02", text.clone(), before.take());
+                let whole = parse("2026-01-02", &text);
+                prop_assert_eq!(&resumed.day.facts, &whole.facts, "text:\n{}", text);
+                prop_assert_eq!(&resumed.day.warnings, &whole.warnings, "text:\n{}", text);
+                prop_assert!(kept <= whole.facts.len());
+                before = Some(resumed);
+            }
+        }
+    }
+
+    /// A file rewritten (not only appended to) is parsed from the top.
+    #[test]
+    fn a_rewritten_day_file_is_parsed_from_the_top() {
+        let (first, _) = Parsed::new("2026-01-02", "- a\n- b\n".into(), None);
+        let (again, kept) = Parsed::new("2026-01-02", "- x\n- b\n- c\n".into(), Some(first));
+        assert_eq!(kept, 0);
+        assert_eq!(
+            again.day.facts,
+            parse("2026-01-02", "- x\n- b\n- c\n").facts
+        );
+        let (grown, kept) = Parsed::new("2026-01-02", "- x\n- b\n- c\n- d\n".into(), Some(again));
+        assert_eq!(kept, 2, "the facts before the last item are kept");
+        assert_eq!(grown.day.facts.len(), 4);
     }
 }

@@ -66,6 +66,8 @@ pub struct Writer {
     known: Mutex<RowHashes>,
     /// The files' fingerprints, hashed again only when a file changed.
     seen: Mutex<Seen>,
+    /// The day files as last read, parsed again only where they grew.
+    days: Mutex<rows::DayRows>,
     /// The fingerprints this writer's last sync brought the table to.
     synced: Mutex<Option<Arc<Prints>>>,
 }
@@ -92,6 +94,7 @@ impl Writer {
             sources: Mutex::new(None),
             known: Mutex::new(RowHashes::default()),
             seen: Mutex::new(Seen::watching()),
+            days: Mutex::new(rows::DayRows::default()),
             synced: Mutex::new(None),
         }
     }
@@ -198,7 +201,13 @@ impl Writer {
         let wanted: HashSet<&Source> = changed.iter().copied().collect();
         let desired = crate::steps::timed_now("sync: rows of the files", || {
             let sources = self.sources(&wanted, current.get(&Source::Entries))?;
-            rows::desired_for(&self.shared.layout, Some(&wanted), &sources)
+            let mut days = self.days.lock().unwrap();
+            rows::desired_for(
+                &self.shared.layout,
+                Some(&wanted),
+                &sources,
+                Some(&mut days),
+            )
         })?;
         let names: Vec<String> = changed
             .iter()
@@ -245,7 +254,7 @@ impl Writer {
     async fn embed_changes<'a>(
         &self,
         sources: &'a [String],
-        mut desired: HashMap<Source, Vec<Row>>,
+        mut desired: rows::RowsBySource,
         existing: &'a HashMap<String, HashMap<String, String>>,
         report: &mut SyncReport,
     ) -> Result<Changes<'a>> {
@@ -255,7 +264,6 @@ impl Writer {
             let rows = Source::parse(source)
                 .and_then(|s| desired.remove(&s))
                 .unwrap_or_default();
-            let rows = rows::with_hashes(rows);
             let have = existing.get(source);
             let want: HashMap<&str, &str> = rows
                 .iter()
