@@ -17,7 +17,15 @@ pub struct Args {
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let scope = match args.memory {
         Some(name) => Scope::many(dir, &name)?,
-        None => Scope::one(memd::Memory::open(dir)?),
+        None => {
+            let memory = memd::Memory::open(dir)?;
+            // A session's searches run on the embedder's fastest steady
+            // state (an embedder that cannot load says so at first use).
+            if let Ok(e) = memory.embedder() {
+                e.warm();
+            }
+            Scope::one(memory)
+        }
     };
     Ok(super::runtime()?.block_on(memd::mcp::serve_stdio(scope))?)
 }

@@ -31,6 +31,10 @@ pub trait Embedder: Send + Sync {
     async fn dim(&self) -> Result<usize>;
     /// One unit vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+    /// For a process that will embed texts for a long time (a daemon,
+    /// `memd mcp`): make ready now what makes the steady state fastest,
+    /// even if it costs more to make ([`onnx`]).
+    fn warm(&self) {}
 }
 
 /// The embedder the configuration asks for.

@@ -41,12 +41,40 @@ pub struct OnnxMiniLm {
     inner: Arc<Inner>,
 }
 
+/// The model's two sessions, each made on first use. A session made from
+/// `model.onnx` reads and optimises the graph and packs the weights for
+/// the matrix kernels: about 200 ms, most of a one-shot `memd search`
+/// (BENCHMARKS.md). A *quick* session maps the graph as optimised and
+/// saved once in ONNX Runtime's own format ([`quick_file`]), uses the
+/// weights where they lie, and skips the packing: about 30 ms to make,
+/// and each text costs about 40% more (single text 6.4 vs 4.6 ms;
+/// 295 vs 378 texts/s in batches, `memd bench embed`). Its threads do not
+/// spin between runs either: in a one-shot process they would take the
+/// cores from the search itself. So a call of at
+/// most [`QUICK_TEXTS`] texts, in a process that has no full session,
+/// runs on the quick one; a larger call, or [`Embedder::warm`] (which the
+/// daemon and `memd mcp` call at start), makes the full session, which
+/// every later call then uses. Both give the same vectors (cosine
+/// 0.99999, tested).
 struct Inner {
-    /// ONNX Runtime's `Run` needs the session mutably; embedding calls of
+    dir: PathBuf,
+    /// Read on a thread of its own from [`OnnxMiniLm::load`] on, with
+    /// ONNX Runtime's library: a one-shot search opens its index
+    /// meanwhile, and one whose query is in the embedding cache never
+    /// waits for either.
+    tokenizer: OnceLock<Result<Tokenizer, String>>,
+    /// ONNX Runtime's `Run` needs a session mutably; embedding calls of
     /// one process take turns (each already uses every core).
-    session: Mutex<Session>,
-    tokenizer: Tokenizer,
+    full: OnceLock<Result<Mutex<Session>, String>>,
+    quick: OnceLock<Option<Mutex<Session>>>,
+    /// Set by [`Embedder::warm`]: every call waits for the full session.
+    warmed: std::sync::atomic::AtomicBool,
 }
+
+/// The most texts a call embeds on the quick session (see [`Inner`]): a
+/// search's query, an append's few facts. At 64 texts the full session's
+/// packing has paid for itself (64 × 1.8 ms saved ≈ its 115 ms).
+const QUICK_TEXTS: usize = 64;
 
 /// ONNX Runtime allows one environment per process, made from the first
 /// library loaded; later loads reuse it.
@@ -62,11 +90,104 @@ fn runtime(library: &Path) -> Result<&'static Environment> {
 
 /// A session for `model` on every core, with every graph optimisation.
 fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
+    builder(env, GraphOptimizationLevel::Level3)?.commit_from_file(model)
+}
+
+fn builder(
+    env: &Environment,
+    level: GraphOptimizationLevel,
+) -> ort::Result<ort::session::builder::SessionBuilder> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Session::builder(env)?
-        .with_optimization_level(GraphOptimizationLevel::Level3)?
-        .with_intra_threads(threads)?
-        .commit_from_file(model)
+    Ok(Session::builder(env)?
+        .with_optimization_level(level)?
+        .with_intra_threads(threads)?)
+}
+
+/// Where the graph of `model.onnx` is kept optimised in ONNX Runtime's
+/// format, for quick sessions: beside the library, named for the model's
+/// and the library's size and modification time, so a new model or
+/// library never loads an old graph. The graph is saved with the
+/// optimisations that hold on any CPU (level 2, "extended"); the ones
+/// for this CPU's layout run when a session loads it, as for the full
+/// session.
+fn quick_file(dir: &Path) -> Option<PathBuf> {
+    let stamp = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| format!("{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec()))
+    };
+    let key = format!(
+        "{}\u{0}{}\u{0}{}",
+        stamp(&model_file(dir))?,
+        stamp(&library_file(dir))?,
+        ort::MINOR_VERSION
+    );
+    let name = format!("model-{}.ort", crate::text::short_hash(&key, 16));
+    Some(dir.join("onnxruntime").join(name))
+}
+
+/// The graph of `model.onnx` optimised and saved to `path` (written to a
+/// file of its own, then renamed: another process never maps half a
+/// file), and older saved graphs removed.
+fn save_quick(env: &Environment, dir: &Path, path: &Path) -> Result<()> {
+    let folder = path.parent().unwrap_or(dir);
+    static SAVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = folder.join(format!(".model-{}-{n}.ort.tmp", std::process::id()));
+    let save = || -> ort::Result<()> {
+        builder(env, GraphOptimizationLevel::Level2)?
+            .with_config_entry("session.save_model_format", "ORT")?
+            .with_optimized_model_path(&tmp)?
+            .commit_from_file(model_file(dir))?;
+        Ok(())
+    };
+    let saved = save();
+    if let Err(e) = saved {
+        let _ = std::fs::remove_file(&tmp);
+        bail!("saving the optimised graph to {}: {e}", tmp.display());
+    }
+    std::fs::rename(&tmp, path).map_err(|e| err!("renaming {}: {e}", tmp.display()))?;
+    for old in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let name = old.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("model-") && name.ends_with(".ort") && old.path() != path {
+            let _ = std::fs::remove_file(old.path());
+        }
+    }
+    Ok(())
+}
+
+/// A quick session ([`Inner`]) from the saved graph at `path`, saved
+/// first if it is not there. The file is mapped for the rest of the
+/// process (ONNX Runtime reads the weights where they lie); memd replaces
+/// it only by renaming a new one over it, which leaves the mapping whole.
+fn quick_session(env: &Environment, dir: &Path) -> Result<Session> {
+    let path = quick_file(dir).ok_or_else(|| err!("the model's files cannot be read"))?;
+    if !path.is_file() {
+        save_quick(env, dir, &path)?;
+    }
+    let file = std::fs::File::open(&path).map_err(|e| err!("{}: {e}", path.display()))?;
+    // SAFETY: the file is never written in place by memd (see above).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err!("{}: {e}", path.display()))?;
+    let bytes: &'static [u8] = Box::leak(Box::new(map));
+    let make = || -> ort::Result<Session> {
+        builder(env, GraphOptimizationLevel::Level3)?
+            .with_config_entry("session.disable_prepacking", "1")?
+            .with_intra_op_spinning(false)?
+            .with_config_entry("session.use_ort_model_bytes_directly", "1")?
+            .with_config_entry("session.use_ort_model_bytes_for_initializers", "1")?
+            .commit_from_memory(bytes)
+    };
+    let made = make();
+    match made {
+        Ok(session) => Ok(session),
+        Err(e) => {
+            // A damaged file: made again by the next process.
+            let _ = std::fs::remove_file(&path);
+            bail!("loading {}: {e}", path.display())
+        }
+    }
 }
 
 /// Why the model in `dir` cannot load on ONNX Runtime, if a file it
@@ -94,46 +215,99 @@ impl OnnxMiniLm {
         if let Some(why) = missing(dir) {
             bail!("{why}");
         }
-        let env = runtime(&library_file(dir))?;
-        let tokenizer = minilm::tokenizer(dir)?;
-        let session = session(env, &model_file(dir))
-            .map_err(|e| err!("loading {}: {e}", model_file(dir).display()))?;
-        Ok(OnnxMiniLm {
-            inner: Arc::new(Inner {
-                session: Mutex::new(session),
-                tokenizer,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            tokenizer: OnceLock::new(),
+            full: OnceLock::new(),
+            quick: OnceLock::new(),
+            warmed: Default::default(),
+        });
+        let early = inner.clone();
+        std::thread::spawn(move || {
+            let _ = early.env();
+            let _ = early.tokenizer();
+        });
+        Ok(OnnxMiniLm { inner })
+    }
+
+    /// Whether this process runs on the quick session (for tests).
+    pub fn is_quick(&self) -> bool {
+        self.inner.full.get().is_none() && self.inner.quick.get().is_some_and(Option::is_some)
     }
 }
 
 impl Inner {
+    fn env(&self) -> Result<&'static Environment> {
+        runtime(&library_file(&self.dir))
+    }
+
+    fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer
+            .get_or_init(|| minilm::tokenizer(&self.dir).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| err!("{e}"))
+    }
+
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        minilm::in_batches(&self.tokenizer, texts, |ids, mask, shape| {
-            self.forward(ids, mask, shape)
+        let session = self.session_for(texts.len())?;
+        minilm::in_batches(self.tokenizer()?, texts, |ids, mask, shape| {
+            forward(session, ids, mask, shape)
         })
     }
 
-    /// The last hidden state, `[batch, seq, 384]` flattened, for token ids
-    /// and attention mask of `shape` = `[batch, seq]`.
-    fn forward(&self, ids: Vec<i64>, mask: Vec<i64>, shape: [usize; 2]) -> Result<Vec<f32>> {
-        let types = vec![0i64; ids.len()];
-        let tensor = |v: Vec<i64>| Tensor::from_array((shape, v)).map_err(|e| err!("{e}"));
-        let inputs = ort::inputs![
-            "input_ids" => tensor(ids)?,
-            "attention_mask" => tensor(mask)?,
-            "token_type_ids" => tensor(types)?,
-        ];
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| err!("onnx session poisoned"))?;
-        let outputs = session.run(inputs).map_err(|e| err!("onnx runtime: {e}"))?;
-        let (_, hidden) = outputs["last_hidden_state"]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| err!("onnx runtime output: {e}"))?;
-        Ok(hidden.to_vec())
+    /// The session a call of `n` texts runs on ([`Inner`]).
+    fn session_for(&self, n: usize) -> Result<&Mutex<Session>> {
+        let warmed = self.warmed.load(std::sync::atomic::Ordering::Relaxed);
+        if !warmed && self.full.get().is_none() && n <= QUICK_TEXTS {
+            let quick = self.quick.get_or_init(|| {
+                self.env()
+                    .and_then(|env| quick_session(env, &self.dir))
+                    .inspect_err(|e| tracing::debug!("no quick ONNX session: {e}"))
+                    .ok()
+                    .map(Mutex::new)
+            });
+            if let Some(quick) = quick {
+                return Ok(quick);
+            }
+        }
+        self.full()
     }
+
+    fn full(&self) -> Result<&Mutex<Session>> {
+        self.full
+            .get_or_init(|| {
+                let model = model_file(&self.dir);
+                let env = self.env().map_err(|e| e.to_string())?;
+                session(env, &model)
+                    .map(Mutex::new)
+                    .map_err(|e| format!("loading {}: {e}", model.display()))
+            })
+            .as_ref()
+            .map_err(|e| err!("{e}"))
+    }
+}
+
+/// The last hidden state, `[batch, seq, 384]` flattened, for token ids and
+/// attention mask of `shape` = `[batch, seq]`.
+fn forward(
+    session: &Mutex<Session>,
+    ids: Vec<i64>,
+    mask: Vec<i64>,
+    shape: [usize; 2],
+) -> Result<Vec<f32>> {
+    let types = vec![0i64; ids.len()];
+    let tensor = |v: Vec<i64>| Tensor::from_array((shape, v)).map_err(|e| err!("{e}"));
+    let inputs = ort::inputs![
+        "input_ids" => tensor(ids)?,
+        "attention_mask" => tensor(mask)?,
+        "token_type_ids" => tensor(types)?,
+    ];
+    let mut session = session.lock().map_err(|_| err!("onnx session poisoned"))?;
+    let outputs = session.run(inputs).map_err(|e| err!("onnx runtime: {e}"))?;
+    let (_, hidden) = outputs["last_hidden_state"]
+        .try_extract_tensor::<f32>()
+        .map_err(|e| err!("onnx runtime output: {e}"))?;
+    Ok(hidden.to_vec())
 }
 
 #[async_trait::async_trait]
@@ -153,5 +327,19 @@ impl Embedder for OnnxMiniLm {
         let inner = self.inner.clone();
         let texts = texts.to_vec();
         tokio::task::spawn_blocking(move || inner.embed(&texts)).await?
+    }
+
+    /// Make the full session now, on a thread of its own: a daemon's
+    /// searches then never run on the quick one.
+    fn warm(&self) {
+        let inner = self.inner.clone();
+        inner
+            .warmed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        std::thread::spawn(move || {
+            if let Err(e) = inner.full() {
+                tracing::warn!("{e}");
+            }
+        });
     }
 }

@@ -101,6 +101,9 @@ impl Opened {
                 return Err(e);
             }
         };
+        if let Ok(e) = memory.embedder() {
+            e.warm();
+        }
         tracing::debug!(memory = ?name, "memory opened");
         Ok(Opened::with(name, Lazy::with(memory, Some(index)), true))
     }
@@ -444,6 +447,7 @@ impl Root {
             return Ok(e.clone());
         }
         let e = embed::from_config(&config.embedder)?;
+        e.warm();
         all.insert(key, e.clone());
         Ok(e)
     }

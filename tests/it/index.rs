@@ -590,6 +590,75 @@ async fn the_onnx_runtime_gives_candles_vectors_in_the_same_order() {
     }
 }
 
+/// A model directory of links to the real model's files, with a folder of
+/// its own for ONNX Runtime (where the quick session's graph is saved).
+fn linked_model_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let real = embed::minilm::model_dir(&Config::default().embedder);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::create_dir(dir.join("onnxruntime")).unwrap();
+    for f in [
+        "model.onnx",
+        "config.json",
+        "tokenizer.json",
+        "onnxruntime/libonnxruntime.so",
+    ] {
+        std::os::unix::fs::symlink(real.join(f), dir.join(f)).unwrap();
+    }
+    (tmp, dir)
+}
+
+/// The saved graphs in a model directory.
+fn saved_graphs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir.join("onnxruntime"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ort"))
+        .collect()
+}
+
+/// A one-shot process embeds a few texts on the quick session (the graph
+/// saved once, mapped, its weights unpacked); a large call makes the full
+/// session. Both give the same vectors, and a damaged saved graph is
+/// neither used nor fatal: the full session answers and the next process
+/// saves the graph again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quick_onnx_session_gives_the_full_sessions_vectors() {
+    use memd::embed::onnx::OnnxMiniLm;
+    let (_tmp, dir) = linked_model_dir();
+    let texts = runtime_texts();
+    let first = OnnxMiniLm::load(&dir).unwrap();
+    let quick = first.embed(&texts).await.unwrap();
+    assert!(first.is_quick(), "a few texts run on the quick session");
+    assert_eq!(saved_graphs(&dir).len(), 1, "the graph is saved once");
+
+    let many: Vec<String> = (0..100)
+        .map(|i| format!("The user fact number {i}"))
+        .collect();
+    first.embed(&many).await.unwrap();
+    assert!(!first.is_quick(), "a large call makes the full session");
+    let full = first.embed(&texts).await.unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        let c = embed::cosine(&quick[i], &full[i]);
+        assert!(c >= 0.99999, "{t:?}: quick vs full cosine {c}");
+    }
+
+    let saved = saved_graphs(&dir).remove(0);
+    let damaged = dir.join("onnxruntime").join("damaged");
+    std::fs::write(&damaged, b"not a graph").unwrap();
+    std::fs::rename(&damaged, &saved).unwrap();
+    let second = OnnxMiniLm::load(&dir).unwrap();
+    let again = second.embed(&texts).await.unwrap();
+    assert!(!second.is_quick(), "a damaged graph is not used");
+    assert!(embed::cosine(&again[0], &full[0]) >= 0.99999);
+    let third = OnnxMiniLm::load(&dir).unwrap();
+    third.embed(&texts[..1]).await.unwrap();
+    assert!(third.is_quick(), "the graph was saved again");
+    let graphs = saved_graphs(&dir);
+    assert_eq!(graphs.len(), 1, "{graphs:?}");
+    assert!(std::fs::metadata(&graphs[0]).unwrap().len() > 1_000_000);
+}
+
 #[test]
 fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
     use memd::config::Runtime;
