@@ -58,10 +58,8 @@ pub struct OnnxMiniLm {
 /// 0.99999, tested).
 struct Inner {
     dir: PathBuf,
-    /// Read on a thread of its own from [`OnnxMiniLm::load`] on, with
-    /// ONNX Runtime's library: a one-shot search opens its index
-    /// meanwhile, and one whose query is in the embedding cache never
-    /// waits for either.
+    /// Read on first use, as ONNX Runtime's library is loaded: a one-shot
+    /// search whose query is in the embedding cache waits for neither.
     tokenizer: OnceLock<Result<Tokenizer, String>>,
     /// ONNX Runtime's `Run` needs a session mutably; embedding calls of
     /// one process take turns (each already uses every core).
@@ -222,11 +220,6 @@ impl OnnxMiniLm {
             quick: OnceLock::new(),
             warmed: Default::default(),
         });
-        let early = inner.clone();
-        std::thread::spawn(move || {
-            let _ = early.env();
-            let _ = early.tokenizer();
-        });
         Ok(OnnxMiniLm { inner })
     }
 
@@ -329,17 +322,14 @@ impl Embedder for OnnxMiniLm {
         tokio::task::spawn_blocking(move || inner.embed(&texts)).await?
     }
 
-    /// Make the full session now, on a thread of its own: a daemon's
-    /// searches then never run on the quick one.
+    /// Make the full session now: a daemon's searches then never run on
+    /// the quick one.
     fn warm(&self) {
-        let inner = self.inner.clone();
-        inner
+        self.inner
             .warmed
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        std::thread::spawn(move || {
-            if let Err(e) = inner.full() {
-                tracing::warn!("{e}");
-            }
-        });
+        if let Err(e) = self.inner.full() {
+            tracing::warn!("{e}");
+        }
     }
 }

@@ -94,6 +94,13 @@ impl Opened {
         // command meanwhile goes to this daemon rather than the table.
         let record = listen.for_memory(name);
         info::write(&memory.layout, &record).context("writing .memd/daemon.json")?;
+        // The embedder's full session before the index's words and
+        // vectors, as it was made before it was made lazily: made after
+        // them, its freed scratch left the daemon's RSS at 100,000 facts
+        // 20–40 MB higher (BENCHMARKS.md).
+        if let Ok(e) = memory.embedder() {
+            e.warm();
+        }
         let index = match Index::open_sole(&memory, served).await {
             Ok(index) => index,
             Err(e) => {
@@ -101,9 +108,6 @@ impl Opened {
                 return Err(e);
             }
         };
-        if let Ok(e) = memory.embedder() {
-            e.warm();
-        }
         tracing::debug!(memory = ?name, "memory opened");
         Ok(Opened::with(name, Lazy::with(memory, Some(index)), true))
     }
