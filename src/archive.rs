@@ -78,17 +78,17 @@ pub fn parse(day: &str, src: &str) -> Day {
 }
 
 /// A day file as parsed, kept so that the next parse of the same file,
-/// grown by appends, reads only its last section and what follows it
-/// ([`Parsed::new`]). Sections parse on their own ([`events`]), so every
-/// fact before the last section keeps its id, text, heading and line.
+/// grown by appends, reads only from its last top-level list item on
+/// ([`Parsed::new`], [`parse_after`]): every fact before that item keeps
+/// its id, text, heading and line.
 pub struct Parsed {
     text: String,
     pub day: Day,
     resume: Resume,
 }
 
-/// Where a later parse of the grown text starts: the last section, with
-/// the heading above it, the facts and warnings before it, and how often
+/// Where a later parse of the grown text starts (the last top-level list
+/// item, or the last section's start), with the heading above it, the facts and warnings before it, and how often
 /// each normalised text occurred before it (for the occurrence numbers).
 #[derive(Default)]
 struct Resume {
@@ -109,7 +109,7 @@ struct Heading {
 impl Parsed {
     /// Parse `text`, the day file for `day`. When `before` is a parse of
     /// a text that `text` begins with and that ends a line, the parse
-    /// starts at `before`'s last section; otherwise at the top. Also
+    /// starts where `before` says it may resume; otherwise at the top. Also
     /// returns how many of the facts come from `before` unread (0 when
     /// parsed from the top).
     pub fn new(day: &str, text: String, before: Option<Parsed>) -> (Parsed, usize) {
@@ -123,15 +123,6 @@ impl Parsed {
         let kept = from.as_ref().map_or(0, |(d, _)| d.facts.len());
         let (day, resume) = parse_after(day, &text, from);
         (Parsed { text, day, resume }, kept)
-    }
-
-    /// The length of the text parsed, in bytes.
-    pub fn len(&self) -> usize {
-        self.text.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
     }
 }
 
@@ -457,16 +448,9 @@ fn unescape_leading(text: &str) -> String {
 /// Invalid UTF-8 is replaced (U+FFFD) and reported in `warnings`, so one
 /// damaged line never hides the other facts.
 pub fn read_day(layout: &Layout, day: &str) -> Result<Day> {
-    let path = layout.archive_file(day);
-    let Some(bytes) = crate::atomic::read_if_exists(&path)
-        .with_context(|| format!("reading {}", path.display()))?
-    else {
-        return Ok(Day::default());
-    };
-    let (text, utf8_warning) = decode(&bytes);
+    let (text, utf8_warning) = read_text(layout, day)?;
     let mut parsed = parse(day, &text);
     if let Some(w) = utf8_warning {
-        tracing::warn!(file = %path.display(), "{w}");
         parsed.warnings.insert(0, w);
     }
     Ok(parsed)
@@ -481,21 +465,27 @@ pub fn read_day_after(
     day: &str,
     before: Option<Parsed>,
 ) -> Result<(Parsed, usize)> {
+    let (text, _) = read_text(layout, day)?;
+    Ok(Parsed::new(day, text, before))
+}
+
+/// The text of the day file for `day` (empty when missing), invalid UTF-8
+/// replaced, with the warning that says where (also logged).
+fn read_text(layout: &Layout, day: &str) -> Result<(String, Option<String>)> {
     let path = layout.archive_file(day);
     let bytes = crate::atomic::read_if_exists(&path)
         .with_context(|| format!("reading {}", path.display()))?
         .unwrap_or_default();
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, None)),
         Err(e) => {
             let (text, warning) = decode(e.as_bytes());
-            if let Some(w) = warning {
+            if let Some(w) = &warning {
                 tracing::warn!(file = %path.display(), "{w}");
             }
-            text.into_owned()
+            Ok((text.into_owned(), warning))
         }
-    };
-    Ok(Parsed::new(day, text, before))
+    }
 }
 
 fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {

@@ -65,8 +65,6 @@ struct Inner {
     /// one process take turns (each already uses every core).
     full: OnceLock<Result<Mutex<Session>, String>>,
     quick: OnceLock<Option<Mutex<Session>>>,
-    /// Set by [`Embedder::warm`]: every call waits for the full session.
-    warmed: std::sync::atomic::AtomicBool,
 }
 
 /// The most texts a call embeds on the quick session (see [`Inner`]): a
@@ -140,8 +138,7 @@ fn save_quick(env: &Environment, dir: &Path, path: &Path) -> Result<()> {
             .commit_from_file(model_file(dir))?;
         Ok(())
     };
-    let saved = save();
-    if let Err(e) = saved {
+    if let Err(e) = save() {
         let _ = std::fs::remove_file(&tmp);
         bail!("saving the optimised graph to {}: {e}", tmp.display());
     }
@@ -177,15 +174,11 @@ fn quick_session(env: &Environment, dir: &Path) -> Result<Session> {
             .with_config_entry("session.use_ort_model_bytes_for_initializers", "1")?
             .commit_from_memory(bytes)
     };
-    let made = make();
-    match made {
-        Ok(session) => Ok(session),
-        Err(e) => {
-            // A damaged file: made again by the next process.
-            let _ = std::fs::remove_file(&path);
-            bail!("loading {}: {e}", path.display())
-        }
-    }
+    make().map_err(|e| {
+        // A damaged file: made again by the next process.
+        let _ = std::fs::remove_file(&path);
+        err!("loading {}: {e}", path.display())
+    })
 }
 
 /// Why the model in `dir` cannot load on ONNX Runtime, if a file it
@@ -218,7 +211,6 @@ impl OnnxMiniLm {
             tokenizer: OnceLock::new(),
             full: OnceLock::new(),
             quick: OnceLock::new(),
-            warmed: Default::default(),
         });
         Ok(OnnxMiniLm { inner })
     }
@@ -250,8 +242,7 @@ impl Inner {
 
     /// The session a call of `n` texts runs on ([`Inner`]).
     fn session_for(&self, n: usize) -> Result<&Mutex<Session>> {
-        let warmed = self.warmed.load(std::sync::atomic::Ordering::Relaxed);
-        if !warmed && self.full.get().is_none() && n <= QUICK_TEXTS {
+        if self.full.get().is_none() && n <= QUICK_TEXTS {
             let quick = self.quick.get_or_init(|| {
                 self.env()
                     .and_then(|env| quick_session(env, &self.dir))
@@ -325,9 +316,6 @@ impl Embedder for OnnxMiniLm {
     /// Make the full session now: a daemon's searches then never run on
     /// the quick one.
     fn warm(&self) {
-        self.inner
-            .warmed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = self.inner.full() {
             tracing::warn!("{e}");
         }

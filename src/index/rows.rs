@@ -246,11 +246,7 @@ const KEEP_DAYS: usize = 4;
 impl DayRows {
     /// The parse of `day` and its facts' rows, reading only what was
     /// appended since it was kept.
-    fn read(
-        &mut self,
-        layout: &Layout,
-        day: &str,
-    ) -> Result<(archive::Parsed, Vec<(Row, String)>)> {
+    fn read(&mut self, layout: &Layout, day: &str) -> Result<(archive::Parsed, FactRows)> {
         let at = self.kept.iter().position(|(d, ..)| d == day);
         let (before, mut rows) = match at.map(|i| self.kept.remove(i)) {
             Some((_, parsed, rows)) => (Some(parsed), rows),

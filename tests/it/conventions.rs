@@ -356,20 +356,14 @@ fn memd_setup_fetches_what_is_missing_and_status_then_says_the_model_is_ready() 
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("memory");
     crate::trust::ok(&dir, &["init"]);
-    let have = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap()
-        .join(".cache/memd/all-MiniLM-L6-v2");
     let model = t.path().join("model");
-    std::fs::create_dir(&model).unwrap();
-    for f in [
+    let files = [
         "config.json",
         "model.onnx",
         "model.safetensors",
         "tokenizer.json",
-    ] {
-        std::os::unix::fs::symlink(have.join(f), model.join(f)).unwrap();
-    }
+    ];
+    crate::support::link_model_files(&model, &files);
     let run = |args: &[&str], env: &[(&str, &str)]| {
         std::process::Command::new(memd_bin())
             .arg("--dir")
@@ -414,6 +408,7 @@ fn memd_setup_fetches_what_is_missing_and_status_then_says_the_model_is_ready() 
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("in place"));
     let lib = model.join("onnxruntime/libonnxruntime.so");
+    let have = memd::embed::minilm::model_dir(&memd::config::Config::default().embedder);
     assert_eq!(
         std::fs::metadata(&lib).unwrap().len(),
         std::fs::metadata(have.join("onnxruntime/libonnxruntime.so"))

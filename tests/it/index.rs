@@ -593,18 +593,15 @@ async fn the_onnx_runtime_gives_candles_vectors_in_the_same_order() {
 /// A model directory of links to the real model's files, with a folder of
 /// its own for ONNX Runtime (where the quick session's graph is saved).
 fn linked_model_dir() -> (tempfile::TempDir, std::path::PathBuf) {
-    let real = embed::minilm::model_dir(&Config::default().embedder);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::create_dir(dir.join("onnxruntime")).unwrap();
-    for f in [
+    let files = [
         "model.onnx",
         "config.json",
         "tokenizer.json",
         "onnxruntime/libonnxruntime.so",
-    ] {
-        std::os::unix::fs::symlink(real.join(f), dir.join(f)).unwrap();
-    }
+    ];
+    crate::support::link_model_files(&dir, &files);
     (tmp, dir)
 }
 
@@ -662,11 +659,9 @@ async fn the_quick_onnx_session_gives_the_full_sessions_vectors() {
 #[test]
 fn the_auto_runtime_uses_candle_when_onnx_runtime_is_not_installed() {
     use memd::config::Runtime;
-    let real = embed::minilm::model_dir(&Config::default().embedder);
     let tmp = tempfile::tempdir().unwrap();
-    for f in ["model.safetensors", "config.json", "tokenizer.json"] {
-        std::os::unix::fs::symlink(real.join(f), tmp.path().join(f)).unwrap();
-    }
+    let files = ["model.safetensors", "config.json", "tokenizer.json"];
+    crate::support::link_model_files(tmp.path(), &files);
     assert_eq!(
         embed::resolve_runtime(Runtime::Auto, tmp.path()),
         Runtime::Candle

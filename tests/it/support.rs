@@ -311,3 +311,15 @@ pub async fn lance_table(layout: &memd::Layout) -> lancedb::Table {
 pub fn memory(layout: &memd::Layout, config: &memd::config::Config) -> memd::Memory {
     memd::Memory::new(layout.clone(), config.clone())
 }
+
+/// `files` of the real MiniLM model directory (`~/.cache/memd/...`,
+/// fetched by the set-up), linked into `dir` (made, with any folder a
+/// file's path names), so a test can leave some out or add its own.
+pub fn link_model_files(dir: &Path, files: &[&str]) {
+    let real = memd::embed::minilm::model_dir(&memd::config::Config::default().embedder);
+    for f in files {
+        let to = dir.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(real.join(f), to).unwrap();
+    }
+}
