@@ -483,5 +483,12 @@ fn print_gate(r: &memd::eval::pairs::GateReport) -> String {
             "  {name:<30} {pairs:>6} {accepted:>8} {share:>5.1}%\n"
         ));
     }
+    out.push_str("in a Letta set's cluster (its 10 facts shown as entries)\n");
+    for (name, cases, counted) in &r.in_sets {
+        let share = 100.0 * *counted as f64 / (*cases).max(1) as f64;
+        out.push_str(&format!(
+            "  {name:<62} {counted:>5} of {cases:>5} {share:>5.1}%\n"
+        ));
+    }
     out
 }

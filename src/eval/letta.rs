@@ -12,10 +12,11 @@
 //!   entry and which is not pending either; the superseded fact is exempt
 //!   after its update (history is scored apart);
 //! - updates: the entry that holds the superseded fact now names
-//!   `answer_after` and still names `answer_before` next to a word that
-//!   marks it as past (`history`), names only `answer_after`
-//!   (`current_only`), or not at all while another entry does
-//!   (`beside`: the stale entry stays), or no entry names it (`lost`);
+//!   `answer_after` (or carries the new fact) and still names
+//!   `answer_before` next to a word that marks it as past (`history`),
+//!   names only `answer_after` (`current_only`), or not at all while
+//!   another entry does (`beside`: the stale entry stays), or no entry
+//!   names it (`lost`);
 //! - others touched: entries of the other facts whose text changed;
 //! - invented: entries the judge wrote that say what no fact of the set
 //!   said (words or a number from nowhere, as [`faithful::invented`] counts
@@ -404,7 +405,13 @@ impl SetRun {
             let old = holder(&self.before, id)
                 .map(|e| e.text.clone())
                 .unwrap_or_default();
-            if text != old && contains(&text, now) {
+            // The entry says the new value: it names the answer, or it
+            // carries the new fact (an answer written as a sentence of its
+            // own, "Theresa Bronn is not recognized as a Michigan-based
+            // arts contributor", is named by no entry, though the entry
+            // says the fact word for word).
+            let says_now = contains(&text, now) || coverage(&row.new_fact, &text) >= CARRIED;
+            if text != old && says_now {
                 let lower = text.to_lowercase();
                 if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
                     report.updates.history += 1;

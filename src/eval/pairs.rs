@@ -34,6 +34,7 @@ use serde::Serialize;
 use crate::archive::{self, NewFact};
 use crate::config::Config;
 use crate::consolidate::Options;
+use crate::consolidate::reply::per_fact::accepts_update_among;
 use crate::entries::Document;
 use crate::ids::FactId;
 use crate::text::normalize;
@@ -151,12 +152,15 @@ pub async fn run(
 pub struct GateReport {
     /// Source, pairs, pairs accepted as an update.
     pub sources: Vec<(String, usize, usize)>,
+    /// The same in a Letta set's cluster: what, cases, cases counted.
+    pub in_sets: Vec<(String, usize, usize)>,
 }
 
 /// [`GateReport`] over the dev pairs in `data`.
 pub fn gate(data: &Path) -> Result<GateReport> {
     let mut out = GateReport {
         sources: Vec::new(),
+        in_sets: in_sets(data)?,
     };
     for (name, _, pairs) in sources(data)? {
         let pairs: Vec<_> = pairs
@@ -170,6 +174,56 @@ pub fn gate(data: &Path) -> Result<GateReport> {
         out.sources.push((name.to_string(), pairs.len(), accepted));
     }
     Ok(out)
+}
+
+/// The update rule in a Letta set's cluster, the set's 10 facts shown as
+/// entries: each update, with a judge naming each entry in turn, lands on
+/// the entry it supersedes, on another, or on none; and each fact of a
+/// set, shown the other 9, updates one of them (a false supersession) for
+/// some entry a judge could name.
+fn in_sets(data: &Path) -> Result<Vec<(String, usize, usize)>> {
+    let (mut right, mut other, mut wrong) = ((0, 0), (0, 0), (0, 0));
+    let mut sets = std::collections::BTreeMap::new();
+    for row in super::letta::rows(data)? {
+        for named in 0..row.facts.len() {
+            let landed = accepts_update_among(&row.new_fact, &row.facts, named).ok();
+            let tally = match row.supersedes.contains(&named) {
+                true => &mut right,
+                false => &mut other,
+            };
+            tally.0 += 1;
+            tally.1 += usize::from(landed.is_some_and(|t| row.supersedes.contains(&t)));
+            wrong.0 += 1;
+            wrong.1 += usize::from(landed.is_some_and(|t| !row.supersedes.contains(&t)));
+        }
+        sets.insert(row.set, row.facts);
+    }
+    let mut false_updates = (0, 0);
+    for facts in sets.values() {
+        for (j, fact) in facts.iter().enumerate() {
+            let mut rest = facts.clone();
+            rest.remove(j);
+            false_updates.0 += 1;
+            false_updates.1 +=
+                usize::from((0..rest.len()).any(|i| accepts_update_among(fact, &rest, i).is_ok()));
+        }
+    }
+    let row = |name: &str, (n, k): (usize, usize)| (name.to_string(), n, k);
+    Ok(vec![
+        row(
+            "update, judge names the superseded entry: lands there",
+            right,
+        ),
+        row(
+            "update, judge names another entry: lands on the superseded",
+            other,
+        ),
+        row("update, judge names any entry: lands on a wrong one", wrong),
+        row(
+            "fact of a set, judge names any other: some entry updated",
+            false_updates,
+        ),
+    ])
 }
 
 /// A then B in a fresh memory, a run after each; what became of them.

@@ -303,6 +303,34 @@ fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
         ),
         "Lives in Hamburg; previously Berlin (previously: Lives in Berlin with Ann and two cats)"
     );
+    // A new value set against the old one ("X, not Y") drops no word of
+    // the old text, and the old text is no longer true: it is history
+    // (Qwen 1.5B's Letta update was "current only" without it). A contrast
+    // that fixes a typo is not.
+    assert_eq!(
+        with_history(
+            "Jorlan Jonson, not Cris Kertis, collaborated with Joshuan Deyas on a tech startup.",
+            "Cris Kertis and Joshuan Deyas collaborated on a tech startup."
+        ),
+        "Jorlan Jonson, not Cris Kertis, collaborated with Joshuan Deyas on a tech startup. \
+         (previously: Cris Kertis and Joshuan Deyas collaborated on a tech startup.)"
+    );
+    assert_eq!(
+        with_history(
+            "The manager is John, not Jon, since the start",
+            "The manager is Jon"
+        ),
+        "The manager is John, not Jon, since the start"
+    );
+    // Every old word kept, in another statement: a swap of two people.
+    assert_eq!(
+        with_history(
+            "Cris is a published author, while Jorlan is known for graphic design.",
+            "Jorlan is a published author."
+        ),
+        "Cris is a published author, while Jorlan is known for graphic design. \
+         (previously: Jorlan is a published author.)"
+    );
     // Older history is flattened, not nested.
     assert_eq!(
         with_history(

@@ -8,6 +8,11 @@ use crate::support::*;
 
 /// A one-set data file in the Letta format (made up for the test).
 fn data() -> tempfile::TempDir {
+    data_answering("Dan Park")
+}
+
+/// [`data`] with another `answer_after`.
+fn data_answering(answer_after: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let row = json!({
         "set": 7,
@@ -16,7 +21,7 @@ fn data() -> tempfile::TempDir {
         "supersedes": [0],
         "question": "Who plays the violin in Vienna?",
         "answer_before": "Ann Lee",
-        "answer_after": "Dan Park"
+        "answer_after": answer_after
     });
     std::fs::write(
         dir.path().join("letta_updates_dev.jsonl"),
@@ -45,9 +50,10 @@ fn updating(body: &serde_json::Value) -> bool {
     !listed(&prompt_of(body), 'E').is_empty()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_perfect_judge_scores_perfectly() {
-    let server = scripted(|_, body| {
+/// A judge that adds each fact, then replaces the violin entry with the
+/// update and writes its history.
+async fn perfect_judge() -> Scripted {
+    scripted(|_, body| {
         if !updating(body) {
             return faithful(body);
         }
@@ -57,7 +63,12 @@ async fn a_perfect_judge_scores_perfectly() {
         ops(json!([{"op": "REPLACE", "target": e, "from": [f],
             "text": "Dan Park plays the violin in Vienna; previously Ann Lee did."}]))
     })
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_perfect_judge_scores_perfectly() {
+    let server = perfect_judge().await;
     let d = data();
     let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
         .await
@@ -70,6 +81,22 @@ async fn a_perfect_judge_scores_perfectly() {
     assert_eq!((r.update_rows, r.updates.history), (1, 1), "{r:#?}");
     assert_eq!((r.facts_lost, r.others_touched), (0, 0), "{r:#?}");
     assert_eq!(r.llm_calls, 2);
+}
+
+/// Some Letta answers are sentences of their own, which no entry names
+/// word for word ("Theresa Bronn is not recognized as a Michigan-based
+/// arts contributor"): an entry that says the new fact, with the old one
+/// as history, is an update kept as history all the same. It was scored
+/// "beside".
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_whose_answer_is_a_sentence_of_its_own_is_scored_by_the_new_fact() {
+    let server = perfect_judge().await;
+    let d = data_answering("The violinist of Vienna is a man called Dan Park, not Ann.");
+    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
+        .await
+        .unwrap();
+    assert_eq!((r.update_rows, r.updates.history), (1, 1), "{r:#?}");
+    assert_eq!(r.updates.beside, 0, "{r:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -311,13 +311,15 @@ async fn a_per_fact_update_of_an_unrelated_entry_is_refused_and_asked_again() {
     );
 }
 
-/// A per-fact UPDATE of an entry when another entry shares at least 2 more
-/// of the fact's words is refused and asked again, naming that entry: an
-/// update changes one value of what it updates.
+/// A per-fact UPDATE of an entry when another entry about the same thing
+/// shares at least 2 more of the fact's words is taken as an update of
+/// that other entry: an update changes one value of what it updates, and
+/// a 1.5B model that named the wrong entry, told which one it meant, said
+/// NEW and left the stale entry current. The entry it named is untouched.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_per_fact_update_of_the_less_alike_entry_is_refused_naming_the_closer_one() {
-    let all = refused_update(
-        ("Devon collaborated", "nonprofit", "documentary"),
+async fn a_per_fact_update_of_the_less_alike_entry_is_taken_as_of_the_closer_one() {
+    let (r, all) = judge_says_update(
+        ("Devon collaborated", "nonprofit"),
         &[
             "Tessa and Devon co-founded a nonprofit for music education",
             "Tessa and Ainsley collaborated on a documentary about ocean conservation",
@@ -326,16 +328,22 @@ async fn a_per_fact_update_of_the_less_alike_entry_is_refused_naming_the_closer_
         "Tessa and Devon collaborated on a documentary about ocean conservation",
     )
     .await;
+    assert_eq!(
+        (r.llm_calls, r.invalid_replies, r.applied.replace),
+        (1, 0, 1),
+        "{r:?}"
+    );
     assert!(
         all.iter()
             .any(|e| e.text == "Tessa and Devon co-founded a nonprofit for music education")
     );
     let updated = entry_with(&all, "Devon collaborated");
     assert!(
-        updated.text.contains("Ainsley"),
+        updated.text.contains("(previously: Tessa and Ainsley"),
         "history kept: {}",
         updated.text
     );
+    assert_eq!(all.len(), 3, "{all:?}");
 }
 
 /// With a per-fact judge that says fact `fact` UPDATEs the entry holding
@@ -422,6 +430,28 @@ async fn an_update_that_says_a_change_is_kept_as_history_though_it_shares_only_a
         moved.text
     );
     assert_eq!(all.len(), 3, "{all:?}");
+}
+
+/// A change said of one person is no update of a fact about another:
+/// "Krystelle did not receive any awards" never makes "Jonathen is a
+/// wildlife photographer" past, whatever the judge says. memd took it as
+/// an update when no entry shared a word with the fact (dev: 1 in 25 of the
+/// wrong entries a judge could name in a Letta set were let through).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_said_of_one_person_never_updates_a_fact_about_another() {
+    let (r, all) = judge_says_update(
+        ("Krystelle", "wildlife photographer"),
+        &["Jonathen Marten is a renowned wildlife photographer"],
+        "Krystelle Trann did not receive any awards in 2021",
+    )
+    .await;
+    assert_eq!(r.llm_calls, 1, "the judge was asked: {r:?}");
+    assert_eq!((r.applied.add, r.applied.replace), (1, 0), "{r:?}");
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all.iter().all(|e| !e.text.contains("previously")),
+        "{all:?}"
+    );
 }
 
 /// A server that refuses `json_schema`, then `json_object`, is asked one

@@ -79,9 +79,22 @@ pub fn with_history(new: &str, old: &str) -> String {
     let new_words = content_words(new);
     let dropped: Vec<&String> = old_words.difference(&new_words).collect();
     // "Is not vegetarian" replacing "Is vegetarian" drops no content word
-    // (negations are stop words) and turns the old value around.
-    let flipped = negated(new) != negated(old);
-    if dropped.is_empty() && !flipped {
+    // (negations are stop words) and turns the old value around; so does
+    // "Jorlan, not Cris, collaborated with Joshuan" replacing "Cris and
+    // Joshuan collaborated", unless the contrast fixes a typo ("John, not
+    // Jon").
+    let added: Vec<&String> = new_words.difference(&old_words).collect();
+    let typo = |w: &String| added.iter().any(|a| misspelling(w, a));
+    let contrasted: Vec<String> = contrasted(new)
+        .into_iter()
+        .filter(|w| old_words.contains(w))
+        .collect();
+    let refuted = !contrasted.iter().all(typo);
+    let flipped = negated(new) != negated(old) || refuted;
+    // Every old word kept in another order is another statement: "Cris is
+    // an author, while Jorlan is known for design" replacing "Jorlan is an
+    // author" keeps each word and no longer says it.
+    if dropped.is_empty() && !flipped && says_within(new, old) {
         return new.to_string();
     }
     let lower = new.to_lowercase();
@@ -92,15 +105,37 @@ pub fn with_history(new: &str, old: &str) -> String {
     if own_history && coverage(old, new) >= REPLACE_MIN_COVERAGE {
         return new.to_string();
     }
-    let added: Vec<&String> = new_words.difference(&old_words).collect();
-    let typo_fix = !flipped
-        && dropped
-            .iter()
-            .all(|d| added.iter().any(|a| misspelling(d, a)));
+    let mut fixed = dropped.into_iter().chain(&contrasted).peekable();
+    let typo_fix = !flipped && fixed.peek().is_some() && fixed.all(typo);
     if typo_fix {
         return new.to_string();
     }
     format!("{new}{HISTORY_OPEN}{})", flat_history(old))
+}
+
+/// Whether `new` says `old` word for word, in one run ("Lives in Berlin
+/// with Ann and two cats" says "Lives in Berlin with Ann").
+fn says_within(new: &str, old: &str) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (new, old) = (words(new), words(old));
+    old.is_empty() || new.windows(old.len()).any(|w| w == old.as_slice())
+}
+
+/// The content words `text` sets against another value, after a comma:
+/// "Jorlan, not Cris Kertis, collaborated" gives cris and kertis.
+fn contrasted(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    lower
+        .split(',')
+        .skip(1)
+        .filter_map(|clause| clause.trim_start().strip_prefix("not "))
+        .flat_map(|rest| content_words(rest.split(['.', ';']).next().unwrap_or("")))
+        .collect()
 }
 
 /// `old` as one item of a history list: an `old` that has history of its
