@@ -91,6 +91,11 @@ const STOP: &[&str] = &[
 /// text still says what another said (never whether two facts are the
 /// same: that is the judge's call).
 pub(crate) fn content_words(text: &str) -> std::collections::HashSet<String> {
+    content_word_list(text).into_iter().collect()
+}
+
+/// [`content_words`] in the order `text` says them, repeats kept.
+pub(crate) fn content_word_list(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .map(|w| {
             let w = w.trim_matches('\'').to_lowercase();

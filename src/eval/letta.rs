@@ -12,7 +12,7 @@
 //!   entry and which is not pending either; the superseded fact is exempt
 //!   after its update (history is scored apart);
 //! - updates: the entry that holds the superseded fact now names
-//!   `answer_after` (or carries the new fact) and still names
+//!   `answer_after` (or most of what the new fact adds) and still names
 //!   `answer_before` next to a word that marks it as past (`history`),
 //!   names only `answer_after` (`current_only`), or not at all while
 //!   another entry does (`beside`: the stale entry stays), or no entry
@@ -139,6 +139,20 @@ fn contains(hay: &str, answer: &str) -> bool {
         return true;
     }
     !content_words(answer).is_empty() && coverage(answer, hay) >= CARRIED
+}
+
+/// Whether `text` has [`CARRIED`] of the content words `new_fact` adds to
+/// `old_fact` (the new value: never the words both share, which the stale
+/// entry has too).
+fn says_new(text: &str, new_fact: &str, old_fact: &str) -> bool {
+    let old = content_words(old_fact);
+    let added: Vec<String> = content_words(new_fact)
+        .into_iter()
+        .filter(|w| !old.contains(w))
+        .collect();
+    let have = content_words(text);
+    let kept = added.iter().filter(|w| have.contains(*w)).count();
+    !added.is_empty() && kept as f32 >= CARRIED * added.len() as f32
 }
 
 /// Share of a text's content words another must have to still say it.
@@ -406,11 +420,17 @@ impl SetRun {
                 .map(|e| e.text.clone())
                 .unwrap_or_default();
             // The entry says the new value: it names the answer, or it
-            // carries the new fact (an answer written as a sentence of its
-            // own, "Theresa Bronn is not recognized as a Michigan-based
-            // arts contributor", is named by no entry, though the entry
-            // says the fact word for word).
-            let says_now = contains(&text, now) || coverage(&row.new_fact, &text) >= CARRIED;
+            // has what the new fact says that the old one did not (an
+            // answer written as a sentence of its own, "Theresa Bronn is
+            // not recognized as a Michigan-based arts contributor", is
+            // named by no entry, though the entry says the fact word for
+            // word).
+            let says_now = contains(&text, now)
+                || says_new(
+                    &text,
+                    &row.new_fact,
+                    row.facts.get(s).map_or("", String::as_str),
+                );
             if text != old && says_now {
                 let lower = text.to_lowercase();
                 if contains(&text, was) && PAST.iter().any(|p| lower.contains(p)) {
@@ -432,5 +452,29 @@ impl SetRun {
             report.facts_lost += 1;
             "lost"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::says_new;
+
+    #[test]
+    fn an_entry_says_the_new_value_only_with_the_words_the_update_adds() {
+        let (new, old) = (
+            "Dan Park plays the violin in Vienna.",
+            "Ann Lee plays the violin in Vienna.",
+        );
+        assert!(says_new(
+            "Dan Park plays the violin in Vienna (previously: Ann Lee plays the violin in Vienna.)",
+            new,
+            old
+        ));
+        // The stale entry shares most of the new fact's words, not its value.
+        assert!(!says_new(
+            "Ann Lee plays the violin in Vienna every Sunday.",
+            new,
+            old
+        ));
     }
 }

@@ -322,6 +322,29 @@ fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
         ),
         "The manager is John, not Jon, since the start"
     );
+    // Words put between the old ones, history written already, the same
+    // contrast again, or "not" opening a clause of its own: the old text
+    // is still said.
+    for (new, old) in [
+        (
+            "Alice Smith, a nurse, lives in Seattle",
+            "Alice lives in Seattle",
+        ),
+        (
+            "Lives in Hamburg with Ann (previously: Lives in Berlin)",
+            "Lives in Hamburg (previously: Lives in Berlin)",
+        ),
+        (
+            "The manager is John, not Jon",
+            "The manager is John, not Jon",
+        ),
+        (
+            "Works at Acme, not only as an engineer but as a manager",
+            "Works at Acme as an engineer",
+        ),
+    ] {
+        assert_eq!(with_history(new, old), new);
+    }
     // Every old word kept, in another statement: a swap of two people.
     assert_eq!(
         with_history(

@@ -346,6 +346,76 @@ async fn a_per_fact_update_of_the_less_alike_entry_is_taken_as_of_the_closer_one
     assert_eq!(all.len(), 3, "{all:?}");
 }
 
+/// The closer entry is taken only when the judge could have named it: not
+/// a pinned entry, nor one another decision of the same reply already
+/// placed a fact in. Then the UPDATE is refused and asked again, naming
+/// the closer entry by its alias.
+#[test]
+fn a_per_fact_update_is_never_taken_as_of_a_pinned_or_already_decided_entry() {
+    use memd::consolidate::ops::{Cluster, Group, Op};
+    use memd::consolidate::reply::read_decisions;
+    let group = |n: u32, text: &str| Group {
+        ids: vec![format!("2026-11-22#0000000{n}").as_str().into()],
+        text: text.into(),
+        days: vec!["2026-11-22".into()],
+    };
+    let documentary = "Tessa and Ainsley collaborated on a documentary about ocean conservation";
+    let devon = "Tessa and Devon collaborated on a documentary about ocean conservation";
+    let mut cluster = Cluster {
+        groups: vec![group(2, devon)],
+        entries: vec![
+            entry(
+                "e-nonprofit",
+                "Tessa and Devon co-founded a nonprofit for music education",
+            ),
+            entry("e-documentary", documentary),
+            entry("e-violin", "Tessa plays the violin"),
+        ],
+        forgotten: Vec::new(),
+    };
+    let update = |f: &str| json!({"fact": f, "decision": "UPDATE", "entry": "E1"});
+    let reply = json!({ "decisions": [update("F1")] });
+    let ops = read_decisions(&reply, &cluster, 20).unwrap();
+    assert!(
+        matches!(&ops[..], [Op::Replace { target, .. }] if target.as_str() == "e-documentary"),
+        "{ops:?}"
+    );
+    cluster.entries[1].pinned = true;
+    let err = read_decisions(&reply, &cluster, 20).unwrap_err();
+    assert!(err.contains("E2 shares much more with F1 than E1"), "{err}");
+    cluster.entries[1].pinned = false;
+    cluster.groups.insert(0, group(1, documentary));
+    let same = json!({"fact": "F1", "decision": "SAME", "entry": "E2"});
+    let reply = json!({ "decisions": [same, update("F2")] });
+    let err = read_decisions(&reply, &cluster, 20).unwrap_err();
+    assert!(err.contains("E2 shares much more with F2 than E1"), "{err}");
+}
+
+/// A change said of the user, unnamed, updates what was said of the user:
+/// "Moved to San Francisco" is not a fact about someone else because its
+/// first word is capitalised.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_said_of_the_unnamed_user_updates_the_fact_it_changes() {
+    let (r, all) = judge_says_update(
+        ("San Francisco", "Seattle"),
+        &[
+            "Lives in Seattle",
+            "Works as a nurse",
+            "Has a cat named Momo",
+        ],
+        "Moved to San Francisco last month",
+    )
+    .await;
+    assert_eq!((r.invalid_replies, r.applied.replace), (0, 1), "{r:?}");
+    let moved = entry_with(&all, "San Francisco");
+    assert!(
+        moved.text.contains("(previously: Lives in Seattle)"),
+        "{}",
+        moved.text
+    );
+    assert_eq!(all.len(), 3, "{all:?}");
+}
+
 /// With a per-fact judge that says fact `fact` UPDATEs the entry holding
 /// `target` each time it is asked: `base` consolidated, then `fact` added
 /// and consolidated. The second run's report, and the entries after.

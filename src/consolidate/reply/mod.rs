@@ -58,6 +58,17 @@ pub fn read(reply: &Value, cluster: &Cluster, remove_budget: u32) -> Result<Vec<
     check(parsed, cluster, remove_budget).map(|(ops, _)| ops)
 }
 
+/// [`read`] for a reply of one decision per fact (`request = "per-fact"`,
+/// [`per_fact::read`]).
+pub fn read_decisions(
+    reply: &Value,
+    cluster: &Cluster,
+    remove_budget: u32,
+) -> Result<Vec<Op>, String> {
+    let parsed = per_fact::read(reply, cluster)?;
+    check(parsed, cluster, remove_budget).map(|(ops, _)| ops)
+}
+
 /// Check a reply, repair it and check again: its ops, and the facts it
 /// kept out as forgotten. The caller takes the REMOVEs off the run's
 /// budget when the reply is accepted.

@@ -65,8 +65,10 @@ pub(crate) fn schema(cluster: &Cluster) -> Value {
 /// REPLACE of the entry with the fact's own words, which the history rule
 /// of [`super::repair`] turns into "now; (previously: …)" (two updates of
 /// one entry are one REPLACE holding both facts, with the first one's
-/// words); an UPDATE when no entry shown is about the same thing as the
-/// fact ([`about_same`]) is a NEW; FORGOTTEN keeps the fact out. The model
+/// words); an UPDATE of the wrong one of two entries is one of the other
+/// ([`update_target`]); an UPDATE when no entry shown is about the same
+/// thing as the fact ([`about_same`]) is a NEW; FORGOTTEN keeps the fact
+/// out. The model
 /// writes no text at all:
 /// a 1.5B model asked to write the updated entry dropped the old value
 /// (EVALUATION.md). A fact with no decision is in no op, which validation
@@ -156,8 +158,11 @@ impl Drafts {
             ("UPDATE", Some('E')) => {
                 let mut target = target.to_string();
                 if let Some(e) = aliases.entry(&target) {
-                    let to = update_target(fact, text, e, cluster)?;
-                    target = format!("E{}", to + 1);
+                    let taken = |i| self.placed.keys().any(|k| aliases.entry(k) == Some(i));
+                    let to = update_target(fact, text, e, cluster, taken)?;
+                    if to != e {
+                        target = format!("E{}", to + 1);
+                    }
                 }
                 Some(self.replace_or_join(&target, text))
             }
@@ -237,14 +242,24 @@ impl Drafts {
 /// other: a 1.5B model named "Jorlan and Cris met at university" for
 /// "Jorlan, not Cris, collaborated with Joshuan on a tech startup" beside
 /// "Cris and Joshuan collaborated on a tech startup", and, told so, said
-/// NEW, leaving the stale entry current. Measured on every dev Letta
-/// update, the judge naming each entry of its set in turn (`memd eval
-/// updates --gate`): a judge that names the superseded entry lands there
-/// 92.6% of the time (88.1% when the other was only asked for again), one
-/// that names another 86.3% (0%); a fact of a set that supersedes none
-/// updates some entry 5.6% of the time either way (EVALUATION.md).
-fn update_target(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<usize, String> {
-    if let Some(c) = closer_entry(text, e, cluster)
+/// NEW, leaving the stale entry current. Only one such entry, not pinned
+/// and not `taken` by another decision of the reply, is taken so; else the
+/// UPDATE is refused and asked again, as before. Measured on every dev
+/// Letta update, the judge naming each entry of its set in turn (`memd
+/// eval updates --gate`, EVALUATION.md): a judge that names the superseded
+/// entry lands there 92.6% of the time (88.1% when the other was only
+/// asked for again), one that names another 86.3% (0%); a fact of a set
+/// that supersedes none updates some entry 5.6% of the time either way.
+fn update_target(
+    alias: &str,
+    text: &str,
+    e: usize,
+    cluster: &Cluster,
+    taken: impl Fn(usize) -> bool,
+) -> Result<usize, String> {
+    if let [c] = closer_entries(text, e, cluster)[..]
+        && !cluster.entries[c].pinned
+        && !taken(c)
         && about_same(text, c, cluster).is_ok()
     {
         tracing::info!(
@@ -259,13 +274,19 @@ fn update_target(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result
 }
 
 /// Why fact `alias` (`text`) cannot update entry `e` of `cluster` (see
-/// [`about_same`] and [`closer_entry`]), said to the judge.
+/// [`about_same`] and [`closer_entries`]), said to the judge.
 fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
     let target = format!("E{}", e + 1);
-    if let Some(closer) = closer_entry(text, e, cluster) {
-        return Err(format!(
-            "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
-        ));
+    if let Some(&c) = closer_entries(text, e, cluster).last() {
+        let closer = format!("E{}", c + 1);
+        return Err(match about_same(text, c, cluster) {
+            Ok(()) => format!(
+                "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+            ),
+            Err(_) => format!(
+                "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does, and is not about the same thing either; an update changes one value of the entry it updates: NEW, unless {alias} changes another entry"
+            ),
+        });
     }
     if let Err(why) = about_same(text, e, cluster) {
         return Err(format!(
@@ -320,14 +341,31 @@ fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static st
     Err("too few words in common but names, and no change said")
 }
 
-/// Whether `fact` and `entry` are about one subject, as far as their
-/// names tell: they share a name, or neither names anyone (the user,
-/// unnamed, as an agent writes "Prefers dark mode").
+/// Whether `fact` and `entry` may be about one subject, as far as their
+/// names tell. Both opening with a full name (two capitalised words or
+/// more: "Krystelle Trann did not…", "Jonathen Marten is…") that the other
+/// never names are about two people; anything else may be about one ("Alice
+/// moved…" and "Alice lives…"; "Moved to San Francisco" and "Lives in
+/// Seattle", about the user: a single capitalised first word may be a verb).
 fn same_subject(fact: &str, entry: &str) -> bool {
     let names =
         |t: &str| -> HashSet<String> { super::faithful::capitalised(t).into_iter().collect() };
-    let (a, b) = (names(fact), names(entry));
-    (a.is_empty() && b.is_empty()) || a.intersection(&b).next().is_some()
+    match (opening_name(fact), opening_name(entry)) {
+        (Some(a), Some(b)) => !a.is_disjoint(&names(entry)) || !b.is_disjoint(&names(fact)),
+        _ => true,
+    }
+}
+
+/// The capitalised words `text` opens with, when they are two or more (a
+/// full name), lowercased.
+fn opening_name(text: &str) -> Option<HashSet<String>> {
+    let words: HashSet<String> = text
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .take_while(|w| w.starts_with(char::is_uppercase))
+        .map(str::to_lowercase)
+        .collect();
+    (words.len() >= 2).then_some(words)
 }
 
 /// Whether memd takes `fact` as an update of `entry` when a judge says
@@ -347,7 +385,7 @@ pub(crate) fn accepts_update(fact: &str, entry: &str) -> bool {
         entries: vec![shown],
         ..Default::default()
     };
-    update_target("F1", fact, 0, &cluster).is_ok()
+    update_target("F1", fact, 0, &cluster, |_| false).is_ok()
 }
 
 /// Whether memd takes `fact` as an update of `entries[target]` when a
@@ -371,7 +409,7 @@ pub(crate) fn accepts_update_among(
         entries: entries.iter().map(shown).collect(),
         ..Default::default()
     };
-    update_target("F1", fact, target, &cluster)
+    update_target("F1", fact, target, &cluster, |_| false)
 }
 
 /// Whether `fact` is about the same thing as any entry of `cluster`.
@@ -472,24 +510,25 @@ const CHANGE: &[&str] = &[
     "new",
 ];
 
-/// The entry that shares at least [`CLOSER_BY`] more of `fact`'s
-/// words (a final "s" aside) than the UPDATE's `target` does. An update
+/// The entries that share the most of `fact`'s words (a final "s" aside),
+/// when that is at least [`CLOSER_BY`] more than the UPDATE's `target`
+/// shares. An update
 /// changes one value and keeps the rest: a 1.5B model "updated" "Tessa and
 /// Devon co-founded a nonprofit" with "Tessa and Devon collaborated on a
 /// documentary about ocean conservation", whose entry was "Tessa and
 /// Ainsley collaborated on a documentary about ocean conservation".
-fn closer_entry(fact: &str, target: usize, cluster: &Cluster) -> Option<usize> {
+fn closer_entries(fact: &str, target: usize, cluster: &Cluster) -> Vec<usize> {
     let mine = stemmed(fact);
-    let shared = |t: &str| stemmed(t).intersection(&mine).count();
-    let theirs = shared(&cluster.entries[target].text);
-    cluster
+    let shared: Vec<usize> = cluster
         .entries
         .iter()
-        .enumerate()
-        .map(|(i, e)| (shared(&e.text), std::cmp::Reverse(i)))
-        .filter(|(n, _)| *n >= theirs + CLOSER_BY)
-        .max()
-        .map(|(_, i)| i.0)
+        .map(|e| stemmed(&e.text).intersection(&mine).count())
+        .collect();
+    let best = shared.iter().copied().max().unwrap_or(0);
+    match best >= shared[target] + CLOSER_BY {
+        true => (0..shared.len()).filter(|&i| shared[i] == best).collect(),
+        false => Vec::new(),
+    }
 }
 
 /// How many more shared words make another entry the one an UPDATE is

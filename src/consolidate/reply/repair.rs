@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use super::faithful::{PAST_MARKERS, negated, replace_becomes_add, says, unfaithful};
 use super::parse::{Kind, Proposed};
 use crate::consolidate::ops::{Cluster, Op};
-use crate::text::{content_words, coverage};
+use crate::text::{content_word_list, content_words, coverage};
 
 /// Least share of an entry's content words a REPLACE that writes its own
 /// history ("…; previously …") must keep before the old text is appended
@@ -66,7 +66,9 @@ fn misspelling(wrong: &str, right: &str) -> bool {
 /// Why code and not only the prompt: small models write the new value and
 /// drop the old one ("Joren and Eliza run the podcast" replacing "Nora and
 /// Eliza run the podcast"), and the old value is then gone from the memory.
-/// `old` is kept unless `new` still has every content word of `old`, or
+/// `old` is kept unless `new` still says every content word of `old` in
+/// `old`'s order and does not set a value against one of them ("Jorlan,
+/// not Cris, …"), or
 /// `new` writes its own history (a word of the past that `old` lacked) and
 /// keeps [`REPLACE_MIN_COVERAGE`] of it, or every dropped word is a
 /// misspelling of a word `new` brings (a typo fix: "Jon" → "John", where
@@ -85,15 +87,17 @@ pub fn with_history(new: &str, old: &str) -> String {
     // Jon").
     let added: Vec<&String> = new_words.difference(&old_words).collect();
     let typo = |w: &String| added.iter().any(|a| misspelling(w, a));
+    let contrasted_before = contrasted(old);
     let contrasted: Vec<String> = contrasted(new)
         .into_iter()
-        .filter(|w| old_words.contains(w))
+        .filter(|w| old_words.contains(w) && !contrasted_before.contains(w))
         .collect();
     let refuted = !contrasted.iter().all(typo);
     let flipped = negated(new) != negated(old) || refuted;
-    // Every old word kept in another order is another statement: "Cris is
-    // an author, while Jorlan is known for design" replacing "Jorlan is an
-    // author" keeps each word and no longer says it.
+    // Every old word kept, but not in the old order, is another
+    // statement: "Cris is an author, while Jorlan is known for design"
+    // replacing "Jorlan is an author" keeps each word and no longer says
+    // it.
     if dropped.is_empty() && !flipped && says_within(new, old) {
         return new.to_string();
     }
@@ -113,30 +117,36 @@ pub fn with_history(new: &str, old: &str) -> String {
     format!("{new}{HISTORY_OPEN}{})", flat_history(old))
 }
 
-/// Whether `new` says `old` word for word, in one run ("Lives in Berlin
-/// with Ann and two cats" says "Lives in Berlin with Ann").
+/// Whether `new` says `old`'s content words in `old`'s order, other words
+/// between them allowed ("Alice Smith, a nurse, lives in Seattle" says
+/// "Alice lives in Seattle"; "Cris is an author, while Jorlan designs" does
+/// not say "Jorlan is an author").
 fn says_within(new: &str, old: &str) -> bool {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let (new, old) = (words(new), words(old));
-    old.is_empty() || new.windows(old.len()).any(|w| w == old.as_slice())
+    let new = content_word_list(new);
+    let mut rest = new.iter();
+    content_word_list(old)
+        .iter()
+        .all(|w| rest.by_ref().any(|n| n == w))
 }
 
-/// The content words `text` sets against another value, after a comma:
-/// "Jorlan, not Cris Kertis, collaborated" gives cris and kertis.
+/// The content words `text` sets against another value right after a
+/// comma, in at most [`CONTRAST_WORDS`] words up to the next comma:
+/// "Jorlan, not Cris Kertis, collaborated" gives cris and kertis; "Works
+/// at Acme, not only as an engineer but as a manager" gives none.
 fn contrasted(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
     lower
-        .split(',')
+        .split([',', '.', ';', '('])
         .skip(1)
         .filter_map(|clause| clause.trim_start().strip_prefix("not "))
-        .flat_map(|rest| content_words(rest.split(['.', ';']).next().unwrap_or("")))
+        .filter(|rest| rest.split_whitespace().count() <= CONTRAST_WORDS)
+        .flat_map(content_word_list)
         .collect()
 }
+
+/// Most words a contrast ("…, not Cris Kertis, …") names: a value, not a
+/// clause of its own.
+const CONTRAST_WORDS: usize = 3;
 
 /// `old` as one item of a history list: an `old` that has history of its
 /// own is flattened ("value; older values").
