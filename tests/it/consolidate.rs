@@ -345,6 +345,17 @@ fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
     ] {
         assert_eq!(with_history(new, old), new);
     }
+    // Every old word kept, in another statement: a swap of two people
+    // (and a plural is no typo fixed; Qwen 1.5B's Letta update was
+    // "current only" for it).
+    assert_eq!(
+        with_history(
+            "Madison is the older sibling, with Brandon being her younger brother.",
+            "Brandon and Madison are siblings, with Brandon being the older brother."
+        ),
+        "Madison is the older sibling, with Brandon being her younger brother. \
+         (previously: Brandon and Madison are siblings, with Brandon being the older brother.)"
+    );
     // Every old word kept, in another statement: a swap of two people.
     assert_eq!(
         with_history(

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use super::faithful::{PAST_MARKERS, negated, replace_becomes_add, says, unfaithful};
 use super::parse::{Kind, Proposed};
 use crate::consolidate::ops::{Cluster, Op};
-use crate::text::{content_word_list, content_words, coverage};
+use crate::text::{content_word_list, coverage};
 
 /// Least share of an entry's content words a REPLACE that writes its own
 /// history ("…; previously …") must keep before the old text is appended
@@ -77,8 +77,8 @@ fn misspelling(wrong: &str, right: &str) -> bool {
 /// value; older values)", not parentheses inside parentheses.
 pub fn with_history(new: &str, old: &str) -> String {
     let new = new.trim();
-    let old_words = content_words(old);
-    let new_words = content_words(new);
+    let old_words: HashSet<String> = stemmed(old).into_iter().collect();
+    let new_words: HashSet<String> = stemmed(new).into_iter().collect();
     let dropped: Vec<&String> = old_words.difference(&new_words).collect();
     // "Is not vegetarian" replacing "Is vegetarian" drops no content word
     // (negations are stop words) and turns the old value around; so does
@@ -122,11 +122,18 @@ pub fn with_history(new: &str, old: &str) -> String {
 /// "Alice lives in Seattle"; "Cris is an author, while Jorlan designs" does
 /// not say "Jorlan is an author").
 fn says_within(new: &str, old: &str) -> bool {
-    let new = content_word_list(new);
+    let new = stemmed(new);
     let mut rest = new.iter();
-    content_word_list(old)
+    stemmed(old).iter().all(|w| rest.by_ref().any(|n| n == w))
+}
+
+/// The content words of `text` in order, a final "s" aside ("siblings"
+/// for "sibling" is the same word, not a typo fixed).
+fn stemmed(text: &str) -> Vec<String> {
+    content_word_list(text)
         .iter()
-        .all(|w| rest.by_ref().any(|n| n == w))
+        .map(|w| crate::duplicate::stem(w).to_string())
+        .collect()
 }
 
 /// The content words `text` sets against another value right after a
@@ -140,7 +147,7 @@ fn contrasted(text: &str) -> Vec<String> {
         .skip(1)
         .filter_map(|clause| clause.trim_start().strip_prefix("not "))
         .filter(|rest| rest.split_whitespace().count() <= CONTRAST_WORDS)
-        .flat_map(content_word_list)
+        .flat_map(stemmed)
         .collect()
 }
 
