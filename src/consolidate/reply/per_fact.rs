@@ -373,19 +373,7 @@ fn opening_name(text: &str) -> Option<HashSet<String>> {
 /// decision, measured apart from any judge (`memd eval updates --gate`).
 #[cfg(feature = "lab")]
 pub(crate) fn accepts_update(fact: &str, entry: &str) -> bool {
-    let shown = crate::consolidate::ops::Snapshot {
-        id: crate::ids::EntryId::from("e-00000000"),
-        text: entry.to_string(),
-        pinned: false,
-        unreviewed: false,
-        first_seen: String::new(),
-        updated: String::new(),
-    };
-    let cluster = Cluster {
-        entries: vec![shown],
-        ..Default::default()
-    };
-    update_target("F1", fact, 0, &cluster, |_| false).is_ok()
+    accepts_update_among(fact, &[entry.to_string()], 0).is_ok()
 }
 
 /// Whether memd takes `fact` as an update of `entries[target]` when a
@@ -537,8 +525,5 @@ const CLOSER_BY: usize = 2;
 
 /// Content words with a final "s" dropped ([`crate::duplicate::stem`]).
 fn stemmed(text: &str) -> HashSet<String> {
-    content_words(text)
-        .iter()
-        .map(|w| crate::duplicate::stem(w).to_string())
-        .collect()
+    super::repair::stemmed(text).into_iter().collect()
 }

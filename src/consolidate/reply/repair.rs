@@ -129,7 +129,7 @@ fn says_within(new: &str, old: &str) -> bool {
 
 /// The content words of `text` in order, a final "s" aside ("siblings"
 /// for "sibling" is the same word, not a typo fixed).
-fn stemmed(text: &str) -> Vec<String> {
+pub(super) fn stemmed(text: &str) -> Vec<String> {
     content_word_list(text)
         .iter()
         .map(|w| crate::duplicate::stem(w).to_string())
