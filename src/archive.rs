@@ -1,4 +1,6 @@
-//! Tier 1: the append-only daily logs `archive/YYYY-MM-DD.md`.
+//! Tier 1: the append-only daily logs `archive/YYYY-MM-DD.md`. The one
+//! rewrite is an erasure's ([`redact`], `memd forget --erase`): an erased
+//! fact's item becomes a redaction line with its id and no text.
 //!
 //! ```text
 //! # 2026-11-22
@@ -40,7 +42,7 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
 use serde::Serialize;
 
 use crate::Layout;
-use crate::error::{Context, Result};
+use crate::error::{Context, Result, bail};
 use crate::ids::{EntryId, FactId};
 use crate::layout::rel;
 use crate::text::norm_hash;
@@ -62,12 +64,30 @@ pub struct Fact {
     pub supersedes: Vec<EntryId>,
     /// 1-based line of the fact in its file.
     pub line: usize,
+    /// The bytes of its list item's own text in the file (a nested list
+    /// under it not included).
+    #[serde(skip)]
+    pub span: Range<usize>,
+}
+
+/// A redaction line: a fact erased (`memd forget --erase`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Erased {
+    pub id: FactId,
+    /// 1-based line in its file.
+    pub line: usize,
+    /// The idempotency key it was appended with: a retry of that append
+    /// is answered with its id, and writes nothing.
+    pub key: Option<String>,
 }
 
 /// A parsed day file.
 #[derive(Debug, Default)]
 pub struct Day {
     pub facts: Vec<Fact>,
+    /// The facts erased from the day (`memd forget --erase`): their
+    /// redaction lines, which hold no text.
+    pub erased: Vec<Erased>,
     /// Problems that did not stop the parse (invalid UTF-8, empty items).
     pub warnings: Vec<String>,
 }
@@ -118,6 +138,9 @@ impl Parsed {
             .map(|mut b| {
                 b.day.facts.truncate(b.resume.facts);
                 b.day.warnings.truncate(b.resume.warnings);
+                let resumed_at = b.resume.at;
+                let line = b.text[..resumed_at].matches('\n').count() + 1;
+                b.day.erased.retain(|e| e.line < line);
                 (b.day, b.resume)
             });
         let kept = from.as_ref().map_or(0, |(d, _)| d.facts.len());
@@ -154,12 +177,24 @@ fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resum
             resume = Resume {
                 at,
                 heading,
-                facts: out.facts.len() + found.iter().filter(|f| f.0 < at).count(),
+                facts: out.facts.len()
+                    + found
+                        .iter()
+                        .filter(|f| f.0 < at && f.1.erased.is_none())
+                        .count(),
                 warnings,
                 counts: HashMap::new(),
             };
         }
         for (start, parsed, above) in found {
+            if let Some(id) = parsed.erased {
+                out.erased.push(Erased {
+                    id,
+                    line: line_of(start),
+                    key: parsed.key,
+                });
+                continue;
+            }
             let hash = norm_hash(&parsed.text);
             let n = match is_last && start >= resume.at {
                 true => {
@@ -183,6 +218,7 @@ fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resum
                 key: parsed.key,
                 supersedes: parsed.supersedes,
                 line: line_of(start),
+                span: start..parsed.end,
             });
         }
     }
@@ -237,7 +273,10 @@ fn section_items(
                 };
                 let raw = &src[item.start..own_end.max(item.start)];
                 match parse_item(raw) {
-                    Some(parsed) => found.push((item.start, parsed, above)),
+                    Some(mut parsed) => {
+                        parsed.end = item.start + raw.trim_end().len();
+                        found.push((item.start, parsed, above))
+                    }
                     None => out.warnings.push(format!(
                         "line {}: empty list item skipped",
                         line_of(item.start)
@@ -332,6 +371,10 @@ struct ItemText {
     category: Option<String>,
     key: Option<String>,
     supersedes: Vec<EntryId>,
+    /// A redaction line's fact ([`redaction`]): it has no text.
+    erased: Option<FactId>,
+    /// The end of the item's own text in the file.
+    end: usize,
 }
 
 /// Read the raw source of one list item: marker, `[category]`, text,
@@ -362,6 +405,21 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         text.truncate(at);
         text.truncate(text.trim_end().len());
     }
+    if let Some(id) = text
+        .strip_prefix(ERASED_OPEN)
+        .and_then(|r| r.strip_suffix("-->"))
+        .and_then(|r| r.split_whitespace().next())
+        .filter(|id| FactId::looks_like(id))
+    {
+        return Some(ItemText {
+            text: String::new(),
+            category: None,
+            key,
+            supersedes: Vec::new(),
+            erased: Some(FactId::from(id)),
+            end: 0,
+        });
+    }
     let supersedes = take_supersedes(&mut text);
 
     let mut category = None;
@@ -383,10 +441,88 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         category,
         key,
         supersedes,
+        erased: None,
+        end: 0,
     })
 }
 
 const KEY_OPEN: &str = "<!-- key:";
+const ERASED_OPEN: &str = "<!-- erased:";
+
+/// The line an erased fact's list item becomes (`memd forget --erase`):
+/// its id and the time of the erasure, its idempotency key (so that a
+/// retried append is still known as written), nothing of its text.
+/// Appended text never reads as one: a fact opening with `<` is escaped.
+pub(crate) fn redaction(f: &Fact, ts: &str) -> String {
+    let key = f
+        .key
+        .as_ref()
+        .map(|k| format!(" {KEY_OPEN}{k} -->"))
+        .unwrap_or_default();
+    format!("- {ERASED_OPEN}{} {ts} -->{key}", f.id)
+}
+
+/// Rewrite the list items of the facts `ids` of day `day` as redaction
+/// lines ([`redaction`]), atomically: the one sanctioned rewrite of the
+/// archive. Every other byte stays as it was, invalid UTF-8 included (the
+/// items are found in the decoded text and replaced line for line in the
+/// bytes). Returns how many were rewritten (0: the file is untouched).
+pub(crate) fn redact(layout: &Layout, day: &str, ids: &HashSet<FactId>, ts: &str) -> Result<usize> {
+    let path = layout.archive_file(day);
+    let raw = crate::atomic::read_if_exists(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .unwrap_or_default();
+    let src = decode(&raw).0;
+    let parsed = parse(day, &src);
+    let mut gone: Vec<&Fact> = parsed
+        .facts
+        .iter()
+        .filter(|f| ids.contains(&f.id))
+        .collect();
+    if gone.is_empty() {
+        return Ok(0);
+    }
+    gone.sort_by_key(|f| std::cmp::Reverse(f.span.start));
+    let (text_lines, raw_lines) = (line_starts(src.as_bytes()), line_starts(&raw));
+    let mut out = raw.clone();
+    for f in &gone {
+        let line = text_lines.partition_point(|&s| s <= f.span.start) - 1;
+        let last = text_lines.partition_point(|&s| s < f.span.end) - 1;
+        let indent = &src[text_lines[line]..f.span.start];
+        if !indent.is_ascii() {
+            bail!(
+                "archive/{day}.md line {}: the item to erase opens after bytes memd cannot read; mend them by hand first",
+                line + 1
+            );
+        }
+        let from = raw_lines[line] + indent.len();
+        let to = raw_lines.get(last + 1).map_or(raw.len(), |&n| n);
+        let to = from.max(
+            to - raw[..to]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\n' || b == b'\r')
+                .count(),
+        );
+        out.splice(from..to, redaction(f, ts).into_bytes());
+    }
+    crate::atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
+    Ok(gone.len())
+}
+
+/// The offset of each line's first byte.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect()
+}
+
 const SUPERSEDES_OPEN: &str = "<!-- supersedes:";
 
 /// Cut a trailing `<!-- supersedes:e-1 e-2 -->` off `text`: the entry ids
@@ -512,6 +648,15 @@ pub fn read_all(layout: &Layout) -> Result<(Vec<Fact>, Vec<String>)> {
     Ok((facts, warnings))
 }
 
+/// The ids of every fact erased from the archive (its redaction lines).
+pub fn erased_all(layout: &Layout) -> Result<Vec<FactId>> {
+    let mut out = Vec::new();
+    for day in layout.archive_days()? {
+        out.extend(read_day(layout, &day)?.erased.into_iter().map(|e| e.id));
+    }
+    Ok(out)
+}
+
 /// A fact to append.
 #[derive(Debug, Clone, Default)]
 pub struct NewFact {
@@ -568,6 +713,44 @@ pub(crate) fn append_at(
     )
 }
 
+/// [`append_at`], except for the facts whose text an erasure took out
+/// (`memd forget --erase`, by `stones`): those are answered as erased
+/// ([`Appended::erased`]) and nothing of them is written, so an agent
+/// that says an erased text again never puts it back on disk.
+pub(crate) fn append_unless_erased(
+    layout: &Layout,
+    now: chrono::DateTime<chrono::FixedOffset>,
+    facts: &[NewFact],
+    stones: &crate::tombstones::Tombstones,
+) -> Result<Vec<Appended>> {
+    let erased: Vec<bool> = facts.iter().map(|f| stones.erased(f.text.trim())).collect();
+    let kept: Vec<NewFact> = facts
+        .iter()
+        .zip(&erased)
+        .filter(|(_, e)| !**e)
+        .map(|(f, _)| f.clone())
+        .collect();
+    let mut written = match kept.is_empty() {
+        true => Vec::new(),
+        false => append_at(layout, now, &kept)?,
+    }
+    .into_iter();
+    let day = now.format("%Y-%m-%d").to_string();
+    let mut out = Vec::with_capacity(facts.len());
+    for (f, e) in facts.iter().zip(erased) {
+        match e {
+            false => out.extend(written.next()),
+            true => {
+                let id = FactId::new(&day, &norm_hash(f.text.trim()), 1);
+                let mut a = appended(f, id, &day, false);
+                a.erased = true;
+                out.push(a);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What an append did with one fact.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Appended {
@@ -576,8 +759,13 @@ pub struct Appended {
     pub text: String,
     pub category: Option<String>,
     pub session: Option<String>,
-    /// False when the idempotency key was already written: nothing new.
+    /// False when the idempotency key was already written, or the text
+    /// was erased: nothing new.
     pub written: bool,
+    /// The text is one the user erased (`memd forget --erase`): it is not
+    /// written again, and stays out (`id` is the id it would have had).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub erased: bool,
 }
 
 pub use crate::error::InvalidFact;
@@ -762,6 +950,7 @@ fn lines(
             category: item.category,
             session,
             written: true,
+            erased: false,
         });
     }
     out
@@ -862,8 +1051,12 @@ impl DayText {
             return None;
         }
         let ids = self.key_ids.get_or_init(|| {
-            let facts = self.parsed().facts.iter();
-            let keyed = facts.filter_map(|f| Some((f.key.clone()?, f.id.clone())));
+            let day = self.parsed();
+            let facts = day.facts.iter().map(|f| (&f.key, &f.id));
+            let erased = day.erased.iter().map(|e| (&e.key, &e.id));
+            let keyed = facts
+                .chain(erased)
+                .filter_map(|(k, id)| Some((k.clone()?, id.clone())));
             let mut ids = HashMap::new();
             for (k, id) in keyed {
                 ids.entry(k).or_insert(id); // the first fact written with it
@@ -928,6 +1121,7 @@ fn appended(f: &NewFact, id: FactId, day: &str, written: bool) -> Appended {
         category: f.category.clone(),
         session: f.session.clone(),
         written,
+        erased: false,
     }
 }
 

@@ -204,7 +204,7 @@ fn forget_entry(
 /// Save `doc`, journaling the blocks written by hand it gives ids as
 /// `ADOPT` (a crash in between leaves them for the next run's adoption,
 /// which journals any entry the journal does not know).
-fn save(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
+pub(crate) fn save(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
     let adopted = doc.save(&layout.entries_file(), &stamp.today())?;
     journal::append(&layout.journal_file(), &stamp.adoptions(doc, &adopted))
 }
@@ -226,6 +226,14 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let mut doc = Document::read(&layout.entries_file())?;
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
+    if stones
+        .receipts()
+        .any(|t| t.entry.as_ref().is_some_and(|e| e == id) || t.sources.iter().any(|f| f == id))
+    {
+        return Err(crate::Error::Invalid(format!(
+            "{id} was erased (`memd forget --erase`): an erasure cannot be undone"
+        )));
+    }
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
         return Err(crate::Error::NotFound { id: id.to_string() });
     };
@@ -307,6 +315,17 @@ fn forgetting(records: &[Record], id: &str) -> Option<Record> {
 pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
     let id = crate::ids::given(id);
     let all = journal::read(&layout.journal_file())?;
+    let ids = lineage_ids(&all, id);
+    Ok(all
+        .into_iter()
+        .filter(|r| {
+            ids.contains(&r.entry) || r.into.as_ref().is_some_and(|i| ids.contains(i.as_str()))
+        })
+        .collect())
+}
+
+/// Entry `id` and every entry merged into it (recursively), by `all`.
+pub(crate) fn lineage_ids(all: &[Record], id: &str) -> HashSet<String> {
     let mut ids: HashSet<String> = HashSet::from([id.to_string()]);
     loop {
         let merged: Vec<String> = all
@@ -316,14 +335,8 @@ pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
             .filter(|e| !ids.contains(e))
             .collect();
         if merged.is_empty() {
-            break;
+            return ids;
         }
         ids.extend(merged);
     }
-    Ok(all
-        .into_iter()
-        .filter(|r| {
-            ids.contains(&r.entry) || r.into.as_ref().is_some_and(|i| ids.contains(i.as_str()))
-        })
-        .collect())
 }

@@ -74,6 +74,10 @@ pub struct Record {
     /// UNDO: the run it undid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undoes: Option<RunId>,
+    /// When an erasure (`memd forget --erase`) took the texts out of this
+    /// record (`before` and `after` are gone; `memd undo` leaves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<String>,
 }
 
 impl Record {
@@ -94,6 +98,7 @@ impl Record {
             meta_before: None,
             meta_after: None,
             undoes: None,
+            erased: None,
         }
     }
 }
@@ -196,6 +201,32 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
 
 pub fn append(path: &Path, records: &[Record]) -> Result<()> {
     jsonl::append(path, records).with_context(|| format!("appending to {}", path.display()))
+}
+
+/// An erasure's rewrite ([`crate::erase`]): every record `touches` picks
+/// loses its texts before and after (marked [`Record::erased`] at `ts`),
+/// and `extra` is appended; atomically. Returns how many records lost
+/// their texts.
+pub(crate) fn erase(
+    path: &Path,
+    touches: impl Fn(&Record) -> bool,
+    ts: &str,
+    extra: &[Record],
+) -> Result<usize> {
+    jsonl::rewrite(
+        path,
+        |r: &Record| {
+            touches(r).then(|| {
+                let mut r = r.clone();
+                r.before = None;
+                r.after = None;
+                r.erased = Some(ts.to_string());
+                Some(r)
+            })
+        },
+        extra,
+    )
+    .with_context(|| format!("rewriting {}", path.display()))
 }
 
 pub fn read(path: &Path) -> Result<Vec<Record>> {

@@ -3,7 +3,8 @@
 //! The tombstones, the recall log and the journal are all JSON lines that
 //! people may edit by hand. A line that does not parse is skipped with a
 //! warning naming the file and line, and is never rewritten away: these
-//! files are only ever appended to.
+//! files are only ever appended to, but by an erasure ([`rewrite`], which
+//! keeps such a line as it is).
 
 use std::fs::OpenOptions;
 use std::io;
@@ -76,6 +77,53 @@ pub fn append_then<T: Serialize>(path: &Path, records: &[T], sync: bool) -> io::
         buf.insert(0, b'\n');
     }
     crate::atomic::append_whole_then(&mut file, len, &buf, sync)
+}
+
+/// Rewrite `path` atomically, each well-formed record through `change`
+/// (`None` drops it); a line that does not parse is kept as it is, and
+/// so is a record `change` leaves alone, byte for byte. The one rewrite
+/// of these files: an erasure's (`memd forget --erase`). Appenders are
+/// held off by the file's lock while it runs. Returns how many records
+/// changed.
+pub fn rewrite<T: Serialize + DeserializeOwned>(
+    path: &Path,
+    mut change: impl FnMut(&T) -> Option<Option<T>>,
+    extra: &[T],
+) -> io::Result<usize> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    file.lock_exclusive()?;
+    let bytes = std::fs::read(path)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let (mut out, mut changed) = (Vec::with_capacity(bytes.len()), 0);
+    for line in text.lines() {
+        let new = serde_json::from_str::<T>(line)
+            .ok()
+            .and_then(|r| change(&r));
+        match new {
+            None => out.extend_from_slice(line.as_bytes()),
+            Some(None) => {
+                changed += 1;
+                continue;
+            }
+            Some(Some(r)) => {
+                changed += 1;
+                serde_json::to_writer(&mut out, &r).map_err(io::Error::other)?;
+            }
+        }
+        out.push(b'\n');
+    }
+    for r in extra {
+        serde_json::to_writer(&mut out, r).map_err(io::Error::other)?;
+        out.push(b'\n');
+    }
+    if changed > 0 || !extra.is_empty() {
+        crate::atomic::write(path, &out)?;
+    }
+    Ok(changed)
 }
 
 /// Whether the last byte of the file at `path` (of length `len`) is a newline.

@@ -68,6 +68,9 @@
 //! owns the index syncs it after. [`forget`] removes and tombstones an
 //! entry (and undoes that) and reads lineage back from the journal;
 //! [`edit`] changes one entry on request (journaled, undone as a run);
+//! [`erase`] takes an entry's or a fact's text out of every file (the
+//! one rewrite of the archive, of the journal and of the tombstones, each
+//! still done by the module that owns the file);
 //! [`runs`] lists runs and undoes one (and an undo).
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
@@ -103,6 +106,7 @@ pub mod duplicate;
 pub mod edit;
 pub mod embed;
 pub mod entries;
+pub mod erase;
 pub mod error;
 #[cfg(feature = "lab")]
 pub mod eval;

@@ -36,6 +36,15 @@ pub(crate) enum Step {
     /// An index sync: the table holds the new rows, the fingerprints of
     /// the sync are not recorded yet.
     IndexWritten,
+    /// An erasure ([`crate::erase`]): its receipt is in the tombstones.
+    EraseReceipt,
+    /// An erasure: the journal's records hold no text of it.
+    EraseJournaled,
+    /// An erasure: the entries file and MEMORY.md are without it.
+    EraseEntriesWritten,
+    /// An erasure: the day files hold redaction lines in its place; the
+    /// index not yet purged.
+    EraseArchiveWritten,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -55,6 +64,10 @@ impl Step {
             Step::UndoEntriesWritten => "undo-entries-written",
             Step::EditJournaled => "edit-journaled",
             Step::IndexWritten => "index-written",
+            Step::EraseReceipt => "erase-receipt",
+            Step::EraseJournaled => "erase-journaled",
+            Step::EraseEntriesWritten => "erase-entries-written",
+            Step::EraseArchiveWritten => "erase-archive-written",
         }
     }
 }

@@ -26,6 +26,13 @@ pub fn append(path: &Path, hits: &[Hit]) -> Result<()> {
     jsonl::append(path, hits).with_context(|| format!("appending to {}", path.display()))
 }
 
+/// An erasure's rewrite ([`crate::erase`]): the hits `gone` picks are
+/// dropped, atomically. Returns how many.
+pub(crate) fn erase(path: &Path, gone: impl Fn(&Hit) -> bool) -> Result<usize> {
+    jsonl::rewrite(path, |h: &Hit| gone(h).then_some(None), &[])
+        .with_context(|| format!("rewriting {}", path.display()))
+}
+
 /// How long after a search its recalls may wait for their fsync: the
 /// searches within it share one.
 pub(crate) const SYNC_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);

@@ -369,6 +369,9 @@ fn undo_whole(doc: &Document, r: &Record) -> Verdict {
 }
 
 fn verdict(doc: &Document, r: &Record, today: &str) -> Verdict {
+    if r.erased.is_some() {
+        return Verdict::Left("erased (`memd forget --erase`): its texts are gone".into());
+    }
     match r.op {
         Op::Add => undo_add(doc, r),
         Op::Replace => undo_replace(doc, r),

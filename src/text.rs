@@ -76,6 +76,12 @@ pub(crate) fn norm_hash(text: &str) -> String {
     short_hash(&normalize(text), 8)
 }
 
+/// The 32-hex-digit hash of a text's normalised form: what an erased
+/// text is kept out by (`memd forget --erase`), in place of the text.
+pub fn erased_hash(text: &str) -> String {
+    short_hash(&normalize(text), 32)
+}
+
 /// Words too common to say what a text is about.
 const STOP: &[&str] = &[
     "the", "and", "for", "with", "that", "this", "from", "has", "have", "had", "was", "were",

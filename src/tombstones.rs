@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::jsonl;
-use crate::text::normalize;
+use crate::text::{erased_hash, normalize, short_hash};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tombstone {
@@ -54,6 +54,12 @@ pub struct Tombstone {
     /// any undo of an undo that puts its fact back, as before.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undoes: Option<RunId>,
+    /// Texts kept out by their [`crate::text::erased_hash`] alone: those of
+    /// an erasure (`memd forget --erase`, reason [`Reason::Erase`], whose
+    /// record is the receipt), and of an earlier tombstone of an erased
+    /// text, whose `text` the erasure emptied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hashes: Vec<String>,
 }
 
 /// Why something was forgotten: each is a user's action.
@@ -69,6 +75,9 @@ pub enum Reason {
     /// `memd undo --keep-out` (also written on the records that lift
     /// tombstones, `memd forget --undo`).
     Undo,
+    /// `memd forget --erase`: the receipt of an erasure, which holds no
+    /// text and is never lifted.
+    Erase,
     /// A reason this memd does not know (a newer one wrote it).
     Other(String),
 }
@@ -80,6 +89,7 @@ impl Reason {
             Reason::DeletedByHand => "deleted by hand",
             Reason::RestatesForgotten => "says what was forgotten",
             Reason::Undo => "undo",
+            Reason::Erase => "erase",
             Reason::Other(s) => s,
         }
     }
@@ -90,6 +100,7 @@ impl Reason {
             "deleted by hand" => Reason::DeletedByHand,
             "says what was forgotten" => Reason::RestatesForgotten,
             "undo" => Reason::Undo,
+            "erase" => Reason::Erase,
             other => Reason::Other(other.to_string()),
         }
     }
@@ -132,6 +143,7 @@ impl Tombstone {
             lifts: None,
             restates: None,
             undoes: None,
+            hashes: Vec::new(),
         }
     }
 
@@ -164,6 +176,9 @@ impl Tombstone {
     /// Whether lift record `lift` takes this tombstone back.
     fn lifted_by(&self, lift: &Tombstone) -> bool {
         let Some(id) = &lift.lifts else { return false };
+        if self.reason == Reason::Erase {
+            return false;
+        }
         self.of(id)
             && match &lift.undoes {
                 None => true,
@@ -189,6 +204,8 @@ impl Tombstone {
 pub struct Tombstones {
     pub all: Vec<Tombstone>,
     texts: HashSet<String>,
+    /// [`Tombstone::hashes`], of every tombstone.
+    hashes: HashSet<String>,
     facts: HashSet<FactId>,
     entries: HashSet<EntryId>,
 }
@@ -209,11 +226,13 @@ impl Tombstones {
             }
         }
         let texts = all.iter().map(|t| t.text.clone()).collect();
+        let hashes = all.iter().flat_map(|t| t.hashes.iter().cloned()).collect();
         let facts = all.iter().flat_map(|t| t.sources.iter().cloned()).collect();
         let entries = all.iter().filter_map(|t| t.entry.clone()).collect();
         Tombstones {
             all,
             texts,
+            hashes,
             facts,
             entries,
         }
@@ -236,7 +255,9 @@ impl Tombstones {
         self.all
             .iter()
             .filter(|t| {
-                t.sources.iter().any(|s| s == fact_id) || (!t.text.is_empty() && t.text == text)
+                t.sources.iter().any(|s| s == fact_id)
+                    || (!t.text.is_empty() && t.text == text)
+                    || (!t.hashes.is_empty() && t.hashes.contains(&short_hash(&text, 32)))
             })
             .collect()
     }
@@ -245,6 +266,17 @@ impl Tombstones {
     pub fn covers(&self, fact_id: &str, text: &str) -> bool {
         self.facts.contains(fact_id)
             || (!self.texts.is_empty() && self.texts.contains(&normalize(text)))
+            || self.erased(text)
+    }
+
+    /// Whether an erasure keeps `text` out (by its hash).
+    pub fn erased(&self, text: &str) -> bool {
+        !self.hashes.is_empty() && self.hashes.contains(&erased_hash(text))
+    }
+
+    /// The receipts of erasures (reason [`Reason::Erase`]).
+    pub fn receipts(&self) -> impl Iterator<Item = &Tombstone> {
+        self.all.iter().filter(|t| t.reason == Reason::Erase)
     }
 
     /// The tombstone that forgets a fact by its text alone (the fact is a
@@ -253,8 +285,11 @@ impl Tombstones {
         if self.facts.contains(fact_id) {
             return None;
         }
+        let hash = erased_hash(text);
         let text = normalize(text);
-        self.all.iter().find(|t| t.text == text)
+        self.all
+            .iter()
+            .find(|t| (!t.text.is_empty() && t.text == text) || t.hashes.contains(&hash))
     }
 
     pub fn len(&self) -> usize {
@@ -264,6 +299,18 @@ impl Tombstones {
     pub fn is_empty(&self) -> bool {
         self.all.is_empty()
     }
+}
+
+/// An erasure's rewrite ([`crate::erase`]): each tombstone through
+/// `change` (see [`jsonl::rewrite`]), and `extra` appended; atomically.
+pub(crate) fn erase(
+    path: &Path,
+    change: impl FnMut(&Tombstone) -> Option<Option<Tombstone>>,
+    extra: &[Tombstone],
+) -> Result<()> {
+    jsonl::rewrite(path, change, extra)
+        .map(drop)
+        .with_context(|| format!("rewriting {}", path.display()))
 }
 
 /// Append tombstones durably.

@@ -281,6 +281,8 @@ impl Files<'_> {
         for r in self.journal.iter().filter(|r| r.op != Op::Suppress) {
             last.insert(r.entry.as_str(), r);
         }
+        // An erasure took the texts out of its records.
+        last.retain(|_, r| r.erased.is_none());
         for e in self.doc.entries().filter(|e| !e.edited_by_hand()) {
             let Some(id) = e.id() else { continue };
             let Some(r) = last.get(id.as_str()).filter(|r| r.op == Op::Edit) else {

@@ -55,6 +55,13 @@ pub enum Kind {
     /// /v1/entries`, `memd entries`, MCP `list_entries`) does not list as
     /// the file holds it, or a listed entry the file does not hold live.
     EntryUnlisted,
+    /// An erasure that did not finish: a file still holds a text it
+    /// erased, or the entry it erased (running it again finishes it).
+    EraseUnfinished,
+    /// An archive line that says an erased text again (a note: a person
+    /// wrote it; it is kept out, and erasing its id takes it out of the
+    /// file).
+    ErasedSaidAgain,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

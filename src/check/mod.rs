@@ -132,11 +132,38 @@ pub async fn run(layout: &Layout) -> Result<Report> {
         journal: &journal,
     };
     let next_run = facts_and_entries.check(&mut report);
+    erasures(layout, (&doc, &facts, &journal), &tombstones, &mut report)?;
     memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
     listed((&doc, &tombstones, &facts), &mut report);
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
+}
+
+/// Each erasure finished ([`crate::erase::check`]); a line saying an
+/// erased text again, a note.
+fn erasures(
+    layout: &Layout,
+    files: (&Document, &[archive::Fact], &[crate::journal::Record]),
+    tombstones: &Tombstones,
+    report: &mut Report,
+) -> Result<()> {
+    if tombstones.receipts().next().is_none() {
+        return Ok(());
+    }
+    let redacted = archive::erased_all(layout)?.into_iter().collect();
+    let found = crate::erase::check(tombstones, files, &redacted);
+    for what in found.unfinished {
+        report.problem(Kind::EraseUnfinished, rel::TOMBSTONES, None, what);
+    }
+    for (id, line) in found.said_again {
+        let file = rel::archive_file(id.as_str().split('#').next().unwrap_or_default());
+        let what = format!(
+            "fact {id} says an erased text again (kept out; `memd forget --erase {id}` takes it out of the file)"
+        );
+        report.note(Kind::ErasedSaidAgain, &file, Some(line), what);
+    }
+    Ok(())
 }
 
 const ENTRIES: &str = rel::ENTRIES;

@@ -1,11 +1,11 @@
 //! `memd forget ID` / `memd forget --match TEXT [--yes]` /
-//! `memd forget --undo ID`
+//! `memd forget --undo ID` / `memd forget --erase ID | --match TEXT --yes`
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use memd::request::{Candidates, Forget, Target, Unforget};
+use memd::request::{Candidates, Erase, Forget, Target, Unforget};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -21,6 +21,12 @@ pub struct Args {
     /// lifted and a forgotten entry is restored.
     #[arg(long, requires = "id", conflicts_with = "match")]
     undo: bool,
+    /// Erase, not only forget: the text is taken out of every file memd
+    /// keeps (the day file's line becomes a redaction line, the journal,
+    /// the index and its old versions). Cannot be undone. Also for an
+    /// entry or a fact forgotten before.
+    #[arg(long, conflicts_with = "undo")]
+    erase: bool,
     /// Print what was forgotten (or listed, or brought back) as JSON, in
     /// the shape the API answers with.
     #[arg(long)]
@@ -74,9 +80,13 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             format!("no longer forgotten: {} {}: {text}\n", b.kind, b.id)
         });
     }
+    let erase = args.erase;
     let Some(ids) = chosen(&target, args)? else {
         return Ok(());
     };
+    if erase {
+        return erase_all(&target, ids, json, one);
+    }
     let mut gone = Vec::new();
     for id in ids {
         let g = rt.block_on(target.run(Forget { id }))?;
@@ -90,4 +100,37 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         (true, true) => super::emit(true, &gone[0], |_| String::new()),
         (true, false) => super::emit(true, &gone, |_| String::new()),
     }
+}
+
+/// `--erase`: each id erased; what each took out.
+fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result<()> {
+    let rt = super::runtime()?;
+    let mut gone = Vec::new();
+    for id in ids {
+        let e = rt.block_on(target.run(Erase { id }))?;
+        if !json {
+            println!(
+                "erased {}: {} entr{}, {} fact line{} redacted, {} journal record{} and {} recall{} without its text",
+                e.id,
+                e.entries.len(),
+                if e.entries.len() == 1 { "y" } else { "ies" },
+                e.facts.len(),
+                plural(e.facts.len()),
+                e.journal_records,
+                plural(e.journal_records),
+                e.recalls,
+                plural(e.recalls),
+            );
+        }
+        gone.push(e);
+    }
+    match (json, one) {
+        (false, _) => Ok(()),
+        (true, true) => super::emit(true, &gone[0], |_| String::new()),
+        (true, false) => super::emit(true, &gone, |_| String::new()),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

@@ -113,6 +113,32 @@ impl Cached {
     }
 }
 
+impl Cached {
+    /// Keep only the embeddings of `texts`, in memory and in the file
+    /// (rewritten whole and atomically, under the file's lock): an
+    /// erasure's, so that no embedding of an erased text stays on disk.
+    pub async fn retain(&self, texts: &[String]) -> Result<()> {
+        let keep: std::collections::HashSet<Key> = texts.iter().map(|t| key(t)).collect();
+        let mut map = self.map.lock().await;
+        map.retain(|k, _| keep.contains(k));
+        let mut buf = Vec::new();
+        for (k, v) in map.iter() {
+            buf.extend_from_slice(k);
+            buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            for x in v {
+                buf.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        fs4::fs_std::FileExt::lock_exclusive(&f)?;
+        crate::atomic::write(&self.path, &buf)?;
+        Ok(())
+    }
+}
+
 fn load(path: &Path) -> HashMap<Key, Vec<f32>> {
     let mut map = HashMap::new();
     let Ok(bytes) = std::fs::read(path) else {

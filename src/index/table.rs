@@ -253,6 +253,34 @@ impl Table {
         self.fold(others).await
     }
 
+    /// Take deleted rows out for good, now (an erasure's): every fragment
+    /// with a deleted row is rewritten, even the only one, and every
+    /// version but this one goes, with every file no version names however
+    /// recent. Under the index lock only: with `delete_unverified` another
+    /// writer's files not yet committed would go too.
+    pub(super) async fn purge(&self) -> Result<()> {
+        use lancedb::table::{CompactionOptions, Duration, OptimizeAction};
+        self.inner
+            .optimize(OptimizeAction::Compact {
+                options: CompactionOptions {
+                    target_rows_per_fragment: COMPACT_TARGET_ROWS,
+                    materialize_deletions: true,
+                    materialize_deletions_threshold: 0.0,
+                    ..Default::default()
+                },
+                remap_options: None,
+            })
+            .await?;
+        self.inner
+            .optimize(OptimizeAction::Prune {
+                older_than: Some(Duration::zero()),
+                delete_unverified: Some(true),
+                error_if_tagged_old_versions: Some(false),
+            })
+            .await?;
+        Ok(())
+    }
+
     /// Rewrite the fragments under `target` rows into fragments of up to
     /// `target` rows (and those with many deleted rows without them). With
     /// [`TAIL_ROWS`], a sync's merge of its tail: no pruning, no folding,

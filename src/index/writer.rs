@@ -518,6 +518,22 @@ impl Writer {
         Ok(true)
     }
 
+    /// Take what the files no longer hold out of the index for good (an
+    /// erasure's last step, [`crate::erase`]): a sync, then the deleted
+    /// rows' bytes and every old version of the table, then the embedding
+    /// cache down to the texts of the rows left.
+    pub async fn purge(&self) -> Result<()> {
+        self.sync().await?;
+        {
+            let _one = self.shared.moving.lock().await;
+            let _all = self.writing().await?;
+            self.keeping_rows(self.shared.table.purge()).await?;
+        }
+        let texts = self.shared.table.strings(["text"], None).await?;
+        let texts: Vec<String> = texts.into_iter().map(|[t]| t).collect();
+        self.shared.embedder.retain(&texts).await
+    }
+
     /// Compact now, whatever the fragments (tests and benchmarks).
     pub async fn compact(&self) -> Result<()> {
         let _one = self.shared.moving.lock().await;

@@ -137,7 +137,11 @@ impl Request for Add {
             facts[0].supersedes = self.supersedes;
         }
         let now = target.memory.clock.now();
-        let appended = blocking(move || archive::append_at(&layout, now, &facts)).await?;
+        let appended = blocking(move || {
+            let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+            archive::append_unless_erased(&layout, now, &facts, &stones)
+        })
+        .await?;
         let similar = match self.similar {
             true => Some(similar(target, &appended).await),
             false => None,
@@ -164,9 +168,24 @@ async fn similar(target: &Target, appended: &[Appended]) -> Vec<Vec<SimilarEntry
     if appended.len() > SIMILAR_MAX_FACTS {
         return Vec::new();
     }
-    let texts = appended.iter().map(|a| a.text.clone()).collect();
+    // An erased text is not looked up (its embedding would be cached).
+    let texts: Vec<String> = appended
+        .iter()
+        .filter(|a| !a.erased)
+        .map(|a| a.text.clone())
+        .collect();
+    if texts.is_empty() {
+        return appended.iter().map(|_| Vec::new()).collect();
+    }
     match target.run(Similar { texts }).await {
-        Ok(found) => found,
+        Ok(found) => {
+            let mut found = found.into_iter();
+            let each = |a: &Appended| match a.erased {
+                true => Vec::new(),
+                false => found.next().unwrap_or_default(),
+            };
+            appended.iter().map(each).collect()
+        }
         Err(e) => {
             tracing::warn!("similar entries not shown: {e:#}");
             Vec::new()

@@ -39,6 +39,42 @@ impl Request for Forget {
     }
 }
 
+/// Erase an entry (`e-…`, with the entries merged into it) or a pending
+/// fact (`DAY#HASH`): forgotten for good, and its text taken out of every
+/// file memd keeps, the day file, the journal and the index's old
+/// versions included ([`crate::erase`]). Cannot be undone. An entry or a
+/// fact already forgotten can be erased too; running it again finishes
+/// an erasure a crash interrupted.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Erase {
+    /// An entry id (`e-…`) or a fact's id (`DAY#HASH`).
+    pub id: String,
+}
+
+impl Request for Erase {
+    /// What was erased.
+    type Reply = crate::erase::Erasure;
+
+    const ROUTE: Route = Route {
+        method: Method::Post,
+        path: "/entries/{id}/erase",
+        summary: "Erase an entry or a pending fact: its text out of every file",
+    };
+
+    /// The index is purged of it, deleted rows and old versions included.
+    fn needs_index(&self) -> bool {
+        true
+    }
+
+    async fn apply(self, target: &Target) -> Result<crate::erase::Erasure> {
+        let memory = target.memory.clone();
+        let gone = blocking(move || crate::erase::erase(&memory, &self.id)).await?;
+        target.index().await?.writer.purge().await?;
+        Ok(gone)
+    }
+}
+
 /// Undo a forget (or the deletion of an entry by hand): its tombstones are
 /// lifted and a forgotten entry is restored.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]

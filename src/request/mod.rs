@@ -18,6 +18,7 @@
 //! | [`Forget`]     | `DELETE /v1/entries/{id}`          | `memd forget ID`     | `forget`      |
 //! | [`Candidates`] | `GET /v1/candidates`               | `memd forget --match`|               |
 //! | [`Unforget`]   | `POST /v1/entries/{id}/unforget`   | `memd forget --undo` |               |
+//! | [`Erase`]      | `POST /v1/entries/{id}/erase`      | `memd forget --erase`|               |
 //! | [`History`]    | `GET /v1/entries/{id}/history`     | `memd history`       |               |
 //! | [`Runs`]       | `GET /v1/runs`                     | `memd runs`          |               |
 //! | [`Undo`]       | `POST /v1/runs/{run}/undo`         | `memd undo`          |               |
@@ -61,7 +62,7 @@ pub use self::entries::{
     EditEntry, Edited, Entries, EntryView, GetEntry, views as entry_views,
     views_of as entry_views_of,
 };
-pub use self::forget::{Candidates, Forget, Unforget};
+pub use self::forget::{Candidates, Erase, Forget, Unforget};
 pub use self::history::History;
 pub use self::reindex::{Reindex, Reindexed};
 pub use self::route::{Method, Route};
@@ -92,6 +93,7 @@ pub fn each(v: &mut impl Each) {
     v.one::<Forget>();
     v.one::<Candidates>();
     v.one::<Unforget>();
+    v.one::<Erase>();
     v.one::<History>();
     v.one::<Runs>();
     v.one::<Undo>();

@@ -192,6 +192,7 @@ fn fact(id: &str) -> Fact {
         key: None,
         supersedes: Vec::new(),
         line: 1,
+        span: 0..0,
     }
 }
 

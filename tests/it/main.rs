@@ -14,6 +14,7 @@ mod duplicate;
 mod edit;
 mod entries;
 mod entry_api;
+mod erase;
 #[cfg(feature = "lab")]
 mod eval;
 mod formats;

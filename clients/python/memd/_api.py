@@ -34,6 +34,7 @@ from .types import (
     CheckReport,
     Edited,
     EntryView,
+    Erasure,
     Found,
     Hit,
     Memories,
@@ -324,6 +325,13 @@ def unforget(id: str) -> None:
     """Take back the forgetting of an entry or a fact. Returns what is back."""
 
 
+@endpoint("POST", "/entries/{id}/erase", one(Erasure))
+def erase(id: str) -> None:
+    """Forget an entry or a fact for good and take its text out of every
+    file memd keeps (day file, journal, index and its old versions). Cannot
+    be undone. Returns what was erased."""
+
+
 @endpoint("GET", "/candidates", many(Candidate))
 def candidates(text: str) -> None:
     """The entries and pending facts whose text contains ``text`` (case and
@@ -395,6 +403,7 @@ class Operations:
     edit_entry = edit_entry
     forget = forget
     unforget = unforget
+    erase = erase
     candidates = candidates
     history = history
     runs = runs

@@ -87,7 +87,10 @@ class AddedFact(Model):
     category: str | None = None
     session: str | None = None
     written: bool
-    """False when the idempotency key was already written: nothing new."""
+    """False when the idempotency key was already written, or the text was
+    erased: nothing new."""
+    erased: bool = False
+    """The text is one the user erased (``erase``): not written again."""
     similar: list[SimilarEntry] | None = None
 
 
@@ -247,6 +250,19 @@ class Candidate(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Erasure(Model):
+    """What an erasure took out of the files."""
+
+    id: str
+    entries: list[str]
+    """The entries erased: the one named, and those merged into it."""
+    facts: list[str]
+    """The archive facts erased (their lines are redaction lines now)."""
+    journal_records: int
+    recalls: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class EntryMeta(Model):
     """An entry's metadata as the journal keeps it."""
 
@@ -278,6 +294,8 @@ class Record(Model):
     meta_before: EntryMeta | None = None
     meta_after: EntryMeta | None = None
     undoes: str | None = None
+    erased: str | None = None
+    """When an erasure took ``before`` and ``after`` out of the record."""
 
 
 # --- runs -------------------------------------------------------------------

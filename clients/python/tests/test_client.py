@@ -191,6 +191,17 @@ def test_forget_a_pending_fact(api: Any) -> None:
     assert [c.id for c in api.candidates("locker code")] == [fact.id]
 
 
+def test_erase_an_entry_and_say_it_again(api: Any) -> None:
+    [entry] = add_and_consolidate(api, ["The user's safe code is 8812-quokka"])
+    erased = api.erase(entry.id)
+    assert (erased.id, erased.entries, len(erased.facts)) == (entry.id, [entry.id], 1)
+    assert api.candidates("quokka") == []
+    with pytest.raises(InvalidError):
+        api.unforget(entry.id)
+    [again] = api.add("The user's safe code is 8812-quokka").facts
+    assert (again.erased, again.written) == (True, False)
+
+
 def test_core_memory(api: Any) -> None:
     [entry] = add_and_consolidate(api, ["The user prefers answers in British English"])
     core = api.core()

@@ -45,6 +45,7 @@ pub enum Killed {
     Consolidate,
     Undo,
     Edit,
+    Erase,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +91,12 @@ pub enum Action {
     },
     UndoForget {
         pick: u8,
+    },
+    /// `memd forget --erase` of an entry (picked among the file's) or of
+    /// a fact the user said.
+    Erase {
+        pick: u8,
+        entry: bool,
     },
     Undo {
         pick: u8,
@@ -177,6 +184,8 @@ impl Action {
             Action::ForgetFact { .. } => "forget a fact",
             Action::ForgetMatch { .. } => "forget --match",
             Action::UndoForget { .. } => "forget --undo",
+            Action::Erase { entry: true, .. } => "forget --erase an entry",
+            Action::Erase { entry: false, .. } => "forget --erase a fact",
             Action::Undo {
                 keep_out: false, ..
             } => "undo a run",
@@ -210,6 +219,10 @@ impl Action {
             Action::Kill {
                 what: Killed::Edit, ..
             } => "SIGKILL at a failpoint (edit)",
+            Action::Kill {
+                what: Killed::Erase,
+                ..
+            } => "SIGKILL at a failpoint (forget --erase)",
             Action::Clock { .. } => "clock moves (hours, time zone)",
             Action::Unwritable { .. } => "a file unwritable for one action",
         }
@@ -267,6 +280,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         3 => any::<u8>().prop_map(|pick| Action::ForgetFact { pick }),
         1 => any::<u8>().prop_map(|text| Action::ForgetMatch { text }),
         3 => any::<u8>().prop_map(|pick| Action::UndoForget { pick }),
+        2 => (any::<u8>(), any::<bool>()).prop_map(|(pick, entry)| Action::Erase { pick, entry }),
         3 => (any::<u8>(), any::<bool>()).prop_map(|(pick, keep_out)| Action::Undo { pick, keep_out }),
         1 => any::<bool>().prop_map(|clear| Action::Reindex { clear }),
         1 => Just(Action::CheckFix),
@@ -278,7 +292,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
             .prop_map(|(text, min, today)| Action::SearchNarrowed { text, min, today }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
-        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit)])
+        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit), Just(Killed::Erase)])
             .prop_map(|(step, what)| Action::Kill { step, what }),
         1 => (-30i8..30, -12i8..14).prop_map(|(hours, offset)| Action::Clock { hours, offset }),
     ]

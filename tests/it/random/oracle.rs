@@ -37,6 +37,10 @@ pub struct Ledger {
     undo_runs: BTreeSet<String>,
     /// Entries deleted by hand (their forgetting is memd's to record).
     hand_deleted: HashSet<String>,
+    /// Facts erased (`memd forget --erase`): redaction lines in the archive.
+    pub erased: BTreeSet<String>,
+    /// Their texts, normalised.
+    erased_texts: HashSet<String>,
 }
 
 impl Ledger {
@@ -81,6 +85,21 @@ impl Ledger {
         self.forgotten.insert(by.to_string(), (ids, texts));
         self.forget_order.retain(|f| f != by);
         self.forget_order.push(by.to_string());
+    }
+
+    /// An erasure of `by` (an entry or a fact), of `facts` and `texts`:
+    /// forgotten for good (no `forget --undo` takes it back).
+    pub fn erased(&mut self, by: &str, facts: Vec<String>, mut texts: Vec<String>) {
+        texts.extend(facts.iter().filter_map(|f| self.acked.get(f).cloned()));
+        self.erased.extend(facts.iter().cloned());
+        self.erased_texts.extend(texts.iter().map(|t| normalize(t)));
+        self.forgot(by, facts, texts);
+        self.forget_order.retain(|f| f != by);
+    }
+
+    /// Whether `text` says what an erasure took out.
+    pub fn erased_text(&self, text: &str) -> bool {
+        self.erased_texts.contains(&normalize(text))
     }
 
     pub fn forgot_fact(&mut self, id: &str, text: &str) {
@@ -202,7 +221,14 @@ impl World {
             .collect();
         self.assert(problems.is_empty(), &format!("memd check: {problems:#?}"));
         let (facts, _) = memd::archive::read_all(&self.layout).unwrap();
-        let in_archive: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+        let mut in_archive: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+        let erased = memd::archive::erased_all(&self.layout).unwrap();
+        in_archive.extend(
+            erased
+                .iter()
+                .map(|f| f.as_str())
+                .filter(|f| self.ledger.erased.contains(*f)),
+        );
         for id in self.ledger.acked.keys() {
             self.assert(
                 in_archive.contains(id.as_str()),

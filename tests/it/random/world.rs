@@ -124,6 +124,7 @@ impl World {
             Action::Consolidate { judge, force } => self.consolidate(*judge, *force),
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
+            Action::Erase { pick, entry } => self.erase(*pick, *entry),
             Action::ForgetMatch { text } => self.forget_match(actions::text(*text)),
             Action::UndoForget { pick } => self.undo_forget(*pick),
             Action::Undo { pick, keep_out } => self.undo(*pick, *keep_out),
@@ -176,8 +177,12 @@ impl World {
         // A key already written gives back the fact written with it (by
         // design, whatever the text): the ledger keeps what the archive says.
         for (id, t) in ids.iter().zip(&texts) {
-            let text = self.fact_text(id).unwrap_or_else(|| t.clone());
-            self.ledger.acked(id, &text);
+            let text = self.fact_text(id);
+            // An erased text said again is not written (memd says so).
+            if text.is_none() && self.ledger.erased_text(t) {
+                continue;
+            }
+            self.ledger.acked(id, &text.unwrap_or_else(|| t.clone()));
         }
         Ok(())
     }
@@ -754,6 +759,55 @@ impl World {
         Ok(())
     }
 
+    /// The id an erasure picks: an entry of the file, or a fact said.
+    fn erasable(&self, pick: u8, entry: bool) -> Option<String> {
+        if entry {
+            return self.entry(pick).map(|(id, ..)| id);
+        }
+        let ids: Vec<&String> = self.ledger.acked.keys().collect();
+        ids.get(pick as usize % ids.len().max(1))
+            .map(|s| s.to_string())
+    }
+
+    fn erase(&mut self, pick: u8, entry: bool) -> anyhow::Result<()> {
+        let Some(id) = self.erasable(pick, entry) else {
+            return Ok(());
+        };
+        let texts = self.erasure_texts(&id);
+        let erased = self.run(memd::request::Erase { id })?;
+        self.erased(&erased, texts);
+        Ok(())
+    }
+
+    /// The texts an erasure of `id` takes (before it runs): the entry's,
+    /// or the fact's.
+    fn erasure_texts(&self, id: &str) -> Vec<String> {
+        match self.entry_by_id(id) {
+            Some((text, _)) => vec![text],
+            None => self.fact_text(id).into_iter().collect(),
+        }
+    }
+
+    /// The ledger after an erasure, and what it promises at once: no
+    /// fact it names is in the archive with its text any more.
+    fn erased(&mut self, e: &memd::erase::Erasure, texts: Vec<String>) {
+        let (facts, _) = memd::archive::read_all(&self.layout).unwrap();
+        let ids: std::collections::HashSet<&str> = e.facts.iter().map(|f| f.as_str()).collect();
+        let said = facts.iter().find(|f| ids.contains(f.id.as_str()));
+        self.assert_erased(
+            said.is_none(),
+            &format!("{said:?} is still in the archive after erasing {}", e.id),
+        );
+        let facts: Vec<String> = e.facts.iter().map(|f| f.to_string()).collect();
+        self.ledger.erased(&e.id, facts, texts);
+    }
+
+    fn assert_erased(&self, ok: bool, what: &str) {
+        if !ok {
+            panic!("{what}\nafter:\n{}", self.log.join("\n"));
+        }
+    }
+
     fn undo_forget(&mut self, pick: u8) -> anyhow::Result<()> {
         let ids = &self.ledger.forget_order;
         let Some(id) = ids.get(pick as usize % ids.len().max(1)).cloned() else {
@@ -872,6 +926,20 @@ impl World {
                     ],
                 )
             }
+            Killed::Erase => {
+                let Some(id) = self.erasable(step, step.is_multiple_of(2)) else {
+                    return Ok(());
+                };
+                (
+                    &[
+                        "erase-receipt",
+                        "erase-journaled",
+                        "erase-entries-written",
+                        "erase-archive-written",
+                    ],
+                    vec!["forget".into(), "--erase".into(), id, "--json".into()],
+                )
+            }
             Killed::Undo => {
                 let runs = self.run(memd::request::Runs::default())?;
                 let Some(r) = runs.first() else { return Ok(()) };
@@ -882,6 +950,10 @@ impl World {
             }
         };
         let at = steps[step as usize % steps.len()];
+        let texts = match what {
+            Killed::Erase => self.erasure_texts(&args[2]),
+            _ => Vec::new(),
+        };
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         crate::support::pause_and_kill(&self.layout.root, &args, at);
         // The user runs the command again, as the error told them to.
@@ -890,6 +962,10 @@ impl World {
             let v: Value = serde_json::from_slice(&out.stdout)?;
             self.ledger
                 .acked(v["id"].as_str().unwrap_or(""), actions::text(step));
+        }
+        if what == Killed::Erase && out.status.success() {
+            let erased: memd::erase::Erasure = serde_json::from_slice(&out.stdout)?;
+            self.erased(&erased, texts);
         }
         if what == Killed::Undo && out.status.success() {
             let outcome: memd::runs::Outcome = serde_json::from_slice(&out.stdout)?;

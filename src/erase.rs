@@ -1,0 +1,463 @@
+//! Erasure: `memd forget --erase`, the one sanctioned exception to the
+//! append-only archive.
+//!
+//! `memd forget` hides a fact for good, but its text stays on disk: in
+//! the day file, the journal, the tombstones and the index's old table
+//! versions. An erasure takes the text out of every file memd keeps:
+//!
+//! - the day files: each erased fact's list item becomes a redaction line
+//!   that keeps its id and the time of the erasure, nothing of its text
+//!   ([`crate::archive::redaction`]);
+//! - the journal: its records keep their ids, ops and hashes, not the texts
+//!   before and after ([`crate::journal::Record::erased`]);
+//! - the tombstones: an earlier forget's tombstone keeps the text out by its
+//!   hash alone;
+//! - the entries file and MEMORY.md: the entry and its history go;
+//! - the recall log: the searches that returned it, or that asked for it;
+//! - the index: its rows, the deleted rows' bytes and every old version of
+//!   the table; and the embedding cache, down to the rows the index holds.
+//!
+//! **What is erased.** An entry, with every entry merged into it, their
+//! texts before and after each op, and their source facts; or a pending
+//! fact. Every fact in the archive with the same normalised text goes with
+//! them (it is the same text). A fact an entry not erased also holds is
+//! refused: erase that entry, or edit it, first. (Text a person quoted
+//! inside another entry is that entry's, and stays.)
+//!
+//! **The receipt** is a tombstone (reason `erase`) holding the entry's id,
+//! the fact ids and the hashes of the texts ([`crate::text::erased_hash`]),
+//! no text. It keeps the texts out as any tombstone does, a restatement
+//! included, and nothing lifts it: an erasure cannot be undone.
+//!
+//! # Crash semantics
+//!
+//! The receipt first: from then on nothing of it is shown or taken in.
+//! Then the journal (a FORGET of a live entry, and its records without
+//! their texts), the recall log, the entries file and MEMORY.md, the day
+//! files, and last the index and the embedding cache. Each file is
+//! rewritten whole and atomically. A crash between two steps leaves the
+//! erasure in force and unfinished: `memd check` reports it, and running
+//! the same command again finishes it (each step is found again from the
+//! receipt and what is still on disk; a step done has nothing left to do).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::archive::{self, Fact};
+use crate::entries::Document;
+use crate::error::{Error, Result};
+use crate::ids::{EntryId, FactId, given};
+use crate::journal::{self, Record, Stamp};
+use crate::pause::{Step, at};
+use crate::text::{erased_hash, normalize};
+use crate::tombstones::{self, Reason, Tombstone, Tombstones};
+use crate::{Layout, Memory, core_md, entries, recall};
+
+/// What an erasure took out of the files.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Erasure {
+    /// The entry or fact id erased.
+    pub id: String,
+    /// The entries erased: the one named, and those merged into it.
+    pub entries: Vec<EntryId>,
+    /// The archive facts erased (their lines are redaction lines now).
+    pub facts: Vec<FactId>,
+    /// Journal records that lost their texts, by this run of the command.
+    pub journal_records: usize,
+    /// Recall-log lines dropped, by this run of the command.
+    pub recalls: usize,
+}
+
+/// What one erasure covers (see the module doc), gathered from the files
+/// and from an earlier receipt of the same erasure.
+#[derive(Debug, Default)]
+struct Scope {
+    /// The id given, when it is an entry's.
+    entry: Option<EntryId>,
+    /// The entry and those merged into it.
+    entries: BTreeSet<String>,
+    facts: BTreeSet<FactId>,
+    /// The normalised texts still on disk somewhere.
+    texts: BTreeSet<String>,
+    hashes: BTreeSet<String>,
+}
+
+/// Shorter erased texts are matched whole; longer ones also inside another
+/// text (a query, a record's text). "yes" must not take "yesterday" with
+/// it, while a sentence said inside another is that sentence.
+const CONTAINED_FROM: usize = 12;
+
+impl Scope {
+    /// Whether `text` says an erased text.
+    fn holds(&self, text: &str) -> bool {
+        let n = normalize(text);
+        self.hashes.contains(&erased_hash(&n))
+            || self
+                .texts
+                .iter()
+                .any(|t| t.len() >= CONTAINED_FROM && n.contains(t.as_str()))
+    }
+
+    /// Whether search `query` asked for an erased text: it says one, or
+    /// is a part of one (a search for the secret word of a sentence).
+    fn asked(&self, query: &str) -> bool {
+        let q = normalize(query);
+        self.holds(query) || (!q.is_empty() && self.texts.iter().any(|t| t.contains(q.as_str())))
+    }
+
+    fn names(&self, id: &str) -> bool {
+        self.entries.contains(id) || self.facts.iter().any(|f| f.as_str() == id)
+    }
+
+    /// Whether tombstone `t` was written for what this erasure covers: a
+    /// forget of its entry, or of its facts only.
+    fn tombstone_of(&self, t: &Tombstone) -> bool {
+        t.entry
+            .as_ref()
+            .is_some_and(|e| self.entries.contains(e.as_str()))
+            || (!t.sources.is_empty() && t.sources.iter().all(|f| self.facts.contains(f)))
+    }
+
+    fn touches(&self, r: &Record) -> bool {
+        r.erased.is_none()
+            && (self.names(&r.entry)
+                || r.into
+                    .as_ref()
+                    .is_some_and(|i| self.entries.contains(i.as_str()))
+                || r.sources.iter().any(|s| self.facts.contains(s))
+                || [&r.before, &r.after]
+                    .into_iter()
+                    .flatten()
+                    .any(|t| self.holds(t)))
+    }
+
+    fn receipt(&self, id: &str, clock: &crate::clock::Clock) -> Tombstone {
+        let mut sources: Vec<FactId> = self.facts.iter().cloned().collect();
+        // The fact named first: the receipt is found by it.
+        if let Some(at) = sources.iter().position(|f| f.as_str() == id) {
+            let f = sources.remove(at);
+            sources.insert(0, f);
+        }
+        let mut t = Tombstone::new(clock, self.entry.clone(), "", sources, Reason::Erase);
+        t.hashes = self.hashes.iter().cloned().collect();
+        t
+    }
+}
+
+/// Whether `t` is the receipt of erasing `id`.
+fn receipt_of(t: &Tombstone, id: &str) -> bool {
+    t.reason == Reason::Erase
+        && (t.entry.as_ref().is_some_and(|e| e == id)
+            || (t.entry.is_none() && t.sources.first().is_some_and(|f| f == id)))
+}
+
+/// Erase entry or fact `id` from the files (the index is the caller's:
+/// [`crate::index::Writer::purge`]), stamped with `memory`'s clock.
+pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
+    let id = given(id);
+    let layout = &memory.layout;
+    let _lock = entries::lock(layout)?;
+    let stamp = Stamp::new(memory.clock);
+    let mut doc = Document::read(&layout.entries_file())?;
+    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
+    let (facts, _) = archive::read_all(layout)?;
+    let records = journal::read(&layout.journal_file())?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
+    let scope = scope(id, (&doc, &facts, &records, &stones))?;
+    let ts = stamp.clock.timestamp();
+
+    write_receipt(layout, id, &scope, &stones, &stamp)?;
+    at(layout, Step::EraseReceipt);
+    let live: Vec<EntryId> = doc
+        .entries()
+        .filter_map(|e| e.id())
+        .filter(|e| scope.entries.contains(e.as_str()))
+        .cloned()
+        .collect();
+    let forgets: Vec<Record> = live
+        .iter()
+        .map(|e| {
+            let mut r = stamp.record(journal::Op::Forget, e.as_str());
+            r.sources = doc
+                .get(e.as_str())
+                .and_then(|x| x.meta.as_ref())
+                .map(|m| m.sources.clone())
+                .unwrap_or_default();
+            r.erased = Some(ts.clone());
+            r
+        })
+        .collect();
+    let journal_records =
+        journal::erase(&layout.journal_file(), |r| scope.touches(r), &ts, &forgets)?;
+    at(layout, Step::EraseJournaled);
+    let recalls = recall::erase(&layout.recall_log(), |h| {
+        scope.names(given(h.id.as_str())) || scope.asked(&h.query)
+    })?;
+    remove_entries(layout, &mut doc, &live, &stamp)?;
+    at(layout, Step::EraseEntriesWritten);
+    redact(layout, &scope.facts, &ts)?;
+    at(layout, Step::EraseArchiveWritten);
+    Ok(Erasure {
+        id: id.to_string(),
+        entries: scope
+            .entries
+            .iter()
+            .map(|e| EntryId::from(e.as_str()))
+            .collect(),
+        facts: scope.facts.iter().cloned().collect(),
+        journal_records,
+        recalls,
+    })
+}
+
+/// What erasing `id` covers. An id that names nothing memd knows, and that
+/// no receipt names, is [`Error::NotFound`].
+fn scope(
+    id: &str,
+    (doc, facts, records, stones): (&Document, &[Fact], &[Record], &Tombstones),
+) -> Result<Scope> {
+    let mut s = Scope::default();
+    let receipts: Vec<&Tombstone> = stones.all.iter().filter(|t| receipt_of(t, id)).collect();
+    let mut known = !receipts.is_empty();
+    for t in &receipts {
+        s.facts.extend(t.sources.iter().cloned());
+        s.hashes.extend(t.hashes.iter().cloned());
+    }
+    if EntryId::looks_like(id) {
+        s.entry = Some(EntryId::from(id));
+        s.entries = crate::forget::lineage_ids(records, id)
+            .into_iter()
+            .collect();
+        for e in doc
+            .entries()
+            .filter(|e| e.id().is_some_and(|i| s.entries.contains(i.as_str())))
+        {
+            known = true;
+            s.texts.insert(normalize(&e.text));
+            s.facts
+                .extend(e.meta.iter().flat_map(|m| m.sources.iter().cloned()));
+        }
+        for r in records.iter().filter(|r| s.entries.contains(&r.entry)) {
+            known = true;
+            s.texts.extend(
+                [&r.before, &r.after]
+                    .into_iter()
+                    .flatten()
+                    .map(|t| normalize(t)),
+            );
+            s.facts.extend(r.sources.iter().cloned());
+        }
+    } else if let Some(f) = facts.iter().find(|f| f.id == id) {
+        known = true;
+        s.facts.insert(f.id.clone());
+    }
+    if !known {
+        return Err(Error::NotFound { id: id.to_string() });
+    }
+    let forgotten: Vec<String> = stones
+        .all
+        .iter()
+        .filter(|t| !t.text.is_empty() && s.tombstone_of(t))
+        .map(|t| t.text.clone())
+        .collect();
+    s.texts.extend(forgotten);
+    for f in facts.iter().filter(|f| s.facts.contains(&f.id)) {
+        s.texts.insert(normalize(&f.text));
+    }
+    s.hashes.extend(s.texts.iter().map(|t| erased_hash(t)));
+    for f in facts
+        .iter()
+        .filter(|f| s.hashes.contains(&erased_hash(&f.text)))
+    {
+        s.facts.insert(f.id.clone());
+    }
+    held_elsewhere(&s, doc)?;
+    Ok(s)
+}
+
+/// An entry not erased that holds a fact of the erasure, or says one of
+/// its texts: refused, naming the entry (the erasure would leave that
+/// entry saying it).
+fn held_elsewhere(s: &Scope, doc: &Document) -> Result<()> {
+    for e in doc.entries() {
+        let id = e.id();
+        if id.is_some_and(|id| s.entries.contains(id.as_str())) {
+            continue;
+        }
+        let sources = e.meta.iter().flat_map(|m| m.sources.iter());
+        let held = sources.into_iter().find(|f| s.facts.contains(*f));
+        let what = match id {
+            Some(id) => format!("entry {id}"),
+            None => {
+                let start: String = e.text.chars().take(40).collect();
+                format!("an entry written by hand ({start:?}…)")
+            }
+        };
+        let why = match held {
+            Some(f) => format!("fact {f} is held by {what}"),
+            None if s.holds(&e.text) => format!("{what} says it too"),
+            None => continue,
+        };
+        return Err(Error::Invalid(format!(
+            "{why}: erase that entry, or edit it, first; nothing was erased"
+        )));
+    }
+    Ok(())
+}
+
+/// The receipt (the union with an earlier one of the same erasure), and
+/// every earlier tombstone of an erased text emptied to its hash: one
+/// atomic rewrite of the tombstones.
+fn write_receipt(
+    layout: &Layout,
+    id: &str,
+    scope: &Scope,
+    stones: &Tombstones,
+    stamp: &Stamp,
+) -> Result<()> {
+    let receipt = scope.receipt(id, &stamp.clock);
+    let same = |t: &Tombstone| {
+        receipt_of(t, id) && t.hashes == receipt.hashes && {
+            let mut a = t.sources.clone();
+            let mut b = receipt.sources.clone();
+            a.sort();
+            b.sort();
+            a == b
+        }
+    };
+    let have = stones.all.iter().any(same);
+    let extra = match have {
+        true => Vec::new(),
+        false => vec![receipt],
+    };
+    tombstones::erase(
+        &layout.tombstones_file(),
+        |t| {
+            if receipt_of(t, id) && !have {
+                return Some(None);
+            }
+            let said = !t.text.is_empty()
+                && (scope.hashes.contains(&erased_hash(&t.text)) || scope.tombstone_of(t));
+            said.then(|| {
+                let mut t = t.clone();
+                t.hashes.push(erased_hash(&t.text));
+                t.text = String::new();
+                Some(t)
+            })
+        },
+        &extra,
+    )
+}
+
+/// The live entries of the erasure out of the file, and their lines out
+/// of MEMORY.md.
+fn remove_entries(
+    layout: &Layout,
+    doc: &mut Document,
+    live: &[EntryId],
+    stamp: &Stamp,
+) -> Result<()> {
+    let gone: HashSet<&str> = live.iter().map(|e| e.as_str()).collect();
+    core_md::drop_lines(&layout.memory_md(), &gone)?;
+    if live.is_empty() {
+        return Ok(());
+    }
+    for e in live {
+        doc.remove(e.as_str());
+    }
+    crate::forget::save(layout, doc, stamp)
+}
+
+/// Each erased fact's line, a redaction line, day by day.
+fn redact(layout: &Layout, facts: &BTreeSet<FactId>, ts: &str) -> Result<()> {
+    let mut by_day: BTreeMap<&str, HashSet<FactId>> = BTreeMap::new();
+    for f in facts {
+        if let Some((day, _)) = f.as_str().split_once('#') {
+            by_day.entry(day).or_default().insert(f.clone());
+        }
+    }
+    for (day, ids) in by_day {
+        archive::redact(layout, day, &ids, ts)?;
+    }
+    Ok(())
+}
+
+/// What `memd check` finds of erasures ([`check`]).
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    /// Erasures that did not finish: a file still holds a text one took
+    /// out, or the entry it erased.
+    pub unfinished: Vec<String>,
+    /// Archive lines that say an erased text again (a person wrote them:
+    /// memd's own appends never do), kept out by the receipt.
+    pub said_again: Vec<(FactId, usize)>,
+}
+
+/// Each receipt against the files: what still holds its text.
+pub(crate) fn check(
+    stones: &Tombstones,
+    (doc, facts, records): (&Document, &[Fact], &[Record]),
+    redacted: &HashSet<FactId>,
+) -> Findings {
+    let mut out = Findings::default();
+    for t in stones.receipts() {
+        let hashes: HashSet<&str> = t.hashes.iter().map(String::as_str).collect();
+        let said = |text: &str| hashes.contains(erased_hash(text).as_str());
+        let what = t.entry.as_ref().map_or_else(
+            || t.sources.first().map(|f| f.to_string()).unwrap_or_default(),
+            |e| e.to_string(),
+        );
+        let mut unfinished = |s: String| {
+            out.unfinished.push(format!(
+                "{s}: run `memd forget --erase {what}` again to finish its erasure"
+            ))
+        };
+        if let Some(e) = &t.entry
+            && doc.get(e.as_str()).is_some()
+        {
+            unfinished(format!("erased entry {e} is still in the entries file"));
+        }
+        for f in facts
+            .iter()
+            .filter(|f| t.sources.contains(&f.id) || said(&f.text))
+        {
+            match t.sources.contains(&f.id) && !redacted.contains(&f.id) {
+                true => unfinished(format!("fact {} still holds its text", f.id)),
+                false => out.said_again.push((f.id.clone(), f.line)),
+            }
+        }
+        // Records and tombstones of what it erased (one that says its text
+        // since is a person's, as a line said again is).
+        let of_it = |entry: &str, sources: &[FactId]| {
+            t.entry.as_ref().is_some_and(|e| e == entry)
+                || sources.iter().any(|f| t.sources.contains(f))
+                || t.sources.iter().any(|f| f == entry)
+        };
+        let kept = records
+            .iter()
+            .filter(|r| r.erased.is_none())
+            .filter(|r| {
+                of_it(&r.entry, &r.sources)
+                    || r.into.as_ref().is_some_and(|i| of_it(i.as_str(), &[]))
+            })
+            .find(|r| [&r.before, &r.after].into_iter().flatten().any(|x| said(x)));
+        if let Some(r) = kept {
+            unfinished(format!(
+                "a journal record of {} ({:?}) holds an erased text",
+                r.entry, r.op
+            ));
+        }
+        let entry_of = |s: &Tombstone| s.entry.as_ref().map_or(String::new(), |e| e.to_string());
+        if stones
+            .all
+            .iter()
+            .any(|s| !s.text.is_empty() && said(&s.text) && of_it(&entry_of(s), &s.sources))
+        {
+            unfinished("a tombstone holds an erased text".to_string());
+        }
+    }
+    out.said_again.sort();
+    out.said_again.dedup();
+    out
+}
