@@ -34,10 +34,8 @@
 //! append to a day of 10,000 facts costs what it adds, not the day.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::OpenOptions;
 use std::ops::Range;
 
-use fs4::fs_std::FileExt;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
 use serde::Serialize;
 
@@ -462,23 +460,29 @@ pub(crate) fn redaction(f: &Fact, ts: &str) -> String {
     format!("- {ERASED_OPEN}{} {ts} -->{key}", f.id)
 }
 
-/// Rewrite the list items of the facts `ids` of day `day` as redaction
-/// lines ([`redaction`]), atomically: the one sanctioned rewrite of the
+/// Rewrite the list items of the facts of day `day` that `gone` picks as
+/// redaction lines ([`redaction`]), atomically and under the day file's
+/// lock (an append waits, then finds the file the path names:
+/// [`crate::atomic::open_locked`]): the one sanctioned rewrite of the
 /// archive. Every other byte stays as it was, invalid UTF-8 included (the
 /// items are found in the decoded text and replaced line for line in the
 /// bytes). Returns how many were rewritten (0: the file is untouched).
-pub(crate) fn redact(layout: &Layout, day: &str, ids: &HashSet<FactId>, ts: &str) -> Result<usize> {
+pub(crate) fn redact(
+    layout: &Layout,
+    day: &str,
+    gone: &dyn Fn(&Fact) -> bool,
+    ts: &str,
+) -> Result<usize> {
     let path = layout.archive_file(day);
-    let raw = crate::atomic::read_if_exists(&path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .unwrap_or_default();
+    if !path.exists() {
+        return Ok(0);
+    }
+    let _lock = crate::atomic::open_locked(&path)
+        .with_context(|| format!("opening and locking {}", path.display()))?;
+    let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let src = decode(&raw).0;
     let parsed = parse(day, &src);
-    let mut gone: Vec<&Fact> = parsed
-        .facts
-        .iter()
-        .filter(|f| ids.contains(&f.id))
-        .collect();
+    let mut gone: Vec<&Fact> = parsed.facts.iter().filter(|f| gone(f)).collect();
     if gone.is_empty() {
         return Ok(0);
     }
@@ -699,56 +703,44 @@ pub fn new_facts(
         .collect()
 }
 
-/// [`append`] to the day file of `now`, stamped with its time.
-pub(crate) fn append_at(
-    layout: &Layout,
-    now: chrono::DateTime<chrono::FixedOffset>,
-    facts: &[NewFact],
-) -> Result<Vec<Appended>> {
-    append(
-        layout,
-        &now.format("%Y-%m-%d").to_string(),
-        &now.format("%H:%M:%S").to_string(),
-        facts,
-    )
-}
-
-/// [`append_at`], except for the facts whose text an erasure took out
-/// (`memd forget --erase`, by `stones`): those are answered as erased
+/// [`append`] to the day file of `now`, stamped with its time, except for the facts whose text an erasure took out
+/// (`memd forget --erase`): those are answered as erased
 /// ([`Appended::erased`]) and nothing of them is written, so an agent
 /// that says an erased text again never puts it back on disk.
 pub(crate) fn append_unless_erased(
     layout: &Layout,
     now: chrono::DateTime<chrono::FixedOffset>,
     facts: &[NewFact],
-    stones: &crate::tombstones::Tombstones,
 ) -> Result<Vec<Appended>> {
-    let erased: Vec<bool> = facts.iter().map(|f| stones.erased(f.text.trim())).collect();
-    let kept: Vec<NewFact> = facts
-        .iter()
-        .zip(&erased)
-        .filter(|(_, e)| !**e)
-        .map(|(f, _)| f.clone())
-        .collect();
-    let mut written = match kept.is_empty() {
-        true => Vec::new(),
-        false => append_at(layout, now, &kept)?,
-    }
-    .into_iter();
-    let day = now.format("%Y-%m-%d").to_string();
+    let (day, time) = (
+        now.format("%Y-%m-%d").to_string(),
+        now.format("%H:%M:%S").to_string(),
+    );
+    append_locked(layout, (&day, &time), facts, true)
+}
+
+/// The answers to `facts`: those `written` (in order) for the ones not
+/// `erased`, and an erased one's, with the id it would have had.
+fn with_erased(
+    facts: &[NewFact],
+    erased: &[bool],
+    written: Vec<Appended>,
+    day: &str,
+) -> Vec<Appended> {
+    let mut written = written.into_iter();
     let mut out = Vec::with_capacity(facts.len());
     for (f, e) in facts.iter().zip(erased) {
         match e {
             false => out.extend(written.next()),
             true => {
-                let id = FactId::new(&day, &norm_hash(f.text.trim()), 1);
-                let mut a = appended(f, id, &day, false);
+                let id = FactId::new(day, &norm_hash(f.text.trim()), 1);
+                let mut a = appended(f, id, day, false);
                 a.erased = true;
                 out.push(a);
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// What an append did with one fact.
@@ -825,6 +817,19 @@ fn format_line(f: &NewFact) -> String {
 /// concurrent appenders from any number of processes never interleave and a
 /// returned id is durable.
 pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Result<Vec<Appended>> {
+    append_locked(layout, (day, time), facts, false)
+}
+
+/// [`append`]; with `unless_erased`, a fact whose text an erasure took out
+/// (by the tombstones, read under the day file's lock, so that an erasure
+/// running at the same time either redacts the line or is seen) is not
+/// written, and is answered as erased ([`Appended::erased`]).
+fn append_locked(
+    layout: &Layout,
+    (day, time): (&str, &str),
+    facts: &[NewFact],
+    unless_erased: bool,
+) -> Result<Vec<Appended>> {
     for (i, f) in facts.iter().enumerate() {
         validate(i, f)?;
     }
@@ -836,15 +841,21 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     if !existed && let Some(done) = written_nearby(layout, day, facts)? {
         return Ok(done);
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    file.lock_exclusive()
-        .with_context(|| format!("locking {}", path.display()))?;
-
+    let mut file = crate::atomic::open_locked(&path)
+        .with_context(|| format!("opening and locking {}", path.display()))?;
+    let erased: Vec<bool> = match unless_erased {
+        true => {
+            let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+            facts.iter().map(|f| stones.erased(f.text.trim())).collect()
+        }
+        false => vec![false; facts.len()],
+    };
+    let kept: Vec<NewFact> = facts
+        .iter()
+        .zip(&erased)
+        .filter(|(_, e)| !**e)
+        .map(|(f, _)| f.clone())
+        .collect();
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let today = DayText::new(day, decode(&bytes).0.into_owned());
     let nearby = match facts.iter().any(|f| f.key.is_some()) {
@@ -857,7 +868,8 @@ pub fn append(layout: &Layout, day: &str, time: &str, facts: &[NewFact]) -> Resu
     } else if !bytes.ends_with(b"\n") {
         buf.push('\n');
     }
-    let out = lines(&mut buf, (day, time), &today, &nearby, facts);
+    let written = lines(&mut buf, (day, time), &today, &nearby, &kept);
+    let out = with_erased(facts, &erased, written, day);
     crate::pause::at(layout, crate::pause::Step::AppendLocked);
     if out.iter().any(|a| a.written) {
         let len = bytes.len() as u64;

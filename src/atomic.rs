@@ -52,6 +52,28 @@ pub fn write_with_hook(
     sync_dir(dir)
 }
 
+/// `path` opened for appending (and reading), created if missing, with its
+/// exclusive lock held: the file the path names once the lock is held.
+/// An erasure ([`crate::erase`]) renames a new file over an append-only
+/// one under its lock; an appender that opened the old file and waited
+/// would otherwise append to a file no path names any more.
+pub fn open_locked(path: &Path) -> io::Result<File> {
+    use fs4::fs_std::FileExt;
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        file.lock_exclusive()?;
+        let (held, named) = (file.metadata()?, std::fs::metadata(path)?);
+        if (held.dev(), held.ino()) == (named.dev(), named.ino()) {
+            return Ok(file);
+        }
+    }
+}
+
 /// Append `bytes` to `file` (opened for appending, its lock held by the
 /// caller, `len` bytes long before this append) and fsync: all or nothing.
 /// If the write or the sync fails part-way (a full disk, a file-size

@@ -128,6 +128,9 @@ pub struct Llm {
     pub timeout_seconds: u64,
     pub max_attempts: u32,
     pub json_mode: bool,
+    /// Tokens this memory's LLM calls may spend in a day (its local day);
+    /// 0: no limit ([`crate::usage`]).
+    pub max_tokens_per_day: u64,
 }
 
 impl Default for Llm {
@@ -139,11 +142,17 @@ impl Default for Llm {
             timeout_seconds: 120,
             max_attempts: 3,
             json_mode: true,
+            max_tokens_per_day: 0,
         }
     }
 }
 
 impl Llm {
+    /// The day's token budget, if one is set.
+    pub fn daily_budget(&self) -> Option<u64> {
+        (self.max_tokens_per_day > 0).then_some(self.max_tokens_per_day)
+    }
+
     /// An LLM is configured when it has an endpoint; otherwise the built-in
     /// judge decides.
     pub fn configured(&self) -> bool {
@@ -327,6 +336,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "llm",
         "json_mode",
         "ask for structured replies: response_format json_schema (a schema per cluster), then json_object, then plain text, as the endpoint takes them",
+    ),
+    (
+        "llm",
+        "max_tokens_per_day",
+        "tokens the LLM calls may spend in a day (prompt and reply); a call that could pass it is not made and its facts wait; 0 = no limit",
     ),
     (
         "embedder",

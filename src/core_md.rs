@@ -133,6 +133,14 @@ impl CoreMd {
         }
     }
 
+    /// The person's own text: everything outside memd's markers.
+    pub fn notes(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.before).into_owned();
+        out.push('\n');
+        out.push_str(&String::from_utf8_lossy(&self.after));
+        out
+    }
+
     /// MEMORY.md as an agent reads it in a prompt, in few tokens: the
     /// person's notes (without what `memd init` wrote or the markers) and
     /// one line per promoted entry, dated, its id in brackets (what

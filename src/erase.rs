@@ -20,27 +20,36 @@
 //! **What is erased.** An entry, with every entry merged into it, their
 //! texts before and after each op, and their source facts; or a pending
 //! fact. Every fact in the archive with the same normalised text goes with
-//! them (it is the same text). A fact an entry not erased also holds is
-//! refused: erase that entry, or edit it, first. (Text a person quoted
-//! inside another entry is that entry's, and stays.)
+//! them (it is the same text). Refused before anything is written, naming
+//! what to erase or edit first: an entry not erased that holds one of its
+//! facts or says its text (a merged entry an undo brought back included),
+//! another archive fact that says it within its own words, the person's
+//! own text in MEMORY.md, a JSON-lines line memd cannot read that says it.
+//! A record of another entry keeps its text but the side that says an
+//! erased text.
 //!
 //! **The receipt** is a tombstone (reason `erase`) holding the entry's id,
 //! the fact ids and the hashes of the texts ([`crate::text::erased_hash`]),
-//! no text. It keeps the texts out as any tombstone does, a restatement
-//! included, and nothing lifts it: an erasure cannot be undone.
+//! no text. It keeps the texts out, word for word (as normalised), and
+//! nothing lifts it: an erasure cannot be undone. (A restatement in other
+//! words is no longer kept out by an erased text, nor by an earlier
+//! forget's tombstone of it that the erasure emptied: memd no longer has
+//! the words to compare.)
 //!
 //! # Crash semantics
 //!
-//! The receipt first: from then on nothing of it is shown or taken in.
-//! Then the journal (a FORGET of a live entry, and its records without
-//! their texts), the recall log, the entries file and MEMORY.md, the day
-//! files, and last the index and the embedding cache. Each file is
-//! rewritten whole and atomically. A crash between two steps leaves the
-//! erasure in force and unfinished: `memd check` reports it, and running
-//! the same command again finishes it (each step is found again from the
-//! receipt and what is still on disk; a step done has nothing left to do).
+//! First a mark that the erasure is due (`.memd/erase-pending.jsonl`,
+//! which `memd check` reports until the index is purged), then the
+//! receipt: from then on nothing of it is shown or taken in. Then the
+//! recall log, the journal (a FORGET of a live entry, and its records
+//! without their texts), the entries file and MEMORY.md, the day files
+//! (under each one's lock), the earlier tombstones, and last the index and
+//! the embedding cache. Each file is rewritten whole and atomically, and
+//! the texts a later step needs are still on disk when it runs. A crash
+//! between two steps leaves the erasure in force and unfinished: `memd
+//! check` reports it, and running the same command again finishes it.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -119,17 +128,71 @@ impl Scope {
             || (!t.sources.is_empty() && t.sources.iter().all(|f| self.facts.contains(f)))
     }
 
-    fn touches(&self, r: &Record) -> bool {
-        r.erased.is_none()
-            && (self.names(&r.entry)
-                || r.into
-                    .as_ref()
-                    .is_some_and(|i| self.entries.contains(i.as_str()))
-                || r.sources.iter().any(|s| self.facts.contains(s))
-                || [&r.before, &r.after]
-                    .into_iter()
-                    .flatten()
-                    .any(|t| self.holds(t)))
+    /// Whether record `r` is about what this erasure covers (by its ids).
+    fn about(&self, r: &Record) -> bool {
+        self.names(&r.entry)
+            || r.into
+                .as_ref()
+                .is_some_and(|i| self.entries.contains(i.as_str()))
+            || r.sources.iter().any(|s| self.facts.contains(s))
+    }
+
+    /// Record `r` without the texts this erasure takes: both of a record
+    /// about what it covers; of another entry's record, only the side
+    /// that says an erased text (`None`: left as it is).
+    fn scrub(&self, r: &Record, ts: &str) -> Option<Record> {
+        if r.erased.is_some() && r.before.is_none() && r.after.is_none() {
+            return None;
+        }
+        let about = self.about(r);
+        let says = |t: &Option<String>| t.as_deref().is_some_and(|t| self.holds(t));
+        let (before, after) = (about || says(&r.before), about || says(&r.after));
+        if !before && !after {
+            return None;
+        }
+        let mut r = r.clone();
+        if before {
+            r.before = None;
+        }
+        if after {
+            r.after = None;
+        }
+        r.erased = Some(ts.to_string());
+        Some(r)
+    }
+
+    /// A recall line without what the erasure takes: a hit on what it
+    /// covers goes; a search that asked for an erased text keeps its hit
+    /// on another row (promotion counts it) without the query.
+    fn recall(&self, h: &recall::Hit) -> Option<Option<recall::Hit>> {
+        if self.names(given(h.id.as_str())) {
+            return Some(None);
+        }
+        if h.query.is_empty() || !self.asked(&h.query) {
+            return None;
+        }
+        let mut h = h.clone();
+        h.query = String::new();
+        Some(Some(h))
+    }
+
+    /// A tombstone of an erased text, emptied to its hash (it keeps the
+    /// text out by the hash); the receipt and others are left.
+    fn empty_tombstone(&self, t: &Tombstone) -> Option<Option<Tombstone>> {
+        if t.text.is_empty() || !(self.holds(&t.text) || self.tombstone_of(t)) {
+            return None;
+        }
+        let mut t = t.clone();
+        t.hashes.push(erased_hash(&t.text));
+        t.text = String::new();
+        Some(Some(t))
+    }
+
+    /// Whether receipt `t` (of erasing `id`) already covers this scope.
+    fn receipt_covers(&self, t: &Tombstone, id: &str) -> bool {
+        receipt_of(t, id)
+            && self.facts.iter().all(|f| t.sources.contains(f))
+            && self.hashes.iter().all(|h| t.hashes.contains(h))
     }
 
     fn receipt(&self, id: &str, clock: &crate::clock::Clock) -> Tombstone {
@@ -153,7 +216,8 @@ fn receipt_of(t: &Tombstone, id: &str) -> bool {
 }
 
 /// Erase entry or fact `id` from the files (the index is the caller's:
-/// [`crate::index::Writer::purge`]), stamped with `memory`'s clock.
+/// [`crate::index::Writer::purge`], then [`purged`]), stamped with
+/// `memory`'s clock.
 pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let id = given(id);
     let layout = &memory.layout;
@@ -165,10 +229,20 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let records = journal::read(&layout.journal_file())?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let scope = scope(id, (&doc, &facts, &records, &stones))?;
+    said_elsewhere(layout, id, &scope, &facts)?;
     let ts = stamp.clock.timestamp();
+    // Due until the index is purged too ([`purged`]): check reports it.
+    std::fs::create_dir_all(layout.runtime_dir())?;
+    crate::jsonl::append(&layout.erase_pending(), &[id.to_string()])?;
 
-    write_receipt(layout, id, &scope, &stones, &stamp)?;
+    if !stones.all.iter().any(|t| scope.receipt_covers(t, id)) {
+        tombstones::append(
+            &layout.tombstones_file(),
+            &[scope.receipt(id, &stamp.clock)],
+        )?;
+    }
     at(layout, Step::EraseReceipt);
+    let recalls = recall::erase(&layout.recall_log(), |h| scope.recall(h))?;
     let live: Vec<EntryId> = doc
         .entries()
         .filter_map(|e| e.id())
@@ -177,27 +251,16 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         .collect();
     let forgets: Vec<Record> = live
         .iter()
-        .map(|e| {
-            let mut r = stamp.record(journal::Op::Forget, e.as_str());
-            r.sources = doc
-                .get(e.as_str())
-                .and_then(|x| x.meta.as_ref())
-                .map(|m| m.sources.clone())
-                .unwrap_or_default();
-            r.erased = Some(ts.clone());
-            r
-        })
+        .map(|e| forget_record(&stamp, &doc, e, &ts))
         .collect();
     let journal_records =
-        journal::erase(&layout.journal_file(), |r| scope.touches(r), &ts, &forgets)?;
+        journal::erase(&layout.journal_file(), |r| scope.scrub(r, &ts), &forgets)?;
     at(layout, Step::EraseJournaled);
-    let recalls = recall::erase(&layout.recall_log(), |h| {
-        scope.names(given(h.id.as_str())) || scope.asked(&h.query)
-    })?;
     remove_entries(layout, &mut doc, &live, &stamp)?;
     at(layout, Step::EraseEntriesWritten);
-    redact(layout, &scope.facts, &ts)?;
+    redact(layout, &scope, &facts, &ts)?;
     at(layout, Step::EraseArchiveWritten);
+    tombstones::erase(&layout.tombstones_file(), |t| scope.empty_tombstone(t), &[])?;
     Ok(Erasure {
         id: id.to_string(),
         entries: scope
@@ -209,6 +272,34 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         journal_records,
         recalls,
     })
+}
+
+/// The index purged after an erasure ([`erase`]): the mark that it was
+/// due goes (`memd check` reports an erasure while it is there).
+pub fn purged(layout: &Layout) -> Result<()> {
+    match std::fs::remove_file(layout.erase_pending()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// The erasures whose index purge has not finished (a crash, or a failure
+/// of the index, after the files): their ids.
+pub(crate) fn purge_pending(layout: &Layout) -> Result<Vec<String>> {
+    let (ids, _) = crate::jsonl::read::<String>(&layout.erase_pending())?;
+    Ok(ids)
+}
+
+/// A `FORGET` of live entry `e` by the erasure, without its text.
+fn forget_record(stamp: &Stamp, doc: &Document, e: &EntryId, ts: &str) -> Record {
+    let mut r = stamp.record(journal::Op::Forget, e.as_str());
+    r.sources = doc
+        .get(e.as_str())
+        .and_then(|x| x.meta.as_ref())
+        .map(|m| m.sources.clone())
+        .unwrap_or_default();
+    r.erased = Some(ts.to_string());
+    r
 }
 
 /// What erasing `id` covers. An id that names nothing memd knows, and that
@@ -272,17 +363,22 @@ fn scope(
     {
         s.facts.insert(f.id.clone());
     }
-    held_elsewhere(&s, doc)?;
+    held_elsewhere(&s, id, doc)?;
     Ok(s)
 }
 
 /// An entry not erased that holds a fact of the erasure, or says one of
 /// its texts: refused, naming the entry (the erasure would leave that
 /// entry saying it).
-fn held_elsewhere(s: &Scope, doc: &Document) -> Result<()> {
+fn held_elsewhere(s: &Scope, erased: &str, doc: &Document) -> Result<()> {
     for e in doc.entries() {
         let id = e.id();
-        if id.is_some_and(|id| s.entries.contains(id.as_str())) {
+        if let Some(id) = id.filter(|i| s.entries.contains(i.as_str())) {
+            if id.as_str() != erased {
+                return Err(Error::Invalid(format!(
+                    "entry {id} was merged into {erased} and is in the file again (an undo): erase it on its own first; nothing was erased"
+                )));
+            }
             continue;
         }
         let sources = e.meta.iter().flat_map(|m| m.sources.iter());
@@ -306,48 +402,47 @@ fn held_elsewhere(s: &Scope, doc: &Document) -> Result<()> {
     Ok(())
 }
 
-/// The receipt (the union with an earlier one of the same erasure), and
-/// every earlier tombstone of an erased text emptied to its hash: one
-/// atomic rewrite of the tombstones.
-fn write_receipt(
-    layout: &Layout,
-    id: &str,
-    scope: &Scope,
-    stones: &Tombstones,
-    stamp: &Stamp,
-) -> Result<()> {
-    let receipt = scope.receipt(id, &stamp.clock);
-    let same = |t: &Tombstone| {
-        receipt_of(t, id) && t.hashes == receipt.hashes && {
-            let mut a = t.sources.clone();
-            let mut b = receipt.sources.clone();
-            a.sort();
-            b.sort();
-            a == b
+/// What says an erased text and is not the erasure's to take, refused
+/// before anything is written, named: another archive fact that says it
+/// within its own words, the person's own text in MEMORY.md, a line of a
+/// JSON-lines file memd cannot read (it cannot be rewritten without it).
+fn said_elsewhere(layout: &Layout, id: &str, s: &Scope, facts: &[Fact]) -> Result<()> {
+    let refuse = |what: String| {
+        Err(Error::Invalid(format!(
+            "{what} says what erasing {id} takes: erase or edit it first; nothing was erased"
+        )))
+    };
+    let ours = |f: &Fact| s.facts.contains(&f.id) || s.hashes.contains(&erased_hash(&f.text));
+    if let Some(f) = facts.iter().find(|f| !ours(f) && s.holds(&f.text)) {
+        return refuse(format!(
+            "fact {} (archive/{}.md line {})",
+            f.id, f.day, f.line
+        ));
+    }
+    let core = core_md::CoreMd::read(&layout.memory_md())?;
+    if s.holds(&core.notes()) {
+        return refuse("MEMORY.md's own text (outside memd's markers)".into());
+    }
+    let files = [
+        (
+            crate::layout::rel::JOURNAL,
+            crate::jsonl::unreadable::<Record>(&layout.journal_file())?,
+        ),
+        (
+            crate::layout::rel::TOMBSTONES,
+            crate::jsonl::unreadable::<Tombstone>(&layout.tombstones_file())?,
+        ),
+        (
+            crate::layout::rel::RECALL_LOG,
+            crate::jsonl::unreadable::<recall::Hit>(&layout.recall_log())?,
+        ),
+    ];
+    for (file, lines) in files {
+        if let Some((n, _)) = lines.iter().find(|(_, l)| s.holds(l)) {
+            return refuse(format!("{file} line {n}, which memd cannot read,"));
         }
-    };
-    let have = stones.all.iter().any(same);
-    let extra = match have {
-        true => Vec::new(),
-        false => vec![receipt],
-    };
-    tombstones::erase(
-        &layout.tombstones_file(),
-        |t| {
-            if receipt_of(t, id) && !have {
-                return Some(None);
-            }
-            let said = !t.text.is_empty()
-                && (scope.hashes.contains(&erased_hash(&t.text)) || scope.tombstone_of(t));
-            said.then(|| {
-                let mut t = t.clone();
-                t.hashes.push(erased_hash(&t.text));
-                t.text = String::new();
-                Some(t)
-            })
-        },
-        &extra,
-    )
+    }
+    Ok(())
 }
 
 /// The live entries of the erasure out of the file, and their lines out
@@ -369,16 +464,24 @@ fn remove_entries(
     crate::forget::save(layout, doc, stamp)
 }
 
-/// Each erased fact's line, a redaction line, day by day.
-fn redact(layout: &Layout, facts: &BTreeSet<FactId>, ts: &str) -> Result<()> {
-    let mut by_day: BTreeMap<&str, HashSet<FactId>> = BTreeMap::new();
-    for f in facts {
-        if let Some((day, _)) = f.as_str().split_once('#') {
-            by_day.entry(day).or_default().insert(f.clone());
-        }
-    }
-    for (day, ids) in by_day {
-        archive::redact(layout, day, &ids, ts)?;
+/// Each erased fact's line (by its id, or its text's hash: a line said
+/// again meanwhile too), a redaction line, day by day.
+fn redact(layout: &Layout, scope: &Scope, facts: &[Fact], ts: &str) -> Result<()> {
+    let gone =
+        |f: &Fact| scope.facts.contains(&f.id) || scope.hashes.contains(&erased_hash(&f.text));
+    let mut days: BTreeSet<&str> = facts
+        .iter()
+        .filter(|f| gone(f))
+        .map(|f| f.day.as_str())
+        .collect();
+    days.extend(
+        scope
+            .facts
+            .iter()
+            .filter_map(|f| f.as_str().split_once('#').map(|(d, _)| d)),
+    );
+    for day in days {
+        archive::redact(layout, day, &gone, ts)?;
     }
     Ok(())
 }

@@ -85,6 +85,12 @@ pub enum Error {
     /// Anything else, said in words.
     #[error("{0}")]
     Message(String),
+    /// An LLM call not made: it could pass the day's token budget
+    /// (`[llm] max_tokens_per_day`, [`crate::usage`]).
+    #[error(
+        "the day's LLM budget is spent: {spent} of {limit} tokens, and a call may take {asked} more ([llm] max_tokens_per_day); the facts wait for tomorrow"
+    )]
+    OverBudget { spent: u64, limit: u64, asked: u64 },
     /// Done in part: what was left undone is said, and waits for another
     /// try (a consolidation whose judge failed on some clusters).
     #[error("{0}")]
@@ -167,6 +173,15 @@ impl Error {
             },
             Error::Context { cause, .. } => cause.kind(),
             _ => Kind::Other,
+        }
+    }
+
+    /// Whether this is (or wraps) [`Error::OverBudget`].
+    pub fn is_over_budget(&self) -> bool {
+        match self {
+            Error::OverBudget { .. } => true,
+            Error::Context { cause, .. } => cause.is_over_budget(),
+            _ => false,
         }
     }
 

@@ -239,6 +239,17 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     };
     let records = journal::read(&layout.journal_file())?;
     let forgot = forgetting(&records, id);
+    // An erasure took its text (of this forget, or of another's with the
+    // same words): nothing to put back.
+    let emptied = stones
+        .all
+        .iter()
+        .any(|t| t.of(id) && t.text.is_empty() && !t.hashes.is_empty());
+    if emptied || forgot.as_ref().is_some_and(|r| r.erased.is_some()) {
+        return Err(crate::Error::Invalid(format!(
+            "{id} says a text that was erased (`memd forget --erase`): it cannot be brought back"
+        )));
+    }
     let mut text = forgot
         .as_ref()
         .and_then(|r| r.before.clone())

@@ -181,6 +181,8 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
             Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
             Op::Suppress => {}
             // An undo or an edit states what the entry holds now, whole.
+            // (One whose text an erasure took says nothing of it.)
+            Op::Undo | Op::Edit if r.erased.is_some() && r.after.is_none() => {}
             Op::Undo | Op::Edit => {
                 l.alive = r.after.is_some();
                 l.sources = r
@@ -203,30 +205,17 @@ pub fn append(path: &Path, records: &[Record]) -> Result<()> {
     jsonl::append(path, records).with_context(|| format!("appending to {}", path.display()))
 }
 
-/// An erasure's rewrite ([`crate::erase`]): every record `touches` picks
-/// loses its texts before and after (marked [`Record::erased`] at `ts`),
-/// and `extra` is appended; atomically. Returns how many records lost
-/// their texts.
+/// An erasure's rewrite ([`crate::erase`]): each record through `scrub`
+/// (`Some`: the record without the texts it took, marked
+/// [`Record::erased`]), and `extra` appended; atomically. Returns how
+/// many records lost texts.
 pub(crate) fn erase(
     path: &Path,
-    touches: impl Fn(&Record) -> bool,
-    ts: &str,
+    scrub: impl Fn(&Record) -> Option<Record>,
     extra: &[Record],
 ) -> Result<usize> {
-    jsonl::rewrite(
-        path,
-        |r: &Record| {
-            touches(r).then(|| {
-                let mut r = r.clone();
-                r.before = None;
-                r.after = None;
-                r.erased = Some(ts.to_string());
-                Some(r)
-            })
-        },
-        extra,
-    )
-    .with_context(|| format!("rewriting {}", path.display()))
+    jsonl::rewrite(path, |r: &Record| scrub(r).map(Some), extra)
+        .with_context(|| format!("rewriting {}", path.display()))
 }
 
 pub fn read(path: &Path) -> Result<Vec<Record>> {

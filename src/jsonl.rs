@@ -6,11 +6,9 @@
 //! files are only ever appended to, but by an erasure ([`rewrite`], which
 //! keeps such a line as it is).
 
-use std::fs::OpenOptions;
 use std::io;
 use std::path::Path;
 
-use fs4::fs_std::FileExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -66,12 +64,7 @@ pub fn append_then<T: Serialize>(path: &Path, records: &[T], sync: bool) -> io::
         serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
         buf.push(b'\n');
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    file.lock_exclusive()?;
+    let mut file = crate::atomic::open_locked(path)?;
     let len = file.metadata()?.len();
     if len > 0 && !ends_with_newline(path, len)? {
         buf.insert(0, b'\n');
@@ -80,40 +73,35 @@ pub fn append_then<T: Serialize>(path: &Path, records: &[T], sync: bool) -> io::
 }
 
 /// Rewrite `path` atomically, each well-formed record through `change`
-/// (`None` drops it); a line that does not parse is kept as it is, and
-/// so is a record `change` leaves alone, byte for byte. The one rewrite
-/// of these files: an erasure's (`memd forget --erase`). Appenders are
-/// held off by the file's lock while it runs. Returns how many records
-/// changed.
+/// (`None`: left as it is, byte for byte; `Some(None)`: dropped); a line
+/// that does not parse is kept byte for byte. The one rewrite of these
+/// files: an erasure's (`memd forget --erase`), under the file's lock
+/// (appenders check they hold the file the path names:
+/// [`crate::atomic::open_locked`]). Returns how many records changed.
 pub fn rewrite<T: Serialize + DeserializeOwned>(
     path: &Path,
     mut change: impl FnMut(&T) -> Option<Option<T>>,
     extra: &[T],
 ) -> io::Result<usize> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    file.lock_exclusive()?;
+    let _lock = crate::atomic::open_locked(path)?;
     let bytes = std::fs::read(path)?;
-    let text = String::from_utf8_lossy(&bytes);
     let (mut out, mut changed) = (Vec::with_capacity(bytes.len()), 0);
-    for line in text.lines() {
-        let new = serde_json::from_str::<T>(line)
-            .ok()
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let text = std::str::from_utf8(line).ok();
+        let new = text
+            .and_then(|t| serde_json::from_str::<T>(t.trim_end()).ok())
             .and_then(|r| change(&r));
         match new {
-            None => out.extend_from_slice(line.as_bytes()),
-            Some(None) => {
-                changed += 1;
-                continue;
-            }
+            None => out.extend_from_slice(line),
+            Some(None) => changed += 1,
             Some(Some(r)) => {
                 changed += 1;
                 serde_json::to_writer(&mut out, &r).map_err(io::Error::other)?;
+                out.push(b'\n');
             }
         }
+    }
+    if !out.is_empty() && !out.ends_with(b"\n") {
         out.push(b'\n');
     }
     for r in extra {
@@ -124,6 +112,20 @@ pub fn rewrite<T: Serialize + DeserializeOwned>(
         crate::atomic::write(path, &out)?;
     }
     Ok(changed)
+}
+
+/// The lines of `path` that do not parse as `T`: line number and text.
+pub fn unreadable<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<(usize, String)>> {
+    let Some(bytes) = crate::atomic::read_if_exists(path)? else {
+        return Ok(Vec::new());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && serde_json::from_str::<T>(l).is_err())
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect())
 }
 
 /// Whether the last byte of the file at `path` (of length `len`) is a newline.

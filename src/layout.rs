@@ -20,6 +20,7 @@ pub mod rel {
     pub const CORE: &str = "MEMORY.md";
     pub const TOMBSTONES: &str = ".tombstones.jsonl";
     pub const RECALL_LOG: &str = ".recall_log.jsonl";
+    pub const USAGE: &str = ".llm_usage.jsonl";
     pub const STATE: &str = ".consolidation_state.json";
     pub const RUNTIME: &str = ".memd";
     pub const INDEX: &str = ".memd/index";
@@ -178,6 +179,9 @@ impl Layout {
     pub fn recall_log(&self) -> PathBuf {
         self.at(rel::RECALL_LOG)
     }
+    pub fn usage_file(&self) -> PathBuf {
+        self.at(rel::USAGE)
+    }
     pub fn state_file(&self) -> PathBuf {
         self.at(rel::STATE)
     }
@@ -192,6 +196,10 @@ impl Layout {
     /// Derived and runtime data only: the one folder that may be deleted.
     pub fn runtime_dir(&self) -> PathBuf {
         self.at(rel::RUNTIME)
+    }
+    /// The erasures whose index purge is due ([`crate::erase`]).
+    pub fn erase_pending(&self) -> PathBuf {
+        self.runtime_dir().join("erase-pending.jsonl")
     }
     pub fn index_dir(&self) -> PathBuf {
         self.at(rel::INDEX)

@@ -36,6 +36,8 @@
 //! | `MEMORY.md`                            | [`core_md`]   |
 //! | `.tombstones.jsonl`                    | [`tombstones`]  |
 //! | `.recall_log.jsonl`                    | [`recall`]      |
+//! | `.llm_usage.jsonl`                     | [`usage`]       |
+//! | `.memd/erase-pending.jsonl`            | [`erase`]       |
 //! | `.consolidation_state.json`            | [`state`]       |
 //! | `.memd/watch.json`                     | [`watch`]       |
 //! | `.memd/daemon.json`, `.memd/daemon.lock` | [`server::info`] |
@@ -135,6 +137,7 @@ pub mod status;
 pub mod steps;
 pub mod text;
 pub mod tombstones;
+pub mod usage;
 pub mod watch;
 
 pub use error::{Error, Result};

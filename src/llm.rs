@@ -61,6 +61,9 @@ pub struct Client {
     max_attempts: u32,
     /// The most structured [`Format`] the endpoint is asked for.
     format: AtomicU8,
+    /// What the calls may spend, and where they are recorded (a memory's
+    /// runs; none for evaluations).
+    budget: Option<std::sync::Arc<crate::usage::Budget>>,
 }
 
 /// How a reply is asked for, most structured first.
@@ -142,7 +145,14 @@ impl Client {
                 .filter(|k| !k.is_empty()),
             max_attempts: cfg.max_attempts.max(1),
             format: AtomicU8::new(format as u8),
+            budget: None,
         })
+    }
+
+    /// This client, its calls admitted by and recorded in `budget`.
+    pub fn with_budget(mut self, budget: crate::usage::Budget) -> Client {
+        self.budget = Some(std::sync::Arc::new(budget));
+        self
     }
 
     /// The most structured format this endpoint is asked for now.
@@ -175,8 +185,29 @@ impl Client {
     }
 
     /// One completion whose reply must follow `schema` (a JSON Schema),
-    /// where the endpoint takes one.
+    /// where the endpoint takes one. With a budget, a call that could pass
+    /// it is not made ([`crate::Error::OverBudget`]), and what a call made
+    /// spent is recorded.
     pub async fn chat_with(
+        &self,
+        messages: &[Message],
+        schema: Option<&serde_json::Value>,
+    ) -> Result<(String, Usage)> {
+        let Some(budget) = &self.budget else {
+            return self.call(messages, schema).await;
+        };
+        let chars = messages.iter().map(|m| m.content.len()).sum();
+        let admitted = budget.admit(chars)?;
+        let reply = self.call(messages, schema).await;
+        let tokens = reply
+            .as_ref()
+            .ok()
+            .map(|(_, u)| u.prompt_tokens + u.completion_tokens);
+        budget.spent(admitted, tokens)?;
+        reply
+    }
+
+    async fn call(
         &self,
         messages: &[Message],
         schema: Option<&serde_json::Value>,

@@ -26,11 +26,10 @@ pub fn append(path: &Path, hits: &[Hit]) -> Result<()> {
     jsonl::append(path, hits).with_context(|| format!("appending to {}", path.display()))
 }
 
-/// An erasure's rewrite ([`crate::erase`]): the hits `gone` picks are
-/// dropped, atomically. Returns how many.
-pub(crate) fn erase(path: &Path, gone: impl Fn(&Hit) -> bool) -> Result<usize> {
-    jsonl::rewrite(path, |h: &Hit| gone(h).then_some(None), &[])
-        .with_context(|| format!("rewriting {}", path.display()))
+/// An erasure's rewrite ([`crate::erase`]): each hit through `change`
+/// (see [`jsonl::rewrite`]), atomically. Returns how many changed.
+pub(crate) fn erase(path: &Path, change: impl Fn(&Hit) -> Option<Option<Hit>>) -> Result<usize> {
+    jsonl::rewrite(path, change, &[]).with_context(|| format!("rewriting {}", path.display()))
 }
 
 /// How long after a search its recalls may wait for their fsync: the

@@ -75,6 +75,9 @@ pub struct Run {
     /// The undos of this run, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undone_by: Vec<RunId>,
+    /// Tokens its LLM calls spent ([`crate::usage`]).
+    #[serde(default)]
+    pub tokens: u64,
 }
 
 /// The journal's name of an op (`ADD`, `REPLACE`, …).
@@ -102,6 +105,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
                 facts: 0,
                 undoes: None,
                 undone_by: Vec::new(),
+                tokens: 0,
             });
             facts.push(BTreeSet::new());
             runs.len() - 1
@@ -151,6 +155,10 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
         if let Some(&i) = at.get(undone.as_str()) {
             runs[i].undone_by.push(by);
         }
+    }
+    let tokens = crate::usage::by_run(layout)?;
+    for run in &mut runs {
+        run.tokens = tokens.get(&run.id).copied().unwrap_or(0);
     }
     Ok(runs)
 }

@@ -33,6 +33,11 @@ pub struct Report {
     pub last_consolidation: Option<String>,
     /// Which judge consolidation uses: the built-in one or an LLM.
     pub judge: String,
+    /// Tokens the LLM calls spent today (the memory's local day).
+    pub llm_tokens_today: u64,
+    /// `[llm] max_tokens_per_day`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_budget: Option<u64>,
     /// The embedder, and whether its model's files are in place.
     pub embedder: crate::embed::Model,
     /// Per source file: `fresh`, `stale` or `not indexed`.
@@ -84,6 +89,15 @@ pub fn gather(memory: &Memory) -> Result<Report> {
     let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
     let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
     let judge = crate::consolidate::Judge::describe(config);
+    let llm_tokens_today = crate::usage::spent_today(layout, &memory.clock.today())?;
+    let llm_budget = config.llm.daily_budget();
+    if let Some(limit) = llm_budget
+        && llm_tokens_today + crate::usage::COMPLETION_ALLOWANCE > limit
+    {
+        warnings.push(format!(
+            "the day's LLM budget is spent ({llm_tokens_today} of {limit} tokens, [llm] max_tokens_per_day): consolidation makes no LLM call until tomorrow and {pending} facts wait"
+        ));
+    }
     let embedder = crate::embed::Model::of(&config.embedder);
     warnings.extend(embedder.missing.clone());
     Ok(Report {
@@ -109,6 +123,8 @@ pub fn gather(memory: &Memory) -> Result<Report> {
         pending_facts: pending,
         last_consolidation: state.last_run,
         judge,
+        llm_tokens_today,
+        llm_budget,
         embedder,
         index: crate::index::fingerprints::freshness(layout)?,
         daemon: crate::server::info::running(layout),

@@ -62,6 +62,9 @@ pub enum Kind {
     /// wrote it; it is kept out, and erasing its id takes it out of the
     /// file).
     ErasedSaidAgain,
+    /// A run that called the LLM when the day's budget was already spent
+    /// (`[llm] max_tokens_per_day`).
+    PastBudget,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

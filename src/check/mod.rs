@@ -133,6 +133,12 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     };
     let next_run = facts_and_entries.check(&mut report);
     erasures(layout, (&doc, &facts, &journal), &tombstones, &mut report)?;
+    for (run, seen, limit) in crate::usage::past_budget(layout)? {
+        let what = format!(
+            "run {run} called the LLM after the day's runs before it had spent {seen} tokens of a budget of {limit}"
+        );
+        report.problem(Kind::PastBudget, rel::USAGE, None, what);
+    }
     memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
     listed((&doc, &tombstones, &facts), &mut report);
     json_lines(layout, &mut report)?;
@@ -153,6 +159,12 @@ fn erasures(
     }
     let redacted = archive::erased_all(layout)?.into_iter().collect();
     let found = crate::erase::check(tombstones, files, &redacted);
+    for id in crate::erase::purge_pending(layout)? {
+        let what = format!(
+            "the index may still hold what erasing {id} took (deleted rows, old versions, embeddings): run `memd forget --erase {id}` again to finish it"
+        );
+        report.problem(Kind::EraseUnfinished, crate::layout::rel::INDEX, None, what);
+    }
     for what in found.unfinished {
         report.problem(Kind::EraseUnfinished, rel::TOMBSTONES, None, what);
     }
@@ -315,6 +327,10 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
         (
             rel::RECALL_LOG,
             jsonl::read::<recall::Hit>(&layout.recall_log())?.1,
+        ),
+        (
+            rel::USAGE,
+            jsonl::read::<crate::usage::Call>(&layout.usage_file())?.1,
         ),
     ];
     for (file, lines) in bad {

@@ -43,6 +43,9 @@ fn render(r: &Run) -> String {
         ops.join(", "),
         r.facts
     );
+    if r.tokens > 0 {
+        line.push_str(&format!("  tokens {}", r.tokens));
+    }
     if let Some(u) = &r.undoes {
         line.push_str(&format!("  undoes {u}"));
     }

@@ -75,6 +75,13 @@ fn files(r: &Report) -> String {
         r.last_consolidation.as_deref().unwrap_or("never")
     ));
     out.push_str(&format!("judge             {}\n", r.judge));
+    let budget = r
+        .llm_budget
+        .map_or(String::new(), |b| format!(" of {b} (max_tokens_per_day)"));
+    out.push_str(&format!(
+        "LLM tokens today  {}{budget}\n",
+        r.llm_tokens_today
+    ));
     out.push_str(&format!("embedder          {}\n", embedder(&r.embedder)));
     let stale: Vec<_> = r
         .index

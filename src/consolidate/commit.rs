@@ -29,6 +29,7 @@ pub(crate) fn commit(
         if let Decision::Failed {
             counted: true,
             error,
+            ..
         } = &p.decision
         {
             for id in p.cluster.fact_ids() {

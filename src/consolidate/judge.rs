@@ -38,6 +38,19 @@ impl Judge {
         })
     }
 
+    /// The judge of run `run` of `memory`: its LLM's calls held to the
+    /// day's budget and recorded ([`crate::usage`]).
+    pub fn for_run(memory: &Memory, run: &crate::ids::RunId) -> Result<Judge> {
+        Ok(match Judge::from_config(&memory.config)? {
+            Judge::Llm(client) => {
+                let limit = memory.config.llm.daily_budget();
+                let budget = crate::usage::Budget::open(&memory.layout, memory.clock, run, limit)?;
+                Judge::Llm(client.with_budget(budget))
+            }
+            built_in => built_in,
+        })
+    }
+
     /// A short name for run and evaluation reports.
     pub(crate) fn label(config: &Config) -> String {
         if config.llm.configured() {
@@ -71,6 +84,8 @@ pub(crate) enum Decision {
     Failed {
         error: String,
         counted: bool,
+        /// The day's LLM budget stopped the call ([`crate::usage`]).
+        over_budget: bool,
     },
 }
 
@@ -232,6 +247,7 @@ impl Ctx<'_> {
                         Decision::Failed {
                             error: format!("{e:#}"),
                             counted: false,
+                            over_budget: e.is_over_budget(),
                         },
                         failures,
                     );
@@ -239,7 +255,18 @@ impl Ctx<'_> {
             };
             match self.verdict(&reply, &cluster) {
                 Ok((ops, kept_out)) => {
-                    let ops = self.update_check(ops, &cluster).await;
+                    let ops = match self.update_check(ops, &cluster).await {
+                        Ok(ops) => ops,
+                        Err(e) => {
+                            let error = format!("{e:#}");
+                            let failed = Decision::Failed {
+                                error,
+                                counted: false,
+                                over_budget: true,
+                            };
+                            return planned(failed, failures);
+                        }
+                    };
                     let mut p = planned(Decision::Ops(ops), failures);
                     p.kept_out = kept_out;
                     return p;
@@ -264,6 +291,7 @@ impl Ctx<'_> {
             Decision::Failed {
                 error: last_error,
                 counted: true,
+                over_budget: false,
             },
             failures,
         )
@@ -339,10 +367,11 @@ impl Ctx<'_> {
     /// [`update::update_candidates`]): an ADD the judge says makes an entry
     /// out of date becomes a REPLACE keeping the old text as history. No
     /// answer, or one naming no candidate, leaves the ADD: the default is
-    /// keep.
-    async fn update_check(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Vec<Op> {
+    /// keep. A look the day's budget does not allow is an error: the
+    /// cluster waits rather than decide without it.
+    async fn update_check(&self, mut ops: Vec<Op>, cluster: &Cluster) -> Result<Vec<Op>> {
         let Some(template) = self.templates.update else {
-            return ops;
+            return Ok(ops);
         };
         for i in 0..ops.len() {
             let candidates = update::update_candidates(&ops, i, cluster);
@@ -354,6 +383,7 @@ impl Ctx<'_> {
             let prompt = prompts::render(template, &[("entries", &entries), ("fact", &fact)]);
             let answer = match self.ask(&[Message::user(prompt)], None).await {
                 Ok(reply) => llm::extract_json(&reply).ok(),
+                Err(e) if e.is_over_budget() => return Err(e),
                 Err(e) => {
                     tracing::warn!(error = %format!("{e:#}"), "second look failed; the ADD stays");
                     None
@@ -364,7 +394,7 @@ impl Ctx<'_> {
                 tracing::info!(entry = %cluster.entries[candidates[k]].id, "second look: the ADD updates an entry");
             }
         }
-        ops
+        Ok(ops)
     }
 }
 

@@ -125,8 +125,8 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     let layout = &memory.layout;
     let _lock = crate::entries::lock(layout)?;
     let started = Instant::now();
-    let judge = Judge::from_config(&memory.config)?;
     let stamp = Stamp::new(memory.clock);
+    let judge = Judge::for_run(memory, &stamp.run)?;
     let mut report = Report {
         run_id: stamp.run.clone(),
         dry_run: opts.dry_run,
@@ -331,9 +331,10 @@ fn summarize(planned: &[Planned], restatements: usize, report: &mut Report) {
                     "replies stayed invalid: adding the facts verbatim, marked unreviewed"
                 );
             }
-            Decision::Failed { .. } => {
+            Decision::Failed { over_budget, .. } => {
                 report.failed_clusters += 1;
                 report.failed_facts.extend(p.cluster.fact_ids().cloned());
+                report.over_budget |= over_budget;
             }
             Decision::Ops(_) => {}
         }

@@ -114,6 +114,10 @@ pub struct Report {
     /// (`memd consolidate` exits 6 when there are any).
     #[serde(default)]
     pub failed_facts: Vec<FactId>,
+    /// The day's LLM budget (`[llm] max_tokens_per_day`) stopped a call:
+    /// the failed clusters' facts wait for another day.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
     /// Facts added verbatim and marked unreviewed.
     pub fallback_facts: usize,
     /// Facts settled after this run (decided, in an entry, or forgotten).

@@ -95,15 +95,10 @@ impl Cached {
             }
             progress.inc(chunk.len() as u64);
             // A failed cache write only costs a re-embedding later.
-            if let Err(e) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-                .and_then(|mut f| {
-                    // Whole records only, also with several processes.
-                    fs4::fs_std::FileExt::lock_exclusive(&f)?;
-                    f.write_all(&buf)
-                })
+            // Whole records only, also with several processes (and into the
+            // file the path names: an erasure renames a new one over it).
+            if let Err(e) =
+                crate::atomic::open_locked(&self.path).and_then(|mut f| f.write_all(&buf))
             {
                 tracing::warn!(file = %self.path.display(), error = %e, "cannot write the embedding cache");
             }
@@ -129,12 +124,17 @@ impl Cached {
                 buf.extend_from_slice(&x.to_le_bytes());
             }
         }
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        fs4::fs_std::FileExt::lock_exclusive(&f)?;
+        let _lock = crate::atomic::open_locked(&self.path)?;
         crate::atomic::write(&self.path, &buf)?;
+        // Another embedder's cache may hold the erased texts' vectors too:
+        // it is derived, and goes (made again if that embedder comes back).
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        for e in std::fs::read_dir(dir)?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("embeddings-") && name.ends_with(".bin") && e.path() != self.path {
+                std::fs::remove_file(e.path())?;
+            }
+        }
         Ok(())
     }
 }

@@ -137,11 +137,8 @@ impl Request for Add {
             facts[0].supersedes = self.supersedes;
         }
         let now = target.memory.clock.now();
-        let appended = blocking(move || {
-            let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
-            archive::append_unless_erased(&layout, now, &facts, &stones)
-        })
-        .await?;
+        let appended =
+            blocking(move || archive::append_unless_erased(&layout, now, &facts)).await?;
         let similar = match self.similar {
             true => Some(similar(target, &appended).await),
             false => None,

@@ -71,6 +71,7 @@ impl Request for Erase {
         let memory = target.memory.clone();
         let gone = blocking(move || crate::erase::erase(&memory, &self.id)).await?;
         target.index().await?.writer.purge().await?;
+        crate::erase::purged(&target.memory.layout)?;
         Ok(gone)
     }
 }

@@ -4,6 +4,7 @@
 
 mod api;
 mod archive;
+mod budget;
 mod check;
 mod cli;
 mod config;

@@ -186,6 +186,9 @@ class RunReport(Model):
     declared_updates: int = 0
     failed_clusters: int = 0
     failed_facts: list[str] = field(default_factory=list)
+    over_budget: bool = False
+    """The day's LLM budget (``max_tokens_per_day``) stopped a call: the
+    failed clusters' facts wait for another day."""
     fallback_facts: int = 0
     facts_done: int = 0
     promoted_lines: int = 0
@@ -313,6 +316,8 @@ class Run(Model):
     facts: int
     undoes: str | None = None
     undone_by: list[str] = field(default_factory=list)
+    tokens: int = 0
+    """Tokens its LLM calls spent."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -404,6 +409,9 @@ class Status(Model):
     pending_facts: int
     last_consolidation: str | None = None
     judge: str
+    llm_tokens_today: int = 0
+    llm_budget: int | None = None
+    """``[llm] max_tokens_per_day``, when set."""
     embedder: EmbedderInfo | None = None
     """(Daemons after 0.1.0's first releases.)"""
     index: dict[str, str]

@@ -92,6 +92,11 @@ pub enum Action {
     UndoForget {
         pick: u8,
     },
+    /// `[llm] max_tokens_per_day` set for the LLM runs that follow (one of
+    /// a few budgets: most calls refused, some, none), or cleared.
+    Budget {
+        tokens: Option<u8>,
+    },
     /// `memd forget --erase` of an entry (picked among the file's) or of
     /// a fact the user said.
     Erase {
@@ -184,6 +189,8 @@ impl Action {
             Action::ForgetFact { .. } => "forget a fact",
             Action::ForgetMatch { .. } => "forget --match",
             Action::UndoForget { .. } => "forget --undo",
+            Action::Budget { tokens: Some(_) } => "LLM budget set (max_tokens_per_day)",
+            Action::Budget { tokens: None } => "LLM budget cleared",
             Action::Erase { entry: true, .. } => "forget --erase an entry",
             Action::Erase { entry: false, .. } => "forget --erase a fact",
             Action::Undo {
@@ -281,6 +288,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => any::<u8>().prop_map(|text| Action::ForgetMatch { text }),
         3 => any::<u8>().prop_map(|pick| Action::UndoForget { pick }),
         2 => (any::<u8>(), any::<bool>()).prop_map(|(pick, entry)| Action::Erase { pick, entry }),
+        1 => proptest::option::weighted(0.7, any::<u8>()).prop_map(|tokens| Action::Budget { tokens }),
         3 => (any::<u8>(), any::<bool>()).prop_map(|(pick, keep_out)| Action::Undo { pick, keep_out }),
         1 => any::<bool>().prop_map(|clear| Action::Reindex { clear }),
         1 => Just(Action::CheckFix),

@@ -30,6 +30,8 @@ pub struct World {
     hours: i64,
     offset: i32,
     llm_url: String,
+    /// `[llm] max_tokens_per_day` of the LLM runs (none: no budget).
+    budget: Option<u64>,
     judge: Arc<AtomicU8>,
     pub ledger: Ledger,
     /// What happened, for a failure's message.
@@ -72,6 +74,7 @@ impl World {
             hours: 0,
             offset: 0,
             llm_url: llm.url,
+            budget: None,
             judge,
             ledger: Ledger::default(),
             log: Vec::new(),
@@ -125,6 +128,13 @@ impl World {
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
             Action::Erase { pick, entry } => self.erase(*pick, *entry),
+            Action::Budget { tokens } => {
+                // Each scripted reply spends 120 tokens; a call asks for
+                // its prompt and 512 more: 600 refuses every call, 5,000
+                // some, 100,000 hardly any.
+                self.budget = tokens.map(|t| [600, 5_000, 100_000][t as usize % 3]);
+                Ok(())
+            }
             Action::ForgetMatch { text } => self.forget_match(actions::text(*text)),
             Action::UndoForget { pick } => self.undo_forget(*pick),
             Action::Undo { pick, keep_out } => self.undo(*pick, *keep_out),
@@ -584,6 +594,9 @@ impl World {
         if judge != Judge::BuiltIn {
             let url = &self.llm_url;
             config.push_str(&format!("[llm]\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_attempts = 1\ntimeout_seconds = 10\n"));
+            if let Some(b) = self.budget {
+                config.push_str(&format!("max_tokens_per_day = {b}\n"));
+            }
         }
         std::fs::write(self.layout.config_file(), config)?;
         self.judge.store(judge as u8, Ordering::Relaxed);
