@@ -12,7 +12,8 @@ use serde_json::{Map, Value, json};
 use crate::consolidate;
 use crate::error::{Context, Result};
 use crate::request::{
-    self, Add, Consolidate, Core, EditEntry, Entries, EntryView, Forget, GetEntry, Search, Target,
+    self, Add, Consolidate, Core, EditEntry, Entries, EntryView, Erase, Forget, GetEntry, Search,
+    Target,
 };
 
 type Answer<'a> = Pin<Box<dyn Future<Output = Result<Answered>> + Send + 'a>>;
@@ -107,6 +108,18 @@ pub(super) const TOOLS: &[Tool] = &[
         schema: || schema::<Forget>(&[]),
         output: object::<crate::forget::Candidate>,
         call: |t, args| Box::pin(forget(t, args)),
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+        },
+    },
+    Tool {
+        name: "erase",
+        description: "Erase an entry (e-…) or a pending fact (DAY#HASH): forgotten for good and its text taken out of every file memd keeps (the archive, history, index). Only when the user asks that something be deleted for good (a secret, personal data); it cannot be undone.",
+        schema: || schema::<Erase>(&[]),
+        output: object::<crate::erase::Erasure>,
+        call: |t, args| Box::pin(erase(t, args)),
         hints: Hints {
             read_only: false,
             destructive: true,
@@ -288,6 +301,17 @@ async fn recall(target: &Target, args: Map<String, Value>) -> Result<Answered> {
 async fn forget(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let gone = target.run(read::<Forget>(args)?).await?;
     let text = format!("forgot {} {}: {}", gone.kind, gone.id, gone.text);
+    Answered::new(text, &gone)
+}
+
+async fn erase(target: &Target, args: Map<String, Value>) -> Result<Answered> {
+    let gone = target.run(read::<Erase>(args)?).await?;
+    let text = format!(
+        "erased {}: its text is out of every file (entries: {}, facts: {})",
+        gone.id,
+        gone.entries.len(),
+        gone.facts.len()
+    );
     Answered::new(text, &gone)
 }
 

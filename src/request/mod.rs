@@ -18,7 +18,7 @@
 //! | [`Forget`]     | `DELETE /v1/entries/{id}`          | `memd forget ID`     | `forget`      |
 //! | [`Candidates`] | `GET /v1/candidates`               | `memd forget --match`|               |
 //! | [`Unforget`]   | `POST /v1/entries/{id}/unforget`   | `memd forget --undo` |               |
-//! | [`Erase`]      | `POST /v1/entries/{id}/erase`      | `memd forget --erase`|               |
+//! | [`Erase`]      | `POST /v1/entries/{id}/erase`      | `memd forget --erase`| `erase`       |
 //! | [`History`]    | `GET /v1/entries/{id}/history`     | `memd history`       |               |
 //! | [`Runs`]       | `GET /v1/runs`                     | `memd runs`          |               |
 //! | [`Undo`]       | `POST /v1/runs/{run}/undo`         | `memd undo`          |               |

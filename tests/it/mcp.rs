@@ -40,6 +40,7 @@ fn mcp_speaks_json_rpc_over_stdio() {
             "remember",
             "recall",
             "forget",
+            "erase",
             "core_memory",
             "list_entries",
             "get_entry",
@@ -67,6 +68,7 @@ fn mcp_speaks_json_rpc_over_stdio() {
         assert!(hint(read, "readOnlyHint") && !hint(read, "destructiveHint"));
     }
     assert!(hint("forget", "destructiveHint") && hint("forget", "idempotentHint"));
+    assert!(hint("erase", "destructiveHint") && hint("erase", "idempotentHint"));
     assert!(hint("edit_entry", "destructiveHint") && hint("edit_entry", "idempotentHint"));
     assert!(!hint("remember", "readOnlyHint") && !hint("remember", "destructiveHint"));
     assert!(hint("consolidate", "destructiveHint") && !hint("consolidate", "openWorldHint"));

@@ -27,6 +27,7 @@ TOOLS = [
     "remember",
     "recall",
     "forget",
+    "erase",
     "core_memory",
     "list_entries",
     "get_entry",
@@ -38,6 +39,7 @@ HINTS = {  # (readOnlyHint, destructiveHint, idempotentHint), as src/mcp/tools.r
     "remember": (False, False, False),
     "recall": (True, False, True),
     "forget": (False, True, True),
+    "erase": (False, True, True),
     "core_memory": (True, False, True),
     "list_entries": (True, False, True),
     "get_entry": (True, False, True),
@@ -116,6 +118,8 @@ async def every_tool(called: Called) -> str:
     assert re.search(rf"^- The user rows on the Cam · \S+ \[{rowing}\]$", core, re.MULTILINE), core
     night = next(i for i in ids if i != rowing)
     assert await called.text("forget", id=night) == f"forgot entry {night}: The user is a night owl"
+    erased = await called.text("erase", id=night)
+    assert erased == f"erased {night}: its text is out of every file (entries: 1, facts: 1)"
     return rowing
 
 
@@ -213,3 +217,4 @@ async def test_tool_results_carry_structured_content_that_fits_the_schema(memory
     assert "The user rows on the Cam" in shapes["core_memory"]["text"]
     assert shapes["get_entry"]["text"] == "The user rows on the Thames"
     assert shapes["forget"]["text"] == "The user is a night owl"
+    assert len(shapes["erase"]["facts"]) == 1
