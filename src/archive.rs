@@ -844,10 +844,7 @@ fn append_locked(
     let mut file = crate::atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let erased: Vec<bool> = match unless_erased {
-        true => {
-            let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
-            facts.iter().map(|f| stones.erased(f.text.trim())).collect()
-        }
+        true => crate::tombstones::erased_among(&layout.tombstones_file(), facts)?,
         false => vec![false; facts.len()],
     };
     let kept: Vec<NewFact> = facts
