@@ -2,7 +2,10 @@
 //! stated on a later day ranks above the older, whatever else raised the
 //! older (recall counts for MEMORY.md's lines, words in common with the
 //! query for a search). A superseded line never outranks its successor;
-//! it is only moved below it, never dropped.
+//! it is only moved below it, never dropped. A search raises the newer
+//! only when the query matches it nearly as well as the older
+//! ([`SEARCH_MATCH_RATIO`]): a question about one fact is not answered
+//! with a newer, different fact on the same person.
 
 use crate::embed::cosine;
 
@@ -14,6 +17,66 @@ use crate::embed::cosine;
 /// facts are left as ranked. A pair taken wrongly is only reordered (the
 /// newer just above the older), never dropped.
 pub const SAME_TOPIC_COSINE: f32 = 0.6;
+
+/// A search raises the newer of two hits on the same thing
+/// ([`SAME_TOPIC_COSINE`]) only when the query matches it at least this
+/// share as well as the older (issue 31). An update says what the fact it
+/// replaces said, other value aside, so a question about the older
+/// matches it nearly as well ("where does the user work": 0.47 for the new
+/// employer, 0.48 for the old); a newer, different fact on the same person
+/// matches that question far less, and is left where it ranks. `memd eval
+/// consolidation --data ../shared/evaldata --sets 100 --updates 10` (536
+/// updates, built-in judge, each update beside the entry it replaces):
+/// the update's question with the new fact on top / three questions on
+/// facts the update left alone with their fact on top, of 1,534:
+/// - no current first: 155 / 1,490;
+/// - cosine 0.6 alone (the rule before): 482 / 1,279;
+/// - cosine 0.7 alone: 405 / 1,448;
+/// - **0.6 and this ratio at 0.75: 442 / 1,422** (206 wrong top hits,
+///   against 309);
+/// - 0.6 and 0.8: 420 / 1,439; 0.6 and 0.85: 390 / 1,463;
+/// - 0.65 and 0.75: 426 / 1,450 (194 wrong), but 0.65 leaves a job
+///   change ("works at Acme Corp" → "works at Globex", cosine between the
+///   two) stale on top.
+pub(crate) const SEARCH_MATCH_RATIO: f32 = 0.75;
+
+/// Words that open an entry's history after a comma, a semicolon, a dash
+/// or a parenthesis: memd's own "new (previously: old)", and what judges
+/// write ("now X; previously Y", "X, formerly Y").
+const HISTORY_OPENERS: &[&str] = &["previously", "formerly", "before that", "until recently"];
+
+/// The current statement of an entry's text: the text before its history
+/// ("Works at Microsoft" of "Works at Microsoft (previously: Google)"),
+/// or the whole text when it has none or starts with it. What the
+/// evaluation reads as the answer a hit gives now.
+///
+/// A search ranks an entry by its whole text, not by this. Embedding this
+/// alone was measured (`memd eval consolidation --sets 100 --updates 10
+/// --declared`): a question in the words of the fact an update replaced
+/// found the updated entry, with the new value, first for 505 of 536
+/// updates when the entry is embedded whole, and for 462 embedded by its
+/// current statement, because the history is what such a question
+/// matches, and the entry that holds it says the new value first.
+pub fn statement(text: &str) -> &str {
+    let lower = text.to_lowercase();
+    // Lowercasing can change byte offsets (a few non-ASCII letters); then
+    // the text is taken whole rather than cut at a wrong place.
+    if lower.len() != text.len() {
+        return text;
+    }
+    let cut = lower
+        .char_indices()
+        .filter(|(_, c)| matches!(c, '(' | ';' | ',' | '—' | '['))
+        .find(|&(i, c)| {
+            let rest = lower[i + c.len_utf8()..].trim_start_matches([' ', ':']);
+            HISTORY_OPENERS.iter().any(|o| rest.starts_with(o))
+        })
+        .map(|(i, _)| i);
+    match cut.map(|i| text[..i].trim_end()) {
+        Some(now) if !now.is_empty() => now,
+        _ => text,
+    }
+}
 
 /// How many of the best-ranked entries promotion compares with every
 /// entry for a newer one on the same thing: the lines it can show and
@@ -35,6 +98,9 @@ pub(crate) const PROMOTION_TOP: usize = 90;
 pub(crate) struct Compared {
     pub older: usize,
     pub newer: usize,
+    /// Least share of the older's [`Ranked::matched`] the newer must have
+    /// to be raised above it (0: any).
+    pub match_ratio: f32,
 }
 
 /// What [`raise_newer`] reads and changes of a ranked item.
@@ -47,6 +113,11 @@ pub(crate) trait Ranked {
         false
     }
     fn score(&self) -> f64;
+    /// How well it matches what was asked, 0 to 1, when something was
+    /// (a search's hit: its `score`); `None` for promotion.
+    fn matched(&self) -> Option<f32> {
+        None
+    }
     /// Take the least score above `score` (another item's).
     fn set_above(&mut self, score: f64);
 }
@@ -72,6 +143,11 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
                 continue;
             }
             let (va, vb) = (&vectors[a], &vectors[b]);
+            if let (Some(mo), Some(mn)) = (old.matched(), new.matched())
+                && mn < mo * compared.match_ratio
+            {
+                continue;
+            }
             if !va.is_empty() && !vb.is_empty() && cosine(va, vb) >= SAME_TOPIC_COSINE {
                 pairs.push((a, b));
             }
@@ -82,6 +158,42 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
         let floor = ranked[old].score();
         if ranked[new].score() <= floor {
             ranked[new].set_above(floor);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement;
+
+    #[test]
+    fn the_current_statement_is_the_text_before_its_history() {
+        let cases = [
+            (
+                "Works at Microsoft (previously: Google)",
+                "Works at Microsoft",
+            ),
+            (
+                "Now lives in Lisbon; previously Berlin",
+                "Now lives in Lisbon",
+            ),
+            ("Lives in Lisbon, formerly in Berlin", "Lives in Lisbon"),
+            (
+                "Leads the team — before that: an engineer",
+                "Leads the team",
+            ),
+            ("Lives in Lisbon", "Lives in Lisbon"),
+            // A past that is the statement itself is not history.
+            ("Previously lived in Berlin", "Previously lived in Berlin"),
+            (
+                "Used to live in Berlin, before moving",
+                "Used to live in Berlin, before moving",
+            ),
+            ("(previously: Google)", "(previously: Google)"),
+            ("Straße in Köln (previously: Bonn)", "Straße in Köln"),
+        ];
+        for (text, now) in cases {
+            assert_eq!(statement(text), now, "{text}");
         }
     }
 }

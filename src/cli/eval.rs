@@ -67,6 +67,11 @@ enum What {
         /// Picks the sets.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Add each update as an agent that knows it is one: superseding
+        /// the entries that hold the facts it replaces (`memd add
+        /// --supersedes`).
+        #[arg(long)]
+        declared: bool,
         #[command(flatten)]
         judge: Judge,
         /// Leave each set's memory directories here (set-S/base,
@@ -151,12 +156,19 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             sets,
             updates,
             seed,
+            declared,
             judge,
             keep,
             json,
         } => {
             let config = config(dir, judge)?;
-            let run = memd::eval::letta::run(&data, config, sets, updates, seed, keep.as_deref());
+            let sample = memd::eval::letta::Sample {
+                sets,
+                updates,
+                seed,
+                declared,
+            };
+            let run = memd::eval::letta::run(&data, config, sample, keep.as_deref());
             let r = super::runtime()?.block_on(run)?;
             print_consolidation(&r, json)
         }
@@ -294,6 +306,14 @@ fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result
     for line in &r.outcomes {
         println!("  {line}");
     }
+    println!(
+        "the set's question searched after each update: top hit states the new answer as current {} of {}; old answer among the 10 hits {}",
+        r.current_top, r.update_rows, r.before_found
+    );
+    println!(
+        "questions about facts the update left alone: top hit states the fact {} of {}",
+        r.others_top, r.others_asked
+    );
     println!(
         "facts lost {}; other entries touched {}; entries with invented content {}; invalid judge replies {}",
         r.facts_lost, r.others_touched, r.invented, r.invalid_replies

@@ -113,6 +113,7 @@ pub fn current_first(ranked: &mut [Candidate], vectors: &[Vec<f32>]) {
     let compared = crate::current::Compared {
         older: crate::current::PROMOTION_TOP,
         newer: usize::MAX,
+        match_ratio: 0.0,
     };
     crate::current::raise_newer(ranked, vectors, compared);
     sort(ranked);

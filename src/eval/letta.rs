@@ -44,6 +44,8 @@ pub(crate) struct Row {
     pub new_fact: String,
     pub supersedes: Vec<usize>,
     #[serde(default)]
+    pub question: String,
+    #[serde(default)]
     pub answer_before: String,
     #[serde(default)]
     pub answer_after: String,
@@ -90,6 +92,19 @@ pub struct LettaReport {
     pub update_rows: usize,
     pub updates: Updates,
     pub others_touched: usize,
+    /// Update rows whose question, searched after the update, has a top
+    /// hit that states the new fact as current (in the part before its
+    /// history, [`crate::current::statement`]).
+    pub current_top: usize,
+    /// Update rows whose question, searched after the update, finds
+    /// `answer_before` in one of its 10 hits (as history or a fact): the
+    /// past is still found.
+    pub before_found: usize,
+    /// Questions of other rows, about facts the update left alone, asked
+    /// after it ([`OTHER_QUESTIONS`] at most per update)...
+    pub others_asked: usize,
+    /// ...whose top hit states the fact asked about.
+    pub others_top: usize,
     /// Entries written by the judge (after an ingest, or changed by an
     /// update) that say what no fact of the set says ([`faithful::invented`]).
     pub invented: usize,
@@ -102,6 +117,9 @@ pub struct LettaReport {
     pub completion_tokens: u64,
     pub wall_seconds: f64,
 }
+
+/// Most questions of other rows asked after each update.
+const OTHER_QUESTIONS: usize = 3;
 
 /// The day the set's facts are noted, and the day of each update.
 const INGEST_DAY: &str = "2026-01-01";
@@ -190,6 +208,64 @@ fn pick(mut all: Vec<u64>, n: usize, seed: u64) -> Vec<u64> {
     all
 }
 
+/// Search for `row`'s question after its update and score the top hit by
+/// what it states as current ([`crate::current::statement`]): the new
+/// fact (what it adds to the fact it supersedes, or its words), the
+/// superseded fact (stale), or something else; and whether the old answer
+/// is still among the 10 hits. Names are no test of which: a Letta update
+/// often names both people ("Bryen is fluent in Spanish, while Austen only
+/// speaks English").
+async fn searched(
+    target: &crate::request::Target,
+    row: &Row,
+    report: &mut LettaReport,
+) -> Result<&'static str> {
+    if row.question.trim().is_empty() {
+        return Ok("no question");
+    }
+    let hits = top_ten(target, &row.question).await?;
+    if hits.iter().any(|h| contains(&h.text, &row.answer_before)) {
+        report.before_found += 1;
+    }
+    let now = hits
+        .first()
+        .map_or("", |h| crate::current::statement(&h.text));
+    let old: Vec<&str> = row
+        .supersedes
+        .iter()
+        .filter_map(|&s| row.facts.get(s).map(String::as_str))
+        .collect();
+    // What the update adds, never the words it shares with the fact it
+    // supersedes (the stale entry has those too).
+    let says_new = match old.is_empty() {
+        true => coverage(&row.new_fact, now) >= CARRIED,
+        false => old.iter().any(|o| says_new(now, &row.new_fact, o)),
+    };
+    let says_old = old.iter().any(|o| coverage(o, now) >= CARRIED);
+    Ok(match (says_new, says_old) {
+        (true, _) => {
+            report.current_top += 1;
+            "top hit current"
+        }
+        (false, true) => "top hit stale",
+        (false, false) => "top hit other",
+    })
+}
+
+/// The 10 best hits for `question`, however little they match.
+async fn top_ten(
+    target: &crate::request::Target,
+    question: &str,
+) -> Result<Vec<crate::index::search::Hit>> {
+    let search = crate::request::Search {
+        query: Some(question.to_string()),
+        k: Some(10),
+        min_score: Some(0.0),
+        ..Default::default()
+    };
+    Ok(target.run(search).await?.hits())
+}
+
 fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
     report.llm_calls += r.llm_calls;
     report.invalid_replies += r.invalid_replies;
@@ -197,8 +273,34 @@ fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
     report.completion_tokens += r.completion_tokens;
 }
 
-/// Run the evaluation on `sets` sets chosen by `seed` (at most
-/// `max_updates` rows each), with `config`'s judge and embedder. Promotion
+/// Which rows an evaluation takes, and how their updates are said.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// How many fact sets, chosen by `seed`.
+    pub sets: usize,
+    /// Most update rows per set.
+    pub updates: usize,
+    pub seed: u64,
+    /// Each update is added as an agent that knows it is one would add it:
+    /// `supersedes` the entries holding the facts it replaces (issue 32).
+    pub declared: bool,
+}
+
+impl Sample {
+    /// `sets` sets chosen by `seed`, at most `updates` rows each, the
+    /// updates not declared.
+    pub fn of(sets: usize, updates: usize, seed: u64) -> Sample {
+        Sample {
+            sets,
+            updates,
+            seed,
+            declared: false,
+        }
+    }
+}
+
+/// Run the evaluation on the rows `sample` takes, with `config`'s judge
+/// and embedder. Promotion
 /// is off: it is not what is measured, and it would cost an LLM call per
 /// run. The memory directories are temporary unless `keep` names a
 /// directory to leave them in (`set-S/base`, `set-S/update-R`), so a
@@ -206,11 +308,15 @@ fn add_usage(report: &mut LettaReport, r: &consolidate::Report) {
 pub async fn run(
     data: &Path,
     mut config: Config,
-    sets: usize,
-    max_updates: usize,
-    seed: u64,
+    sample: Sample,
     keep: Option<&Path>,
 ) -> Result<LettaReport> {
+    let Sample {
+        sets,
+        updates: max_updates,
+        seed,
+        declared,
+    } = sample;
     let started = Instant::now();
     config.promotion.max_lines = 0;
     let mut by_set: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
@@ -242,10 +348,12 @@ pub async fn run(
         let set_run = SetRun::ingest(&root, rows, &config, &mut report).await?;
         tracing::info!(set, entries = set_run.before.len(), "set ingested");
         for (n, row) in rows.iter().take(max_updates).enumerate() {
-            let (outcome, touched) = set_run.update(n, row, &config, &mut report).await?;
+            let (outcome, touched, top) = set_run
+                .update((n, row, declared), &config, &mut report)
+                .await?;
             let line = match touched {
-                0 => format!("set {set} row {n}: {outcome}"),
-                t => format!("set {set} row {n}: {outcome}, {t} others touched"),
+                0 => format!("set {set} row {n}: {outcome}; {top}"),
+                t => format!("set {set} row {n}: {outcome}, {t} others touched; {top}"),
             };
             tracing::info!("{line}");
             report.outcomes.push(line);
@@ -275,6 +383,8 @@ struct SetRun {
     said: Vec<String>,
     /// Facts (by index) still pending after the ingest: not scored again.
     pending: HashSet<usize>,
+    /// The set's rows: their questions, each about the facts it supersedes.
+    rows: Vec<Row>,
 }
 
 impl SetRun {
@@ -340,9 +450,49 @@ impl SetRun {
             before,
             said,
             pending,
+            rows: rows.to_vec(),
         };
         report.invented += run.before.iter().filter(|e| run.invents(e)).count();
         Ok(run)
+    }
+
+    /// The other way current first can be wrong: after `row`'s update,
+    /// the questions of up to [`OTHER_QUESTIONS`] other rows whose facts
+    /// the update left as they were still find those facts first (a newer
+    /// text raised above an older one it does not replace is a wrong
+    /// answer to a question about the older).
+    async fn others_searched(
+        &self,
+        target: &crate::request::Target,
+        row: &Row,
+        report: &mut LettaReport,
+    ) -> Result<()> {
+        let untouched = self.rows.iter().filter(|o| {
+            !o.question.trim().is_empty()
+                && o.new_fact != row.new_fact
+                && !o.supersedes.iter().any(|s| row.supersedes.contains(s))
+                && o.supersedes.iter().all(|s| !self.pending.contains(s))
+        });
+        let mut asked: HashSet<&str> = HashSet::new();
+        for other in untouched {
+            if asked.len() == OTHER_QUESTIONS || !asked.insert(&other.question) {
+                continue;
+            }
+            let hits = top_ten(target, &other.question).await?;
+            let now = hits
+                .first()
+                .map_or("", |h| crate::current::statement(&h.text));
+            report.others_asked += 1;
+            if other
+                .supersedes
+                .iter()
+                .filter_map(|&s| self.facts.get(s))
+                .any(|f| coverage(f, now) >= CARRIED)
+            {
+                report.others_top += 1;
+            }
+        }
+        Ok(())
     }
 
     fn invents(&self, e: &Entry) -> bool {
@@ -354,25 +504,35 @@ impl SetRun {
     /// score. Returns the outcome and how many other entries it touched.
     async fn update(
         &self,
-        n: usize,
-        row: &Row,
+        (n, row, declared): (usize, &Row, bool),
         config: &Config,
         report: &mut LettaReport,
-    ) -> Result<(&'static str, usize)> {
+    ) -> Result<(&'static str, usize, &'static str)> {
         let dir = self.root.join(format!("update-{n}"));
         layout::copy_dir(&self.base.root, &dir)?;
         let layout = Layout::open(&dir)?;
+        let supersedes = match declared {
+            true => row
+                .supersedes
+                .iter()
+                .filter_map(|&s| holder(&self.before, self.ids.get(s)?)?.id().cloned())
+                .collect(),
+            false => Vec::new(),
+        };
         let fact = NewFact {
             text: row.new_fact.clone(),
+            supersedes,
             ..Default::default()
         };
         let new_id = archive::append(&layout, UPDATE_DAY, "09:00:00", &[fact])?
             .remove(0)
             .id;
-        let r = crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
-            .run(FORCE)
-            .await?;
+        let target =
+            crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()));
+        let r = target.run(FORCE).await?;
         add_usage(report, &r);
+        let top = searched(&target, row, report).await?;
+        self.others_searched(&target, row, report).await?;
         let after = entries_of(&layout)?;
         report.update_rows += 1;
         let done = crate::state::State::load(&layout.state_file())?;
@@ -397,7 +557,7 @@ impl SetRun {
             .iter()
             .filter(|e| !self.before.iter().any(|b| b.text == e.text) && self.invents(e))
             .count();
-        Ok((outcome, report.others_touched - touched_before))
+        Ok((outcome, report.others_touched - touched_before, top))
     }
 
     /// What became of an update: kept as history or current only in the

@@ -206,7 +206,11 @@ pub(super) fn finish(
     hits.sort_by(by_score);
     // Of two hits on the same thing, the later-stated first.
     let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
-    let compared = crate::current::Compared { older: k, newer: k };
+    let compared = crate::current::Compared {
+        older: k,
+        newer: k,
+        match_ratio: crate::current::SEARCH_MATCH_RATIO,
+    };
     crate::current::raise_newer(&mut ranked, &vectors, compared);
     let mut hits: Vec<(Hit, Vec<f32>)> = ranked.into_iter().zip(vectors).collect();
     hits.sort_by(by_score);
@@ -259,6 +263,10 @@ impl crate::current::Ranked for Hit {
     }
     fn score(&self) -> f64 {
         f64::from(self.rank)
+    }
+    /// Its 0-to-1 `score`: how well it matches the query.
+    fn matched(&self) -> Option<f32> {
+        Some(self.score)
     }
     /// A hit's rank score is an `f32`, so the scores compared came from one.
     fn set_above(&mut self, score: f64) {

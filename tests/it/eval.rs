@@ -70,9 +70,7 @@ async fn perfect_judge() -> Scripted {
 async fn a_perfect_judge_scores_perfectly() {
     let server = perfect_judge().await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
-        .await
-        .unwrap();
+    let r = one_set(&d, config(&server.url), None).await.unwrap();
     assert_eq!(
         (r.facts, r.entries_after_ingest, r.false_merges),
         (3, 3, 0),
@@ -92,9 +90,7 @@ async fn a_perfect_judge_scores_perfectly() {
 async fn an_update_whose_answer_is_a_sentence_of_its_own_is_scored_by_the_new_fact() {
     let server = perfect_judge().await;
     let d = data_answering("The violinist of Vienna is a man called Dan Park, not Ann.");
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
-        .await
-        .unwrap();
+    let r = one_set(&d, config(&server.url), None).await.unwrap();
     assert_eq!((r.update_rows, r.updates.history), (1, 1), "{r:#?}");
     assert_eq!(r.updates.beside, 0, "{r:#?}");
 }
@@ -108,9 +104,7 @@ async fn a_judge_that_merges_everything_is_caught() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
-        .await
-        .unwrap();
+    let r = one_set(&d, config(&server.url), None).await.unwrap();
     assert_eq!(r.entries_after_ingest, 1, "{r:#?}");
     assert_eq!(r.false_merges, 2, "{r:#?}");
 }
@@ -135,9 +129,7 @@ async fn a_judge_that_drops_a_fact_is_caught() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
-        .await
-        .unwrap();
+    let r = one_set(&d, config(&server.url), None).await.unwrap();
     // Validation refuses the merge (it drops "chef" and "Lyon": a merge
     // must keep the removed entry's names and numbers), so the harness
     // finds nothing lost and nothing touched; the update is added beside.
@@ -168,7 +160,7 @@ async fn a_judge_that_invents_is_overruled_with_the_facts_own_words() {
     .await;
     let d = data();
     let keep = tempfile::tempdir().unwrap();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path()))
+    let r = one_set(&d, config(&server.url), Some(keep.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -201,9 +193,7 @@ async fn an_update_added_beside_but_named_on_the_second_look_is_history() {
     let keep = tempfile::tempdir().unwrap();
     let mut c = config(&server.url);
     c.consolidation.check_updates = true;
-    let r = memd::eval::letta::run(d.path(), c.clone(), 1, 5, 1, Some(keep.path()))
-        .await
-        .unwrap();
+    let r = one_set(&d, c.clone(), Some(keep.path())).await.unwrap();
     let u = &r.updates;
     assert_eq!((u.history, u.beside, u.current_only), (1, 0, 0), "{r:#?}");
     assert_eq!(
@@ -211,7 +201,8 @@ async fn an_update_added_beside_but_named_on_the_second_look_is_history() {
         (0, 0, 0),
         "{r:#?}"
     );
-    assert_eq!(r.outcomes, vec!["set 7 row 0: history"]);
+    assert_eq!(r.outcomes, vec!["set 7 row 0: history; top hit current"]);
+    assert_eq!(r.current_top, 1, "{r:#?}");
     let memory =
         std::fs::read_to_string(keep.path().join("set-7/update-0/consolidated/memory.md")).unwrap();
     assert!(
@@ -221,8 +212,7 @@ async fn an_update_added_beside_but_named_on_the_second_look_is_history() {
         "{memory}"
     );
     // A second run does not overwrite what was kept.
-    let again =
-        memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, Some(keep.path())).await;
+    let again = one_set(&d, config(&server.url), Some(keep.path())).await;
     assert!(again.unwrap_err().to_string().contains("exists already"));
 }
 
@@ -233,7 +223,7 @@ fn the_built_in_judge_never_merges_or_loses_but_keeps_no_history() {
     c.embedder.kind = EmbedderKind::Lexical;
     let r = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(memd::eval::letta::run(d.path(), c, 1, 5, 1, None))
+        .block_on(one_set(&d, c, None))
         .unwrap();
     assert_eq!(
         (r.false_merges, r.facts_lost, r.llm_calls),
@@ -308,9 +298,7 @@ async fn facts_still_pending_are_never_counted_as_lost() {
     })
     .await;
     let d = data();
-    let r = memd::eval::letta::run(d.path(), config(&server.url), 1, 5, 1, None)
-        .await
-        .unwrap();
+    let r = one_set(&d, config(&server.url), None).await.unwrap();
     assert_eq!((r.facts, r.ingest_failed), (3, 3), "{r:#?}");
     assert_eq!(r.facts_lost, 0, "{r:#?}");
     assert_eq!(r.updates.lost, 0, "{r:#?}");
@@ -405,4 +393,16 @@ fn eval_updates_gate_counts_what_memds_own_rule_keeps_as_an_update() {
         said.contains("letta-update") && said.contains("100.0%"),
         "{said}"
     );
+}
+
+/// The evaluation on one fact set (the first of the data, at most 5
+/// update rows), updates not declared.
+fn one_set(
+    d: &tempfile::TempDir,
+    config: memd::config::Config,
+    keep: Option<&std::path::Path>,
+) -> impl std::future::Future<Output = anyhow::Result<memd::eval::letta::LettaReport>> {
+    let sample = memd::eval::letta::Sample::of(1, 5, 1);
+    let (data, keep) = (d.path().to_path_buf(), keep.map(|k| k.to_path_buf()));
+    async move { memd::eval::letta::run(&data, config, sample, keep.as_deref()).await }
 }
