@@ -40,44 +40,6 @@ pub const SAME_TOPIC_COSINE: f32 = 0.6;
 ///   two) stale on top.
 pub(crate) const SEARCH_MATCH_RATIO: f32 = 0.75;
 
-/// Words that open an entry's history after a comma, a semicolon, a dash
-/// or a parenthesis: memd's own "new (previously: old)", and what judges
-/// write ("now X; previously Y", "X, formerly Y").
-const HISTORY_OPENERS: &[&str] = &["previously", "formerly", "before that", "until recently"];
-
-/// The current statement of an entry's text: the text before its history
-/// ("Works at Microsoft" of "Works at Microsoft (previously: Google)"),
-/// or the whole text when it has none or starts with it. What the
-/// evaluation reads as the answer a hit gives now.
-///
-/// A search ranks an entry by its whole text, not by this. Embedding this
-/// alone was measured (`memd eval consolidation --sets 100 --updates 10
-/// --declared`): a question in the words of the fact an update replaced
-/// found the updated entry, with the new value, first for 505 of 536
-/// updates when the entry is embedded whole, and for 462 embedded by its
-/// current statement, because the history is what such a question
-/// matches, and the entry that holds it says the new value first.
-pub fn statement(text: &str) -> &str {
-    let lower = text.to_lowercase();
-    // Lowercasing can change byte offsets (a few non-ASCII letters); then
-    // the text is taken whole rather than cut at a wrong place.
-    if lower.len() != text.len() {
-        return text;
-    }
-    let cut = lower
-        .char_indices()
-        .filter(|(_, c)| matches!(c, '(' | ';' | ',' | '—' | '['))
-        .find(|&(i, c)| {
-            let rest = lower[i + c.len_utf8()..].trim_start_matches([' ', ':']);
-            HISTORY_OPENERS.iter().any(|o| rest.starts_with(o))
-        })
-        .map(|(i, _)| i);
-    match cut.map(|i| text[..i].trim_end()) {
-        Some(now) if !now.is_empty() => now,
-        _ => text,
-    }
-}
-
 /// How many of the best-ranked entries promotion compares with every
 /// entry for a newer one on the same thing: the lines it can show and
 /// more.
@@ -158,42 +120,6 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
         let floor = ranked[old].score();
         if ranked[new].score() <= floor {
             ranked[new].set_above(floor);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::statement;
-
-    #[test]
-    fn the_current_statement_is_the_text_before_its_history() {
-        let cases = [
-            (
-                "Works at Microsoft (previously: Google)",
-                "Works at Microsoft",
-            ),
-            (
-                "Now lives in Lisbon; previously Berlin",
-                "Now lives in Lisbon",
-            ),
-            ("Lives in Lisbon, formerly in Berlin", "Lives in Lisbon"),
-            (
-                "Leads the team — before that: an engineer",
-                "Leads the team",
-            ),
-            ("Lives in Lisbon", "Lives in Lisbon"),
-            // A past that is the statement itself is not history.
-            ("Previously lived in Berlin", "Previously lived in Berlin"),
-            (
-                "Used to live in Berlin, before moving",
-                "Used to live in Berlin, before moving",
-            ),
-            ("(previously: Google)", "(previously: Google)"),
-            ("Straße in Köln (previously: Bonn)", "Straße in Köln"),
-        ];
-        for (text, now) in cases {
-            assert_eq!(statement(text), now, "{text}");
         }
     }
 }

@@ -26,7 +26,12 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine
     let Some(bytes) = crate::atomic::read_if_exists(path)? else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let text = String::from_utf8_lossy(&bytes);
+    Ok(parse(path, &bytes))
+}
+
+/// [`read`] of `bytes` already read from `path` (named in the warnings).
+pub fn parse<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> (Vec<T>, Vec<BadLine>) {
+    let text = String::from_utf8_lossy(bytes);
     let mut records = Vec::new();
     let mut bad = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -44,7 +49,7 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine
             }
         }
     }
-    Ok((records, bad))
+    (records, bad)
 }
 
 /// Append `records` as whole lines under an exclusive lock, then fsync.
