@@ -16,7 +16,8 @@
 //! the entries the fact declares no longer true (an update the agent
 //! knows it makes): the next run replaces them with the fact, keeping
 //! them as history. Level-2 headings carry the time and session of
-//! the facts below them.
+//! the facts below them: an append at another second, or of another
+//! session, starts a section of its own.
 //!
 //! A fact's id is `DAY#HASH` where HASH hashes the normalised text, and the
 //! n-th occurrence of the same normalised text that day gets `.n`
@@ -914,7 +915,7 @@ fn lines(
 ) -> Vec<Appended> {
     let mut keys: HashMap<String, FactId> = HashMap::new();
     let mut occurrences: HashMap<String, usize> = HashMap::new();
-    let mut tail_session = today.tail_session();
+    let mut tail = today.tail_heading();
     let mut out = Vec::with_capacity(facts.len());
     for f in facts {
         if let Some(k) = &f.key {
@@ -929,13 +930,14 @@ fn lines(
             }
         }
         let session = f.session.as_ref().map(|s| s.trim().to_string());
-        if tail_session.as_ref() != Some(&session) {
+        let heading = (Some(time.to_string()), session.clone());
+        if tail.as_ref() != Some(&heading) {
             buf.push('\n');
             match &session {
                 Some(s) => buf.push_str(&format!("## {time} · session {s}\n")),
                 None => buf.push_str(&format!("## {time}\n")),
             }
-            tail_session = Some(session.clone());
+            tail = Some(heading);
         }
         let line = format_line(f);
         buf.push_str(&line);
@@ -1100,12 +1102,13 @@ impl DayText {
             .count()
     }
 
-    /// The session of the last `## time · session` heading, by a backward
-    /// line scan (`None`: no heading yet).
-    /// The session of the last section (`None`: there is none, or it
-    /// holds a line that may open a block a hand edit left unclosed, so
-    /// the next append starts a section of its own: see [`events`]).
-    fn tail_session(&self) -> Option<Option<String>> {
+    /// The time and session of the last section's heading (`None`: there
+    /// is none, or it holds a line that may open a block a hand edit left
+    /// unclosed, so the next append starts a section of its own: see
+    /// [`events`]). An append under another time or session starts a
+    /// section of its own, so that each fact's heading says when it was
+    /// written, to the second (what a search as of a time reads).
+    fn tail_heading(&self) -> Option<(Option<String>, Option<String>)> {
         let tail = self.src.lines().rev().take_while(|l| !is_memd_heading(l));
         let open = |l: &str| {
             let l = l.trim_start_matches(' ');
@@ -1118,7 +1121,7 @@ impl DayText {
             .lines()
             .rev()
             .find_map(|l| l.strip_prefix("## "))
-            .map(|h| parse_session_heading(h.trim()).1)
+            .map(|h| parse_session_heading(h.trim()))
     }
 }
 

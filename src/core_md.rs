@@ -55,7 +55,7 @@ impl Line {
             .unwrap_or_default()
     }
 
-    fn parse(line: &str) -> Option<Line> {
+    pub(crate) fn parse(line: &str) -> Option<Line> {
         let body = line.trim().strip_prefix("- ")?;
         let body = body.strip_suffix("-->")?;
         let at = body.rfind("<!--")?;
@@ -184,6 +184,11 @@ impl CoreMd {
             line: None,
             message: e.to_string(),
         })
+    }
+
+    /// The generated part, when the file has its markers.
+    pub fn generated(&self) -> Option<&str> {
+        self.has_markers.then_some(self.generated.as_str())
     }
 
     /// The generated lines currently in the file.

@@ -48,7 +48,7 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
     let id = EntryId::from(crate::ids::given(id));
     let text = valid_text(change.text.as_deref())?;
     let layout = &memory.layout;
-    let _lock = entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;

@@ -28,7 +28,7 @@ use crate::text::{escape_comments, short_hash, unescape_comments};
 /// What `memd init` writes.
 pub(crate) const EMPTY_FILE: &str = "# Memory\n";
 
-const META_OPEN: &str = "<!--m ";
+pub(crate) const META_OPEN: &str = "<!--m ";
 const META_CLOSE: &str = "-->";
 
 /// The metadata comment of an entry. Unknown fields are kept as they are.

@@ -61,7 +61,7 @@ use crate::journal::{self, Record, Stamp};
 use crate::pause::{Step, at};
 use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
-use crate::{Layout, Memory, core_md, entries, recall};
+use crate::{Layout, Memory, core_md, entries, recall, versions};
 
 /// What an erasure took out of the files.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -106,6 +106,24 @@ impl Scope {
                 .texts
                 .iter()
                 .any(|t| t.len() >= CONTAINED_FROM && n.contains(t.as_str()))
+    }
+
+    /// Whether a chunk of a version of the entries file or of MEMORY.md
+    /// ([`crate::versions`]) holds what this erasure covers: an entry of
+    /// it (by id, or by one of its facts), a line of one, or its text.
+    fn in_chunk(&self, file: versions::File, chunk: &str) -> bool {
+        match file {
+            versions::File::Memory => Document::parse(chunk).entries().any(|e| {
+                e.meta.as_ref().is_some_and(|m| {
+                    self.entries.contains(m.id.as_str())
+                        || m.sources.iter().any(|f| self.facts.contains(f))
+                }) || self.holds(&e.text)
+            }),
+            versions::File::Core => core_md::Line::parse(chunk).map_or_else(
+                || self.holds(chunk),
+                |l| self.entries.contains(l.entry_id.as_str()) || self.holds(&l.text),
+            ),
+        }
     }
 
     /// Whether search `query` asked for an erased text: it says one, or
@@ -221,7 +239,7 @@ fn receipt_of(t: &Tombstone, id: &str) -> bool {
 pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let id = given(id);
     let layout = &memory.layout;
-    let _lock = entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let mut doc = Document::read(&layout.entries_file())?;
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
@@ -261,6 +279,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     redact(layout, &scope, &facts, &ts)?;
     at(layout, Step::EraseArchiveWritten);
     tombstones::erase(&layout.tombstones_file(), |t| scope.empty_tombstone(t), &[])?;
+    crate::versions::erase(layout, |file, chunk| scope.in_chunk(file, chunk), &ts)?;
     Ok(Erasure {
         id: id.to_string(),
         entries: scope
@@ -484,6 +503,36 @@ fn redact(layout: &Layout, scope: &Scope, facts: &[Fact], ts: &str) -> Result<()
         archive::redact(layout, day, &gone, ts)?;
     }
     Ok(())
+}
+
+/// A version ([`crate::versions`]) that still holds an entry or a text a
+/// receipt erased: what to run to finish that erasure.
+pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> Option<String> {
+    for t in stones.receipts() {
+        let hashes: HashSet<&str> = t.hashes.iter().map(String::as_str).collect();
+        let said = |text: &str| hashes.contains(erased_hash(text).as_str());
+        let entry = |id: &str| t.entry.as_ref().is_some_and(|e| e == id);
+        let holds = |chunk: &str| {
+            let doc = Document::parse(chunk);
+            let mut entries = doc.entries();
+            match core_md::Line::parse(chunk) {
+                Some(l) if !chunk.starts_with(entries::META_OPEN) => {
+                    entry(l.entry_id.as_str()) || said(&l.text)
+                }
+                _ => entries.any(|e| e.id().is_some_and(|id| entry(id.as_str())) || said(&e.text)),
+            }
+        };
+        if versions::holding(history, holds) {
+            let what = t.entry.as_ref().map_or_else(
+                || t.sources.first().map(|f| f.to_string()).unwrap_or_default(),
+                |e| e.to_string(),
+            );
+            return Some(format!(
+                "a version of the entries file or of MEMORY.md still holds what erasing {what} took: run `memd forget --erase {what}` again to finish it"
+            ));
+        }
+    }
+    None
 }
 
 /// What `memd check` finds of erasures ([`check`]).

@@ -75,7 +75,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
 pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
     let id = crate::ids::given(id);
     let layout = &memory.layout;
-    let _lock = entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let (facts, _) = archive::read_all(layout)?;
     let mut doc = Document::read(&layout.entries_file())?;
@@ -222,7 +222,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let id = crate::ids::given(id);
     let layout = &memory.layout;
     let stamp = Stamp::new(memory.clock);
-    let _lock = entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let mut doc = Document::read(&layout.entries_file())?;
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;

@@ -17,6 +17,7 @@ pub mod rel {
     pub const ARCHIVE: &str = "archive/";
     pub const ENTRIES: &str = "consolidated/memory.md";
     pub const JOURNAL: &str = "consolidated/journal.jsonl";
+    pub const VERSIONS: &str = "consolidated/versions.jsonl";
     pub const CORE: &str = "MEMORY.md";
     pub const TOMBSTONES: &str = ".tombstones.jsonl";
     pub const RECALL_LOG: &str = ".recall_log.jsonl";
@@ -168,6 +169,11 @@ impl Layout {
     }
     pub fn journal_file(&self) -> PathBuf {
         self.at(rel::JOURNAL)
+    }
+    /// Every version of the entries file and of MEMORY.md's generated
+    /// lines ([`crate::versions`]).
+    pub fn versions_file(&self) -> PathBuf {
+        self.at(rel::VERSIONS)
     }
     /// `MEMORY.md`, the core memory an agent keeps in every prompt.
     pub fn memory_md(&self) -> PathBuf {

@@ -33,6 +33,7 @@
 //! | `archive/YYYY-MM-DD.md`                | [`archive`]     |
 //! | `consolidated/memory.md` (and its lock `.memd/consolidate.lock`) | [`entries`] |
 //! | `consolidated/journal.jsonl`           | [`journal`]     |
+//! | `consolidated/versions.jsonl`          | [`versions`]    |
 //! | `MEMORY.md`                            | [`core_md`]   |
 //! | `.tombstones.jsonl`                    | [`tombstones`]  |
 //! | `.recall_log.jsonl`                    | [`recall`]      |
@@ -73,7 +74,10 @@
 //! [`erase`] takes an entry's or a fact's text out of every file (the
 //! one rewrite of the archive, of the journal and of the tombstones, each
 //! still done by the module that owns the file);
-//! [`runs`] lists runs and undoes one (and an undo).
+//! [`runs`] lists runs and undoes one (and an undo); [`versions`]
+//! records every version of the entries file and of MEMORY.md's lines
+//! (whoever takes the entries lock records them), for the memory as of a
+//! past time (`memd show --as-of`, `memd search --as-of`).
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table, one writer and cheap readers (after
@@ -138,6 +142,7 @@ pub mod steps;
 pub mod text;
 pub mod tombstones;
 pub mod usage;
+pub mod versions;
 pub mod watch;
 
 pub use error::{Error, Result};

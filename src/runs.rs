@@ -47,7 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::core_md::{self, CoreMd};
-use crate::entries::{self, Document, Meta, text_hash};
+use crate::entries::{Document, Meta, text_hash};
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::journal::{self, Op, Record, Stamp};
@@ -579,7 +579,7 @@ const ATTEMPTS: usize = 10;
 /// Holds the entries lock.
 pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
     let layout = &memory.layout;
-    let _lock = entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let today = stamp.today();
     // Entries deleted by hand since the last run are recorded first: an

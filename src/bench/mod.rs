@@ -4,11 +4,13 @@
 mod days;
 mod search_path;
 mod serve_many;
+mod versions;
 
 pub use days::{DaysLoad, DaysReport, Requests, days};
 pub use search_path::{PathLoad, PathReport, search_path};
 
 pub use serve_many::{Load, ServeManyReport, serve_many};
+pub use versions::{VersionsReport, versions};
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -65,6 +65,10 @@ pub enum Kind {
     /// A run that called the LLM when the day's budget was already spent
     /// (`[llm] max_tokens_per_day`).
     PastBudget,
+    /// A version of the entries file or of MEMORY.md's generated lines
+    /// that `consolidated/versions.jsonl` cannot rebuild byte for byte
+    /// (not for an erasure: a damaged record).
+    VersionDamaged,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

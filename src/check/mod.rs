@@ -133,6 +133,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     };
     let next_run = facts_and_entries.check(&mut report);
     erasures(layout, (&doc, &facts, &journal), &tombstones, &mut report)?;
+    versions(layout, &tombstones, &mut report)?;
     for (run, seen, limit) in crate::usage::past_budget(layout)? {
         let what = format!(
             "run {run} called the LLM after the day's runs before it had spent {seen} tokens of a budget of {limit}"
@@ -144,6 +145,24 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     json_lines(layout, &mut report)?;
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
+}
+
+/// Every version of the entries file and of MEMORY.md's generated lines
+/// rebuilds byte for byte, unless an erasure took its text; none holds a
+/// text an erasure took ([`crate::versions`]).
+fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
+    let history = crate::versions::History::load(layout, None)?;
+    let file = crate::layout::rel::VERSIONS;
+    for line in &history.unreadable {
+        report.problem(Kind::Unreadable, file, Some(*line), "not a version record");
+    }
+    for what in history.damaged() {
+        report.problem(Kind::VersionDamaged, file, None, what);
+    }
+    if let Some(what) = crate::erase::in_versions(tombstones, &history) {
+        report.problem(Kind::EraseUnfinished, file, None, what);
+    }
+    Ok(())
 }
 
 /// Each erasure finished ([`crate::erase::check`]); a line saying an

@@ -113,6 +113,19 @@ enum What {
         #[command(flatten)]
         requests: Requests,
     },
+    /// What recording versions (for `show --as-of`) costs a writer of
+    /// the entries file at each size: bytes a one-entry write adds, and
+    /// the lock with versions recorded beside the save it records.
+    Versions {
+        /// Entries in the file.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        entries: Vec<usize>,
+        /// One-entry writes at each size.
+        #[arg(long, default_value_t = 50)]
+        edits: usize,
+        #[arg(long, default_value = ".")]
+        r#in: PathBuf,
+    },
     /// Append latency (fsync'd single facts) and batch throughput.
     Append {
         #[arg(long, default_value_t = 1000)]
@@ -288,6 +301,17 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
                 requests: requests.load()?,
             };
             print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
+        }
+        What::Versions {
+            entries,
+            edits,
+            r#in,
+        } => {
+            let mut out = Vec::new();
+            for n in entries {
+                out.push(bench::versions(&r#in, n, edits)?);
+            }
+            print_lines(out)
         }
         What::Append {
             singles,

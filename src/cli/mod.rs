@@ -23,6 +23,7 @@ mod runs;
 mod search;
 mod serve;
 mod setup;
+mod show;
 mod status;
 mod undo;
 mod watch;
@@ -86,6 +87,9 @@ enum Command {
     /// Print an entry's lineage from the journal (entries merged into it
     /// included).
     History(history::Args),
+    /// Print consolidated/memory.md and MEMORY.md's generated lines, now
+    /// or as they were at a past time (--as-of).
+    Show(show::Args),
     /// List runs from the journal: when, judge, ops by kind, facts.
     Runs(runs::Args),
     /// Undo a run: entries back as the run found them, its facts pending
@@ -140,6 +144,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Edit(args) => edit::run(&dir, args),
         Command::Forget(args) => forget::run(&dir, args),
         Command::History(args) => history::run(&dir, args),
+        Command::Show(args) => show::run(&dir, args),
         Command::Runs(args) => runs::run(&dir, args),
         Command::Undo(args) => undo::run(&dir, args),
         Command::Reindex(args) => reindex::run(&dir, args),

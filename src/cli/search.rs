@@ -31,6 +31,11 @@ pub struct Args {
     /// updated then or later.
     #[arg(long)]
     since: Option<String>,
+    /// Search the memory as it was then: the facts written by then, the
+    /// entries and MEMORY.md lines as they were (RFC 3339, a local time
+    /// 2026-11-24T14:03, or a day: its end). Forgotten stays forgotten.
+    #[arg(long, conflicts_with_all = ["category", "session", "since", "exclude_core"])]
+    as_of: Option<String>,
     /// Print the hits as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
@@ -46,6 +51,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         category: args.category,
         session: args.session,
         since: args.since,
+        as_of: args.as_of,
     };
     let hits = super::run_at(dir, search, false)?.hits();
     if args.json {

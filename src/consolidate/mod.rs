@@ -123,7 +123,7 @@ pub fn due(memory: &Memory) -> Result<bool> {
 /// `memory`'s clock.
 pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>) -> Result<Report> {
     let layout = &memory.layout;
-    let _lock = crate::entries::lock(layout)?;
+    let _lock = crate::versions::Writing::start(memory)?;
     let started = Instant::now();
     let stamp = Stamp::new(memory.clock);
     let judge = Judge::for_run(memory, &stamp.run)?;

@@ -24,6 +24,7 @@
 
 mod changes;
 pub mod fingerprints;
+mod past;
 pub mod reader;
 mod row_hashes;
 pub mod rows;
@@ -42,6 +43,7 @@ use crate::embed::cache::Cached;
 use crate::error::{Context, Result};
 use crate::{Layout, Memory, lock};
 
+pub(crate) use past::rows_as_of;
 pub use reader::Reader;
 pub use rows::{Row, RowKind};
 pub use table::{COMPACT_IDLE, TAIL_FRAGMENTS};

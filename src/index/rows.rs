@@ -206,15 +206,7 @@ pub(super) fn desired_for(
             .lines()
             .into_iter()
             .filter(|l| !tombstones.names_entry(l.entry_id.as_str()))
-            .map(|l| Row {
-                id: RowId::core(&l.entry_id),
-                kind: RowKind::Core,
-                source: Source::Core,
-                day: l.date,
-                text: l.text,
-                session: None,
-                category: None,
-            })
+            .map(core_row)
             .collect();
         if !rows.is_empty() {
             out.insert(Source::Core, with_hashes(rows));
@@ -268,8 +260,21 @@ impl DayRows {
     }
 }
 
+/// The row of a generated line of MEMORY.md.
+pub(super) fn core_row(l: crate::core_md::Line) -> Row {
+    Row {
+        id: RowId::core(&l.entry_id),
+        kind: RowKind::Core,
+        source: Source::Core,
+        day: l.date,
+        text: l.text,
+        session: None,
+        category: None,
+    }
+}
+
 /// The row of an archive fact (when it is pending).
-fn fact_row(f: &archive::Fact) -> Row {
+pub(super) fn fact_row(f: &archive::Fact) -> Row {
     let source = Source::Day(f.day.clone());
     Row {
         id: RowId::fact(&f.id),
@@ -328,7 +333,7 @@ fn fact_rows(
 }
 
 /// The rows of the entries: each non-empty, unforgotten entry once.
-fn entry_rows(doc: &Document, tombstones: &Tombstones) -> Vec<Row> {
+pub(super) fn entry_rows(doc: &Document, tombstones: &Tombstones) -> Vec<Row> {
     let mut seen = HashSet::new();
     let mut rows = Vec::new();
     for e in doc.entries() {

@@ -50,6 +50,7 @@ mod reindex;
 mod route;
 mod runs;
 mod search;
+mod show;
 mod similar;
 mod status;
 mod target;
@@ -68,6 +69,7 @@ pub use self::reindex::{Reindex, Reindexed};
 pub use self::route::{Method, Route};
 pub use self::runs::{Runs, Undo};
 pub use self::search::{Found, Search};
+pub use self::show::{Show, Shown};
 pub use self::similar::{SIMILAR_MAX_TEXTS, SIMILAR_SHOWN, Similar};
 pub use self::status::Status;
 pub use self::target::{Holder, Lazy, Owner, Request, Target, name_of, schema_of};
@@ -98,6 +100,7 @@ pub fn each(v: &mut impl Each) {
     v.one::<Runs>();
     v.one::<Undo>();
     v.one::<Core>();
+    v.one::<Show>();
     v.one::<Status>();
     v.one::<Check>();
 }

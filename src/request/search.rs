@@ -47,6 +47,14 @@ pub struct Search {
     /// updated then or later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// Search the memory as it was at this time: the facts written by
+    /// then, and the entries and MEMORY.md lines as they were then (RFC
+    /// 3339, a local time `2026-11-24T14:03`, or a day: its end). What
+    /// was forgotten since stays out. Refused, saying why, when memd
+    /// cannot know the entries then (see `show`); not with `category`,
+    /// `session`, `since` or `exclude_core`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 /// The hits, best first; without waiting, also what the index does not
@@ -88,25 +96,11 @@ impl Request for Search {
     }
 
     async fn apply(self, target: &Target) -> Result<Found> {
+        if self.as_of.is_some() {
+            return self.in_the_past(target).await;
+        }
         let only = self.only(&target.memory.layout)?;
-        let text = self.query.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-            crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
-        })?;
-        let default = target.memory.config.search.default_k as usize;
-        if self.k == Some(0) {
-            return Err(crate::Error::Invalid(format!(
-                "k is how many hits to return: 1 to {MAX_K} (0 asks for none)"
-            )));
-        }
-        let k = self.k.unwrap_or(default).clamp(1, MAX_K);
-        let min_score = self
-            .min_score
-            .unwrap_or(target.memory.config.search.min_score);
-        if !(0.0..=1.0).contains(&min_score) {
-            return Err(crate::Error::Invalid(format!(
-                "min_score is a score from 0 to 1 (got {min_score})"
-            )));
-        }
+        let (text, k, min_score) = self.asked(target)?;
         let core = match self.exclude_core.unwrap_or(false) {
             true => Some(in_core(&target.memory.layout)?),
             false => None,
@@ -138,6 +132,52 @@ impl Request for Search {
 }
 
 impl Search {
+    /// The query, `k` and the score cutoff, checked.
+    fn asked(&self, target: &Target) -> Result<(String, usize, f32)> {
+        let text = self.query.clone().filter(|t| !t.trim().is_empty());
+        let text = text.ok_or_else(|| {
+            crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
+        })?;
+        let default = target.memory.config.search.default_k as usize;
+        if self.k == Some(0) {
+            return Err(crate::Error::Invalid(format!(
+                "k is how many hits to return: 1 to {MAX_K} (0 asks for none)"
+            )));
+        }
+        let k = self.k.unwrap_or(default).clamp(1, MAX_K);
+        let min_score = self
+            .min_score
+            .unwrap_or(target.memory.config.search.min_score);
+        if !(0.0..=1.0).contains(&min_score) {
+            return Err(crate::Error::Invalid(format!(
+                "min_score is a score from 0 to 1 (got {min_score})"
+            )));
+        }
+        Ok((text, k, min_score))
+    }
+
+    /// A search of the past ([`crate::index`]'s `past`): never logged as
+    /// a recall.
+    async fn in_the_past(self, target: &Target) -> Result<Found> {
+        if self.category.is_some() || self.session.is_some() || self.since.is_some() {
+            return Err(crate::Error::Invalid(
+                "as_of searches every fact and entry of then: category, session and since are not taken with it".into(),
+            ));
+        }
+        if self.exclude_core == Some(true) {
+            return Err(crate::Error::Invalid(
+                "as_of searches the memory as it was: exclude_core (today's MEMORY.md) is not taken with it".into(),
+            ));
+        }
+        let (text, k, min_score) = self.asked(target)?;
+        let at = crate::versions::parse_time(self.as_of.as_deref().unwrap_or_default())?;
+        let layout = target.memory.layout.clone();
+        let rows = super::target::blocking(move || crate::index::rows_as_of(&layout, at)).await?;
+        let index = target.index().await?;
+        let hits = index.reader.search_rows(&text, rows, k, min_score).await?;
+        Ok(Found::Hits(hits))
+    }
+
     /// With a category, session or day given: the rows that may come back
     /// (facts of it, entries holding one, and their MEMORY.md lines).
     /// Reads the files (the archive, the entries, MEMORY.md) on each such

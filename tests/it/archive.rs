@@ -96,7 +96,7 @@ fn awkward_texts_stay_one_plain_fact() {
 }
 
 #[test]
-fn session_heading_only_when_the_session_changes() {
+fn a_heading_only_when_the_session_or_the_second_changes() {
     let (_tmp, layout) = memory_dir();
     let s = |text: &str, session: &str| NewFact {
         text: text.into(),
@@ -110,7 +110,8 @@ fn session_heading_only_when_the_session_changes() {
         &[s("one", "a"), s("two", "a")],
     )
     .unwrap();
-    archive::append(&layout, "2026-03-03", "08:05:00", &[s("three", "a")]).unwrap();
+    archive::append(&layout, "2026-03-03", "08:00:00", &[s("three", "a")]).unwrap();
+    archive::append(&layout, "2026-03-03", "08:05:00", &[s("later", "a")]).unwrap();
     archive::append(
         &layout,
         "2026-03-03",
@@ -121,7 +122,7 @@ fn session_heading_only_when_the_session_changes() {
     let text = std::fs::read_to_string(layout.archive_file("2026-03-03")).unwrap();
     assert_eq!(
         text,
-        "# 2026-03-03\n\n## 08:00:00 · session a\n- one\n- two\n- three\n\n## 09:00:00 · session b\n- four\n\n## 09:00:00\n- five\n"
+        "# 2026-03-03\n\n## 08:00:00 · session a\n- one\n- two\n- three\n\n## 08:05:00 · session a\n- later\n\n## 09:00:00 · session b\n- four\n\n## 09:00:00\n- five\n"
     );
     let day = archive::parse("2026-03-03", &text);
     let sessions: Vec<_> = day.facts.iter().map(|f| f.session.clone()).collect();
@@ -131,9 +132,15 @@ fn session_heading_only_when_the_session_changes() {
             Some("a".into()),
             Some("a".into()),
             Some("a".into()),
+            Some("a".into()),
             Some("b".into()),
             None
         ]
+    );
+    let times: Vec<_> = day.facts.iter().map(|f| f.time.clone().unwrap()).collect();
+    assert_eq!(
+        times[3], "08:05:00",
+        "each fact's heading says when it was written"
     );
 }
 

@@ -4,6 +4,7 @@
 
 mod api;
 mod archive;
+mod asof;
 mod budget;
 mod check;
 mod cli;

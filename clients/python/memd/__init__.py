@@ -26,8 +26,10 @@ from .types import (
     Reindexed,
     Run,
     RunReport,
+    Shown,
     SimilarEntry,
     Status,
+    Then,
     UndoOutcome,
 )
 
@@ -56,8 +58,10 @@ __all__ = [
     "Reindexed",
     "Run",
     "RunReport",
+    "Shown",
     "SimilarEntry",
     "Status",
+    "Then",
     "TransportError",
     "UndoOutcome",
 ]

@@ -43,6 +43,7 @@ from .types import (
     Reindexed,
     Run,
     RunReport,
+    Shown,
     SimilarEntry,
     Status,
     UndoOutcome,
@@ -143,9 +144,12 @@ def endpoint(
 
 
 def _wire(value: object) -> object:
-    """A parameter as JSON or a query value: dates as ``YYYY-MM-DD``,
-    sequences as lists."""
-    if isinstance(value, (datetime.date, datetime.datetime)):
+    """A parameter as JSON or a query value: dates as ``YYYY-MM-DD``, times
+    as RFC 3339 (a naive one is the daemon's local time), sequences as
+    lists."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, datetime.date):
         return value.isoformat()[:10]
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return list(value)
@@ -248,6 +252,7 @@ def search(
     since: str | datetime.date | None = None,
     exclude_core: bool | None = None,
     wait: bool | None = None,
+    as_of: str | datetime.datetime | datetime.date | None = None,
 ) -> None:
     """Hybrid search (meaning and words) over facts, entries and MEMORY.md.
 
@@ -257,6 +262,10 @@ def search(
     already holds. The daemon first indexes every fact added before
     (read-your-writes); ``wait=False`` answers at once from the index as it
     is, and ``Found.indexing`` then says which files it does not cover yet.
+    ``as_of`` (a time, or a day: its end) searches the memory as it was
+    then: the facts written by then, the entries as they were (what was
+    forgotten since stays out); :class:`~memd.InvalidError` when memd cannot
+    know the entries then (see :meth:`show`).
     """
 
 
@@ -363,6 +372,14 @@ def core(*, compact: bool | None = None) -> None:
     gives)."""
 
 
+@endpoint("GET", "/show", one(Shown))
+def show(*, as_of: str | datetime.datetime | datetime.date | None = None) -> None:
+    """``consolidated/memory.md`` and MEMORY.md's generated lines now, or as
+    they were ``as_of`` a time (or a day: its end), byte for byte; each
+    :class:`~memd.types.Then` says ``"unknowable"``, and why, where a hand
+    edit memd never saw or an erasure makes the past unknown."""
+
+
 @endpoint("GET", "/status", one(Status))
 def status() -> None:
     """The state of the memory directory and the configuration in force."""
@@ -409,6 +426,7 @@ class Operations:
     runs = runs
     undo = undo
     core = core
+    show = show
     status = status
     check = check
     health = health

@@ -88,6 +88,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
         category: str | None = None,
         session: str | None = None,
         since: str | None = None,
+        as_of: str | None = None,
     ) -> str:
         """Search long-term memory (facts and consolidated entries) by meaning and keywords. Each hit has its id and the day it was stated; with exclude_core: true, what core_memory already shows is left out.
 
@@ -99,6 +100,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
             category: Only facts of this category, and entries holding one.
             session: Only facts of this session, and entries holding one.
             since: Only what was stated on this day (YYYY-MM-DD) or later.
+            as_of: Search the memory as it was at this time (RFC 3339, or a day: its end).
         """
         found: Found = await send(
             api.search(
@@ -109,6 +111,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
                 category=category,
                 session=session,
                 since=since,
+                as_of=as_of,
             )
         )
         return _hits(found)

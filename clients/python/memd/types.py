@@ -348,6 +348,38 @@ class UndoOutcome(Model):
     kept_out: list[str]
 
 
+# --- the past ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Then(Model):
+    """What one file held at a time: ``state`` ``"known"`` (``text``, held
+    from ``since``; ``None`` when the file could not be read as text then)
+    or ``"unknowable"`` (``why``, and the nearest times memd knows it,
+    ``known_until`` and ``known_from``)."""
+
+    state: Literal["known", "unknowable"]
+    since: str | None = None
+    text: str | None = None
+    why: str | None = None
+    known_until: str | None = None
+    known_from: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shown(Model):
+    """``consolidated/memory.md`` (``memory``) and MEMORY.md's generated
+    lines (``core``) as of ``as_of``, and the entries of ``memory``
+    forgotten since."""
+
+    as_of: str
+    memory: Then
+    core: Then
+    forgotten_since: list[str] = field(default_factory=list)
+    """Entries ``memory`` holds that were forgotten since (shown as the
+    file was; search and MEMORY.md leave them out)."""
+
+
 # --- status and check -------------------------------------------------------
 
 

@@ -164,6 +164,24 @@ def test_edit_history_and_undo(api: Any) -> None:
     assert [r.undone_by for r in api.runs() if r.id == edited.run] == [[undone.run]]
 
 
+def test_show_and_search_as_of_a_past_time(api: Any) -> None:
+    [entry] = add_and_consolidate(api, ["The user rides a green bicycle"])
+    then = datetime.datetime.now(datetime.timezone.utc)
+    api.edit_entry(entry.id, text="The user rides a yellow bicycle")
+    past = api.show(as_of=then)
+    assert past.memory.state == "known" and past.memory.text is not None
+    assert "green bicycle" in past.memory.text and "yellow" not in past.memory.text
+    now = api.show()
+    assert now.memory.text is not None and "yellow bicycle" in now.memory.text
+    hits = api.search("bicycle", as_of=then, min_score=0).hits
+    assert any(h.text == "The user rides a green bicycle" for h in hits)
+    assert all("yellow" not in h.text for h in hits)
+    before = api.show(as_of=datetime.date(2001, 1, 1))
+    assert before.memory.state == "unknowable" and before.memory.why
+    with pytest.raises(InvalidError):
+        api.show(as_of="last tuesday")
+
+
 def test_forget_and_unforget_an_entry(api: Any) -> None:
     [entry] = add_and_consolidate(api, ["The user is allergic to hazelnuts"])
     assert [(c.kind, c.id) for c in api.candidates("hazelnuts")] == [("entry", entry.id)]

@@ -148,9 +148,16 @@ def innermost_model(tp: Any) -> type[Model] | None:
 
 def object_schema(schema: Spec) -> Spec:
     """The object a schema describes: through arrays, ``anyOf`` variants
-    (the object one) and nullable types."""
+    (the object one), nullable types, and ``oneOf`` variants of a tagged
+    union (one object: every variant's properties, those all require
+    required)."""
     if "anyOf" in schema:  # a search's reply: the object, not the bare array
         return next(s for s in schema["anyOf"] if "properties" in s)
+    if "oneOf" in schema:  # a file as of a time: known or unknowable
+        variants = [object_schema(s) for s in schema["oneOf"]]
+        required = set.intersection(*(set(v.get("required", [])) for v in variants))
+        properties = {k: v for s in variants for k, v in s.get("properties", {}).items()}
+        return {"properties": properties, "required": sorted(required)}
     if "items" in schema:
         return object_schema(schema["items"])
     return schema

@@ -140,6 +140,17 @@ pub enum Action {
         min: u8,
         today: bool,
     },
+    /// The memory as of the time after an earlier step (`pick`), shown
+    /// (`memd show --as-of`, or in process) and searched: both files
+    /// byte for byte as that step left them, or "unknowable" only where a
+    /// change memd did not see (a hand edit, a SIGKILL, a file put aside)
+    /// or an erasure stands between; the hits as of then are entries of
+    /// the file as it was, and nothing forgotten since.
+    AsOf {
+        via: Via,
+        pick: u8,
+        text: u8,
+    },
     DaemonStart,
     DaemonStop {
         kill: bool,
@@ -210,6 +221,8 @@ impl Action {
             Action::EditEntry { via: Via::Mcp, .. } => "edit an entry (MCP)",
             Action::SearchOutsideCore { .. } => "search, leaving out MEMORY.md",
             Action::SearchNarrowed { .. } => "search with min_score and since",
+            Action::AsOf { via: Via::Cli, .. } => "show and search --as-of (CLI)",
+            Action::AsOf { .. } => "show and search as of (in process / API)",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
@@ -298,6 +311,8 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => any::<u8>().prop_map(|text| Action::SearchOutsideCore { text }),
         1 => (any::<u8>(), 0u8..5, any::<bool>())
             .prop_map(|(text, min, today)| Action::SearchNarrowed { text, min, today }),
+        2 => (prop_oneof![Just(Via::Here), Just(Via::Cli)], any::<u8>(), any::<u8>())
+            .prop_map(|(via, pick, text)| Action::AsOf { via, pick, text }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
         kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit), Just(Killed::Erase)])

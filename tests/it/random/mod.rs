@@ -19,6 +19,7 @@
 
 mod actions;
 mod oracle;
+mod past;
 mod world;
 
 use std::collections::BTreeMap;

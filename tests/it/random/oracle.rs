@@ -66,7 +66,7 @@ impl Ledger {
             .collect()
     }
 
-    fn forgotten_ids(&self) -> HashSet<&str> {
+    pub fn forgotten_ids(&self) -> HashSet<&str> {
         self.forgotten
             .values()
             .flat_map(|(ids, _)| ids.iter().map(String::as_str))

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::actions::{self, Action, Blocked, Judge, Killed, Via};
 use super::oracle::Ledger;
+use super::past::Past;
 use crate::support::Reply;
 
 pub struct World {
@@ -36,6 +37,11 @@ pub struct World {
     pub ledger: Ledger,
     /// What happened, for a failure's message.
     pub log: Vec<String>,
+    /// The files as each step left them, with the time after it.
+    pub(super) past: Vec<Past>,
+    /// Whether this process's clock was ever moved by hours (versions are
+    /// then dated by clocks that disagree: see [`Past`]).
+    pub(super) skewed: bool,
 }
 
 impl Drop for World {
@@ -68,7 +74,7 @@ impl World {
         World {
             _tmp: tmp,
             held: Arc::new(Lazy::new(memory)),
-            layout,
+            layout: layout.clone(),
             rt,
             daemon: None,
             hours: 0,
@@ -78,6 +84,8 @@ impl World {
             judge,
             ledger: Ledger::default(),
             log: Vec::new(),
+            past: vec![Past::now(&layout, None)],
+            skewed: false,
         }
     }
 
@@ -103,10 +111,17 @@ impl World {
 
     pub fn apply(&mut self, action: &Action) {
         self.log.push(format!("{action:?}"));
+        if super::past::unseen(action) {
+            // After the file system's clock tick: a hand edit's time (its
+            // file's modification time) is then after the time the step
+            // before was noted at.
+            std::thread::sleep(Duration::from_millis(15));
+        }
         let outcome = self.apply_inner(action);
         if let Err(e) = outcome {
             self.log.push(format!("  -> error: {e:#}"));
         }
+        self.past.push(Past::now(&self.layout, Some(action)));
     }
 
     fn apply_inner(&mut self, action: &Action) -> anyhow::Result<()> {
@@ -153,10 +168,12 @@ impl World {
             Action::SearchNarrowed { text, min, today } => {
                 self.search_narrowed(actions::text(*text), *min, *today)
             }
+            Action::AsOf { via, pick, text } => self.as_of(*via, *pick, *text),
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
             Action::Kill { step, what } => self.kill(*step, *what),
             Action::Clock { hours, offset } => {
+                self.skewed |= *hours != 0;
                 self.hours += *hours as i64;
                 self.offset = *offset as i32;
                 Ok(())

@@ -1,0 +1,147 @@
+//! Search as of a past time (`memd search --as-of`): the facts written by
+//! then and the entries and MEMORY.md lines as they were then
+//! ([`crate::versions`]), ranked as a search ranks the index's rows
+//! ([`super::search`]: vectors and words fused, tombstones applied).
+//!
+//! The past is not in the index, which holds the files as they are; its
+//! rows are built from the files and embedded (through the embedding
+//! cache, so a text the index embedded costs a lookup), and searched in
+//! memory. It scans every fact written by then: an occasional question
+//! about the past, not the hot path. It is not a recall: promotion
+//! counts only what searches of the present return. What was forgotten
+//! since stays out (forgetting is permanent), as does what was erased.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone};
+
+use super::reader::Reader;
+use super::rows::{Row, core_row, entry_rows, fact_row};
+use super::search::{self, Hit, Ranked};
+use super::terms::Terms;
+use crate::Layout;
+use crate::archive::Fact;
+use crate::core_md::Line;
+use crate::entries::Document;
+use crate::error::{Error, Result};
+use crate::ids::FactId;
+use crate::tombstones::Tombstones;
+use crate::versions::{self, File, Then};
+
+/// When fact `f` was written, as well as the archive says: its heading's
+/// time on its day (memd starts a section at each second it appends in),
+/// read in `at`'s offset; the start of its day without one.
+fn written(f: &Fact, at: &DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
+    let day = NaiveDate::parse_from_str(&f.day, "%Y-%m-%d").ok()?;
+    let time = f
+        .time
+        .as_deref()
+        .and_then(|t| {
+            NaiveTime::parse_from_str(t, "%H:%M:%S")
+                .or_else(|_| NaiveTime::parse_from_str(t, "%H:%M"))
+                .ok()
+        })
+        .unwrap_or_default();
+    at.offset()
+        .from_local_datetime(&day.and_time(time))
+        .earliest()
+}
+
+/// The rows a search as of `at` looks at; an error naming why when memd
+/// cannot know the entries then.
+pub(crate) fn rows_as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<Vec<Row>> {
+    let history = versions::History::load(layout, Some(at))?;
+    let known = |file: File| -> Result<Option<String>> {
+        match history.at(layout, file, at)? {
+            Then::Known { text, .. } => Ok(text),
+            Then::Unknowable {
+                why,
+                known_until,
+                known_from,
+            } => {
+                let near: Vec<String> = [known_until, known_from].into_iter().flatten().collect();
+                let hint = match near.is_empty() {
+                    true => String::new(),
+                    false => format!(" (memd knows it as of {})", near.join(" and as of ")),
+                };
+                Err(Error::Invalid(format!(
+                    "cannot search as of {}: {why}{hint}",
+                    versions::stamp(&at)
+                )))
+            }
+        }
+    };
+    let doc = Document::parse(&known(File::Memory)?.unwrap_or_default());
+    // MEMORY.md's lines restate entries: when they are unknowable then,
+    // the entries answer alone.
+    let core = known(File::Core).ok().flatten().unwrap_or_default();
+    let tombstones = Tombstones::load(&layout.tombstones_file())?;
+    let held: HashSet<&FactId> = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .flat_map(|m| &m.sources)
+        .collect();
+    let (facts, _) = crate::archive::read_all(layout)?;
+    let mut rows: Vec<Row> = facts
+        .iter()
+        .filter(|f| !held.contains(&f.id) && written(f, &at).is_some_and(|w| w <= at))
+        .map(fact_row)
+        .collect();
+    rows.extend(entry_rows(&doc, &tombstones));
+    rows.extend(core.lines().filter_map(Line::parse).map(core_row));
+    Ok(rows)
+}
+
+impl Reader {
+    /// The `k` best of `rows` for `query`, scoring `min_score` or more,
+    /// ranked as [`Reader::search`] ranks the index's rows. Not logged.
+    pub(crate) async fn search_rows(
+        &self,
+        query: &str,
+        rows: Vec<Row>,
+        k: usize,
+        min_score: f32,
+    ) -> Result<Vec<Hit>> {
+        let shared = self.shared();
+        let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
+        let vectors = match texts.is_empty() {
+            true => Vec::new(),
+            false => shared.embedder.embed(&texts).await?,
+        };
+        let qv = self.query_vector(query).await?;
+        let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();
+        let n = (k * 4).max(20);
+        let mut by_meaning: Vec<(f32, &(Hit, Vec<f32>))> = all
+            .iter()
+            .map(|r| (crate::embed::cosine(&qv, &r.1), r))
+            .collect();
+        by_meaning.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.0.id.cmp(&b.1.0.id)));
+        by_meaning.truncate(n);
+        let vector = Ranked {
+            scores: by_meaning.iter().map(|(s, _)| *s).collect(),
+            rows: by_meaning.into_iter().map(|(_, r)| r.clone()).collect(),
+        };
+        let mut terms = Terms::new()?;
+        terms.load(0, all.clone(), None);
+        let idf_sum = terms.idf_sum(query);
+        let words = terms.top(query, n);
+        let scores = words.iter().map(|h| h.score).collect();
+        let words_rows = words
+            .into_iter()
+            .filter_map(|mut h| {
+                let v = all.iter().find(|(a, _)| a.id == h.id)?.1.clone();
+                h.score = search::words_score(h.score, idf_sum);
+                Some((h, v))
+            })
+            .collect();
+        let text = Ranked {
+            rows: words_rows,
+            scores,
+        };
+        let tombstones = Tombstones::load(&shared.layout.tombstones_file())?;
+        let fused = search::fuse([vector, text], &qv);
+        let half_life = shared.config.search.recency_half_life_days;
+        let lets = |h: &Hit| h.score >= min_score;
+        Ok(search::finish(fused, &tombstones, (half_life, &lets), k))
+    }
+}

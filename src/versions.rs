@@ -1,0 +1,879 @@
+//! `consolidated/versions.jsonl`: every version of the entries file
+//! (`consolidated/memory.md`) and of MEMORY.md's generated lines, so that
+//! either can be shown as it was at any past time (`memd show --as-of`,
+//! `memd search --as-of`).
+//!
+//! **Why a file of its own.** The journal records each op's text before
+//! and after, but not where an entry stood in the file, nor its metadata
+//! after most ops, nor anything a person wrote by hand: replaying it
+//! cannot give the file back byte for byte. A version here is the file
+//! itself, stored compactly: the file is cut into chunks (one per entry,
+//! its metadata line first; one per generated line of MEMORY.md), each
+//! chunk's text is stored once under its hash, and a version lists its
+//! chunks as runs of the previous version's (`[start, len]`) and hashes
+//! of chunks. A run that changes a few entries of a thousand writes a few
+//! hundred bytes.
+//!
+//! **When a version is recorded.** Every writer of the two files holds the
+//! entries lock ([`crate::entries::lock`]), taken through [`Writing`]:
+//! - on taking it, the files as memd finds them, when they differ from the
+//!   last version: a hand edit, a write an older memd made, or one a crash
+//!   cut short. Such a version is `found`, dated by the file's
+//!   modification time (as precise as the file system's clock);
+//! - on letting it go, the files as the writer leaves them (`memd`),
+//!   dated by the memory's clock, with the hash of the files as it found
+//!   them (`from`).
+//!
+//! **What is known.** A version holds from its time until the next one. A
+//! `found` version after it means the file changed at a time memd does not
+//! know (the file's time is its last change), so the time between the
+//! two is unknowable, and so is the time between a version and a `memd`
+//! version that found something else (`from`: a change memd did not
+//! record). After the last version, the files on disk say: unchanged, it
+//! still holds; changed, the files hold from their modification time and
+//! the time before is unknowable. What a person never let memd see
+//! (edited twice between two writes) memd cannot know, and says so.
+//!
+//! **Forgetting and erasure.** A version is the file as it was, forgotten
+//! entries included; search as of a time still leaves out everything
+//! forgotten since (forgetting is permanent). An erasure
+//! ([`crate::erase`]) takes the chunks holding its texts out of this file
+//! ([`erase`]): a version that held one is unknowable from then on.
+//!
+//! # Crash semantics
+//!
+//! Versions are appended whole ([`crate::jsonl::append`]). A crash before
+//! a write's version is recorded leaves the file as written: the next
+//! writer finds it and records it as `found`, dated by the file's time.
+//! A version that cannot be written (a full disk) is logged and skipped:
+//! the files are the truth, and the next version records them.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, FixedOffset, Local, SecondsFormat, TimeZone};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::text::short_hash;
+use crate::{Layout, Memory};
+
+/// Which file a version is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum File {
+    /// `consolidated/memory.md`, whole.
+    Memory,
+    /// MEMORY.md's generated lines (between its markers).
+    Core,
+}
+
+const FILES: [File; 2] = [File::Memory, File::Core];
+
+/// Who left a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum By {
+    /// A writer of memd, dated by the memory's clock.
+    Memd,
+    /// As memd found it (a hand edit, or a write whose version a crash
+    /// cut short), dated by the file's modification time.
+    Found,
+}
+
+/// A version's chunk list, piece by piece.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+enum Piece {
+    /// Chunks `[start, start + len)` of the previous version of the file.
+    Run([usize; 2]),
+    /// One chunk, by hash.
+    Chunk(String),
+}
+
+/// Read by hand: serde's untagged enums buffer every value first, which
+/// was most of reading a version of 10,000 entries.
+impl<'de> Deserialize<'de> for Piece {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Piece, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Piece;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a chunk's hash or [start, len]")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Piece, E> {
+                Ok(Piece::Chunk(s.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Piece, A::Error> {
+                let mut next = || -> std::result::Result<usize, A::Error> {
+                    seq.next_element()?
+                        .ok_or_else(|| serde::de::Error::custom("a run is [start, len]"))
+                };
+                let (start, len) = (next()?, next()?);
+                match seq.next_element::<serde::de::IgnoredAny>()? {
+                    None => Ok(Piece::Run([start, len])),
+                    Some(_) => Err(serde::de::Error::custom("a run is [start, len]")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One line of the file (`C`: a chunk's value, its text or `null` when
+/// erased).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record<C = Option<String>> {
+    /// RFC 3339, to the microsecond.
+    pub ts: String,
+    pub file: File,
+    pub by: By,
+    /// The content's hash ([`sha`]).
+    pub sha: String,
+    /// For `memd`: the hash of the content as the writer found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `None`: the file could not be read as text then (missing, not
+    /// UTF-8, or MEMORY.md without its markers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pieces: Option<Vec<Piece>>,
+    /// Chunks first seen in this version, by hash (`None`: erased).
+    #[serde(default = "BTreeMap::new", skip_serializing_if = "BTreeMap::is_empty")]
+    chunks: BTreeMap<String, C>,
+    /// When an erasure took chunks out of this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<String>,
+}
+
+/// The hash a version records of its content (`None`: unreadable).
+fn sha(content: Option<&str>) -> String {
+    content.map_or_else(|| "none".to_string(), |c| short_hash(c, 16))
+}
+
+fn chunk_hash(chunk: &str) -> String {
+    short_hash(chunk, 16)
+}
+
+/// `content` in chunks whose concatenation is `content`: the entries
+/// file before each metadata line, MEMORY.md's generated part by line.
+fn chunks(file: File, content: &str) -> Vec<&str> {
+    let mut cuts = vec![0];
+    let mut at = 0;
+    for line in content.split_inclusive('\n') {
+        if at > 0 && (file == File::Core || line.starts_with(crate::entries::META_OPEN)) {
+            cuts.push(at);
+        }
+        at += line.len();
+    }
+    cuts.push(content.len());
+    cuts.windows(2)
+        .map(|w| &content[w[0]..w[1]])
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// `next` as runs of `prev` and single chunks.
+fn encode(prev: &[Arc<str>], next: &[String]) -> Vec<Piece> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, h) in prev.iter().enumerate() {
+        first.entry(h).or_insert(i);
+    }
+    let mut out: Vec<Piece> = Vec::new();
+    for h in next {
+        if let Some(Piece::Run([s, l])) = out.last_mut()
+            && prev.get(*s + *l).is_some_and(|p| **p == **h)
+        {
+            *l += 1;
+            continue;
+        }
+        out.push(match first.get(h.as_str()) {
+            Some(&i) => Piece::Run([i, 1]),
+            None => Piece::Chunk(h.clone()),
+        });
+    }
+    out
+}
+
+/// One version of one file, replayed (its chunk list is kept only for
+/// the last version and the one a time asks for: see [`Track`]).
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub ts: DateTime<FixedOffset>,
+    pub by: By,
+    pub sha: String,
+    pub from: Option<String>,
+    /// The file could be read as text (it has a chunk list).
+    readable: bool,
+    /// A run named chunks the previous version does not have, or a chunk
+    /// no record stores.
+    broken: bool,
+    /// A chunk an erasure took.
+    erased: bool,
+}
+
+/// A version's chunk list.
+type List = Arc<Vec<Arc<str>>>;
+
+/// One file's versions, the last one's chunk list (what the next record
+/// is read against), and the list of the version a time chose.
+#[derive(Debug, Default)]
+struct Track {
+    versions: Vec<Version>,
+    last: Option<List>,
+    chosen: Option<(usize, List)>,
+}
+
+/// What the versions file holds of one chunk.
+#[derive(Debug, Clone)]
+enum Stored {
+    Text(String),
+    /// Stored, its text not read (what a writer needs to know).
+    Kept,
+    /// Taken out by an erasure.
+    Erased,
+}
+
+/// A chunk's value in a record, read with its text or without.
+trait ChunkValue {
+    fn stored(self) -> Stored;
+}
+
+impl ChunkValue for Option<String> {
+    fn stored(self) -> Stored {
+        self.map_or(Stored::Erased, Stored::Text)
+    }
+}
+
+impl ChunkValue for Option<serde::de::IgnoredAny> {
+    fn stored(self) -> Stored {
+        self.map_or(Stored::Erased, |_| Stored::Kept)
+    }
+}
+
+/// A record read without its chunks' texts.
+type Head = Record<Option<serde::de::IgnoredAny>>;
+
+/// The one `Arc` of `hash` (a new one for a hash no record stores).
+fn intern(chunks: &HashMap<Arc<str>, Stored>, hash: &str) -> Arc<str> {
+    match chunks.get_key_value(hash) {
+        Some((k, _)) => k.clone(),
+        None => Arc::from(hash),
+    }
+}
+
+/// The versions file, replayed: every version of each file, and the
+/// chunks (with their texts, or, for a writer, without).
+#[derive(Debug, Default)]
+pub struct History {
+    chunks: HashMap<Arc<str>, Stored>,
+    memory: Track,
+    core: Track,
+    /// The time whose versions' chunk lists are kept ([`History::at`]).
+    at: Option<DateTime<FixedOffset>>,
+    /// Lines that do not parse, or whose time does not.
+    pub unreadable: Vec<usize>,
+}
+
+impl History {
+    /// Every version, with every chunk's text, keeping the chunk lists of
+    /// the last versions and (`at`) of the versions that time asks for.
+    pub fn load(layout: &Layout, at: Option<DateTime<FixedOffset>>) -> Result<History> {
+        let (records, bad) = crate::jsonl::read::<Record>(&layout.versions_file())?;
+        Ok(History::of(records, &bad, at))
+    }
+
+    /// Every version, without the chunks' texts: what a writer compares
+    /// and appends to. (At 10,000 entries the texts are most of the file.)
+    fn heads(layout: &Layout) -> Result<History> {
+        let (records, bad) = crate::jsonl::read::<Head>(&layout.versions_file())?;
+        Ok(History::of(records, &bad, None))
+    }
+
+    fn of<C: ChunkValue>(
+        records: Vec<Record<C>>,
+        bad: &[crate::jsonl::BadLine],
+        at: Option<DateTime<FixedOffset>>,
+    ) -> History {
+        let mut h = History {
+            unreadable: bad.iter().map(|b| b.line).collect(),
+            at,
+            ..History::default()
+        };
+        for r in records {
+            h.replay(r);
+        }
+        h
+    }
+
+    fn track(&self, file: File) -> &Track {
+        match file {
+            File::Memory => &self.memory,
+            File::Core => &self.core,
+        }
+    }
+
+    fn versions(&self, file: File) -> &[Version] {
+        &self.track(file).versions
+    }
+
+    fn store<C: ChunkValue>(&mut self, chunks: BTreeMap<String, C>) {
+        for (hash, value) in chunks {
+            let value = value.stored();
+            match self.chunks.get_mut(hash.as_str()) {
+                // A text stored twice is the same text; erased is final.
+                Some(slot) if !matches!(value, Stored::Erased) => {
+                    if matches!(slot, Stored::Kept) {
+                        *slot = value;
+                    }
+                }
+                Some(slot) => *slot = value,
+                None => {
+                    self.chunks.insert(Arc::from(hash.as_str()), value);
+                }
+            }
+        }
+    }
+
+    fn replay<C: ChunkValue>(&mut self, r: Record<C>) {
+        let Ok(ts) = DateTime::parse_from_rfc3339(&r.ts) else {
+            return;
+        };
+        self.store(r.chunks);
+        let chosen = self.at.is_some_and(|at| ts <= at);
+        let chunks = &self.chunks;
+        let track = match r.file {
+            File::Memory => &mut self.memory,
+            File::Core => &mut self.core,
+        };
+        let prev: &[Arc<str>] = track.last.as_deref().map_or(&[], |l| l.as_slice());
+        let (mut broken, mut erased) = (false, false);
+        let list = r.pieces.map(|pieces| {
+            let mut out = Vec::with_capacity(prev.len());
+            for p in pieces {
+                match p {
+                    Piece::Run([s, l]) => match prev.get(s..s.saturating_add(l)) {
+                        Some(run) => out.extend_from_slice(run),
+                        None => broken = true,
+                    },
+                    Piece::Chunk(h) => out.push(intern(chunks, &h)),
+                }
+            }
+            Arc::new(out)
+        });
+        for h in list.iter().flat_map(|l| l.iter()) {
+            match chunks.get(h) {
+                Some(Stored::Erased) => erased = true,
+                Some(_) => {}
+                None => broken = true,
+            }
+        }
+        if chosen {
+            track.chosen = Some((track.versions.len(), list.clone().unwrap_or_default()));
+        }
+        track.versions.push(Version {
+            ts,
+            by: r.by,
+            sha: r.sha,
+            from: r.from,
+            readable: list.is_some(),
+            broken,
+            erased,
+        });
+        track.last = list;
+    }
+
+    /// The content of version `i` of `file` (the last, or the one the
+    /// time it was loaded for chose), or why it cannot be given.
+    fn content(&self, file: File, i: usize) -> std::result::Result<Option<String>, Lost> {
+        let track = self.track(file);
+        let v = &track.versions[i];
+        if !v.readable {
+            return Ok(None);
+        }
+        if v.erased {
+            return Err(Lost::Erased);
+        }
+        let list = match &track.chosen {
+            Some((c, list)) if *c == i => list.clone(),
+            _ if i + 1 == track.versions.len() => track.last.clone().unwrap_or_default(),
+            _ => return Err(Lost::Damaged),
+        };
+        let mut out = String::new();
+        for h in list.iter() {
+            match self.chunks.get(h) {
+                Some(Stored::Text(text)) => out.push_str(text),
+                Some(Stored::Erased) => return Err(Lost::Erased),
+                _ => return Err(Lost::Damaged),
+            }
+        }
+        match !v.broken && sha(Some(&out)) == v.sha {
+            true => Ok(Some(out)),
+            false => Err(Lost::Damaged),
+        }
+    }
+
+    /// What cannot be rebuilt for a reason other than an erasure (`memd
+    /// check`): versions naming chunks that are not there, a stored text
+    /// that is not its hash's, a last version that does not rebuild.
+    pub fn damaged(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for file in FILES {
+            let versions = self.versions(file);
+            for (i, v) in versions.iter().enumerate() {
+                let last = i + 1 == versions.len();
+                let bad = v.broken || (last && self.content(file, i) == Err(Lost::Damaged));
+                if bad {
+                    out.push(format!(
+                        "the version of {} recorded at {} cannot be rebuilt",
+                        name(file),
+                        stamp(&v.ts)
+                    ));
+                }
+            }
+        }
+        for (h, stored) in &self.chunks {
+            if let Stored::Text(t) = stored
+                && chunk_hash(t) != **h
+            {
+                out.push(format!("chunk {h} does not hold the text its hash names"));
+            }
+        }
+        out
+    }
+
+    /// The chunk texts stored (for erasure's check).
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+        self.chunks.values().filter_map(|c| match c {
+            Stored::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lost {
+    Erased,
+    Damaged,
+}
+
+/// A time as versions record it.
+pub fn stamp(t: &DateTime<FixedOffset>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// A file's content now, as versions record it, and its modification
+/// time.
+fn read_now(
+    layout: &Layout,
+    file: File,
+) -> Result<(Option<String>, Option<DateTime<FixedOffset>>)> {
+    let path = match file {
+        File::Memory => layout.entries_file(),
+        File::Core => layout.memory_md(),
+    };
+    // Not a file (a directory put where it was): unreadable, as missing.
+    if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+        return Ok((None, None));
+    }
+    let Some(bytes) = crate::atomic::read_if_exists(&path)? else {
+        return Ok((None, None));
+    };
+    let mtime = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(|t| DateTime::<Local>::from(t).fixed_offset());
+    let content = match file {
+        File::Memory => String::from_utf8(bytes).ok(),
+        File::Core => crate::core_md::CoreMd::parse(&bytes)
+            .ok()
+            .and_then(|md| md.generated().map(str::to_string)),
+    };
+    Ok((content, mtime))
+}
+
+/// Record the files as they are, where they differ from their last
+/// version: `by` memd (dated by `clock`, `from` the hashes `found` when
+/// the writer began) or as found (dated by the file's time). Returns the
+/// files' hashes.
+fn capture(
+    (layout, history): (&Layout, &mut History),
+    clock: &Clock,
+    by: By,
+    found: &[Option<String>; 2],
+) -> Result<[Option<String>; 2]> {
+    let now = clock.now();
+    let mut records = Vec::new();
+    let mut shas: [Option<String>; 2] = [None, None];
+    for (i, file) in FILES.into_iter().enumerate() {
+        let (content, mtime) = read_now(layout, file)?;
+        let hash = sha(content.as_deref());
+        shas[i] = Some(hash.clone());
+        let last = history.versions(file).last();
+        if last.is_some_and(|v| v.sha == hash) {
+            continue;
+        }
+        let ts = match by {
+            By::Memd => now,
+            By::Found => {
+                let t = mtime.unwrap_or(now).min(now);
+                last.map_or(t, |v| t.max(v.ts))
+            }
+        };
+        let prev = history.track(file).last.clone().unwrap_or_default();
+        let mut new = BTreeMap::new();
+        let pieces = content.as_deref().map(|c| {
+            let cut = chunks(file, c);
+            let hashes: Vec<String> = cut.iter().map(|c| chunk_hash(c)).collect();
+            for (h, c) in hashes.iter().zip(&cut) {
+                let stored = history.chunks.get(h.as_str());
+                if !matches!(stored, Some(Stored::Text(_) | Stored::Kept)) {
+                    new.insert(h.clone(), Some(c.to_string()));
+                }
+            }
+            encode(&prev, &hashes)
+        });
+        let record = Record {
+            ts: stamp(&ts),
+            file,
+            by,
+            sha: hash,
+            from: match by {
+                By::Memd => found[i].clone(),
+                By::Found => None,
+            },
+            pieces,
+            chunks: new,
+            erased: None,
+        };
+        history.replay(record.clone());
+        records.push(record);
+    }
+    crate::jsonl::append(&layout.versions_file(), &records)?;
+    Ok(shas)
+}
+
+/// The entries lock, held by every writer of the entries file and
+/// MEMORY.md, with their versions recorded: as found on taking it, as
+/// left on letting it go (see the module doc).
+pub struct Writing {
+    layout: Layout,
+    clock: Clock,
+    found: [Option<String>; 2],
+    /// The versions as the lock was taken (without texts), and the file's
+    /// length then: read again at the end only if another writer of the
+    /// file (an erasure's rewrite) changed it meanwhile.
+    history: Option<(History, u64)>,
+    _lock: crate::lock::Guard,
+}
+
+fn versions_len(layout: &Layout) -> u64 {
+    std::fs::metadata(layout.versions_file()).map_or(0, |m| m.len())
+}
+
+impl Writing {
+    pub fn start(memory: &Memory) -> Result<Writing> {
+        let lock = crate::entries::lock(&memory.layout)?;
+        let layout = &memory.layout;
+        let found = History::heads(layout).and_then(|mut h| {
+            let found = capture((layout, &mut h), &memory.clock, By::Found, &[None, None])?;
+            Ok((found, h))
+        });
+        let (found, history) = match found {
+            Ok((found, h)) => (found, Some((h, versions_len(layout)))),
+            Err(e) => {
+                tracing::warn!("cannot record the version memd found: {e}");
+                ([None, None], None)
+            }
+        };
+        Ok(Writing {
+            layout: layout.clone(),
+            clock: memory.clock,
+            found,
+            history,
+            _lock: lock,
+        })
+    }
+}
+
+impl Drop for Writing {
+    /// Before the lock goes (fields drop after this).
+    fn drop(&mut self) {
+        let layout = &self.layout;
+        let history = match self.history.take() {
+            Some((h, len)) if len == versions_len(layout) => Ok(h),
+            _ => History::heads(layout),
+        };
+        let captured =
+            history.and_then(|mut h| capture((layout, &mut h), &self.clock, By::Memd, &self.found));
+        if let Err(e) = captured {
+            tracing::warn!("cannot record the version memd wrote: {e}");
+        }
+    }
+}
+
+/// What a file held at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Then {
+    /// The file's content then (`None`: it could not be read as text: it
+    /// was missing, not UTF-8, or MEMORY.md had no markers), held from
+    /// `since`.
+    Known { since: String, text: Option<String> },
+    /// memd cannot tell, and says why; `known_until` and `known_from` are
+    /// the nearest times it can show, when there are any.
+    Unknowable {
+        why: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        known_until: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        known_from: Option<String>,
+    },
+}
+
+impl Then {
+    /// The text when known (`None` too for a file unreadable then).
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Then::Known { text, .. } => text.as_deref(),
+            Then::Unknowable { .. } => None,
+        }
+    }
+}
+
+fn name(file: File) -> &'static str {
+    match file {
+        File::Memory => "consolidated/memory.md",
+        File::Core => "MEMORY.md's generated lines",
+    }
+}
+
+impl History {
+    /// What `file` held at `at`, from its versions and, after the last,
+    /// the file on disk. The history must be loaded for `at`
+    /// ([`History::load`]).
+    pub fn at(&self, layout: &Layout, file: File, at: DateTime<FixedOffset>) -> Result<Then> {
+        let versions = self.versions(file);
+        let what = name(file);
+        let Some(i) = versions.iter().rposition(|v| v.ts <= at) else {
+            return self.before_first(layout, file, at);
+        };
+        let v = &versions[i];
+        let changed = |until: String, from: String| Then::Unknowable {
+            why: format!(
+                "{what} changed at a time memd does not know (by hand, or by a writer that did not record it) between {until} and {from}"
+            ),
+            known_until: Some(until),
+            known_from: Some(from),
+        };
+        let next = versions.get(i + 1);
+        if let Some(n) = next {
+            let seen = n.by == By::Memd && n.from.as_deref() == Some(v.sha.as_str());
+            if !seen && at > v.ts {
+                return Ok(changed(stamp(&v.ts), stamp(&n.ts)));
+            }
+        } else {
+            let (content, mtime) = read_now(layout, file)?;
+            if sha(content.as_deref()) != v.sha {
+                let m = mtime.unwrap_or_else(|| Local::now().fixed_offset());
+                if m <= at {
+                    return Ok(Then::Known {
+                        since: stamp(&m),
+                        text: content,
+                    });
+                }
+                if at > v.ts {
+                    return Ok(changed(stamp(&v.ts), stamp(&m)));
+                }
+            }
+        }
+        Ok(self.known(file, i))
+    }
+
+    /// Version `i` of `file`, known or why not.
+    fn known(&self, file: File, i: usize) -> Then {
+        let versions = self.versions(file);
+        let (v, next) = (&versions[i], versions.get(i + 1));
+        match self.content(file, i) {
+            Ok(text) => Then::Known {
+                since: stamp(&v.ts),
+                text,
+            },
+            Err(lost) => Then::Unknowable {
+                why: match lost {
+                    Lost::Erased => format!(
+                        "{} as of then held text that `memd forget --erase` erased since",
+                        name(file)
+                    ),
+                    Lost::Damaged => format!(
+                        "the record of {} as of then is damaged ({} cannot rebuild it)",
+                        name(file),
+                        crate::layout::rel::VERSIONS
+                    ),
+                },
+                known_until: None,
+                known_from: next.map(|n| stamp(&n.ts)),
+            },
+        }
+    }
+
+    /// Before the first version: the file on disk when nothing since
+    /// changed it, else unknowable.
+    fn before_first(&self, layout: &Layout, file: File, at: DateTime<FixedOffset>) -> Result<Then> {
+        let first = self.versions(file).first();
+        if first.is_none() {
+            let (content, mtime) = read_now(layout, file)?;
+            if let Some(m) = mtime.filter(|m| *m <= at) {
+                return Ok(Then::Known {
+                    since: stamp(&m),
+                    text: content,
+                });
+            }
+        }
+        let from = first.map(|v| stamp(&v.ts));
+        Ok(Then::Unknowable {
+            why: format!(
+                "memd has no record of {} before {}",
+                name(file),
+                from.as_deref().unwrap_or("its last change")
+            ),
+            known_until: None,
+            known_from: from,
+        })
+    }
+}
+
+/// Both files as of `at`.
+pub fn as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<(Then, Then)> {
+    let history = History::load(layout, Some(at))?;
+    Ok((
+        history.at(layout, File::Memory, at)?,
+        history.at(layout, File::Core, at)?,
+    ))
+}
+
+/// A time as a person gives one: RFC 3339 (`2026-11-24T14:03:00+01:00`),
+/// a local time (`2026-11-24T14:03`, `2026-11-24 14:03:05`), or a day
+/// (`2026-11-24`: its end, local time).
+pub fn parse_time(s: &str) -> Result<DateTime<FixedOffset>> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t);
+    }
+    let local = |n: chrono::NaiveDateTime| {
+        Local
+            .from_local_datetime(&n)
+            .earliest()
+            .map(|t| t.fixed_offset())
+    };
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Some(t) = chrono::NaiveDateTime::parse_from_str(s, f)
+            .ok()
+            .and_then(local)
+        {
+            return Ok(t);
+        }
+    }
+    if let Some(t) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_micro_opt(23, 59, 59, 999_999))
+        .and_then(local)
+    {
+        return Ok(t);
+    }
+    Err(crate::Error::Invalid(format!(
+        "as_of is a time: RFC 3339 (2026-11-24T14:03:00Z), a local time (2026-11-24T14:03) or a day (2026-11-24, its end); got {s:?}"
+    )))
+}
+
+/// Take the chunks that `holds` says hold an erased text out of the
+/// versions file (an erasure's step, under the entries lock). Returns how
+/// many records changed.
+pub(crate) fn erase(
+    layout: &Layout,
+    holds: impl Fn(File, &str) -> bool,
+    ts: &str,
+) -> Result<usize> {
+    let path = layout.versions_file();
+    if !path.exists() {
+        return Ok(0);
+    }
+    let changed = crate::jsonl::rewrite(
+        &path,
+        |r: &Record| {
+            let gone: HashSet<&String> = r
+                .chunks
+                .iter()
+                .filter(|(_, t)| t.as_deref().is_some_and(|t| holds(r.file, t)))
+                .map(|(h, _)| h)
+                .collect();
+            if gone.is_empty() {
+                return None;
+            }
+            let mut r2 = r.clone();
+            for h in gone {
+                r2.chunks.insert(h.clone(), None);
+            }
+            r2.erased = Some(ts.to_string());
+            Some(Some(r2))
+        },
+        &[],
+    )?;
+    Ok(changed)
+}
+
+/// Whether any stored chunk still holds an erased text (`memd check`).
+pub(crate) fn holding(history: &History, holds: impl Fn(&str) -> bool) -> bool {
+    history.texts().any(holds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_of_the_entries_file_start_at_each_metadata_line_and_join_back_to_the_file() {
+        let file = "# Memory\n\n<!--m {\"id\":\"e-1\"}-->\nOne\n\n<!--m {\"id\":\"e-2\"}-->\nTwo\n";
+        let cut = chunks(File::Memory, file);
+        assert_eq!(cut.len(), 3);
+        assert!(cut[1].starts_with("<!--m"));
+        assert_eq!(cut.concat(), file);
+        let core = "- a <!-- e-1 -->\n- b <!-- e-2 -->\n";
+        assert_eq!(
+            chunks(File::Core, core),
+            vec!["- a <!-- e-1 -->\n", "- b <!-- e-2 -->\n"]
+        );
+    }
+
+    #[test]
+    fn a_version_lists_unchanged_chunks_as_runs_of_the_previous_one() {
+        let prev: Vec<Arc<str>> = ["a", "b", "c", "d"].map(Arc::from).to_vec();
+        let next: Vec<String> = ["a", "b", "x", "d", "c"].map(String::from).to_vec();
+        assert_eq!(
+            encode(&prev, &next),
+            vec![
+                Piece::Run([0, 2]),
+                Piece::Chunk("x".into()),
+                Piece::Run([3, 1]),
+                Piece::Run([2, 1])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_day_means_its_end_and_a_time_without_offset_is_local() {
+        let end = parse_time("2026-11-24").unwrap();
+        assert_eq!(end.naive_local().to_string(), "2026-11-24 23:59:59.999999");
+        let t = parse_time("2026-11-24T14:03").unwrap();
+        assert_eq!(t.naive_local().to_string(), "2026-11-24 14:03:00");
+        assert!(parse_time("yesterday").is_err());
+    }
+}

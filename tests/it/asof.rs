@@ -1,0 +1,269 @@
+//! Memory as of a past time: `memd show --as-of` gives the entries file
+//! and MEMORY.md's generated lines byte for byte as they were, says so
+//! when a hand edit memd never saw makes that unknowable, and `memd
+//! search --as-of` searches the facts written by then and the entries as
+//! they were (the random test checks `show` at every step of its runs).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::serving::{Http, start_in_process};
+use crate::support::{memd, stderr};
+use crate::trust::{add, consolidate, entries, fresh, ok};
+
+/// Now, to the microsecond, after a short pause: a time strictly between
+/// the step before and the step after (and a hand edit after it gets a
+/// later modification time, whatever the file system's clock tick).
+fn now() -> String {
+    std::thread::sleep(Duration::from_millis(30));
+    let t = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    std::thread::sleep(Duration::from_millis(30));
+    t
+}
+
+/// The entries file and MEMORY.md's generated lines as they are.
+fn files(dir: &Path) -> (String, String) {
+    let memory = std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap();
+    let core = std::fs::read(dir.join("MEMORY.md")).unwrap();
+    let md = memd::core_md::CoreMd::parse(&core).unwrap();
+    (memory, md.generated().unwrap().to_string())
+}
+
+/// The id of the entry whose text says `needle`.
+fn entry_saying(dir: &Path, needle: &str) -> String {
+    let all = entries(dir).into_iter();
+    all.filter(|(_, t, _)| t.contains(needle))
+        .map(|e| e.0)
+        .next()
+        .unwrap()
+}
+
+/// `memd add TEXT --supersedes ID`.
+fn supersede(dir: &Path, text: &str, id: &str) {
+    ok(dir, &["add", text, "--supersedes", id, "--no-similar"]);
+}
+
+fn show(dir: &Path, at: &str, file: &str) -> std::process::Output {
+    memd(dir, &["show", "--as-of", at, "--file", file])
+}
+
+fn shown(dir: &Path, at: &str) -> Value {
+    serde_json::from_str(&ok(dir, &["show", "--as-of", at, "--json"])).unwrap()
+}
+
+#[test]
+fn show_as_of_gives_both_files_byte_for_byte_as_each_write_left_them() {
+    let t = fresh();
+    let dir = t.path();
+    let mut seen = vec![(now(), files(dir))];
+    add(dir, "User works at Acme Corp");
+    add(dir, "User has a cat named Miso");
+    consolidate(dir);
+    seen.push((now(), files(dir)));
+    let id = entry_saying(dir, "Acme");
+    supersede(dir, "User works at Globex", &id);
+    consolidate(dir);
+    seen.push((now(), files(dir)));
+    ok(
+        dir,
+        &["edit", &id, "--text", "User works at Globex as a designer"],
+    );
+    seen.push((now(), files(dir)));
+    let cat = entry_saying(dir, "Miso");
+    ok(dir, &["forget", &cat]);
+    seen.push((now(), files(dir)));
+    assert!(
+        seen.windows(2).all(|w| w[0].1 != w[1].1),
+        "every step wrote"
+    );
+    for (at, (memory, core)) in &seen {
+        let m = show(dir, at, "memory");
+        assert!(m.status.success(), "as of {at}: {}", stderr(&m));
+        assert_eq!(String::from_utf8(m.stdout).unwrap(), *memory, "as of {at}");
+        let c = show(dir, at, "core");
+        assert!(c.status.success(), "as of {at}: {}", stderr(&c));
+        assert_eq!(String::from_utf8(c.stdout).unwrap(), *core, "as of {at}");
+    }
+    // The file as it was holds the entry forgotten since, and says so.
+    let v = shown(dir, &seen[1].0);
+    assert_eq!(v["forgotten_since"], serde_json::json!([cat]), "{v}");
+    assert_eq!(
+        shown(dir, &seen[4].0)["forgotten_since"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_hand_edit_memd_did_not_see_happen_makes_the_time_before_it_unknowable_and_memd_says_so() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "User works at Acme Corp");
+    consolidate(dir);
+    let written = files(dir).0;
+    let path = dir.join("consolidated/memory.md");
+    now();
+    std::fs::write(&path, written.replace("Acme Corp", "Acme Corporation")).unwrap();
+    let between = now();
+    std::fs::write(&path, written.replace("Acme Corp", "ACME")).unwrap();
+    let after = now();
+    add(dir, "User likes tea");
+    consolidate(dir);
+
+    let out = show(dir, &between, "memory");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not know"), "{}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Acme"));
+    let v = shown(dir, &between);
+    assert_eq!(v["memory"]["state"], "unknowable");
+    let until = v["memory"]["known_until"].as_str().unwrap();
+    let from = v["memory"]["known_from"].as_str().unwrap();
+    let at_until = show(dir, until, "memory");
+    assert_eq!(String::from_utf8(at_until.stdout).unwrap(), written);
+    let at_from = show(dir, from, "memory");
+    let hand = String::from_utf8(at_from.stdout).unwrap();
+    assert!(hand.contains("ACME") && !hand.contains("Acme"), "{hand}");
+    let later = String::from_utf8(show(dir, &after, "memory").stdout).unwrap();
+    assert_eq!(
+        later, hand,
+        "the file as found holds from its modification time"
+    );
+    // MEMORY.md's lines were not edited: they stay known throughout.
+    assert_eq!(v["core"]["state"], "known");
+}
+
+#[test]
+fn a_search_as_of_a_past_time_finds_the_entry_as_it_was_and_nothing_written_after() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "User works at Acme Corp");
+    consolidate(dir);
+    let id = entries(dir).into_iter().next().unwrap().0;
+    let before = now();
+    // A fact's time is its section's heading, to the second.
+    std::thread::sleep(Duration::from_millis(1100));
+    supersede(dir, "User works at Globex", &id);
+    add(dir, "User adopted a cat named Miso");
+    consolidate(dir);
+
+    let search = |at: Option<&str>| -> Vec<String> {
+        let mut args = vec![
+            "search",
+            "where does the user work",
+            "--json",
+            "--min-score",
+            "0",
+        ];
+        if let Some(at) = at {
+            args.extend(["--as-of", at]);
+        }
+        let v: Value = serde_json::from_str(&ok(dir, &args)).unwrap();
+        let hits = v.as_array().unwrap();
+        hits.iter()
+            .map(|h| h["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let then = search(Some(&before));
+    assert_eq!(
+        then.first().map(String::as_str),
+        Some("User works at Acme Corp"),
+        "{then:?}"
+    );
+    assert!(
+        then.iter()
+            .all(|h| !h.contains("Globex") && !h.contains("Miso")),
+        "{then:?}"
+    );
+    let today = search(None);
+    assert!(today[0].contains("Globex"), "{today:?}");
+
+    // Forgotten since stays forgotten, even as of a time it was there.
+    ok(dir, &["forget", &id]);
+    let then = search(Some(&before));
+    assert!(then.iter().all(|h| !h.contains("Acme")), "{then:?}");
+}
+
+#[test]
+fn the_api_takes_as_of_for_show_and_search() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "User works at Acme Corp");
+    consolidate(dir);
+    let before = now();
+    std::thread::sleep(Duration::from_millis(1100));
+    add(dir, "User adopted a cat named Miso");
+    consolidate(dir);
+    let layout = memd::Layout::open(dir).unwrap();
+    let d = start_in_process(&layout);
+    let http = Http::at(&d.base, None);
+    let q = |s: &str| s.replace('+', "%2B").replace(':', "%3A");
+    let (status, v) = http.get(&format!("/v1/show?as_of={}", q(&before)));
+    assert_eq!(status, 200, "{v}");
+    let memory = v["memory"]["text"].as_str().unwrap();
+    assert!(
+        memory.contains("Acme") && !memory.contains("Miso"),
+        "{memory}"
+    );
+    let (status, v) = http.get(&format!(
+        "/v1/search?q=cat&min_score=0&as_of={}",
+        q(&before)
+    ));
+    assert_eq!(status, 200, "{v}");
+    let texts: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        !texts.is_empty() && texts.iter().all(|t| !t.contains("Miso")),
+        "{texts:?}"
+    );
+    let (status, v) = http.get("/v1/show?as_of=last%20tuesday");
+    assert_eq!(status, 400, "{v}");
+    d.stop();
+}
+
+#[test]
+fn an_erased_text_is_gone_from_every_version_and_show_says_that_time_held_erased_text() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "The safe code is 4471zebra");
+    add(dir, "User likes tea");
+    consolidate(dir);
+    let before = now();
+    let id = entry_saying(dir, "4471zebra");
+    ok(dir, &["forget", "--erase", &id]);
+    let versions = std::fs::read_to_string(dir.join("consolidated/versions.jsonl")).unwrap();
+    assert!(!versions.contains("4471zebra"), "{versions}");
+    let v = shown(dir, &before);
+    assert_eq!(v["memory"]["state"], "unknowable");
+    assert!(
+        v["memory"]["why"].as_str().unwrap().contains("erase"),
+        "{v}"
+    );
+    let (clean, problems, _) = crate::trust::check(dir);
+    assert!(clean, "{problems:?}");
+}
+
+#[test]
+fn check_finds_a_version_that_cannot_be_rebuilt() {
+    let t = fresh();
+    let dir = t.path();
+    add(dir, "User works at Acme Corp");
+    consolidate(dir);
+    let path = dir.join("consolidated/versions.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("User works at Acme Corp", "User works at Initech"),
+    )
+    .unwrap();
+    let (clean, problems, v) = crate::trust::check(dir);
+    assert!(!clean, "{v}");
+    assert!(
+        problems.iter().any(|p| p == "version_damaged"),
+        "{problems:?}"
+    );
+}
