@@ -14,6 +14,8 @@
 //!   hash alone;
 //! - the entries file and MEMORY.md: the entry and its history go;
 //! - the recall log: the searches that returned it, or that asked for it;
+//! - the versions of the entries file and MEMORY.md
+//!   ([`crate::versions`]): the chunks that held it;
 //! - the index: its rows, the deleted rows' bytes and every old version of
 //!   the table; and the embedding cache, down to the rows the index holds.
 //!
@@ -27,6 +29,10 @@
 //! own text in MEMORY.md, a JSON-lines line memd cannot read that says it.
 //! A record of another entry keeps its text but the side that says an
 //! erased text.
+//!
+//! **Git.** When the memory directory is in a git repository, the reply
+//! names the commits that still hold the texts and how to purge them
+//! ([`crate::git`]); memd never rewrites git history.
 //!
 //! **The receipt** is a tombstone (reason `erase`) holding the entry's id,
 //! the fact ids and the hashes of the texts ([`crate::text::erased_hash`]),
@@ -43,8 +49,8 @@
 //! receipt: from then on nothing of it is shown or taken in. Then the
 //! recall log, the journal (a FORGET of a live entry, and its records
 //! without their texts), the entries file and MEMORY.md, the day files
-//! (under each one's lock), the earlier tombstones, and last the index and
-//! the embedding cache. Each file is rewritten whole and atomically, and
+//! (under each one's lock), the earlier tombstones, the versions, and last
+//! the index and the embedding cache. Each file is rewritten whole and atomically, and
 //! the texts a later step needs are still on disk when it runs. A crash
 //! between two steps leaves the erasure in force and unfinished: `memd
 //! check` reports it, and running the same command again finishes it.
@@ -76,6 +82,11 @@ pub struct Erasure {
     pub journal_records: usize,
     /// Recall-log lines dropped, by this run of the command.
     pub recalls: usize,
+    /// When the memory directory is in a git repository: the commits that
+    /// still hold the text, and how to purge them (memd never rewrites
+    /// git history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<crate::git::GitHistory>,
 }
 
 /// What one erasure covers (see the module doc), gathered from the files
@@ -124,6 +135,24 @@ impl Scope {
                 |l| self.entries.contains(l.entry_id.as_str()) || self.holds(&l.text),
             ),
         }
+    }
+
+    /// The erased texts as the files say them (what `git log -S` looks
+    /// for): its facts', its entries' and their records' texts.
+    fn said(&self, (doc, facts, records): (&Document, &[Fact], &[Record])) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = facts
+            .iter()
+            .filter(|f| self.facts.contains(&f.id))
+            .map(|f| f.text.clone())
+            .collect();
+        let entries = doc
+            .entries()
+            .filter(|e| e.id().is_some_and(|i| self.names(i.as_str())));
+        out.extend(entries.map(|e| e.text.clone()));
+        for r in records.iter().filter(|r| self.about(r)) {
+            out.extend([&r.before, &r.after].into_iter().flatten().cloned());
+        }
+        out
     }
 
     /// Whether search `query` asked for an erased text: it says one, or
@@ -248,6 +277,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let scope = scope(id, (&doc, &facts, &records, &stones))?;
     said_elsewhere(layout, id, &scope, &facts)?;
+    let said = scope.said((&doc, &facts, &records));
     let ts = stamp.clock.timestamp();
     // Due until the index is purged too ([`purged`]): check reports it.
     std::fs::create_dir_all(layout.runtime_dir())?;
@@ -290,6 +320,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         facts: scope.facts.iter().cloned().collect(),
         journal_records,
         recalls,
+        git: crate::git::history_of(&layout.root, &said),
     })
 }
 
@@ -505,21 +536,24 @@ fn redact(layout: &Layout, scope: &Scope, facts: &[Fact], ts: &str) -> Result<()
     Ok(())
 }
 
-/// A version ([`crate::versions`]) that still holds an entry or a text a
-/// receipt erased: what to run to finish that erasure.
+/// A version ([`crate::versions`]) that still holds an entry a receipt
+/// erased, or an entry holding one of its facts: what to run to finish
+/// that erasure. By ids, as the journal's records are checked: a person
+/// who writes an erased text again after the erasure writes an entry of
+/// another id (its versions are theirs, as a line said again is).
 pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> Option<String> {
     for t in stones.receipts() {
-        let hashes: HashSet<&str> = t.hashes.iter().map(String::as_str).collect();
-        let said = |text: &str| hashes.contains(erased_hash(text).as_str());
         let entry = |id: &str| t.entry.as_ref().is_some_and(|e| e == id);
         let holds = |chunk: &str| {
             let doc = Document::parse(chunk);
             let mut entries = doc.entries();
             match core_md::Line::parse(chunk) {
-                Some(l) if !chunk.starts_with(entries::META_OPEN) => {
-                    entry(l.entry_id.as_str()) || said(&l.text)
-                }
-                _ => entries.any(|e| e.id().is_some_and(|id| entry(id.as_str())) || said(&e.text)),
+                Some(l) if !chunk.starts_with(entries::META_OPEN) => entry(l.entry_id.as_str()),
+                _ => entries.any(|e| {
+                    e.meta.as_ref().is_some_and(|m| {
+                        entry(m.id.as_str()) || m.sources.iter().any(|f| t.sources.contains(f))
+                    })
+                }),
             }
         };
         if versions::holding(history, holds) {

@@ -203,6 +203,10 @@ impl Layout {
     pub fn runtime_dir(&self) -> PathBuf {
         self.at(rel::RUNTIME)
     }
+    /// The last versions, for the next writer ([`crate::versions`]).
+    pub fn versions_tail(&self) -> PathBuf {
+        self.runtime_dir().join("versions-tail.json")
+    }
     /// The erasures whose index purge is due ([`crate::erase`]).
     pub fn erase_pending(&self) -> PathBuf {
         self.runtime_dir().join("erase-pending.jsonl")

@@ -39,6 +39,7 @@
 //! | `.recall_log.jsonl`                    | [`recall`]      |
 //! | `.llm_usage.jsonl`                     | [`usage`]       |
 //! | `.memd/erase-pending.jsonl`            | [`erase`]       |
+//! | `.memd/versions-tail.json`             | [`versions`]    |
 //! | `.consolidation_state.json`            | [`state`]       |
 //! | `.memd/watch.json`                     | [`watch`]       |
 //! | `.memd/daemon.json`, `.memd/daemon.lock` | [`server::info`] |
@@ -73,7 +74,8 @@
 //! [`edit`] changes one entry on request (journaled, undone as a run);
 //! [`erase`] takes an entry's or a fact's text out of every file (the
 //! one rewrite of the archive, of the journal and of the tombstones, each
-//! still done by the module that owns the file);
+//! still done by the module that owns the file) and says, through [`git`],
+//! what a git repository around the memory still holds;
 //! [`runs`] lists runs and undoes one (and an undo); [`versions`]
 //! records every version of the entries file and of MEMORY.md's lines
 //! (whoever takes the entries lock records them), for the memory as of a
@@ -117,6 +119,7 @@ pub mod error;
 #[cfg(feature = "lab")]
 pub mod eval;
 pub mod forget;
+pub mod git;
 pub(crate) mod http;
 pub mod ids;
 pub mod index;

@@ -102,6 +102,30 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     }
 }
 
+/// What git still holds of an erasure, in words.
+fn git_said(g: &memd::git::GitHistory) -> String {
+    let held = match (g.commits.len(), g.searched) {
+        (0, true) => "no commit holds its text".to_string(),
+        (n, true) => format!(
+            "{n} commit{} add or remove its text: {}",
+            plural(n),
+            g.commits
+                .iter()
+                .map(|c| &c[..c.len().min(12)])
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        (n, false) => format!(
+            "memd could not search its history for the text (git missing or failed, or the text already gone from the files); {n} commit{} found",
+            plural(n)
+        ),
+    };
+    format!(
+        "  this memory is in the git repository {}: {held}.\n  {}\n",
+        g.repo, g.purge
+    )
+}
+
 /// `--erase`: each id erased; what each took out.
 fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result<()> {
     let rt = super::runtime()?;
@@ -121,6 +145,9 @@ fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result
                 e.recalls,
                 plural(e.recalls),
             );
+            if let Some(g) = &e.git {
+                print!("{}", git_said(g));
+            }
         }
         gone.push(e);
     }

@@ -306,3 +306,46 @@ fn a_search_for_the_erased_text_keeps_its_hits_on_other_rows_without_the_query()
     assert!(hits.iter().all(|h| h["id"] != fact.as_str()), "{log}");
     assert!(hits.iter().all(|h| h["query"] == ""), "{log}");
 }
+
+/// `git` in `dir`, which must succeed; its stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn an_erasure_in_a_git_repository_names_the_commits_holding_the_text_and_rewrites_none() {
+    let tmp = fresh();
+    let dir = tmp.path();
+    git(dir, &["init", "-q"]);
+    let id = with_secret_entry(dir);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "memory"]);
+    let commit = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+    let erased = erase(dir, &id);
+    let g = &erased["git"];
+    assert_eq!(g["searched"], true, "{erased}");
+    assert_eq!(g["commits"], serde_json::json!([commit]), "{erased}");
+    assert!(g["purge"].as_str().unwrap().contains("filter-repo"), "{g}");
+    // History is left as it was: the commit still holds the text.
+    assert_eq!(git(dir, &["rev-parse", "HEAD"]).trim(), commit);
+    let shown = git(dir, &["show", &format!("{commit}:consolidated/memory.md")]);
+    assert!(shown.contains(SECRET));
+    let outside: Vec<String> = files_holding(dir, SECRET)
+        .into_iter()
+        .filter(|f| !f.starts_with(".git/"))
+        .collect();
+    assert_eq!(outside, Vec::<String>::new());
+
+    // Outside a repository, nothing is said of git.
+    let plain = fresh();
+    let id = with_secret_entry(plain.path());
+    assert!(erase(plain.path(), &id).get("git").is_none());
+}

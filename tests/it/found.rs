@@ -554,3 +554,32 @@ fn an_entry_merged_away_by_a_killed_run_is_not_taken_for_a_hand_deletion() {
         },
     ]);
 }
+
+/// Soak seed 33 (the as-of change, before it landed): an entry written by
+/// hand and adopted, erased, then written by hand again word for word; the
+/// next writer recorded the file as it found it, and `memd check` took
+/// the person's new block in that version for what the erasure had left.
+/// A version is checked by the ids the erasure took, as the journal is.
+#[test]
+fn an_erased_text_a_person_writes_again_is_not_taken_for_an_unfinished_erasure() {
+    use crate::random::{Action::*, Via};
+    crate::random::replay(&[
+        Add {
+            text: 0,
+            key: None,
+            via: Via::Here,
+            batch: false,
+        },
+        HandWriteEntry { text: 99 },
+        run_built_in(),
+        Erase {
+            pick: 240,
+            entry: true,
+        },
+        HandWriteEntry { text: 19 },
+        Undo {
+            pick: 102,
+            keep_out: false,
+        },
+    ]);
+}

@@ -253,6 +253,19 @@ class Candidate(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GitHistory(Model):
+    """What remains of an erased text in the git repository the memory is
+    in: the commits that add or remove it, newest first (``searched`` is
+    false when git could not be asked), and how to purge them (memd never
+    rewrites git history)."""
+
+    repo: str
+    commits: list[str]
+    searched: bool
+    purge: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Erasure(Model):
     """What an erasure took out of the files."""
 
@@ -263,6 +276,8 @@ class Erasure(Model):
     """The archive facts erased (their lines are redaction lines now)."""
     journal_records: int
     recalls: int
+    git: GitHistory | None = None
+    """When the memory directory is in a git repository."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,8 @@
 //! their agent, or a crash) takes on a memory, run against a real memory
 //! directory, real files, a real LanceDB and a scripted LLM on 127.0.0.1,
 //! with `memd check` and a small ledger of what the user kept and forgot
-//! as the oracle after every step (see `oracle.rs`).
+//! as the oracle after every step (see `oracle.rs`), and, at the end, the
+//! memory as of every step against the files each step left (`past.rs`).
 //!
 //! proptest generates the sequences (proptest-state-machine) and shrinks a
 //! failing one to a minimal sequence, printed with its seed. Budgets:

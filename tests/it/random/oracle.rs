@@ -30,7 +30,7 @@ pub struct Ledger {
     /// The forgets in order, for `forget --undo`.
     pub forget_order: Vec<String>,
     /// Facts left to `memd check`.
-    uncertain: BTreeSet<String>,
+    pub uncertain: BTreeSet<String>,
     /// Texts of entries deleted by hand: the next run keeps them out.
     deleted_texts: HashSet<String>,
     /// Runs of `undo --keep-out` (their facts, in `forgotten`).
@@ -290,6 +290,9 @@ impl World {
                 self.search_finds(&e.text, &id),
                 &format!("entry {id} ({:?}) is not found by search", e.text),
             );
+        }
+        if all {
+            self.every_past();
         }
     }
 
