@@ -29,18 +29,7 @@ pub fn write_with_hook(
 ) -> io::Result<()> {
     let target = through_links(path)?;
     let path = target.as_path();
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let (dir, mut tmp) = temp_beside(path)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     // Keep the permissions a user gave the file.
@@ -50,6 +39,33 @@ pub fn write_with_hook(
     before_rename()?;
     tmp.persist(path).map_err(|e| e.error)?;
     sync_dir(dir)
+}
+
+/// A temp file beside `path` (`.NAME.XXXX.tmp`, what
+/// [`remove_stale_temps`] clears), and `path`'s directory.
+fn temp_beside(path: &Path) -> io::Result<(&Path, tempfile::NamedTempFile)> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    Ok((dir, tmp))
+}
+
+/// [`write`] without the fsyncs, for a derived file (one lost or torn in
+/// a power loss is rebuilt): a reader still never sees half of it.
+pub(crate) fn write_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let (_, mut tmp) = temp_beside(path)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// `path` opened for appending (and reading), created if missing, with its

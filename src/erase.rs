@@ -67,7 +67,7 @@ use crate::journal::{self, Record, Stamp};
 use crate::pause::{Step, at};
 use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
-use crate::{Layout, Memory, core_md, entries, recall, versions};
+use crate::{Layout, Memory, core_md, recall, versions};
 
 /// What an erasure took out of the files.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -123,18 +123,13 @@ impl Scope {
     /// ([`crate::versions`]) holds what this erasure covers: an entry of
     /// it (by id, or by one of its facts), a line of one, or its text.
     fn in_chunk(&self, file: versions::File, chunk: &str) -> bool {
-        match file {
-            versions::File::Memory => Document::parse(chunk).entries().any(|e| {
-                e.meta.as_ref().is_some_and(|m| {
-                    self.entries.contains(m.id.as_str())
-                        || m.sources.iter().any(|f| self.facts.contains(f))
-                }) || self.holds(&e.text)
-            }),
-            versions::File::Core => core_md::Line::parse(chunk).map_or_else(
-                || self.holds(chunk),
-                |l| self.entries.contains(l.entry_id.as_str()) || self.holds(&l.text),
-            ),
-        }
+        versions::said(file, chunk).iter().any(|s| {
+            s.entry
+                .as_ref()
+                .is_some_and(|e| self.entries.contains(e.as_str()))
+                || s.sources.iter().any(|f| self.facts.contains(f))
+                || self.holds(&s.text)
+        })
     }
 
     /// The erased texts as the files say them (what `git log -S` looks
@@ -543,20 +538,13 @@ fn redact(layout: &Layout, scope: &Scope, facts: &[Fact], ts: &str) -> Result<()
 /// another id (its versions are theirs, as a line said again is).
 pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> Option<String> {
     for t in stones.receipts() {
-        let entry = |id: &str| t.entry.as_ref().is_some_and(|e| e == id);
-        let holds = |chunk: &str| {
-            let doc = Document::parse(chunk);
-            let mut entries = doc.entries();
-            match core_md::Line::parse(chunk) {
-                Some(l) if !chunk.starts_with(entries::META_OPEN) => entry(l.entry_id.as_str()),
-                _ => entries.any(|e| {
-                    e.meta.as_ref().is_some_and(|m| {
-                        entry(m.id.as_str()) || m.sources.iter().any(|f| t.sources.contains(f))
-                    })
-                }),
-            }
+        let holds = |(file, chunk): (versions::File, &str)| {
+            versions::said(file, chunk).iter().any(|s| {
+                s.entry.is_some() && s.entry == t.entry
+                    || s.sources.iter().any(|f| t.sources.contains(f))
+            })
         };
-        if versions::holding(history, holds) {
+        if history.texts().any(holds) {
             let what = t.entry.as_ref().map_or_else(
                 || t.sources.first().map(|f| f.to_string()).unwrap_or_default(),
                 |e| e.to_string(),

@@ -59,7 +59,9 @@ use chrono::{DateTime, FixedOffset, Local, SecondsFormat, TimeZone};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
+use crate::entries::Document;
 use crate::error::Result;
+use crate::ids::{EntryId, FactId};
 use crate::text::short_hash;
 use crate::{Layout, Memory};
 
@@ -234,7 +236,8 @@ struct Track {
 /// What the versions file holds of one chunk.
 #[derive(Debug, Clone)]
 enum Stored {
-    Text(String),
+    /// Its text, and the file whose version first stored it.
+    Text(File, String),
     /// Stored, its text not read (what a writer needs to know).
     Kept,
     /// Taken out by an erasure.
@@ -243,17 +246,17 @@ enum Stored {
 
 /// A chunk's value in a record, read with its text or without.
 trait ChunkValue {
-    fn stored(self) -> Stored;
+    fn stored(self, file: File) -> Stored;
 }
 
 impl ChunkValue for Option<String> {
-    fn stored(self) -> Stored {
-        self.map_or(Stored::Erased, Stored::Text)
+    fn stored(self, file: File) -> Stored {
+        self.map_or(Stored::Erased, |t| Stored::Text(file, t))
     }
 }
 
 impl ChunkValue for Option<serde::de::IgnoredAny> {
-    fn stored(self) -> Stored {
+    fn stored(self, _: File) -> Stored {
         self.map_or(Stored::Erased, |_| Stored::Kept)
     }
 }
@@ -324,9 +327,9 @@ impl History {
         &self.track(file).versions
     }
 
-    fn store<C: ChunkValue>(&mut self, chunks: BTreeMap<String, C>) {
+    fn store<C: ChunkValue>(&mut self, file: File, chunks: BTreeMap<String, C>) {
         for (hash, value) in chunks {
-            let value = value.stored();
+            let value = value.stored(file);
             match self.chunks.get_mut(hash.as_str()) {
                 // A text stored twice is the same text; erased is final.
                 Some(slot) if !matches!(value, Stored::Erased) => {
@@ -346,7 +349,7 @@ impl History {
         let Ok(ts) = DateTime::parse_from_rfc3339(&r.ts) else {
             return;
         };
-        self.store(r.chunks);
+        self.store(r.file, r.chunks);
         let chosen = self.at.is_some_and(|at| ts <= at);
         let chunks = &self.chunks;
         let track = match r.file {
@@ -409,7 +412,7 @@ impl History {
         let mut out = String::new();
         for h in list.iter() {
             match self.chunks.get(h) {
-                Some(Stored::Text(text)) => out.push_str(text),
+                Some(Stored::Text(_, text)) => out.push_str(text),
                 Some(Stored::Erased) => return Err(Lost::Erased),
                 _ => return Err(Lost::Damaged),
             }
@@ -440,7 +443,7 @@ impl History {
             }
         }
         for (h, stored) in &self.chunks {
-            if let Stored::Text(t) = stored
+            if let Stored::Text(_, t) = stored
                 && chunk_hash(t) != **h
             {
                 out.push(format!("chunk {h} does not hold the text its hash names"));
@@ -449,12 +452,52 @@ impl History {
         out
     }
 
-    /// The chunk texts stored (for erasure's check).
-    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+    /// The chunk texts stored, each with its file (for erasure's check).
+    pub(crate) fn texts(&self) -> impl Iterator<Item = (File, &str)> {
         self.chunks.values().filter_map(|c| match c {
-            Stored::Text(t) => Some(t.as_str()),
+            Stored::Text(file, t) => Some((*file, t.as_str())),
             _ => None,
         })
+    }
+}
+
+/// What one chunk of a version says: an entry (its id and facts, when it
+/// has metadata) or a MEMORY.md line (its entry), and the text.
+pub(crate) struct Said {
+    pub entry: Option<EntryId>,
+    pub sources: Vec<FactId>,
+    pub text: String,
+}
+
+/// What `chunk`, a chunk of a version of `file`, says: each entry of the
+/// entries file's chunk; a generated line's entry and text (a line that
+/// does not read as one: its text alone).
+pub(crate) fn said(file: File, chunk: &str) -> Vec<Said> {
+    match file {
+        File::Memory => Document::parse(chunk)
+            .entries()
+            .map(|e| Said {
+                entry: e.id().cloned(),
+                sources: e
+                    .meta
+                    .as_ref()
+                    .map(|m| m.sources.clone())
+                    .unwrap_or_default(),
+                text: e.text.clone(),
+            })
+            .collect(),
+        File::Core => vec![match crate::core_md::Line::parse(chunk) {
+            Some(l) => Said {
+                entry: Some(l.entry_id),
+                sources: Vec::new(),
+                text: l.text,
+            },
+            None => Said {
+                entry: None,
+                sources: Vec::new(),
+                text: chunk.to_string(),
+            },
+        }],
     }
 }
 
@@ -479,15 +522,17 @@ fn read_now(
         File::Memory => layout.entries_file(),
         File::Core => layout.memory_md(),
     };
-    // Not a file (a directory put where it was): unreadable, as missing.
-    if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
-        return Ok((None, None));
-    }
+    // Missing, or not a file (a directory put where it was): unreadable.
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => m,
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => return Ok((None, None)),
+    };
     let Some(bytes) = crate::atomic::read_if_exists(&path)? else {
         return Ok((None, None));
     };
-    let mtime = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
+    let mtime = meta
+        .modified()
         .ok()
         .map(|t| DateTime::<Local>::from(t).fixed_offset());
     let content = match file {
@@ -534,7 +579,7 @@ fn capture(
             let hashes: Vec<String> = cut.iter().map(|c| chunk_hash(c)).collect();
             for (h, c) in hashes.iter().zip(&cut) {
                 let stored = history.chunks.get(h.as_str());
-                if !matches!(stored, Some(Stored::Text(_) | Stored::Kept)) {
+                if !matches!(stored, Some(Stored::Text(..) | Stored::Kept)) {
                     new.insert(h.clone(), Some(c.to_string()));
                 }
             }
@@ -672,16 +717,10 @@ impl History {
             stamp: versions_stamp(layout),
             last,
         };
-        // Derived: replaced whole (a reader never sees half of it) but not
-        // synced; one lost in a crash, or torn, is read as absent.
-        let dir = layout.runtime_dir();
-        std::fs::create_dir_all(&dir)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".versions-tail.")
-            .tempfile_in(&dir)?;
-        serde_json::to_writer(std::io::BufWriter::new(tmp.as_file_mut()), &tail)
-            .map_err(std::io::Error::other)?;
-        tmp.persist(layout.versions_tail()).map_err(|e| e.error)?;
+        // Derived: replaced whole, not synced (one lost is read as absent).
+        std::fs::create_dir_all(layout.runtime_dir())?;
+        let bytes = serde_json::to_vec(&tail).map_err(std::io::Error::other)?;
+        crate::atomic::write_unsynced(&layout.versions_tail(), &bytes)?;
         Ok(())
     }
 }
@@ -769,7 +808,7 @@ impl History {
     /// What `file` held at `at`, from its versions and, after the last,
     /// the file on disk. The history must be loaded for `at`
     /// ([`History::load`]).
-    pub fn at(&self, layout: &Layout, file: File, at: DateTime<FixedOffset>) -> Result<Then> {
+    fn at(&self, layout: &Layout, file: File, at: DateTime<FixedOffset>) -> Result<Then> {
         let versions = self.versions(file);
         let what = name(file);
         let Some(i) = versions.iter().rposition(|v| v.ts <= at) else {
@@ -944,11 +983,6 @@ pub(crate) fn erase(
         &[],
     )?;
     Ok(changed)
-}
-
-/// Whether any stored chunk still holds an erased text (`memd check`).
-pub(crate) fn holding(history: &History, holds: impl Fn(&str) -> bool) -> bool {
-    history.texts().any(holds)
 }
 
 #[cfg(test)]

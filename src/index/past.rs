@@ -11,22 +11,22 @@
 //! counts only what searches of the present return. What was forgotten
 //! since stays out (forgetting is permanent), as does what was erased.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone};
 
 use super::reader::Reader;
 use super::rows::{Row, core_row, entry_rows, fact_row};
-use super::search::{self, Hit, Ranked};
+use super::search::{Hit, Ranked};
 use super::terms::Terms;
 use crate::Layout;
 use crate::archive::Fact;
 use crate::core_md::Line;
 use crate::entries::Document;
 use crate::error::{Error, Result};
-use crate::ids::FactId;
+use crate::ids::{FactId, RowId};
 use crate::tombstones::Tombstones;
-use crate::versions::{self, File, Then};
+use crate::versions::{self, Then};
 
 /// When fact `f` was written, as well as the archive says: its heading's
 /// time on its day (memd starts a section at each second it appends in),
@@ -50,9 +50,9 @@ fn written(f: &Fact, at: &DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>
 /// The rows a search as of `at` looks at; an error naming why when memd
 /// cannot know the entries then.
 pub(crate) fn rows_as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<Vec<Row>> {
-    let history = versions::History::load(layout, Some(at))?;
-    let known = |file: File| -> Result<Option<String>> {
-        match history.at(layout, file, at)? {
+    let (memory, core) = versions::as_of(layout, at)?;
+    let known = |then: Then| -> Result<Option<String>> {
+        match then {
             Then::Known { text, .. } => Ok(text),
             Then::Unknowable {
                 why,
@@ -71,10 +71,10 @@ pub(crate) fn rows_as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<V
             }
         }
     };
-    let doc = Document::parse(&known(File::Memory)?.unwrap_or_default());
+    let doc = Document::parse(&known(memory)?.unwrap_or_default());
     // MEMORY.md's lines restate entries: when they are unknowable then,
     // the entries answer alone.
-    let core = known(File::Core).ok().flatten().unwrap_or_default();
+    let core = known(core).ok().flatten().unwrap_or_default();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let held: HashSet<&FactId> = doc
         .entries()
@@ -111,37 +111,31 @@ impl Reader {
         let qv = self.query_vector(query).await?;
         let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();
         let n = (k * 4).max(20);
-        let mut by_meaning: Vec<(f32, &(Hit, Vec<f32>))> = all
+        let cosines: Vec<f32> = all
             .iter()
-            .map(|r| (crate::embed::cosine(&qv, &r.1), r))
+            .map(|(_, v)| crate::embed::cosine(&qv, v))
             .collect();
-        by_meaning.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.0.id.cmp(&b.1.0.id)));
-        by_meaning.truncate(n);
+        let near = crate::embed::top_k(&cosines, n, usize::MAX);
         let vector = Ranked {
-            scores: by_meaning.iter().map(|(s, _)| *s).collect(),
-            rows: by_meaning.into_iter().map(|(_, r)| r.clone()).collect(),
+            scores: near.iter().map(|&(_, s)| s).collect(),
+            rows: near.iter().map(|&(i, _)| all[i].clone()).collect(),
         };
+        let by_id: HashMap<&RowId, &Vec<f32>> = all.iter().map(|(h, v)| (&h.id, v)).collect();
         let mut terms = Terms::new()?;
         terms.load(0, all.clone(), None);
         let idf_sum = terms.idf_sum(query);
         let words = terms.top(query, n);
-        let scores = words.iter().map(|h| h.score).collect();
-        let words_rows = words
-            .into_iter()
-            .filter_map(|mut h| {
-                let v = all.iter().find(|(a, _)| a.id == h.id)?.1.clone();
-                h.score = search::words_score(h.score, idf_sum);
-                Some((h, v))
-            })
-            .collect();
         let text = Ranked {
-            rows: words_rows,
-            scores,
+            scores: words.iter().map(|h| h.score).collect(),
+            rows: words
+                .into_iter()
+                .map(|h| {
+                    let v = by_id.get(&h.id).map_or_else(Vec::new, |v| (*v).clone());
+                    (h, v)
+                })
+                .collect(),
         };
-        let tombstones = Tombstones::load(&shared.layout.tombstones_file())?;
-        let fused = search::fuse([vector, text], &qv);
-        let half_life = shared.config.search.recency_half_life_days;
         let lets = |h: &Hit| h.score >= min_score;
-        Ok(search::finish(fused, &tombstones, (half_life, &lets), k))
+        self.finished([vector, text], (&qv, idf_sum), &lets, k)
     }
 }

@@ -181,19 +181,33 @@ impl Reader {
         let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
         let vector = steps::timed("vector search", self.vector_list(&qv, n)).await?;
         let with_vectors = self.with_vectors(text, &vector);
-        let mut text = steps::timed("full-text hits' vectors", with_vectors).await?;
+        let text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
+        let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
+        self.finished([vector, text], (&qv, idf_sum), &lets, k)
+    }
+
+    /// The vector and full-text lists (the words' scores raw BM25, put
+    /// over `idf_sum` here) fused, tombstones and recency applied, the
+    /// hits `lets` refuses left out, near duplicates collapsed: at most
+    /// `k` ([`search::fuse`], [`search::finish`]).
+    pub(super) fn finished(
+        &self,
+        [vector, mut text]: [Ranked; 2],
+        (qv, idf_sum): (&[f32], f32),
+        lets: &dyn Fn(&Hit) -> bool,
+        k: usize,
+    ) -> Result<Vec<Hit>> {
         for (h, _) in &mut text.rows {
             h.score = search::words_score(h.score, idf_sum);
         }
         let tombstones = steps::timed_now("tombstones read", || {
             Tombstones::load(&self.shared.layout.tombstones_file())
         })?;
-        let fused = steps::timed_now("fusion", || search::fuse([vector, text], &qv));
+        let fused = steps::timed_now("fusion", || search::fuse([vector, text], qv));
         let half_life = self.shared.config.search.recency_half_life_days;
-        let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
         Ok(steps::timed_now("collapse and finish", || {
-            search::finish(fused, &tombstones, (half_life, &lets), k)
+            search::finish(fused, &tombstones, (half_life, lets), k)
         }))
     }
 
