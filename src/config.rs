@@ -21,6 +21,7 @@ pub struct Config {
     pub llm: Llm,
     pub embedder: Embedder,
     pub server: Server,
+    pub sync: Sync,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -242,6 +243,18 @@ impl Default for Server {
     }
 }
 
+/// `memd sync` run by the daemon of one memory ([`crate::sync`]); a
+/// daemon serving a root never syncs its memories (git would run with the
+/// configuration of a repository its tenant writes).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sync {
+    /// Seconds between syncs; 0 (the default): no timer.
+    pub interval_seconds: u64,
+    /// Sync after each consolidation run that changed something.
+    pub after_consolidation: bool,
+}
+
 /// One line of documentation per key, shown in the generated `memd.toml`.
 const DOCS: &[(&str, &str, &str)] = &[
     (
@@ -382,6 +395,16 @@ const DOCS: &[(&str, &str, &str)] = &[
         "embedder",
         "max_attempts",
         "attempts per request on network errors and 5xx",
+    ),
+    (
+        "sync",
+        "interval_seconds",
+        "seconds between the daemon's syncs with the git remote (`memd sync --remote URL` sets it); 0: none",
+    ),
+    (
+        "sync",
+        "after_consolidation",
+        "the daemon syncs after each consolidation run that changed something",
     ),
     (
         "server",

@@ -204,6 +204,12 @@ impl CoreMd {
             generated.push_str(&l.render());
             generated.push('\n');
         }
+        self.with_generated(&generated)
+    }
+
+    /// The file with its generated part replaced by `generated`, whole
+    /// lines (sync's merge of MEMORY.md).
+    pub(crate) fn with_generated(&self, generated: &str) -> Vec<u8> {
         let mut out = self.before.clone();
         if self.has_markers {
             if !out.ends_with(b"\n") {

@@ -523,6 +523,18 @@ impl Document {
         }
     }
 
+    /// Append `entry` as it is (its metadata untouched: a hand edit stays
+    /// one), at the end of the file.
+    pub(crate) fn push_entry(&mut self, entry: Entry) {
+        if let Some(m) = &entry.meta {
+            self.ids.insert(m.id.clone());
+        }
+        self.blocks.push(Block::Entry {
+            entry: Box::new(entry),
+            raw: None,
+        });
+    }
+
     /// A fresh metadata record with a new unique id.
     pub fn new_meta(&self, text: &str, today: &str, sources: Vec<FactId>) -> Meta {
         Meta {

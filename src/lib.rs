@@ -42,6 +42,7 @@
 //! | `.memd/versions-tail.json`             | [`versions`]    |
 //! | `.consolidation_state.json`            | [`state`]       |
 //! | `.memd/watch.json`                     | [`watch`]       |
+//! | `.gitattributes` (and lines of `.gitignore`) | [`sync`]  |
 //! | `.memd/daemon.json`, `.memd/daemon.lock` | [`server::info`] |
 //! | `.memd/index/`, `.memd/index.lock`     | [`index`]       |
 //! | `.memd/cache/`                         | [`embed`]       |
@@ -80,6 +81,11 @@
 //! records every version of the entries file and of MEMORY.md's lines
 //! (whoever takes the entries lock records them), for the memory as of a
 //! past time (`memd show --as-of`, `memd search --as-of`).
+//!
+//! **Sync.** [`sync`] keeps one memory on many machines through git:
+//! `memd sync` commits, fetches, merges and pushes, and the merge of each
+//! file is memd's own ([`sync::merge`], run by git as `memd merge-driver`),
+//! with what no one file's merge can see settled across files after.
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table, one writer and cheap readers (after
@@ -142,6 +148,7 @@ pub mod server;
 pub mod state;
 pub mod status;
 pub mod steps;
+pub mod sync;
 pub mod text;
 pub mod tombstones;
 pub mod usage;

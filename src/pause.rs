@@ -45,6 +45,14 @@ pub(crate) enum Step {
     /// An erasure: the day files hold redaction lines in its place; the
     /// index not yet purged.
     EraseArchiveWritten,
+    /// A sync ([`crate::sync`]): the local changes are committed, nothing
+    /// fetched.
+    SyncCommitted,
+    /// A sync: git merged the other side's files, nothing settled or
+    /// committed.
+    SyncMerged,
+    /// A sync: the merge is settled across files, not committed.
+    SyncSettled,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -68,6 +76,9 @@ impl Step {
             Step::EraseJournaled => "erase-journaled",
             Step::EraseEntriesWritten => "erase-entries-written",
             Step::EraseArchiveWritten => "erase-archive-written",
+            Step::SyncCommitted => "sync-committed",
+            Step::SyncMerged => "sync-merged",
+            Step::SyncSettled => "sync-settled",
         }
     }
 }

@@ -985,6 +985,109 @@ pub(crate) fn erase(
     Ok(changed)
 }
 
+/// One version of a versions file, its chunk list spelled out (sync's
+/// merge).
+struct Spelled {
+    record: Record,
+    list: Option<Vec<String>>,
+}
+
+/// Every chunk's text by hash (`None`: erased).
+type ChunkTexts = HashMap<String, Option<String>>;
+
+/// Every version a versions file holds, spelled out, and every chunk it
+/// stores (`None`: erased). `None` for a file with a line that is not a
+/// version: a merge does not guess around damage.
+fn spell(bytes: &[u8]) -> Option<(Vec<Spelled>, ChunkTexts)> {
+    let (records, bad) = crate::jsonl::parse::<Record>(std::path::Path::new("versions"), bytes);
+    if !bad.is_empty() {
+        return None;
+    }
+    let (mut out, mut store) = (Vec::new(), HashMap::new());
+    let mut last: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for mut r in records {
+        let prev = &mut last[r.file as usize];
+        let list = r.pieces.take().map(|pieces| {
+            let mut list = Vec::new();
+            for p in pieces {
+                match p {
+                    Piece::Run([s, l]) => {
+                        list.extend(prev.iter().skip(s).take(l).cloned());
+                    }
+                    Piece::Chunk(h) => list.push(h),
+                }
+            }
+            list
+        });
+        *prev = list.clone().unwrap_or_default();
+        for (h, t) in std::mem::take(&mut r.chunks) {
+            let slot = store.entry(h).or_insert_with(|| t.clone());
+            if t.is_none() {
+                *slot = None;
+            }
+        }
+        out.push(Spelled { record: r, list });
+    }
+    Some((out, store))
+}
+
+/// The versions file merged from three versions of it (`memd sync`, run
+/// by git): every version either side holds, once, in time order (ties by
+/// file and hash: an order of the versions alone, so a merge of merges
+/// finds what it merges however each side came to hold it), each encoded
+/// again against the version before it in the merge. A chunk either side
+/// erased is erased. `None` when a side's file has a line that is not a
+/// version. (The base adds nothing: versions are only ever added.)
+pub(crate) fn merge(_base: &[u8], ours: &[u8], theirs: &[u8]) -> Option<Vec<u8>> {
+    let (a, mut store) = spell(ours)?;
+    let (b, b_store) = spell(theirs)?;
+    for (h, t) in b_store {
+        let slot = store.entry(h).or_insert_with(|| t.clone());
+        if t.is_none() {
+            *slot = None;
+        }
+    }
+    let key = |v: &Spelled| {
+        let r = &v.record;
+        let ts = DateTime::parse_from_rfc3339(&r.ts).ok();
+        (
+            ts,
+            r.ts.clone(),
+            r.file as u8,
+            r.sha.clone(),
+            r.from.clone(),
+            r.by as u8,
+        )
+    };
+    let mut all: Vec<(_, &Spelled)> = a.iter().chain(&b).map(|v| (key(v), v)).collect();
+    all.sort_by(|x, y| x.0.cmp(&y.0));
+    all.dedup_by(|x, y| x.0 == y.0);
+    let order: Vec<&Spelled> = all.into_iter().map(|(_, v)| v).collect();
+    let mut prev: [Vec<Arc<str>>; 2] = [Vec::new(), Vec::new()];
+    let mut written: HashSet<&str> = HashSet::new();
+    let mut out = Vec::new();
+    for v in order {
+        let mut r = v.record.clone();
+        if let Some(list) = &v.list {
+            let slot = &mut prev[r.file as usize];
+            r.pieces = Some(encode(slot, list));
+            for h in list {
+                if written.insert(h) {
+                    let text = store.get(h).cloned().flatten();
+                    if text.is_none() && r.erased.is_none() {
+                        r.erased = Some(r.ts.clone());
+                    }
+                    r.chunks.insert(h.clone(), text);
+                }
+            }
+            *slot = list.iter().map(|h| Arc::from(h.as_str())).collect();
+        }
+        out.extend(serde_json::to_vec(&r).ok()?);
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

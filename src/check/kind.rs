@@ -69,6 +69,13 @@ pub enum Kind {
     /// that `consolidated/versions.jsonl` cannot rebuild byte for byte
     /// (not for an erasure: a damaged record).
     VersionDamaged,
+    /// A merge `memd sync` left for the person: a file still in conflict
+    /// (nothing is committed or pushed until it is finished).
+    SyncUnfinished,
+    /// A memory set up for `memd sync` whose repository lacks memd's merge
+    /// drivers (a note: a fresh clone; the next `memd sync` registers
+    /// them).
+    SyncDrivers,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

@@ -143,6 +143,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
     listed((&doc, &tombstones, &facts), &mut report);
     json_lines(layout, &mut report)?;
+    synced(layout, &mut report);
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
 }
@@ -163,6 +164,25 @@ fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Re
         report.problem(Kind::EraseUnfinished, file, None, what);
     }
     Ok(())
+}
+
+/// A memory `memd sync` set up: its last merge finished, and git knows
+/// memd's merge drivers (without them a `git pull` merges memd's files as
+/// text) ([`crate::sync::health`]).
+fn synced(layout: &Layout, report: &mut Report) {
+    let Some(health) = crate::sync::health(&layout.root) else {
+        return;
+    };
+    for (file, what) in health.unfinished {
+        report.problem(Kind::SyncUnfinished, &file, None, what);
+    }
+    if !health.missing_drivers.is_empty() {
+        let what = format!(
+            "git does not know memd's merge drivers ({}): a `git pull` would merge these files as text; `memd sync` registers them",
+            health.missing_drivers.join(", ")
+        );
+        report.note(Kind::SyncDrivers, ".gitattributes", None, what);
+    }
 }
 
 /// Each erasure finished ([`crate::erase::check`]); a line saying an

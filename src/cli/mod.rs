@@ -25,6 +25,7 @@ mod serve;
 mod setup;
 mod show;
 mod status;
+mod sync;
 mod undo;
 mod watch;
 
@@ -111,6 +112,14 @@ enum Command {
     /// pair of MEMORY.md markers, parsable logs, the index equal to the
     /// files); exits non-zero on a problem. --fix rebuilds the index only.
     Check(check::Args),
+    /// Sync with a git remote: commit this memory's changes, fetch, merge
+    /// with memd's merge drivers (no fact lost, nothing forgotten back),
+    /// push. --remote URL sets the remote (the first time).
+    Sync(sync::Args),
+    /// The merge git runs for a memory's files (registered by `memd sync`;
+    /// not for people).
+    #[command(hide = true)]
+    MergeDriver(sync::DriverArgs),
     /// Run the daemon for this directory: watcher, consolidation loop,
     /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
     Serve(serve::Args),
@@ -153,6 +162,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Setup(args) => setup::run(&dir, args),
         Command::Status(args) => status::run(&dir, args),
         Command::Check(args) => check::run(&dir, args),
+        Command::Sync(args) => sync::run(&dir, args),
+        Command::MergeDriver(args) => sync::driver(args),
         Command::Serve(args) => serve::run(&dir, args),
         Command::Mcp(args) => mcp::run(&dir, args),
         Command::Completions(args) => completions::run(args),

@@ -25,6 +25,12 @@
 //! | [`Core`]       | `GET /v1/memory`                   | `memd core`          | `core_memory` |
 //! | [`Status`]     | `GET /v1/status`                   | `memd status`        |               |
 //! | [`Check`]      | `POST /v1/check`                   | `memd check`         |               |
+//! | [`Sync`]       | (none: see below)                  | `memd sync`          |               |
+//!
+//! [`Sync`] has no HTTP route and no MCP tool: git runs with the
+//! repository's own configuration (hooks, ssh commands), which whoever
+//! writes the directory controls, so only the command line and the
+//! daemon of one memory (on its timer) run it, never a request from afar.
 //!
 //! Where a request runs is one rule, in [`Target::run`]: a request that
 //! needs the index goes to the daemon when one serves the directory (it
@@ -53,6 +59,7 @@ mod search;
 mod show;
 mod similar;
 mod status;
+mod sync;
 mod target;
 
 pub use self::add::{Add, Added, AddedFact};
@@ -72,6 +79,7 @@ pub use self::search::{Found, Search};
 pub use self::show::{Show, Shown};
 pub use self::similar::{SIMILAR_MAX_TEXTS, SIMILAR_SHOWN, Similar};
 pub use self::status::Status;
+pub use self::sync::Sync;
 pub use self::target::{Holder, Lazy, Owner, Request, Target, name_of, schema_of};
 
 /// Something done once for each request type: mounting its route,

@@ -7,7 +7,11 @@
 //! - upkeep: every [`UPKEEP_EVERY`], the open memories used since the last
 //!   round are synced and compacted if they need it (a daemon serving one
 //!   directory looks at it every round);
-//! - for one directory, the file watcher.
+//! - for one directory, the file watcher, and sync with its git remote
+//!   every `[sync] interval_seconds` and after each run that changed
+//!   something (`[sync] after_consolidation`). A daemon serving a root
+//!   never syncs: git would run with the configuration (hooks, commands)
+//!   of a repository its tenant writes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -50,8 +54,34 @@ pub(super) async fn run(memories: &Memories, config: &Config, stop: &Shutdown) {
     tokio::join!(
         consolidation(memories, config, stop),
         upkeep(memories, stop),
-        watcher
+        watcher,
+        synced(memories, config, stop)
     );
+}
+
+/// The timer of `[sync] interval_seconds`, for a daemon of one memory.
+async fn synced(memories: &Memories, config: &Config, stop: &Shutdown) {
+    let every = config.sync.interval_seconds;
+    if every == 0 || memories.the_one().is_none() {
+        return;
+    }
+    rounds(Duration::from_secs(every), stop, || sync(memories)).await
+}
+
+/// Sync the one memory with its remote (a failure is a warning: the next
+/// sync tries again, and nothing local is lost meanwhile).
+async fn sync(memories: &Memories) {
+    let Some(one) = memories.the_one() else {
+        return;
+    };
+    match one.target().run(crate::request::Sync::default()).await {
+        Ok(s) if !s.conflicts.is_empty() => tracing::warn!(
+            conflicts = ?s.conflicts,
+            "sync left a merge for the person to finish (`memd sync` after)"
+        ),
+        Ok(s) => tracing::info!(merged = s.merged, pushed = s.pushed, "synced"),
+        Err(e) => tracing::warn!("sync failed: {e:#}"),
+    }
 }
 
 async fn consolidation(memories: &Memories, config: &Config, stop: &Shutdown) {
@@ -103,7 +133,9 @@ async fn round(memories: &Memories, start: usize) {
         .await;
 }
 
-/// Memory `name`'s run, if its gate is open (read without opening it).
+/// Memory `name`'s run, if its gate is open (read without opening it);
+/// then, for a daemon of one memory with `[sync] after_consolidation`,
+/// a sync when the run changed something.
 async fn consolidate(memories: &Memories, name: &str) {
     let due = memories
         .memory(name, false)
@@ -119,11 +151,20 @@ async fn consolidate(memories: &Memories, name: &str) {
     };
     match run.await {
         Ok(r) if r.skipped.is_some() => {}
-        Ok(r) => tracing::info!(
-            run = %r.run_id, pending = r.pending_facts, clusters = r.clusters,
-            add = r.applied.add, replace = r.applied.replace, remove = r.applied.remove,
-            keep = r.applied.keep, "consolidation run finished"
-        ),
+        Ok(r) => {
+            tracing::info!(
+                run = %r.run_id, pending = r.pending_facts, clusters = r.clusters,
+                add = r.applied.add, replace = r.applied.replace, remove = r.applied.remove,
+                keep = r.applied.keep, "consolidation run finished"
+            );
+            let changed = r.applied.add + r.applied.replace + r.applied.remove > 0;
+            let after = memories
+                .the_one()
+                .is_some_and(|m| m.memory().config.sync.after_consolidation);
+            if changed && after {
+                sync(memories).await;
+            }
+        }
         Err(e) => tracing::warn!("consolidation run failed: {e:#}"),
     }
 }

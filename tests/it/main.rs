@@ -32,6 +32,7 @@ mod runs;
 mod search;
 mod serving;
 mod support;
+mod sync;
 mod tenant;
 mod trust;
 mod updates;

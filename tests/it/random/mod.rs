@@ -20,6 +20,7 @@
 
 mod actions;
 mod oracle;
+mod pair;
 mod past;
 mod world;
 
@@ -63,14 +64,7 @@ impl ReferenceStateMachine for Model {
     }
 
     fn preconditions(state: &Shape, action: &Action) -> bool {
-        match action {
-            Action::DaemonStart => !state.daemon,
-            Action::DaemonStop { .. } => state.daemon,
-            // A failpoint stops the process that runs the command: with a
-            // daemon the command's work is the daemon's.
-            Action::Kill { .. } => !state.daemon,
-            _ => true,
-        }
+        allowed(state.daemon, action)
     }
 
     fn apply(mut state: Shape, action: &Action) -> Shape {
@@ -81,6 +75,18 @@ impl ReferenceStateMachine for Model {
         }
         state.steps += 1;
         state
+    }
+}
+
+/// Whether `action` makes sense with a daemon running or not.
+fn allowed(daemon: bool, action: &Action) -> bool {
+    match action {
+        Action::DaemonStart => !daemon,
+        Action::DaemonStop { .. } => daemon,
+        // A failpoint stops the process that runs the command: with a
+        // daemon the command's work is the daemon's.
+        Action::Kill { .. } => !daemon,
+        _ => true,
     }
 }
 

@@ -20,7 +20,7 @@ use memd::tombstones::Tombstones;
 
 use super::world::World;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Ledger {
     /// Every fact memd acknowledged (or a person wrote): id → text.
     pub acked: BTreeMap<String, String>,
@@ -41,6 +41,9 @@ pub struct Ledger {
     pub erased: BTreeSet<String>,
     /// Their texts, normalised.
     erased_texts: HashSet<String>,
+    /// Forgets taken back (`forget --undo`, an undo of an undo): in the
+    /// two-copy mode, the other copy's ledger may still hold them.
+    lifted: BTreeSet<String>,
 }
 
 impl Ledger {
@@ -137,6 +140,7 @@ impl Ledger {
     /// `forget --undo ID`: its facts are the user's again, unless another
     /// forget still says their text.
     pub fn unforgot(&mut self, by: &str) {
+        self.lifted.insert(by.to_string());
         let Some((ids, _)) = self.forgotten.remove(by) else {
             return;
         };
@@ -162,6 +166,7 @@ impl Ledger {
         if self.undo_runs.remove(&undone)
             && let Some((ids, said)) = self.forgotten.remove(&undone)
         {
+            self.lifted.insert(undone.clone());
             self.uncertain.extend(ids);
             self.deleted_texts.extend(said.iter().map(|t| normalize(t)));
         }
@@ -185,6 +190,56 @@ impl Ledger {
         for run in &self.undo_runs {
             if let Some((ids, _)) = self.forgotten.get_mut(run) {
                 ids.retain(|id| !held.contains(id));
+            }
+        }
+    }
+
+    /// What the other copy of a memory knew, merged in after a sync (the
+    /// two-copy mode): everything either side acknowledged, forgot, erased
+    /// or deleted by hand; a forget either side took back is taken back,
+    /// its facts left to `memd check`. A fact of one side whose text the
+    /// other side forgot is memd's to decide (as [`Ledger::acked`] says).
+    pub fn merge(&mut self, other: &Ledger) {
+        self.acked.extend(other.acked.clone());
+        self.lifted.extend(other.lifted.iter().cloned());
+        for (by, (ids, texts)) in &other.forgotten {
+            let slot = self.forgotten.entry(by.clone()).or_default();
+            for id in ids {
+                if !slot.0.contains(id) {
+                    slot.0.push(id.clone());
+                }
+            }
+            slot.1.extend(texts.iter().cloned());
+            if !self.forget_order.contains(by) && other.forget_order.contains(by) {
+                self.forget_order.push(by.clone());
+            }
+        }
+        for by in &self.lifted {
+            if let Some((ids, _)) = self.forgotten.remove(by) {
+                self.uncertain.extend(ids);
+            }
+            self.forget_order.retain(|f| f != by);
+        }
+        self.uncertain.extend(other.uncertain.iter().cloned());
+        self.deleted_texts
+            .extend(other.deleted_texts.iter().cloned());
+        self.undo_runs.extend(other.undo_runs.iter().cloned());
+        self.hand_deleted.extend(other.hand_deleted.iter().cloned());
+        self.erased.extend(other.erased.iter().cloned());
+        self.erased_texts.extend(other.erased_texts.iter().cloned());
+        let said: HashSet<String> = self
+            .forgotten_texts()
+            .union(&self.deleted_texts)
+            .cloned()
+            .collect();
+        let named = self
+            .forgotten_ids()
+            .into_iter()
+            .map(str::to_string)
+            .collect::<HashSet<_>>();
+        for (id, t) in &self.acked {
+            if said.contains(&normalize(t)) && !named.contains(id) {
+                self.uncertain.insert(id.clone());
             }
         }
     }
@@ -291,7 +346,7 @@ impl World {
                 &format!("entry {id} ({:?}) is not found by search", e.text),
             );
         }
-        if all {
+        if all && !self.paired {
             self.every_past();
         }
     }
@@ -346,6 +401,7 @@ impl World {
             l.tombstones_file(),
             l.journal_file(),
             l.state_file(),
+            l.versions_file(),
         ];
         let mut out = String::new();
         for f in files {

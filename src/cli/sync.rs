@@ -1,0 +1,83 @@
+//! `memd sync [--remote URL]`: commit, fetch, merge and push this memory
+//! through git; and `memd merge-driver`, the merge git runs for it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use memd::request::Sync;
+use memd::sync::merge::{self, Kind, Merged};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The git remote to sync with, from now on (the first sync makes the
+    /// directory a repository, or adopts the one it is in).
+    #[arg(long)]
+    remote: Option<String>,
+    /// Print the reply as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exits 6 when a merge left a conflict for the person (named on stderr).
+pub fn run(dir: &Path, args: Args) -> Result<()> {
+    let synced = super::run_at(
+        dir,
+        Sync {
+            remote: args.remote,
+        },
+        false,
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&synced)?);
+    } else {
+        if let Some(c) = &synced.committed {
+            println!("committed: {c}");
+        }
+        if synced.merged {
+            println!("merged origin/{}", synced.branch);
+        }
+        for s in synced.settled.iter().chain(&synced.notes) {
+            println!("{s}");
+        }
+        for id in &synced.erased_again {
+            println!("erased again here (erased on the other side): {id}");
+        }
+        if synced.pushed {
+            println!("pushed to {} ({})", synced.remote, synced.branch);
+        }
+    }
+    if synced.conflicts.is_empty() {
+        return Ok(());
+    }
+    for c in &synced.conflicts {
+        eprintln!("memd: conflict: {c}");
+    }
+    Err(memd::Error::Unfinished(
+        "the merge is left for you to finish: nothing was committed or pushed".into(),
+    )
+    .into())
+}
+
+#[derive(clap::Args)]
+pub struct DriverArgs {
+    /// Which file's merge: archive, jsonl, entries, core, state, versions.
+    kind: Kind,
+    /// The common ancestor's version (git's %O).
+    base: PathBuf,
+    /// Ours (%A): the merge is written here.
+    ours: PathBuf,
+    /// Theirs (%B).
+    theirs: PathBuf,
+}
+
+/// Exits 1 on a conflict, as git asks of a merge driver.
+pub fn driver(args: DriverArgs) -> Result<()> {
+    match merge::run(args.kind, &args.base, &args.ours, &args.theirs)? {
+        Merged::Clean => Ok(()),
+        Merged::Conflict(why) => {
+            eprintln!("memd merge-driver {}: {why}", args.kind.name());
+            std::process::exit(1)
+        }
+    }
+}

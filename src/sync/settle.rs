@@ -1,0 +1,282 @@
+//! After a merge, before it is committed: what each file's merge cannot
+//! know alone, settled across files, so that `memd check` is clean on
+//! the merge and no fact is hidden.
+//!
+//! - An entry a tombstone names (forgotten on one side, changed on the
+//!   other, so the entries merge kept it) goes: a forget is never undone
+//!   by a sync.
+//! - A fact a forget names that a live entry holds (one side forgot it
+//!   while the other consolidated it): the forget wins. An entry that
+//!   holds nothing else goes (journaled as a `REMOVE` of the sync's run:
+//!   the forget was of the fact, so taking it back brings the fact back,
+//!   pending); one that holds more lets the fact go and is marked
+//!   unreviewed, for the next run to say again without it. Either way the
+//!   fact is no longer decided: its forget keeps it out, and a forget
+//!   taken back leaves it pending.
+//! - A fact two entries hold (both sides consolidated it) stays in the
+//!   first of them only: two entries may say the same (the next run's
+//!   restatement rule merges them), one fact is held once.
+//! - A fact decided that no entry holds and no tombstone covers (its
+//!   entry went on the other side) is pending again: the next run
+//!   decides it. Hidden it would be lost.
+//! - The journal's last word on each entry agrees with the merged file
+//!   (each side's records are merged by time, the file by entry): an
+//!   entry a forget took out gets its `FORGET` when the journal still has
+//!   it alive, and a live entry the records do not leave as the file has
+//!   it gets an `EDIT` stating it whole, in one run of the sync's own
+//!   (listed by `memd runs`, undone by `memd undo`).
+//! - MEMORY.md's generated lines: one per live entry, dated as the
+//!   merged entry is.
+//! - An erasure of either side that the other side's files still hold is
+//!   named, for the caller to run again ([`super::Synced::erasures`]).
+//!
+//! Every change here is made under the entries lock, with its version
+//! recorded ([`crate::versions::Writing`]).
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::Memory;
+use crate::archive;
+use crate::core_md::{self, CoreMd, Line};
+use crate::entries::Document;
+use crate::error::Result;
+use crate::ids::FactId;
+use crate::journal;
+use crate::state::State;
+use crate::tombstones::Tombstones;
+
+/// An entry taken out of the file, by id.
+type Gone = (String, crate::entries::Entry);
+
+/// What settling changed, for the sync's report.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    pub forgotten_kept_out: usize,
+    pub held_twice: usize,
+    /// Entries that held only facts a forget names, taken out.
+    pub emptied: usize,
+    /// Forgotten facts let go by entries that hold more.
+    pub let_go: usize,
+    pub pending_again: usize,
+    /// Ids to erase again (entry or fact), each once.
+    pub erasures: Vec<String>,
+}
+
+pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
+    let layout = &memory.layout;
+    let _writing = crate::versions::Writing::start(memory)?;
+    let mut out = Settled::default();
+    let stones = Tombstones::load(&layout.tombstones_file())?;
+    let mut doc = Document::read(&layout.entries_file())?;
+    let named: Vec<String> = doc
+        .entries()
+        .filter_map(|e| e.id())
+        .filter(|id| stones.names_entry(id.as_str()))
+        .map(|id| id.to_string())
+        .collect();
+    let removed: Vec<Gone> = named
+        .iter()
+        .filter_map(|id| Some((id.clone(), doc.remove(id)?)))
+        .collect();
+    out.forgotten_kept_out = named.len();
+    out.held_twice = hold_once(&mut doc);
+    let (whole, let_go) = let_go_forgotten(&mut doc, &stones);
+    let emptied: Vec<Gone> = whole
+        .iter()
+        .filter_map(|id| Some((id.clone(), doc.remove(id)?)))
+        .collect();
+    out.emptied = emptied.len();
+    out.let_go = let_go.len();
+    if out.forgotten_kept_out + out.held_twice + out.emptied + out.let_go > 0 {
+        doc.save(&layout.entries_file(), &memory.clock.today())?;
+    }
+    journal_agrees(memory, &doc, (&removed, &emptied))?;
+    // Their forgets decide them, and a forget taken back makes them
+    // pending again: no run decided them as they now stand.
+    let undecided: Vec<FactId> = emptied
+        .iter()
+        .filter_map(|(_, e)| e.meta.as_ref())
+        .flat_map(|m| m.sources.iter().cloned())
+        .chain(let_go)
+        .collect();
+    let (facts, _) = archive::read_all(layout)?;
+    let mut state = State::load(&layout.state_file())?;
+    let held: HashSet<&FactId> = doc
+        .entries()
+        .filter_map(|e| e.meta.as_ref())
+        .flat_map(|m| &m.sources)
+        .collect();
+    let hidden: Vec<FactId> = facts
+        .iter()
+        .filter(|f| state.watermark.done.contains(&f.id))
+        .filter(|f| !held.contains(&f.id) && !stones.covers(f.id.as_str(), &f.text))
+        .map(|f| f.id.clone())
+        .collect();
+    for f in hidden.iter().chain(&undecided) {
+        state.watermark.done.remove(f);
+    }
+    out.pending_again = hidden.len();
+    if !hidden.is_empty() || !undecided.is_empty() {
+        state.save(&layout.state_file())?;
+    }
+    refresh_lines(layout, &doc, &stones)?;
+    let records = journal::read(&layout.journal_file())?;
+    let redacted = archive::erased_all(layout)?.into_iter().collect();
+    let found = crate::erase::check(&stones, (&doc, &facts, &records), &redacted);
+    if !found.unfinished.is_empty() {
+        out.erasures = stones
+            .receipts()
+            .filter_map(|t| {
+                t.entry
+                    .as_ref()
+                    .map(|e| e.to_string())
+                    .or_else(|| t.sources.first().map(|f| f.to_string()))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+    }
+    Ok(out)
+}
+
+/// Journal records that make the merged journal's last word on each
+/// entry the merged file's (see the module doc).
+fn journal_agrees(
+    memory: &Memory,
+    doc: &Document,
+    (removed, emptied): (&[Gone], &[Gone]),
+) -> Result<()> {
+    use crate::journal::{Op, Stamp};
+    let path = memory.layout.journal_file();
+    let records = journal::read(&path)?;
+    let lineage = journal::lineage(&records);
+    let mut last: std::collections::HashMap<&str, &journal::Record> = Default::default();
+    for r in records.iter().filter(|r| r.op != Op::Suppress) {
+        last.insert(r.entry.as_str(), r);
+    }
+    let stamp = Stamp::new(memory.clock);
+    let mut out = Vec::new();
+    let gone = removed
+        .iter()
+        .map(|r| (Op::Forget, r))
+        .chain(emptied.iter().map(|r| (Op::Remove, r)));
+    for (op, (id, e)) in gone {
+        if lineage.get(id.as_str()).is_some_and(|l| l.alive) {
+            let mut r = stamp.record(op, id);
+            r.before = Some(e.text.clone());
+            r.sources = e
+                .meta
+                .as_ref()
+                .map(|m| m.sources.clone())
+                .unwrap_or_default();
+            r.meta_before = e.meta.clone();
+            out.push(r);
+        }
+    }
+    let norm = crate::text::normalize;
+    for e in doc.entries() {
+        let Some(m) = &e.meta else { continue };
+        let Some(l) = lineage.get(m.id.as_str()) else {
+            continue;
+        };
+        let said = l.text.as_deref().map(norm) == Some(norm(&e.text));
+        let edit_landed = last.get(m.id.as_str()).is_none_or(|r| {
+            r.op != Op::Edit || r.after.as_deref().map(str::trim) == Some(e.text.trim())
+        });
+        // A person's edit since memd last wrote the entry is theirs to
+        // keep, not the journal's to state.
+        if l.alive && edit_landed && (said || e.edited_by_hand()) {
+            continue;
+        }
+        let mut r = stamp.record(Op::Edit, m.id.as_str());
+        r.before = l.text.clone();
+        r.after = Some(e.text.clone());
+        r.meta_after = Some(m.clone());
+        out.push(r);
+    }
+    journal::append(&path, &out)
+}
+
+/// Live entries holding facts a tombstone names: those holding only such
+/// facts (to take out), and the facts entries holding more let go.
+fn let_go_forgotten(doc: &mut Document, stones: &Tombstones) -> (Vec<String>, Vec<FactId>) {
+    let mut whole = Vec::new();
+    let mut part: Vec<String> = Vec::new();
+    for e in doc.entries() {
+        let Some(m) = &e.meta else { continue };
+        let named = m
+            .sources
+            .iter()
+            .filter(|f| stones.names_fact(f.as_str()))
+            .count();
+        match named {
+            0 => {}
+            n if n == m.sources.len() => whole.push(m.id.to_string()),
+            _ => part.push(m.id.to_string()),
+        }
+    }
+    let mut gone = Vec::new();
+    for id in part {
+        if let Some(m) = doc.get_mut(&id).and_then(|e| e.meta.as_mut()) {
+            let (named, kept) = m
+                .sources
+                .drain(..)
+                .partition(|f| stones.names_fact(f.as_str()));
+            m.sources = kept;
+            m.unreviewed = true;
+            gone.extend::<Vec<FactId>>(named);
+        }
+    }
+    (whole, gone)
+}
+
+/// Each fact in the sources of the first entry that holds it only.
+/// Returns how many facts were held twice.
+fn hold_once(doc: &mut Document) -> usize {
+    let mut first: BTreeMap<FactId, String> = BTreeMap::new();
+    let mut extra: BTreeMap<String, Vec<FactId>> = BTreeMap::new();
+    for e in doc.entries() {
+        let Some(m) = &e.meta else { continue };
+        for f in &m.sources {
+            match first.get(f) {
+                Some(holder) if *holder != m.id.as_str() => {
+                    extra.entry(m.id.to_string()).or_default().push(f.clone())
+                }
+                _ => {
+                    first.insert(f.clone(), m.id.to_string());
+                }
+            }
+        }
+    }
+    let mut n = 0;
+    for (id, gone) in extra {
+        if let Some(m) = doc.get_mut(&id).and_then(|e| e.meta.as_mut()) {
+            m.sources.retain(|f| !gone.contains(f));
+            n += gone.len();
+        }
+    }
+    n
+}
+
+/// MEMORY.md's generated lines: the first line of each live entry, dated
+/// as that entry now is (its text is the side's that last promoted it).
+fn refresh_lines(layout: &crate::Layout, doc: &Document, stones: &Tombstones) -> Result<()> {
+    let md = CoreMd::read(&layout.memory_md())?;
+    if md.generated().is_none() {
+        return Ok(());
+    }
+    let mut seen = HashSet::new();
+    let lines: Vec<Line> = md
+        .lines()
+        .into_iter()
+        .filter(|l| seen.insert(l.entry_id.clone()))
+        .filter(|l| !stones.names_entry(l.entry_id.as_str()))
+        .filter_map(|mut l| {
+            let e = doc.get(l.entry_id.as_str())?;
+            l.date = e.meta.as_ref().map(|m| m.updated.clone()).or(l.date);
+            Some(l)
+        })
+        .collect();
+    core_md::write_lines(&layout.memory_md(), &lines)?;
+    Ok(())
+}

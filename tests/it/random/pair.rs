@@ -1,0 +1,367 @@
+//! The two-copy mode of the random test (`memd sync`): two copies of one
+//! memory, each with its own processes, scripted LLM and ledger, synced
+//! through a bare git repository on this machine, with random actions on
+//! either copy and syncs in between. After every step the copy acted on
+//! passes the oracle with what it knows (its own ledger, and the other
+//! copy's as of that copy's last push, merged in at each sync). At the
+//! end both sync twice, and then:
+//! - their files are byte-identical, `.memd/` and `.git/` aside;
+//! - `memd check` is clean on both;
+//! - every acknowledged fact is pending, held or forgotten by a user
+//!   action, and nothing forgotten came back (the oracle, with both
+//!   ledgers merged).
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
+
+use super::actions::{self, Action};
+use super::oracle::Ledger;
+use super::world::World;
+use crate::sync::tree;
+
+/// The seed, sequences and steps of `cargo test`'s run of this mode.
+const CI_SEED: u64 = 11;
+const CI_CASES: u32 = 8;
+const CI_STEPS: usize = 30;
+
+#[derive(Debug, Clone)]
+pub enum PairAction {
+    /// An action of the one-copy test, on copy 0 or 1.
+    On(usize, Action),
+    /// `memd sync` on a copy.
+    Sync(usize),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PairShape {
+    daemon: [bool; 2],
+}
+
+pub struct PairModel;
+
+impl ReferenceStateMachine for PairModel {
+    type State = PairShape;
+    type Transition = PairAction;
+
+    fn init_state() -> BoxedStrategy<PairShape> {
+        Just(PairShape::default()).boxed()
+    }
+
+    fn transitions(state: &PairShape) -> BoxedStrategy<PairAction> {
+        let (d0, d1) = (state.daemon[0], state.daemon[1]);
+        prop_oneof![
+            4 => actions::strategy(d0).prop_map(|a| PairAction::On(0, a)),
+            4 => actions::strategy(d1).prop_map(|a| PairAction::On(1, a)),
+            3 => (0..2usize).prop_map(PairAction::Sync),
+        ]
+        .boxed()
+    }
+
+    fn preconditions(state: &PairShape, action: &PairAction) -> bool {
+        match action {
+            PairAction::On(i, a) => super::allowed(state.daemon[*i], a),
+            PairAction::Sync(_) => true,
+        }
+    }
+
+    fn apply(mut state: PairShape, action: &PairAction) -> PairShape {
+        if let PairAction::On(i, a) = action {
+            match a {
+                Action::DaemonStart => state.daemon[*i] = true,
+                Action::DaemonStop { .. } => state.daemon[*i] = false,
+                _ => {}
+            }
+        }
+        state
+    }
+}
+
+pub struct Pair {
+    sides: [World; 2],
+    _remote: tempfile::TempDir,
+    /// Each copy's ledger as of its last push.
+    published: [Ledger; 2],
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let remote = tempfile::tempdir().unwrap();
+        let git = std::process::Command::new("git")
+            .arg("-C")
+            .arg(remote.path())
+            .args(["init", "--quiet", "--bare", "--initial-branch=main"])
+            .status()
+            .unwrap();
+        assert!(git.success());
+        let url = format!("file://{}", remote.path().display());
+        let mut sides = [World::new(), World::new()];
+        for w in &mut sides {
+            w.paired = true;
+            let out = crate::support::memd(&w.layout.root, &["sync", "--remote", &url]);
+            assert!(out.status.success(), "{}", crate::support::stderr(&out));
+        }
+        let mut pair = Pair {
+            sides,
+            _remote: remote,
+            published: [Ledger::default(), Ledger::default()],
+        };
+        pair.sync(0);
+        pair
+    }
+
+    /// `memd sync` on copy `i` (the binary: git runs it as the merge
+    /// driver). A conflict (the person's text of MEMORY.md, changed on
+    /// both) is resolved as a person keeping both sides would, and synced
+    /// again. A sync that fails (busy) is logged: the next one retries.
+    fn sync(&mut self, i: usize) {
+        let root = self.sides[i].layout.root.clone();
+        let mut out = crate::support::memd(&root, &["sync"]);
+        if out.status.code() == Some(6) {
+            resolve(&root);
+            out = crate::support::memd(&root, &["sync"]);
+        }
+        let w = &mut self.sides[i];
+        if !out.status.success() {
+            // Busy (a run or a forget holds the entries lock): the next
+            // sync retries. Anything else is a failure of the sync.
+            let said = crate::support::stderr(&out);
+            let log = w.log.join("\n");
+            assert!(
+                out.status.code() == Some(3),
+                "sync of copy {i} failed: {said}\n{log}"
+            );
+            w.log.push(format!("  -> sync busy: {said}"));
+            return;
+        }
+        w.ledger.merge(&self.published[1 - i]);
+        self.published[i] = w.ledger.clone();
+    }
+}
+
+/// Each file a merge left in conflict, with both sides' lines kept and
+/// git's markers taken out.
+fn resolve(root: &Path) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["diff", "--name-only", "--diff-filter=U"])
+        .output()
+        .unwrap();
+    for file in String::from_utf8_lossy(&out.stdout).lines() {
+        let path = root.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let kept: String = text
+            .split_inclusive('\n')
+            .filter(|l| {
+                !["<<<<<<< ", "=======", ">>>>>>> ", "||||||| "]
+                    .iter()
+                    .any(|m| l.starts_with(m))
+            })
+            .collect();
+        std::fs::write(&path, kept).unwrap();
+    }
+}
+
+impl StateMachineTest for Pair {
+    type SystemUnderTest = Pair;
+    type Reference = PairModel;
+
+    fn init_test(_: &PairShape) -> Pair {
+        Pair::new()
+    }
+
+    fn apply(mut pair: Pair, _: &PairShape, action: PairAction) -> Pair {
+        match action {
+            PairAction::On(i, a) => {
+                super::covered(a.kind());
+                pair.sides[i].apply(&a);
+                pair.sides[i].check(false);
+            }
+            PairAction::Sync(i) => {
+                super::covered("sync");
+                pair.sides[i].log.push("Sync".into());
+                pair.sync(i);
+                pair.sides[i].check(false);
+            }
+        }
+        pair
+    }
+
+    fn teardown(mut pair: Pair) {
+        for i in [0, 1, 0, 1] {
+            pair.sync(i);
+        }
+        let (a, b) = (
+            tree(&pair.sides[0].layout.root),
+            tree(&pair.sides[1].layout.root),
+        );
+        let differ: Vec<&String> = a
+            .keys()
+            .chain(b.keys())
+            .filter(|k| a.get(*k) != b.get(*k))
+            .collect();
+        let log = |w: &World| w.log.join("\n");
+        assert!(
+            differ.is_empty(),
+            "after both synced twice, these files differ: {differ:?}\ncopy 0:\n{}\ncopy 1:\n{}",
+            log(&pair.sides[0]),
+            log(&pair.sides[1])
+        );
+        let (l0, l1) = (pair.sides[0].ledger.clone(), pair.sides[1].ledger.clone());
+        pair.sides[0].ledger.merge(&l1);
+        pair.sides[1].ledger.merge(&l0);
+        for w in &pair.sides {
+            w.check(true);
+        }
+    }
+}
+
+/// Two copies of a memory, changed apart in random sequences and synced
+/// in between, hold the same files after both sync twice, and lose or
+/// bring back nothing.
+#[test]
+fn two_copies_synced_through_git_converge_and_never_lose_or_bring_back_a_fact() {
+    let seed = super::env_or("MEMD_RANDOM_SEED", CI_SEED);
+    let cases = super::env_or("MEMD_RANDOM_CASES", CI_CASES);
+    let steps = super::env_or("MEMD_RANDOM_STEPS", CI_STEPS);
+    let config = Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_iters: super::env_or("MEMD_RANDOM_SHRINK", 100),
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config.clone());
+    let strategy = PairModel::sequential_strategy(1..steps);
+    let result = runner.run(&strategy, |(init, actions, seen)| {
+        Pair::test_sequential(config.clone(), init, actions, seen);
+        Ok(())
+    });
+    if let Err(TestError::Fail(why, (_, actions, _))) = &result {
+        let steps: Vec<String> = actions.iter().map(|a| format!("  {a:?}")).collect();
+        panic!(
+            "seed {seed}: {why}\nminimal sequence ({} steps):\n{}",
+            actions.len(),
+            steps.join("\n")
+        );
+    }
+    result.unwrap();
+}
+
+/// Run one two-copy sequence as the random test does (how a minimal
+/// sequence it found becomes a regression test).
+fn replay(actions: &[PairAction]) {
+    let mut pair = Pair::new();
+    for a in actions {
+        pair = <Pair as StateMachineTest>::apply(pair, &PairShape::default(), a.clone());
+    }
+    <Pair as StateMachineTest>::teardown(pair);
+}
+
+use super::actions::Judge;
+use PairAction::{On, Sync};
+
+/// Found by the two-copy mode: both copies add the same fact (one id)
+/// and consolidate it, one forgets its entry after the sync.
+#[test]
+fn a_fact_both_copies_consolidated_and_one_forgot_stays_forgotten_on_both() {
+    let add = Action::Add {
+        text: 0,
+        key: None,
+        via: actions::Via::Here,
+        batch: false,
+    };
+    let run = Action::Consolidate {
+        judge: Judge::BuiltIn,
+        force: false,
+    };
+    replay(&[
+        On(0, add.clone()),
+        On(1, add),
+        On(0, run.clone()),
+        On(1, run),
+        Sync(1),
+        On(1, Action::ForgetEntry { pick: 0 }),
+    ]);
+}
+
+/// Found by the two-copy mode: a day file one copy created by hand (no
+/// title, a comment left open) and the other by an append: the merge
+/// kept the append's fact where the open comment swallowed it.
+#[test]
+fn a_day_one_copy_began_by_hand_with_a_block_left_open_loses_no_fact_of_the_other() {
+    let add = Action::Add {
+        text: 0,
+        key: Some(0),
+        via: actions::Via::Cli,
+        batch: true,
+    };
+    replay(&[On(1, Action::HandGarbage), On(0, add)]);
+}
+
+/// Found by the two-copy mode's soak: a fact one copy forgot while the
+/// other consolidated it, and then took the forget back: the fact is the
+/// user's again (pending), not kept out by the entry the sync took out.
+#[test]
+fn a_forget_taken_back_after_a_sync_made_it_win_brings_the_fact_back() {
+    let add = Action::Add {
+        text: 0,
+        key: None,
+        via: actions::Via::Here,
+        batch: false,
+    };
+    replay(&[
+        On(1, add),
+        Sync(1),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::BuiltIn,
+                force: false,
+            },
+        ),
+        Sync(0),
+        Sync(1),
+        On(0, Action::ForgetFact { pick: 0 }),
+        Sync(0),
+        On(0, Action::UndoForget { pick: 237 }),
+    ]);
+}
+
+/// Found by the two-copy mode's soak: a run killed on one copy, synced,
+/// and an undo killed on the other.
+#[test]
+fn runs_and_undos_killed_on_either_copy_still_converge() {
+    let add = Action::Add {
+        text: 0,
+        key: None,
+        via: actions::Via::Here,
+        batch: false,
+    };
+    let blocked = Action::Unwritable {
+        file: actions::Blocked::Journal,
+        then: Box::new(add),
+    };
+    replay(&[
+        On(0, blocked),
+        On(
+            0,
+            Action::Kill {
+                step: 147,
+                what: actions::Killed::Consolidate,
+            },
+        ),
+        Sync(0),
+        Sync(1),
+        On(
+            1,
+            Action::Kill {
+                step: 34,
+                what: actions::Killed::Undo,
+            },
+        ),
+    ]);
+}
