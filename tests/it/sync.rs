@@ -385,3 +385,76 @@ fn the_daemon_of_one_memory_syncs_on_its_timer() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
+
+#[test]
+fn a_remote_that_cannot_be_reached_leaves_the_memory_as_it_was_and_the_next_sync_pushes() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    add(a, "User keeps bees");
+    // The network is down: the remote cannot be reached.
+    let gone = format!("file://{}/nowhere.git", a.display());
+    git(a, &["remote", "set-url", "origin", &gone]);
+    let before = tree(a);
+    let out = memd(a, &["sync"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("fetch") && said.contains("next sync"),
+        "{said}"
+    );
+    assert_eq!(tree(a), before, "a failed fetch changes no file");
+    assert!(ok(a, &["sync", "--remote", &url]).contains("pushed"));
+    sync(b);
+    assert!(found(b, "bees").iter().any(|t| t.contains("bees")));
+}
+
+#[test]
+fn a_fresh_clone_is_told_it_lacks_the_merge_drivers_until_its_first_sync() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let clone = tempfile::tempdir().unwrap();
+    git(clone.path(), &["clone", "--quiet", &url, "."]);
+    let notes = |dir: &Path| -> Vec<String> {
+        let (passed, _, v) = check(dir);
+        assert!(passed, "{v:#}");
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(notes(clone.path()).contains(&"sync_drivers".to_string()));
+    sync(clone.path());
+    assert!(!notes(clone.path()).contains(&"sync_drivers".to_string()));
+    assert!(!notes(a.path()).contains(&"sync_drivers".to_string()));
+}
+
+#[test]
+fn the_daemon_of_one_memory_syncs_after_a_run_that_changed_something() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    let mut toml = std::fs::read_to_string(a.join("memd.toml")).unwrap();
+    toml = toml.replace(
+        "[consolidation]\n",
+        "[consolidation]\ninterval_seconds = 1\n",
+    );
+    toml.push_str("[sync]\nafter_consolidation = true\n");
+    std::fs::write(a.join("memd.toml"), toml).unwrap();
+    let _daemon = crate::serving::start(&memd::Layout::new(a), &[]);
+    add(a, "User keeps bees");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        sync(b);
+        if entries(b).iter().any(|(_, t, _)| t.contains("bees")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never pushed its run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
