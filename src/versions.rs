@@ -1081,6 +1081,10 @@ pub(crate) fn merge(_base: &[u8], ours: &[u8], theirs: &[u8]) -> Option<Vec<u8>>
                 }
             }
             *slot = list.iter().map(|h| Arc::from(h.as_str())).collect();
+        } else {
+            // Unreadable then: the next version is read against nothing,
+            // as [`History::replay`] reads it.
+            prev[r.file as usize].clear();
         }
         out.extend(serde_json::to_vec(&r).ok()?);
         out.push(b'\n');

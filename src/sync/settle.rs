@@ -27,8 +27,9 @@
 //!   (listed by `memd runs`, undone by `memd undo`).
 //! - MEMORY.md's generated lines: one per live entry, dated as the
 //!   merged entry is.
-//! - An erasure of either side that the other side's files still hold is
-//!   named, for the caller to run again ([`super::Synced::erasures`]).
+//! - An erasure of either side that the other side's files (or its
+//!   versions) still hold is named, for the caller to run again
+//!   ([`super::Synced::erased_again`]).
 //!
 //! Every change here is made under the entries lock, with its version
 //! recorded ([`crate::versions::Writing`]).
@@ -123,7 +124,10 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
     let records = journal::read(&layout.journal_file())?;
     let redacted = archive::erased_all(layout)?.into_iter().collect();
     let found = crate::erase::check(&stones, (&doc, &facts, &records), &redacted);
-    if !found.unfinished.is_empty() {
+    // The other side's versions may hold an erased text in chunks of its
+    // own (an entry it wrote with the fact before the erasure reached it).
+    let history = crate::versions::History::load(layout, None)?;
+    if !found.unfinished.is_empty() || crate::erase::in_versions(&stones, &history).is_some() {
         out.erasures = stones
             .receipts()
             .filter_map(|t| {

@@ -365,3 +365,97 @@ fn runs_and_undos_killed_on_either_copy_still_converge() {
         ),
     ]);
 }
+
+/// Found by the two-copy mode's soak: a version of MEMORY.md that could
+/// not be read (a directory stood in its place) on one copy, merged with
+/// the other copy's versions: the version after it was encoded against
+/// the one before it, and could not be rebuilt.
+#[test]
+fn a_version_that_could_not_be_read_on_one_copy_still_rebuilds_after_a_merge() {
+    let here = actions::Via::Here;
+    replay(&[
+        On(0, Action::HandWriteEntry { text: 0 }),
+        On(
+            1,
+            Action::Add {
+                text: 0,
+                key: None,
+                via: here,
+                batch: true,
+            },
+        ),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::BuiltIn,
+                force: false,
+            },
+        ),
+        On(
+            1,
+            Action::EditEntry {
+                via: here,
+                pick: 10,
+                text: 134,
+                pin: true,
+            },
+        ),
+        On(
+            1,
+            Action::Unwritable {
+                file: actions::Blocked::CoreMd,
+                then: Box::new(Action::Undo {
+                    pick: 181,
+                    keep_out: false,
+                }),
+            },
+        ),
+    ]);
+}
+
+/// Found by the two-copy mode's soak: a fact one copy erased that the
+/// other had consolidated meanwhile: the merged versions still held it in
+/// the other copy's chunks, until the sync ran the erasure again there.
+#[test]
+fn an_erasure_on_one_copy_takes_the_text_out_of_the_other_copys_versions_too() {
+    use actions::Via::{Cli, Here};
+    let add = |text, via, key| Action::Add {
+        text,
+        key,
+        via,
+        batch: false,
+    };
+    let run = |force| Action::Consolidate {
+        judge: Judge::BuiltIn,
+        force,
+    };
+    replay(&[
+        On(0, Action::HandAppendFact { text: 4 }),
+        On(
+            0,
+            Action::Add {
+                text: 68,
+                key: None,
+                via: Here,
+                batch: true,
+            },
+        ),
+        Sync(0),
+        On(0, run(true)),
+        On(0, add(51, Cli, None)),
+        On(0, add(59, Here, Some(5))),
+        Sync(0),
+        Sync(1),
+        On(0, Action::ForgetEntry { pick: 134 }),
+        On(1, run(false)),
+        On(0, Action::HandDeleteEntry { pick: 62 }),
+        On(
+            0,
+            Action::Erase {
+                pick: 110,
+                entry: false,
+            },
+        ),
+        Sync(0),
+    ]);
+}
