@@ -76,8 +76,7 @@ pub(crate) fn merge(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
             out.push(l);
         }
     }
-    let times: Vec<String> = out.iter().map(|l| time_of(l)).collect();
-    let mut times = times;
+    let mut times: Vec<String> = out.iter().map(|l| time_of(l)).collect();
     let mut floor = 0;
     for l in &b {
         let Some(n) = left.get_mut(l.as_slice()).filter(|n| **n > 0) else {

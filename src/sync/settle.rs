@@ -68,6 +68,21 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
     let _writing = crate::versions::Writing::start(memory)?;
     let mut out = Settled::default();
     let stones = Tombstones::load(&layout.tombstones_file())?;
+    let (doc, undecided) = entries(memory, &stones, &mut out)?;
+    let facts = decided(layout, (&doc, &stones), &undecided, &mut out)?;
+    refresh_lines(layout, &doc, &stones)?;
+    out.erasures = erasures_due(layout, &stones, (&doc, &facts))?;
+    Ok(out)
+}
+
+/// The entries file settled (forgets win, a fact held once) and its
+/// journal agreeing; the file, and the facts no longer decided.
+fn entries(
+    memory: &Memory,
+    stones: &Tombstones,
+    out: &mut Settled,
+) -> Result<(Document, Vec<FactId>)> {
+    let layout = &memory.layout;
     let mut doc = Document::read(&layout.entries_file())?;
     let named: Vec<String> = doc
         .entries()
@@ -81,7 +96,7 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
         .collect();
     out.forgotten_kept_out = named.len();
     out.held_twice = hold_once(&mut doc);
-    let (whole, let_go) = let_go_forgotten(&mut doc, &stones);
+    let (whole, let_go) = let_go_forgotten(&mut doc, stones);
     let emptied: Vec<Gone> = whole
         .iter()
         .filter_map(|id| Some((id.clone(), doc.remove(id)?)))
@@ -94,12 +109,23 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
     journal_agrees(memory, &doc, (&removed, &emptied))?;
     // Their forgets decide them, and a forget taken back makes them
     // pending again: no run decided them as they now stand.
-    let undecided: Vec<FactId> = emptied
+    let undecided = emptied
         .iter()
         .filter_map(|(_, e)| e.meta.as_ref())
         .flat_map(|m| m.sources.iter().cloned())
         .chain(let_go)
         .collect();
+    Ok((doc, undecided))
+}
+
+/// The state without `undecided` and without any decided fact no entry
+/// holds and no tombstone covers (pending again, not hidden); the facts.
+fn decided(
+    layout: &crate::Layout,
+    (doc, stones): (&Document, &Tombstones),
+    undecided: &[FactId],
+    out: &mut Settled,
+) -> Result<Vec<archive::Fact>> {
     let (facts, _) = archive::read_all(layout)?;
     let mut state = State::load(&layout.state_file())?;
     let held: HashSet<&FactId> = doc
@@ -113,34 +139,41 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
         .filter(|f| !held.contains(&f.id) && !stones.covers(f.id.as_str(), &f.text))
         .map(|f| f.id.clone())
         .collect();
-    for f in hidden.iter().chain(&undecided) {
+    for f in hidden.iter().chain(undecided) {
         state.watermark.done.remove(f);
     }
     out.pending_again = hidden.len();
     if !hidden.is_empty() || !undecided.is_empty() {
         state.save(&layout.state_file())?;
     }
-    refresh_lines(layout, &doc, &stones)?;
+    Ok(facts)
+}
+
+/// Every erasure's id, when one is unfinished on the merge: the files, or
+/// (the other side's own chunks, written with the fact before the erasure
+/// reached it) the versions, still hold an erased text.
+fn erasures_due(
+    layout: &crate::Layout,
+    stones: &Tombstones,
+    (doc, facts): (&Document, &[archive::Fact]),
+) -> Result<Vec<String>> {
     let records = journal::read(&layout.journal_file())?;
     let redacted = archive::erased_all(layout)?.into_iter().collect();
-    let found = crate::erase::check(&stones, (&doc, &facts, &records), &redacted);
-    // The other side's versions may hold an erased text in chunks of its
-    // own (an entry it wrote with the fact before the erasure reached it).
+    let found = crate::erase::check(stones, (doc, facts, &records), &redacted);
     let history = crate::versions::History::load(layout, None)?;
-    if !found.unfinished.is_empty() || crate::erase::in_versions(&stones, &history).is_some() {
-        out.erasures = stones
-            .receipts()
-            .filter_map(|t| {
-                t.entry
-                    .as_ref()
-                    .map(|e| e.to_string())
-                    .or_else(|| t.sources.first().map(|f| f.to_string()))
-            })
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+    if found.unfinished.is_empty() && crate::erase::in_versions(stones, &history).is_none() {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let ids: std::collections::BTreeSet<String> = stones
+        .receipts()
+        .filter_map(|t| {
+            t.entry
+                .as_ref()
+                .map(|e| e.to_string())
+                .or_else(|| t.sources.first().map(|f| f.to_string()))
+        })
+        .collect();
+    Ok(ids.into_iter().collect())
 }
 
 /// Journal records that make the merged journal's last word on each
