@@ -108,10 +108,13 @@ pub(crate) fn merge(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
         let mut merged: Vec<Vec<u8>> = s
             .iter()
             .enumerate()
-            .map(|(i, line)| match (&x[i], &y[i]) {
-                (p, _) if is_redaction(p) && p != line => p.clone(),
-                (_, q) if is_redaction(q) && q != line => q.clone(),
-                _ => line.clone(),
+            .map(|(i, line)| {
+                // A redaction holds; two (an erasure on each side, dated
+                // apart) give the smaller, whichever side is ours.
+                let red = [&x[i], &y[i]]
+                    .into_iter()
+                    .filter(|r| is_redaction(r) && *r != line);
+                red.min().unwrap_or(line).clone()
             })
             .collect();
         let (more_x, more_y) = (&x[s.len()..], &y[s.len()..]);

@@ -106,9 +106,10 @@ fn text_merge(base: &Path, ours: &Path, theirs: &Path) -> Result<bool> {
         .arg(theirs)
         .status()
         .context("running git merge-file")?;
+    // The number of conflicts (at most 127), or an error.
     match status.code() {
         Some(0) => Ok(false),
-        Some(n) if n > 0 => Ok(true),
+        Some(1..=127) => Ok(true),
         _ => bail!("git merge-file failed ({status})"),
     }
 }

@@ -80,6 +80,8 @@ impl Repo {
         let mut c = Command::new("git");
         c.arg("-C").arg(&self.top);
         c.env("GIT_TERMINAL_PROMPT", "0");
+        // git's words are read (a push that lost a race): in English.
+        c.env("LC_ALL", "C");
         c.env("GIT_MERGE_AUTOEDIT", "no");
         c
     }
@@ -146,8 +148,19 @@ pub(crate) fn prepare(dir: &Path, remote: Option<&str>) -> Result<Repo> {
         probe.run(&["init", "--quiet", "--initial-branch=main"])?;
     }
     let top = PathBuf::from(probe.run(&["rev-parse", "--show-toplevel"])?);
+    let own = dir
+        .canonicalize()
+        .context("reading the memory directory's path")?;
+    if top.canonicalize().ok().as_deref() != Some(own.as_path()) {
+        return Err(Error::Invalid(format!(
+            "the memory directory is inside the git repository at {}: memd sync commits and pushes a repository of the memory's own, never one around it (run `git init` in the memory directory to give it one)",
+            top.display()
+        )));
+    }
     let repo = Repo { top };
     let exe = std::env::current_exe().context("finding memd's own path for git's merge drivers")?;
+    // A binary replaced while this process ran is named "… (deleted)".
+    let exe = PathBuf::from(exe.display().to_string().trim_end_matches(" (deleted)"));
     for kind in merge::Kind::ALL {
         let key = format!("merge.memd-{}", kind.name());
         let driver = format!(

@@ -56,6 +56,12 @@ fn commit_and_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()
     let branch = out.branch.clone();
     let tracking = format!("refs/remotes/origin/{branch}");
     let before = repo.run(&["rev-parse", "-q", "--verify", &tracking]).ok();
+    // Before the locks: a slow network holds up no append or run.
+    repo.run(&["fetch", "--quiet", "origin"]).map_err(|e| {
+        Error::Service(format!(
+            "{e}; nothing changed here, and the next sync tries again"
+        ))
+    })?;
     {
         let _writing = crate::versions::Writing::start(memory)?;
         let _days = lock_days(memory)?;
@@ -63,11 +69,6 @@ fn commit_and_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()
             out.committed = Some(message);
         }
         at(&memory.layout, Step::SyncCommitted);
-        repo.run(&["fetch", "--quiet", "origin"]).map_err(|e| {
-            Error::Service(format!(
-                "{e}; nothing was merged, and your changes are committed here for the next sync"
-            ))
-        })?;
         let Ok(theirs) = repo.run(&["rev-parse", "-q", "--verify", &tracking]) else {
             return Ok(());
         };
@@ -91,17 +92,40 @@ fn commit_and_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()
         ])?;
         out.merged = true;
         if !merged.status.success() {
-            out.conflicts = unmerged(repo)?;
-            if out.conflicts.is_empty() {
-                return Err(Error::Service(format!(
-                    "git merge failed: {}",
-                    super::said(&merged)
-                )));
-            }
-            return Ok(());
+            return left_to_the_person(repo, out, &super::said(&merged));
         }
     }
     finish_merge(memory, repo, out)
+}
+
+/// A merge git could not finish: the files in conflict are the person's
+/// when each holds conflict markers; one without (a merge driver that
+/// failed: a binary gone, a crash) is never the person's to commit as it
+/// is, so the merge is taken back whole, and the sync fails saying why.
+fn left_to_the_person(repo: &Repo, out: &mut Synced, said: &str) -> Result<()> {
+    let files = repo.run(&["diff", "--name-only", "--diff-filter=U"])?;
+    let unmarked: Vec<&str> = files
+        .lines()
+        .filter(|f| !has_markers(&repo.top.join(f)))
+        .collect();
+    if files.is_empty() || !unmarked.is_empty() {
+        let _ = repo.run(&["merge", "--abort"]);
+        return Err(Error::Service(format!(
+            "git merge failed ({said}); nothing was merged{}",
+            match unmarked.is_empty() {
+                true => String::new(),
+                false => format!(", the merge of {} failed", unmarked.join(", ")),
+            }
+        )));
+    }
+    out.conflicts = unmerged(repo)?;
+    Ok(())
+}
+
+fn has_markers(path: &std::path::Path) -> bool {
+    let text = std::fs::read(path).unwrap_or_default();
+    text.split(|b| *b == b'\n')
+        .any(|l| l.starts_with(b"<<<<<<< ") || l.starts_with(b">>>>>>> "))
 }
 
 /// Settle the merge across files, finish the other side's erasures, and
@@ -137,10 +161,15 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
         }
     }
     for id in &settled.erasures {
-        crate::erase::erase(memory, id)?;
-        out.erased_again.push(id.clone());
+        match crate::erase::erase(memory, id) {
+            Ok(_) => out.erased_again.push(id.clone()),
+            Err(e) => out.notes.push(format!(
+                "erasing {id} again on the merge was refused ({e}); `memd check` names what still holds it"
+            )),
+        }
     }
     at(&memory.layout, Step::SyncSettled);
+    let _days = lock_days(memory)?;
     repo.run(&["add", "--all", "."])?;
     repo.run(&["commit", "--quiet", "--no-edit", "--no-verify"])?;
     Ok(())
@@ -156,11 +185,7 @@ fn resolved_or_not(repo: &Repo) -> Result<Vec<String>> {
         .map(str::to_string)
         .collect::<Vec<_>>()
     {
-        let text = std::fs::read(repo.top.join(&path)).unwrap_or_default();
-        let marked = text
-            .split(|b| *b == b'\n')
-            .any(|l| l.starts_with(b"<<<<<<< ") || l.starts_with(b">>>>>>> "));
-        match marked {
+        match has_markers(&repo.top.join(&path)) {
             true => left.push(format!("{path}: still has conflict markers")),
             false => {
                 repo.run(&["add", "--", &path])?;

@@ -67,8 +67,13 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
     let layout = &memory.layout;
     let _writing = crate::versions::Writing::start(memory)?;
     let mut out = Settled::default();
+    // Entries deleted by hand (on either side) are recorded first, as a
+    // forget or a run does: their facts are then forgotten, not hidden.
+    let mut doc = Document::read(&layout.entries_file())?;
+    let stamp = crate::journal::Stamp::new(memory.clock);
+    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
-    let (doc, undecided) = entries(memory, &stones, &mut out)?;
+    let (doc, undecided) = entries(memory, doc, &stones, &mut out)?;
     let facts = decided(layout, (&doc, &stones), &undecided, &mut out)?;
     refresh_lines(layout, &doc, &stones)?;
     out.erasures = erasures_due(layout, &stones, (&doc, &facts))?;
@@ -79,11 +84,11 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
 /// journal agreeing; the file, and the facts no longer decided.
 fn entries(
     memory: &Memory,
+    mut doc: Document,
     stones: &Tombstones,
     out: &mut Settled,
 ) -> Result<(Document, Vec<FactId>)> {
     let layout = &memory.layout;
-    let mut doc = Document::read(&layout.entries_file())?;
     let named: Vec<String> = doc
         .entries()
         .filter_map(|e| e.id())
@@ -103,7 +108,12 @@ fn entries(
         .collect();
     out.emptied = emptied.len();
     out.let_go = let_go.len();
-    if out.forgotten_kept_out + out.held_twice + out.emptied + out.let_go > 0 {
+    // Saved when settling changed it, or recording hand deletions did (a
+    // block given back its id); a file that is not UTF-8 only when memd
+    // must change it (and then the save says why it will not).
+    let on_disk = std::fs::read(layout.entries_file()).unwrap_or_default();
+    let reclaimed = std::str::from_utf8(&on_disk).is_ok_and(|t| t != doc.render());
+    if reclaimed || out.forgotten_kept_out + out.held_twice + out.emptied + out.let_go > 0 {
         doc.save(&layout.entries_file(), &memory.clock.today())?;
     }
     journal_agrees(memory, &doc, (&removed, &emptied))?;

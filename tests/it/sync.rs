@@ -458,3 +458,37 @@ fn the_daemon_of_one_memory_syncs_after_a_run_that_changed_something() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
+
+#[test]
+fn a_memory_inside_another_repository_is_never_synced_with_it() {
+    let (_remote, url) = remote();
+    let outer = tempfile::tempdir().unwrap();
+    git(outer.path(), &["init", "--quiet"]);
+    std::fs::write(outer.path().join("private.txt"), "not the memory's").unwrap();
+    let dir = outer.path().join("memory");
+    assert!(
+        memd(&dir, &["init", dir.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let out = memd(&dir, &["sync", "--remote", &url]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("git init"), "{}", stderr(&out));
+    let origin = Command::new("git")
+        .arg("-C")
+        .arg(outer.path())
+        .args(["remote"])
+        .output()
+        .unwrap();
+    assert!(
+        origin.stdout.is_empty(),
+        "the outer repository's remotes are untouched"
+    );
+    git(&dir, &["init", "--quiet"]);
+    ok(&dir, &["sync", "--remote", &url]);
+    let pushed = git(outer.path(), &["ls-remote", &url]);
+    assert!(!pushed.is_empty());
+    let clone = tempfile::tempdir().unwrap();
+    git(clone.path(), &["clone", "--quiet", &url, "."]);
+    assert!(!clone.path().join("private.txt").exists());
+}

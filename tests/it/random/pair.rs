@@ -459,3 +459,30 @@ fn an_erasure_on_one_copy_takes_the_text_out_of_the_other_copys_versions_too() {
         Sync(0),
     ]);
 }
+
+/// Found by the two-copy mode's soak: an entry deleted by hand, then a
+/// sync that merged: the merge took its facts for hidden and made them
+/// pending, and the next run consolidated what the deletion forgets.
+#[test]
+fn an_entry_deleted_by_hand_before_a_sync_stays_forgotten_with_its_facts() {
+    replay(&[
+        On(1, Action::HandAppendFact { text: 0 }),
+        On(1, Action::ForgetMatch { text: 7 }),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::Good,
+                force: false,
+            },
+        ),
+        On(1, Action::HandDeleteEntry { pick: 175 }),
+        Sync(1),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::Hostile,
+                force: true,
+            },
+        ),
+    ]);
+}
