@@ -261,6 +261,19 @@ fn receipt_of(t: &Tombstone, id: &str) -> bool {
 /// [`crate::index::Writer::purge`], then [`purged`]), stamped with
 /// `memory`'s clock.
 pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
+    erase_as(memory, id, true)
+}
+
+/// Finish erasure `id` on a merge (`memd sync`): as [`erase`], but not
+/// refused for an entry or a line that says the text again. A person
+/// wrote those after the erasure, on one copy, where they are allowed
+/// (notes); what the other copy wrote before the erasure reached it (its
+/// journal records, its versions) must still lose the text.
+pub fn finish(memory: &Memory, id: &str) -> Result<Erasure> {
+    erase_as(memory, id, false)
+}
+
+fn erase_as(memory: &Memory, id: &str, refuse: bool) -> Result<Erasure> {
     let id = given(id);
     let layout = &memory.layout;
     let _lock = crate::versions::Writing::start(memory)?;
@@ -271,7 +284,10 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let records = journal::read(&layout.journal_file())?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let scope = scope(id, (&doc, &facts, &records, &stones))?;
-    said_elsewhere(layout, id, &scope, &facts)?;
+    if refuse {
+        held_elsewhere(&scope, id, &doc)?;
+        said_elsewhere(layout, id, &scope, &facts)?;
+    }
     let said = scope.said((&doc, &facts, &records));
     let ts = stamp.clock.timestamp();
     // Due until the index is purged too ([`purged`]): check reports it.
@@ -408,7 +424,6 @@ fn scope(
     {
         s.facts.insert(f.id.clone());
     }
-    held_elsewhere(&s, id, doc)?;
     Ok(s)
 }
 

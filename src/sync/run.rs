@@ -161,7 +161,7 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
         }
     }
     for id in &settled.erasures {
-        match crate::erase::erase(memory, id) {
+        match crate::erase::finish(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(
                 "erasing {id} again on the merge was refused ({e}); `memd check` names what still holds it"

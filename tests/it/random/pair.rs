@@ -486,3 +486,39 @@ fn an_entry_deleted_by_hand_before_a_sync_stays_forgotten_with_its_facts() {
         ),
     ]);
 }
+
+/// Found by the two-copy mode's soak: a fact one copy erased while the
+/// other consolidated it, with an entry a person wrote on the first copy
+/// saying the erased text again: the erasure run again on the merge was
+/// refused for that entry, and the other copy's journal record and
+/// versions kept the text.
+#[test]
+fn an_erasure_finishes_on_the_merge_though_a_person_wrote_its_text_again() {
+    use actions::Via::{Cli, Here};
+    let add = |text, via| Action::Add {
+        text,
+        key: None,
+        via,
+        batch: true,
+    };
+    replay(&[
+        On(1, add(213, Cli)),
+        On(
+            1,
+            Action::Erase {
+                pick: 10,
+                entry: false,
+            },
+        ),
+        On(0, add(197, Here)),
+        On(1, Action::HandWriteEntry { text: 133 }),
+        On(
+            0,
+            Action::Consolidate {
+                judge: Judge::BuiltIn,
+                force: false,
+            },
+        ),
+        Sync(0),
+    ]);
+}
