@@ -995,6 +995,14 @@ struct Spelled {
 /// Every chunk's text by hash (`None`: erased).
 type ChunkTexts = HashMap<String, Option<String>>;
 
+/// Store chunk `h`'s text once; erased (`None`) wins over any text.
+fn keep_chunk(store: &mut ChunkTexts, h: String, t: Option<String>) {
+    let slot = store.entry(h).or_insert_with(|| t.clone());
+    if t.is_none() {
+        *slot = None;
+    }
+}
+
 /// Every version a versions file holds, spelled out, and every chunk it
 /// stores (`None`: erased). `None` for a file with a line that is not a
 /// version: a merge does not guess around damage.
@@ -1021,10 +1029,7 @@ fn spell(bytes: &[u8]) -> Option<(Vec<Spelled>, ChunkTexts)> {
         });
         *prev = list.clone().unwrap_or_default();
         for (h, t) in std::mem::take(&mut r.chunks) {
-            let slot = store.entry(h).or_insert_with(|| t.clone());
-            if t.is_none() {
-                *slot = None;
-            }
+            keep_chunk(&mut store, h, t);
         }
         out.push(Spelled { record: r, list });
     }
@@ -1042,10 +1047,7 @@ pub(crate) fn merge(_base: &[u8], ours: &[u8], theirs: &[u8]) -> Option<Vec<u8>>
     let (a, mut store) = spell(ours)?;
     let (b, b_store) = spell(theirs)?;
     for (h, t) in b_store {
-        let slot = store.entry(h).or_insert_with(|| t.clone());
-        if t.is_none() {
-            *slot = None;
-        }
+        keep_chunk(&mut store, h, t);
     }
     let key = |v: &Spelled| {
         let r = &v.record;

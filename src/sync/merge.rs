@@ -191,10 +191,7 @@ fn entries(o: &[u8], a: &[u8], b: &[u8]) -> std::result::Result<Vec<u8>, &'stati
 fn core(o: &[u8], a: &[u8], b: &[u8], ours: &Path) -> Result<Merged> {
     let parsed = [o, a, b].map(CoreMd::parse);
     let [Ok(po), Ok(pa), Ok(pb)] = parsed else {
-        let dir = tempfile::tempdir()?;
-        let (base, theirs) = (dir.path().join("base"), dir.path().join("theirs"));
-        std::fs::write(&base, o)?;
-        std::fs::write(&theirs, b)?;
+        let (_dir, base, theirs) = sides(o, b)?;
         let conflict = text_merge(&base, ours, &theirs)?;
         return Ok(match conflict {
             true => Merged::Conflict(
@@ -205,10 +202,7 @@ fn core(o: &[u8], a: &[u8], b: &[u8], ours: &Path) -> Result<Merged> {
     };
     let gen_of = |p: &CoreMd| p.generated().unwrap_or("").as_bytes().to_vec();
     let generated = super::lines::merge(&gen_of(&po), &gen_of(&pa), &gen_of(&pb));
-    let dir = tempfile::tempdir()?;
-    let (base, theirs) = (dir.path().join("base"), dir.path().join("theirs"));
-    std::fs::write(&base, po.with_lines(&[]))?;
-    std::fs::write(&theirs, pb.with_lines(&[]))?;
+    let (_dir, base, theirs) = sides(&po.with_lines(&[]), &pb.with_lines(&[]))?;
     crate::atomic::write(ours, &pa.with_lines(&[]))?;
     let conflict = text_merge(&base, ours, &theirs)?;
     let text = std::fs::read(ours)?;
@@ -225,6 +219,19 @@ fn core(o: &[u8], a: &[u8], b: &[u8], ours: &Path) -> Result<Merged> {
         ),
         false => Merged::Clean,
     })
+}
+
+/// `base` and `theirs` written to files of a temporary directory (kept
+/// while the directory lives), for `git merge-file`.
+fn sides(
+    base: &[u8],
+    theirs: &[u8],
+) -> Result<(tempfile::TempDir, std::path::PathBuf, std::path::PathBuf)> {
+    let dir = tempfile::tempdir()?;
+    let (b, t) = (dir.path().join("base"), dir.path().join("theirs"));
+    std::fs::write(&b, base)?;
+    std::fs::write(&t, theirs)?;
+    Ok((dir, b, t))
 }
 
 /// The consolidation state: a fact is decided where both sides have it

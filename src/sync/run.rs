@@ -118,7 +118,7 @@ fn left_to_the_person(repo: &Repo, out: &mut Synced, said: &str) -> Result<()> {
             }
         )));
     }
-    out.conflicts = unmerged(repo)?;
+    out.conflicts = unmerged(&files);
     Ok(())
 }
 
@@ -195,13 +195,13 @@ fn resolved_or_not(repo: &Repo) -> Result<Vec<String>> {
     Ok(left)
 }
 
-/// The files a merge left in conflict, each with what to do.
-fn unmerged(repo: &Repo) -> Result<Vec<String>> {
-    Ok(repo
-        .run(&["diff", "--name-only", "--diff-filter=U"])?
+/// The files a merge left in conflict (`git diff --name-only
+/// --diff-filter=U`), each with what to do.
+fn unmerged(files: &str) -> Vec<String> {
+    files
         .lines()
         .map(|p| format!("{p}: changed on both sides in one place; edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then run `memd sync` again"))
-        .collect())
+        .collect()
 }
 
 /// Stage everything and commit it, when anything changed; the message.
