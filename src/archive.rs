@@ -22,7 +22,9 @@
 //! A fact's id is `DAY#HASH` where HASH hashes the normalised text, and the
 //! n-th occurrence of the same normalised text that day gets `.n`
 //! (`2026-11-22#a1b2c3d4.2`). Because the file is only ever appended to, the
-//! ids are stable however often the file is parsed.
+//! ids are stable however often the file is parsed. An erasure's redaction
+//! line keeps its fact's place in that count (it names its id), so a fact
+//! after it keeps its id too.
 //!
 //! Parsing goes through pulldown-cmark so that hand edits are read the way a
 //! markdown viewer shows them (any bullet style, nested lists, code blocks
@@ -186,15 +188,14 @@ fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resum
             };
         }
         for (start, parsed, above) in found {
-            if let Some(id) = parsed.erased {
-                out.erased.push(Erased {
-                    id,
-                    line: line_of(start),
-                    key: parsed.key,
-                });
-                continue;
-            }
-            let hash = norm_hash(&parsed.text);
+            // A redaction line keeps its fact's place among the day's
+            // occurrences of its text: the same text written after it
+            // keeps the id it had (or gets one of its own), never the
+            // erased fact's.
+            let hash = match &parsed.erased {
+                Some(id) => id_hash(id.as_str()).to_string(),
+                None => norm_hash(&parsed.text),
+            };
             let n = match is_last && start >= resume.at {
                 true => {
                     let n = after.entry(hash.clone()).or_insert(0);
@@ -207,6 +208,14 @@ fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resum
                     *n
                 }
             };
+            if let Some(id) = parsed.erased {
+                out.erased.push(Erased {
+                    id,
+                    line: line_of(start),
+                    key: parsed.key,
+                });
+                continue;
+            }
             out.facts.push(Fact {
                 id: FactId::new(day, &hash, n),
                 day: day.to_string(),
@@ -1084,22 +1093,28 @@ impl DayText {
         if asked > PREFILTER_LOOKUPS {
             let counts = self.counts.get_or_init(|| {
                 let mut counts = HashMap::new();
-                for f in &self.parsed().facts {
-                    *counts.entry(id_hash(&f.id).to_string()).or_default() += 1;
+                for id in self.ids() {
+                    *counts.entry(id_hash(id).to_string()).or_default() += 1;
                 }
                 counts
             });
             return counts.get(hash).copied().unwrap_or(0);
         }
         let folded = self.folded.get_or_init(|| crate::text::fold(&self.src));
-        if !folded.contains(&crate::text::normalize(text)) {
+        // A redaction line says its hash, not its text.
+        let erased = self.src.contains(&format!("#{hash}"));
+        if !erased && !folded.contains(&crate::text::normalize(text)) {
             return 0;
         }
-        self.parsed()
-            .facts
-            .iter()
-            .filter(|f| id_hash(&f.id) == hash)
-            .count()
+        self.ids().filter(|id| id_hash(id) == hash).count()
+    }
+
+    /// The ids of the day's facts and of its redaction lines (each holds
+    /// its place among the occurrences of its text).
+    fn ids(&self) -> impl Iterator<Item = &str> {
+        let day = self.parsed();
+        let facts = day.facts.iter().map(|f| f.id.as_str());
+        facts.chain(day.erased.iter().map(|e| e.id.as_str()))
     }
 
     /// The time and session of the last section's heading (`None`: there
@@ -1152,6 +1167,7 @@ mod tests {
         "# 2026-01-02",
         "- User likes tea",
         "- User likes tea",
+        "- <!-- erased:{TEA} 2026-01-03T00:00:00Z -->",
         "- [pref] User likes green tea <!-- key:k1 -->",
         "- User moved to Oslo <!-- supersedes:e-1a2b3c4d -->",
         "* a starred fact",
@@ -1184,15 +1200,17 @@ mod tests {
         fn a_parse_resumed_after_appends_equals_one_from_the_top(chunks in chunks()) {
             let mut text = String::new();
             let mut before: Option<Parsed> = None;
+            let tea = FactId::new("2026-01-02", &norm_hash("User likes tea"), 1);
             for chunk in chunks {
                 for i in chunk {
-                    text.push_str(LINES[i]);
+                    text.push_str(&LINES[i].replace("{TEA}", tea.as_str()));
                     text.push('\n');
                 }
                 let (resumed, kept) = Parsed::new("2026-01-02", text.clone(), before.take());
                 let whole = parse("2026-01-02", &text);
                 prop_assert_eq!(&resumed.day.facts, &whole.facts, "text:\n{}", text);
                 prop_assert_eq!(&resumed.day.warnings, &whole.warnings, "text:\n{}", text);
+                prop_assert_eq!(resumed.day.erased.len(), whole.erased.len());
                 prop_assert!(kept <= whole.facts.len());
                 before = Some(resumed);
             }

@@ -53,6 +53,9 @@ pub(crate) enum Step {
     SyncMerged,
     /// A sync: the merge is settled across files, not committed.
     SyncSettled,
+    /// `memd merge-driver`, run by git during a sync's merge: nothing
+    /// read or written yet (git runs one per file; each stops here).
+    MergeDriver,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -79,6 +82,7 @@ impl Step {
             Step::SyncCommitted => "sync-committed",
             Step::SyncMerged => "sync-merged",
             Step::SyncSettled => "sync-settled",
+            Step::MergeDriver => "merge-driver",
         }
     }
 }

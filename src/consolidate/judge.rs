@@ -580,6 +580,7 @@ impl<'a> Decide<'a> {
                 fact: id.clone(),
                 text: g.text.clone(),
                 forgotten: entry.clone(),
+                erased: None,
             }));
             let reason = crate::tombstones::Reason::RestatesForgotten;
             let clock = &self.memory.clock;

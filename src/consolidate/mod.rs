@@ -220,7 +220,10 @@ fn write(
     crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
     applied.records.extend(report.suppressed.iter().map(|s| {
         let mut r = stamp.record(journal::Op::Suppress, &s.fact);
-        r.before = Some(s.text.clone());
+        match &s.erased {
+            Some(when) => r.erased = Some(when.clone()),
+            None => r.before = Some(s.text.clone()),
+        }
         r.into = s.forgotten.clone();
         r
     }));

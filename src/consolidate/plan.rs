@@ -62,10 +62,12 @@ impl Inputs {
             .filter(|f| settled.contains(&f.id))
             .filter_map(|f| {
                 let t = self.tombstones.restated(&f.id, &f.text)?;
+                let erased = t.reason == crate::tombstones::Reason::Erase;
                 Some(Suppressed {
                     fact: f.id.clone(),
                     text: f.text.clone(),
                     forgotten: t.entry.clone(),
+                    erased: erased.then(|| t.ts.clone()),
                 })
             })
             .collect()

@@ -59,6 +59,10 @@ pub struct Suppressed {
     /// The forgotten entry whose text it restates, when one was forgotten.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forgotten: Option<EntryId>,
+    /// When an erasure keeps it out: the erasure's time. Its journal
+    /// record then holds no text (the erasure took it out of every file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]

@@ -72,6 +72,14 @@ pub enum Merged {
 
 /// Merge `base`, `ours` and `theirs` (git's `%O %A %B`) into `ours`.
 pub fn run(kind: Kind, base: &Path, ours: &Path, theirs: &Path) -> Result<Merged> {
+    // git runs a driver in the repository's top directory: the memory's.
+    #[cfg(feature = "failpoints")]
+    if let Some(layout) = std::env::current_dir()
+        .ok()
+        .and_then(|d| crate::Layout::open(d).ok())
+    {
+        crate::pause::at(&layout, crate::pause::Step::MergeDriver);
+    }
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
     let (o, a, b) = (read(base)?, read(ours)?, read(theirs)?);
     let merged = match kind {

@@ -198,6 +198,61 @@ fn erasing_a_pending_fact_redacts_every_line_saying_it_and_leaves_every_other_by
     assert!(!out.status.success());
 }
 
+/// A redaction line keeps its fact's place among the day's occurrences
+/// of that text: the same text written again by hand (or on another
+/// copy before the erasure reached it) keeps an id of its own, never the
+/// erased fact's. `memd add` does not write an erased text again.
+#[test]
+fn a_text_written_again_after_its_erasure_gets_an_id_of_its_own() {
+    let tmp = fresh();
+    let dir = tmp.path();
+    let secret = format!("Her PIN is {SECRET}");
+    std::fs::write(
+        dir.join("archive/2026-01-01.md"),
+        format!("# 2026-01-01\n\n## 09:00:00\n- {secret}\n"),
+    )
+    .unwrap();
+    let layout = memd::Layout::open(dir).unwrap();
+    let first = memd::archive::read_all(&layout).unwrap().0[0]
+        .id
+        .to_string();
+    erase(dir, &first);
+    let day = dir.join("archive/2026-01-01.md");
+    let mut text = std::fs::read_to_string(&day).unwrap();
+    text.push_str(&format!("\n## 10:00:00\n- {secret}\n"));
+    std::fs::write(&day, text).unwrap();
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].id.to_string(), format!("{first}.2"));
+
+    let out: Value = serde_json::from_str(&ok(dir, &["add", &secret, "--json"])).unwrap();
+    assert_eq!(
+        out["written"], false,
+        "an erased text is not written again: {out}"
+    );
+}
+
+/// An erased entry's text written again by hand on another day is kept
+/// out by the next run without the run's journal record saying it (the
+/// record of a fact an erasure keeps out holds no text): `memd check`
+/// stays clean, and only the line the person wrote holds the text.
+#[test]
+fn an_erased_text_written_again_on_another_day_is_kept_out_without_the_journal_saying_it() {
+    let tmp = fresh();
+    let dir = tmp.path();
+    let id = with_secret_entry(dir);
+    erase(dir, &id);
+    std::fs::write(
+        dir.join("archive/2020-02-02.md"),
+        format!("# 2020-02-02\n\n## 09:00:00\n- The garage door code is {SECRET}\n"),
+    )
+    .unwrap();
+    consolidate(dir);
+    assert!(entries(dir).iter().all(|(_, t, _)| !t.contains(SECRET)));
+    assert_eq!(files_holding(dir, SECRET), ["archive/2020-02-02.md"]);
+    crate::support::assert_checks_clean(dir, "an erased text written again");
+}
+
 #[test]
 fn a_fact_an_entry_holds_is_erased_through_its_entry_and_an_unknown_id_is_not_found() {
     let tmp = fresh();

@@ -285,30 +285,81 @@ fn a_conflict_in_the_persons_own_text_is_left_for_the_person_and_the_rest_is_mer
 fn a_sync_killed_at_any_step_is_finished_by_the_next() {
     for step in ["sync-committed", "sync-merged", "sync-settled"] {
         let (_remote, url) = remote();
-        let (a, b) = two_machines(&url);
+        let (a, b) = changed_apart(&url);
         let (a, b) = (a.path(), b.path());
-        add(a, "User keeps bees");
-        consolidate(a);
-        sync(a);
-        add(b, "User reads sci-fi");
-        consolidate(b);
         assert!(
             pause_and_kill(b, &["sync"], step),
             "sync exited before {step}"
         );
-        sync(b);
-        sync(a);
-        assert_same(a, b);
-        for dir in [a, b] {
-            assert_clean(dir);
-            for fact in ["bees", "sci-fi"] {
-                assert!(
-                    found(dir, fact).iter().any(|t| t.contains(fact)),
-                    "{step}: {fact}"
-                );
-            }
+        both_sync_and_hold_both_changes(a, b);
+    }
+}
+
+/// [`two_machines`], each with a run of its own since: A's synced, B's
+/// not yet.
+fn changed_apart(url: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let (a, b) = two_machines(url);
+    add(a.path(), "User keeps bees");
+    consolidate(a.path());
+    sync(a.path());
+    add(b.path(), "User reads sci-fi");
+    consolidate(b.path());
+    (a, b)
+}
+
+/// B syncs, then A: both hold the same files, are clean, and find both
+/// changes of [`changed_apart`].
+fn both_sync_and_hold_both_changes(a: &Path, b: &Path) {
+    sync(b);
+    sync(a);
+    assert_same(a, b);
+    for dir in [a, b] {
+        assert_clean(dir);
+        for fact in ["bees", "sci-fi"] {
+            assert!(found(dir, fact).iter().any(|t| t.contains(fact)), "{fact}");
         }
     }
+}
+
+/// A merge driver killed mid-merge (each one git runs, one after
+/// another) leaves a file in conflict without markers: the sync takes the
+/// merge back whole and fails saying so, nothing half-merged is committed,
+/// and the next sync merges.
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
+#[test]
+fn a_merge_driver_killed_mid_merge_takes_the_merge_back_and_the_next_sync_merges() {
+    let (_remote, url) = remote();
+    let (a, b) = changed_apart(&url);
+    let (a, b) = (a.path(), b.path());
+    let before = tree(b);
+    let mut child =
+        crate::support::paused(b, &["sync"], "merge-driver").expect("the merge ran a driver");
+    let marker = b.join(".memd/paused-at-merge-driver");
+    let mut killed = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if let Ok(pid) = std::fs::read_to_string(&marker) {
+            std::fs::remove_file(&marker).unwrap();
+            let kill = Command::new("kill").args(["-KILL", pid.trim()]).status();
+            assert!(kill.unwrap().success());
+            killed += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(killed > 0);
+    assert!(!status.success(), "a sync whose merge failed succeeded");
+    assert!(
+        !b.join(".git/MERGE_HEAD").exists(),
+        "the merge was taken back"
+    );
+    assert_eq!(tree(b), before, "the files are as the sync found them");
+    assert_clean(b);
+    both_sync_and_hold_both_changes(a, b);
 }
 
 #[test]

@@ -86,6 +86,8 @@ impl Ledger {
             }
         }
         self.forgotten.insert(by.to_string(), (ids, texts));
+        // Forgotten again after a `forget --undo` of it: in force.
+        self.lifted.remove(by);
         self.forget_order.retain(|f| f != by);
         self.forget_order.push(by.to_string());
     }
@@ -214,11 +216,21 @@ impl Ledger {
                 self.forget_order.push(by.clone());
             }
         }
+        // A forget one side took back. (When the other side forgot it
+        // again, which came last is the merged tombstones' order: memd
+        // decides, `memd check` verifies, for its facts and its texts.)
+        let mut let_go = HashSet::new();
         for by in &self.lifted {
-            if let Some((ids, _)) = self.forgotten.remove(by) {
+            if let Some((ids, texts)) = self.forgotten.remove(by) {
                 self.uncertain.extend(ids);
+                let_go.extend(texts.iter().map(|t| normalize(t)));
             }
             self.forget_order.retain(|f| f != by);
+        }
+        for (id, t) in &self.acked {
+            if let_go.contains(&normalize(t)) {
+                self.uncertain.insert(id.clone());
+            }
         }
         self.uncertain.extend(other.uncertain.iter().cloned());
         self.deleted_texts

@@ -522,3 +522,80 @@ fn an_erasure_finishes_on_the_merge_though_a_person_wrote_its_text_again() {
         Sync(0),
     ]);
 }
+
+/// Found by the two-copy soak (seed 73): both copies hold the same text
+/// (the second copy's fact gets a `.2` id on the merge), and one erases
+/// it.
+#[test]
+fn an_erasure_of_a_text_both_copies_hold_is_kept_by_both() {
+    use actions::Via::{Cli, Here};
+    replay(&[
+        On(1, Action::ForgetFact { pick: 1 }),
+        On(
+            1,
+            Action::Unwritable {
+                file: actions::Blocked::State,
+                then: Box::new(Action::Add {
+                    text: 116,
+                    key: Some(1),
+                    via: Here,
+                    batch: false,
+                }),
+            },
+        ),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::BuiltIn,
+                force: false,
+            },
+        ),
+        Sync(1),
+        Sync(0),
+        On(
+            0,
+            Action::Add {
+                text: 180,
+                key: None,
+                via: Cli,
+                batch: false,
+            },
+        ),
+        On(
+            1,
+            Action::Erase {
+                pick: 217,
+                entry: true,
+            },
+        ),
+        Sync(1),
+    ]);
+}
+
+/// Found by the two-copy soak (seed 72): one copy forgets an entry,
+/// takes the forget back and forgets it again, while the other wrote the
+/// entry's fact again: the last forget is in force on both.
+#[test]
+fn an_entry_forgotten_again_after_its_forget_was_taken_back_stays_forgotten_on_both() {
+    use actions::Via::Here;
+    let add = |text| Action::Add {
+        text,
+        key: None,
+        via: Here,
+        batch: false,
+    };
+    let consolidate = Action::Consolidate {
+        judge: Judge::BuiltIn,
+        force: true,
+    };
+    replay(&[
+        On(0, add(18)),
+        Sync(0),
+        Sync(1),
+        On(1, consolidate.clone()),
+        On(1, Action::ForgetEntry { pick: 0 }),
+        On(1, Action::UndoForget { pick: 0 }),
+        On(0, add(18)),
+        On(1, Action::ForgetEntry { pick: 0 }),
+    ]);
+}
