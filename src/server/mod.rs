@@ -31,7 +31,9 @@
 //! middle of a write (the entries file, journal and state are written by
 //! synchronous code in one stretch), so what was being written is finished
 //! and what was only planned is planned again by the next run. Each open
-//! memory then gives up its lock and its `daemon.json`.
+//! memory then gives up its lock and its `daemon.json`, and [`serve`]
+//! returns only once nothing holds them (a connection's task may outlive
+//! the server by a moment), so its caller may serve them again at once.
 
 pub(crate) mod api;
 pub(crate) mod guard;
@@ -45,14 +47,15 @@ pub mod tenant;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::net::TcpListener;
 
 use crate::Memory;
 use crate::config::Config;
 use crate::error::{Context, Result};
-use memories::Memories;
+use crate::request::Holder;
+use memories::{Memories, Opened};
 
 pub use info::{ensure_not_served, running};
 pub use loops::RUNS_AT_ONCE;
@@ -121,9 +124,37 @@ pub async fn serve(
     let (_, served, _) = tokio::join!(loops, server, stopper);
     // The last handles on the memories go with `memories` here: each
     // gives up its lock and `daemon.json`.
-    drop(memories);
+    let held = memories.held();
+    let opened: Vec<Weak<Opened>> = held.iter().map(Arc::downgrade).collect();
+    let indexes = held.iter().filter_map(|o| o.index_if_open());
+    let indexes: Vec<Weak<crate::index::Index>> = indexes.map(|i| Arc::downgrade(&i)).collect();
+    drop((held, memories));
+    released(&opened, &indexes).await;
     served.context("HTTP server")?;
     Ok(())
+}
+
+/// The longest [`serve`] waits, once stopped, for what outlived the HTTP
+/// server to let go of a memory (a connection's task that had not yet
+/// dropped its handle on the routes' state): a task stuck longer is
+/// reported, not waited for.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Wait until nothing holds the memories a stopped daemon served, so that
+/// when [`serve`] returns their locks are free: the caller may serve
+/// them again at once (`memd bench search-path` does, in one process).
+async fn released(opened: &[Weak<Opened>], indexes: &[Weak<crate::index::Index>]) {
+    let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
+    let held = || {
+        opened.iter().any(|w| w.strong_count() > 0) || indexes.iter().any(|w| w.strong_count() > 0)
+    };
+    while held() {
+        if tokio::time::Instant::now() > deadline {
+            tracing::warn!("a memory is still held {RELEASE_WAIT:?} after the daemon stopped");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 /// Fire `trigger` when `shutdown` resolves (or something else fired it).

@@ -13,6 +13,52 @@ use crate::consolidate::add;
 use crate::serving::*;
 use crate::support::*;
 
+/// `server::serve` returns once nothing holds the memory it served: its
+/// lock is free and the caller may serve the directory again at once, in
+/// the same runtime (as `memd bench search-path` does at each size),
+/// though a client kept its connection alive.
+#[test]
+fn a_daemon_that_returned_has_let_go_of_its_memory() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    crate::trust::add(&layout.root, "User likes green tea");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        for round in 0..100 {
+            let memory = memd::Memory::open(&layout.root).unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            let served = memd::server::Served::One(memory);
+            let opts = Default::default();
+            let daemon = tokio::spawn(memd::server::serve(served, listener, opts, shutdown));
+            let search = http
+                .get(format!("{base}/v1/search"))
+                .query(&[("q", "green tea")]);
+            let found = loop {
+                match search.try_clone().unwrap().send().await {
+                    Ok(r) => break r.text().await.unwrap(),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            };
+            assert!(found.contains("green tea"), "{found}");
+            stop.send(()).unwrap();
+            daemon.await.unwrap().unwrap();
+            assert!(
+                memd::server::running(&layout).is_none(),
+                "round {round}: the lock is still held"
+            );
+        }
+    });
+}
+
 #[test]
 fn a_second_daemon_on_the_same_directory_refuses() {
     let (_t, layout) = memory_dir();
