@@ -239,6 +239,13 @@ impl Ledger {
         self.hand_deleted.extend(other.hand_deleted.iter().cloned());
         self.erased.extend(other.erased.iter().cloned());
         self.erased_texts.extend(other.erased_texts.iter().cloned());
+        // An erasure takes every fact of its text: the other copy's too,
+        // written before the erasure reached it.
+        for (id, t) in &self.acked {
+            if self.erased_texts.contains(&normalize(t)) {
+                self.erased.insert(id.clone());
+            }
+        }
         let said: HashSet<String> = self
             .forgotten_texts()
             .union(&self.deleted_texts)

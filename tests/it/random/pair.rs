@@ -599,3 +599,45 @@ fn an_entry_forgotten_again_after_its_forget_was_taken_back_stays_forgotten_on_b
         On(1, Action::ForgetEntry { pick: 0 }),
     ]);
 }
+
+/// Found by the two-copy soak (seed 86): one copy erases a text the other
+/// wrote again before the erasure reached it, and the erasure is killed
+/// before it finished: the merge finishes it, taking that fact too (an
+/// erasure takes every fact of its text).
+#[test]
+fn an_unfinished_erasure_takes_the_same_text_the_other_copy_wrote_before_it_arrived() {
+    use actions::Via::Here;
+    let add = |text, batch| Action::Add {
+        text,
+        key: None,
+        via: Here,
+        batch,
+    };
+    let consolidate = Action::Consolidate {
+        judge: Judge::BuiltIn,
+        force: false,
+    };
+    replay(&[
+        On(0, add(113, true)),
+        On(
+            0,
+            Action::Unwritable {
+                file: actions::Blocked::Journal,
+                then: Box::new(consolidate),
+            },
+        ),
+        Sync(0),
+        On(0, Action::HandWriteEntry { text: 43 }),
+        On(0, add(104, false)),
+        Sync(1),
+        On(1, Action::ForgetEntry { pick: 159 }),
+        On(
+            1,
+            Action::Kill {
+                step: 185,
+                what: actions::Killed::Erase,
+            },
+        ),
+        Sync(0),
+    ]);
+}
