@@ -143,6 +143,10 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
             "facts held by two entries now held by one",
         ),
         (
+            settled.duplicates,
+            "entries saying what another holding their facts says merged into it",
+        ),
+        (
             settled.pending_again,
             "facts whose entry went made pending again",
         ),

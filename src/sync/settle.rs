@@ -14,8 +14,12 @@
 //!   fact is no longer decided: its forget keeps it out, and a forget
 //!   taken back leaves it pending.
 //! - A fact two entries hold (both sides consolidated it) stays in the
-//!   first of them only: two entries may say the same (the next run's
-//!   restatement rule merges them), one fact is held once.
+//!   first of them only: one fact is held once. The other entry, when it
+//!   then holds nothing and says the same (normalised) as the first, is
+//!   a duplicate and goes, journaled as a `REMOVE` into the first (a run
+//!   merges restatements only among the facts it decides, so without
+//!   this both would stay). One that says something else stays, for a
+//!   person or a later run.
 //! - A fact decided that no entry holds and no tombstone covers (its
 //!   entry went on the other side) is pending again: the next run
 //!   decides it. Hidden it would be lost.
@@ -58,6 +62,9 @@ pub(crate) struct Settled {
     pub emptied: usize,
     /// Forgotten facts let go by entries that hold more.
     pub let_go: usize,
+    /// Entries that said what the entry holding their facts says, merged
+    /// into it.
+    pub duplicates: usize,
     pub pending_again: usize,
     /// Ids to erase again (entry or fact), each once.
     pub erasures: Vec<String>,
@@ -100,7 +107,13 @@ fn entries(
         .filter_map(|id| Some((id.clone(), doc.remove(id)?)))
         .collect();
     out.forgotten_kept_out = named.len();
-    out.held_twice = hold_once(&mut doc);
+    let (held_twice, duplicates) = hold_once(&mut doc);
+    out.held_twice = held_twice;
+    let merged: Vec<(Gone, String)> = duplicates
+        .into_iter()
+        .filter_map(|(id, into)| Some(((id.clone(), doc.remove(&id)?), into)))
+        .collect();
+    out.duplicates = merged.len();
     let (whole, let_go) = let_go_forgotten(&mut doc, stones);
     let emptied: Vec<Gone> = whole
         .iter()
@@ -116,7 +129,7 @@ fn entries(
     if reclaimed || out.forgotten_kept_out + out.held_twice + out.emptied + out.let_go > 0 {
         doc.save(&layout.entries_file(), &memory.clock.today())?;
     }
-    journal_agrees(memory, &doc, (&removed, &emptied))?;
+    journal_agrees(memory, &doc, (&removed, &emptied, &merged))?;
     // Their forgets decide them, and a forget taken back makes them
     // pending again: no run decided them as they now stand.
     let undecided = emptied
@@ -191,7 +204,7 @@ fn erasures_due(
 fn journal_agrees(
     memory: &Memory,
     doc: &Document,
-    (removed, emptied): (&[Gone], &[Gone]),
+    (removed, emptied, merged): (&[Gone], &[Gone], &[(Gone, String)]),
 ) -> Result<()> {
     use crate::journal::{Op, Stamp};
     let path = memory.layout.journal_file();
@@ -205,11 +218,13 @@ fn journal_agrees(
     let mut out = Vec::new();
     let gone = removed
         .iter()
-        .map(|r| (Op::Forget, r))
-        .chain(emptied.iter().map(|r| (Op::Remove, r)));
-    for (op, (id, e)) in gone {
+        .map(|r| (Op::Forget, r, None))
+        .chain(emptied.iter().map(|r| (Op::Remove, r, None)))
+        .chain(merged.iter().map(|(r, into)| (Op::Remove, r, Some(into))));
+    for (op, (id, e), into) in gone {
         if lineage.get(id.as_str()).is_some_and(|l| l.alive) {
             let mut r = stamp.record(op, id);
+            r.into = into.map(|i| crate::ids::EntryId::from(i.as_str()));
             r.before = Some(e.text.clone());
             r.sources = e
                 .meta
@@ -278,8 +293,10 @@ fn let_go_forgotten(doc: &mut Document, stones: &Tombstones) -> (Vec<String>, Ve
 }
 
 /// Each fact in the sources of the first entry that holds it only.
-/// Returns how many facts were held twice.
-fn hold_once(doc: &mut Document) -> usize {
+/// Returns how many facts were held twice, and the entries that then hold
+/// nothing and say what an entry holding their facts says (both sides
+/// consolidated the same facts alike), each with that entry: duplicates.
+fn hold_once(doc: &mut Document) -> (usize, Vec<(String, String)>) {
     let mut first: BTreeMap<FactId, String> = BTreeMap::new();
     let mut extra: BTreeMap<String, Vec<FactId>> = BTreeMap::new();
     for e in doc.entries() {
@@ -296,13 +313,22 @@ fn hold_once(doc: &mut Document) -> usize {
         }
     }
     let mut n = 0;
+    let mut duplicates = Vec::new();
+    let norm = crate::text::normalize;
     for (id, gone) in extra {
-        if let Some(m) = doc.get_mut(&id).and_then(|e| e.meta.as_mut()) {
+        let holder = first[&gone[0]].clone();
+        let said = doc.get(&holder).map(|h| norm(&h.text));
+        if let Some(e) = doc.get_mut(&id)
+            && let Some(m) = e.meta.as_mut()
+        {
             m.sources.retain(|f| !gone.contains(f));
             n += gone.len();
+            if m.sources.is_empty() && said == Some(norm(&e.text)) {
+                duplicates.push((id, holder));
+            }
         }
     }
-    n
+    (n, duplicates)
 }
 
 /// MEMORY.md's generated lines: the first line of each live entry, dated

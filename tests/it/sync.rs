@@ -167,6 +167,51 @@ fn two_machines_that_change_one_memory_apart_hold_the_same_files_after_both_sync
     }
 }
 
+/// Both machines consolidate the same fact apart, alike: after the sync
+/// one entry holds it and says it (the other, a duplicate, merged into
+/// it, which `memd undo` of the sync's run takes back), and a run after
+/// changes nothing of that.
+#[test]
+fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    add(a, "User keeps bees in the garden");
+    sync(a);
+    sync(b);
+    consolidate(a);
+    consolidate(b);
+    sync(a);
+    sync(b);
+    sync(a);
+    assert_same(a, b);
+    let holding = |dir: &Path| {
+        entries(dir)
+            .into_iter()
+            .filter(|(_, t, _)| t.contains("bees"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(holding(a).len(), 1, "{:?}", holding(a));
+    assert_eq!(holding(a)[0].2.len(), 1, "the fact is held");
+    assert_clean(a);
+    consolidate(a);
+    sync(a);
+    sync(b);
+    assert_same(a, b);
+    for dir in [a, b] {
+        assert_clean(dir);
+        assert_eq!(holding(dir).len(), 1, "{:?}", holding(dir));
+        assert!(found(dir, "bees").iter().any(|t| t.contains("bees")));
+    }
+    let runs: serde_json::Value = serde_json::from_str(&ok(a, &["runs", "--json"])).unwrap();
+    let mut runs_back = runs.as_array().unwrap().iter().rev();
+    let merged = runs_back.find(|r| r["ops"]["REMOVE"].is_number());
+    let merged = merged.unwrap_or_else(|| panic!("{runs:#}"));
+    ok(a, &["undo", merged["id"].as_str().unwrap()]);
+    assert_eq!(holding(a).len(), 2, "{:?}", holding(a));
+    assert_clean(a);
+}
+
 #[test]
 fn an_entry_forgotten_on_one_machine_stays_forgotten_when_the_other_changed_it() {
     let (_remote, url) = remote();
