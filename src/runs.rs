@@ -55,13 +55,18 @@ use crate::state::State;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, archive, consolidate};
 
+/// The judge named by the records a sync's merge settled with
+/// ([`crate::sync`]): its run is listed as a `sync`.
+pub const SYNC_JUDGE: &str = "memd sync";
+
 /// One run as the journal tells it.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
     pub id: RunId,
     /// When its first record was written (RFC 3339).
     pub started: String,
-    /// `consolidate`, `forget`, `undo` or `edit`.
+    /// `consolidate`, `forget`, `undo`, `edit` or `sync` (what a merge
+    /// settled: [`crate::sync`]).
     pub kind: String,
     /// The judges that decided its ops (`built-in` or a model name).
     pub judges: Vec<String>,
@@ -143,6 +148,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
             Some(_) => "undo",
             None if only(&["FORGET", "UNFORGET"]) => "forget",
             None if only(&["EDIT"]) => "edit",
+            None if run.judges.iter().any(|j| j == SYNC_JUDGE) => "sync",
             None => "consolidate",
         }
         .into();

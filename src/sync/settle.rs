@@ -256,6 +256,9 @@ fn journal_agrees(
         r.meta_after = Some(m.clone());
         out.push(r);
     }
+    for r in &mut out {
+        r.model = Some(crate::runs::SYNC_JUDGE.to_string());
+    }
     journal::append(&path, &out)
 }
 

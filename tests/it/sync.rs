@@ -205,7 +205,7 @@ fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
     }
     let runs: serde_json::Value = serde_json::from_str(&ok(a, &["runs", "--json"])).unwrap();
     let mut runs_back = runs.as_array().unwrap().iter().rev();
-    let merged = runs_back.find(|r| r["ops"]["REMOVE"].is_number());
+    let merged = runs_back.find(|r| r["kind"] == "sync" && r["ops"]["REMOVE"].is_number());
     let merged = merged.unwrap_or_else(|| panic!("{runs:#}"));
     ok(a, &["undo", merged["id"].as_str().unwrap()]);
     assert_eq!(holding(a).len(), 2, "{:?}", holding(a));
