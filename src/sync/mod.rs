@@ -109,6 +109,15 @@ impl Repo {
     fn ok(&self, args: &[&str]) -> bool {
         self.output(args).is_ok_and(|o| o.status.success())
     }
+
+    /// File `path` (relative to the top) as commit `rev` holds it; `None`
+    /// when it holds none (or `rev` names nothing).
+    fn show(&self, rev: &str, path: &str) -> Option<String> {
+        let out = self.output(&["show", &format!("{rev}:{path}")]).ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
 }
 
 fn said(out: &Output) -> String {

@@ -164,7 +164,12 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
             out.settled.push(format!("{n} {what}"));
         }
     }
-    for id in &settled.erasures {
+    let show = |rev: &str, path: &str| repo.show(rev, path);
+    let mut erasures = settled.erasures;
+    erasures.extend(super::settle::erasures_arrived(&memory.layout, show)?);
+    erasures.sort();
+    erasures.dedup();
+    for id in &erasures {
         match crate::erase::finish(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(

@@ -33,12 +33,16 @@
 //!   merged entry is.
 //! - An erasure of either side that the other side's files (or its
 //!   versions) still hold is named, for the caller to run again
-//!   ([`super::Synced::erased_again`]).
+//!   ([`super::Synced::erased_again`]); so is one that reached a side
+//!   that had written a fact of its text before it arrived
+//!   ([`erasures_arrived`]: an erasure takes every fact of its text; a
+//!   text written again by hand after the erasure is a person's, and
+//!   `memd check` names it).
 //!
 //! Every change here is made under the entries lock, with its version
 //! recorded ([`crate::versions::Writing`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::Memory;
 use crate::archive;
@@ -48,7 +52,8 @@ use crate::error::Result;
 use crate::ids::FactId;
 use crate::journal;
 use crate::state::State;
-use crate::tombstones::Tombstones;
+use crate::text::erased_hash;
+use crate::tombstones::{Reason, Tombstone, Tombstones};
 
 /// An entry taken out of the file, by id.
 type Gone = (String, crate::entries::Entry);
@@ -187,16 +192,58 @@ fn erasures_due(
     if found.unfinished.is_empty() && crate::erase::in_versions(stones, &history).is_none() {
         return Ok(Vec::new());
     }
-    let ids: std::collections::BTreeSet<String> = stones
-        .receipts()
-        .filter_map(|t| {
-            t.entry
-                .as_ref()
-                .map(|e| e.to_string())
-                .or_else(|| t.sources.first().map(|f| f.to_string()))
-        })
-        .collect();
+    let ids: BTreeSet<String> = stones.receipts().filter_map(receipt_id).collect();
     Ok(ids.into_iter().collect())
+}
+
+/// The id an erasure was run with (its receipt's entry, or its first
+/// fact): what `memd forget --erase` is run with again to finish it.
+fn receipt_id(t: &Tombstone) -> Option<String> {
+    t.entry
+        .as_ref()
+        .map(|e| e.to_string())
+        .or_else(|| t.sources.first().map(|f| f.to_string()))
+}
+
+/// Erasures that reached a side holding a fact of their text written
+/// there before they arrived (that side's commit holds the fact and not
+/// the receipt): ids to finish on the merge, since an erasure takes every
+/// fact of its text. (Finishing it takes them all: one a person wrote
+/// again by hand on the side that knew of the erasure goes too, which an
+/// erasure finished on one copy would leave, noted by `memd check`.)
+/// `show(rev, path)` is the file as `rev` holds it: `HEAD` (ours) or
+/// `MERGE_HEAD` (theirs).
+pub(crate) fn erasures_arrived(
+    layout: &crate::Layout,
+    show: impl Fn(&str, &str) -> Option<String>,
+) -> Result<Vec<String>> {
+    let receipts = |rev: &str| -> Vec<Tombstone> {
+        let text = show(rev, crate::layout::rel::TOMBSTONES).unwrap_or_default();
+        let all = text.lines().filter_map(|l| serde_json::from_str(l).ok());
+        all.filter(|t: &Tombstone| t.reason == Reason::Erase)
+            .collect()
+    };
+    let (facts, _) = archive::read_all(layout)?;
+    let mut days: HashMap<(&str, String), HashSet<FactId>> = HashMap::new();
+    let mut wrote = |rev: &'static str, f: &archive::Fact| {
+        let ids = days.entry((rev, f.day.clone())).or_insert_with(|| {
+            let text = show(rev, &format!("{}{}.md", crate::layout::rel::ARCHIVE, f.day));
+            let day = archive::parse(&f.day, &text.unwrap_or_default());
+            day.facts.into_iter().map(|f| f.id).collect()
+        });
+        ids.contains(&f.id)
+    };
+    let mut due = BTreeSet::new();
+    for (lacking, holding) in [("HEAD", "MERGE_HEAD"), ("MERGE_HEAD", "HEAD")] {
+        let known = receipts(lacking);
+        for r in receipts(holding).iter().filter(|r| !known.contains(r)) {
+            let said = |f: &&archive::Fact| r.hashes.contains(&erased_hash(&f.text));
+            if facts.iter().filter(said).any(|f| wrote(lacking, f)) {
+                due.extend(receipt_id(r));
+            }
+        }
+    }
+    Ok(due.into_iter().collect())
 }
 
 /// Journal records that make the merged journal's last word on each

@@ -212,6 +212,39 @@ fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
     assert_clean(a);
 }
 
+/// An erasure on one machine reaches the other, which had written the
+/// same text again meanwhile (before the erasure reached it): that fact
+/// goes too, as it would have on the first machine (an erasure takes
+/// every fact of its text), and no file of either holds the text.
+#[test]
+fn an_erasure_takes_the_text_the_other_machine_wrote_again_before_it_arrived() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    let secret = "The garage code is 4417zebra";
+    add(a, secret);
+    consolidate(a);
+    sync(a);
+    sync(b);
+    add(a, secret);
+    let id = entry_saying(b, "4417zebra");
+    ok(b, &["forget", "--erase", &id]);
+    sync(b);
+    sync(a);
+    sync(b);
+    assert_same(a, b);
+    for dir in [a, b] {
+        let holding: Vec<String> = tree(dir)
+            .into_iter()
+            .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains("4417zebra"))
+            .map(|(path, _)| path)
+            .collect();
+        assert!(holding.is_empty(), "{holding:?} hold the erased text");
+        assert_clean(dir);
+        assert!(!found(dir, "garage code").iter().any(|t| t.contains("4417")));
+    }
+}
+
 #[test]
 fn an_entry_forgotten_on_one_machine_stays_forgotten_when_the_other_changed_it() {
     let (_remote, url) = remote();
