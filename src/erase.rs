@@ -22,8 +22,9 @@
 //! **What is erased.** An entry, with every entry merged into it, their
 //! texts before and after each op, and their source facts; or a pending
 //! fact. Every fact in the archive with the same normalised text goes with
-//! them (it is the same text). Refused before anything is written, naming
-//! what to erase or edit first: an entry not erased that holds one of its
+//! them (it is the same text). A new erasure is refused before anything
+//! is written (once made, running it again finishes it), naming what to
+//! erase or edit first: an entry not erased that holds one of its
 //! facts or says its text (a merged entry an undo brought back included),
 //! another archive fact that says it within its own words, the person's
 //! own text in MEMORY.md, a JSON-lines line memd cannot read that says it.
@@ -259,21 +260,13 @@ fn receipt_of(t: &Tombstone, id: &str) -> bool {
 
 /// Erase entry or fact `id` from the files (the index is the caller's:
 /// [`crate::index::Writer::purge`], then [`purged`]), stamped with
-/// `memory`'s clock.
+/// `memory`'s clock. Refused (see the module doc) only while the erasure
+/// is not made: once its receipt is written, running it again finishes
+/// it, whatever was written since. A person's entry or line saying the
+/// text again is theirs (notes); what a sync merged in from the other
+/// copy's files before the erasure reached it (its journal records, its
+/// versions, its facts of the text) loses the text.
 pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
-    erase_as(memory, id, true)
-}
-
-/// Finish erasure `id` on a merge (`memd sync`): as [`erase`], but not
-/// refused for an entry or a line that says the text again. A person
-/// wrote those after the erasure, on one copy, where they are allowed
-/// (notes); what the other copy wrote before the erasure reached it (its
-/// journal records, its versions) must still lose the text.
-pub fn finish(memory: &Memory, id: &str) -> Result<Erasure> {
-    erase_as(memory, id, false)
-}
-
-fn erase_as(memory: &Memory, id: &str, refuse: bool) -> Result<Erasure> {
     let id = given(id);
     let layout = &memory.layout;
     let _lock = crate::versions::Writing::start(memory)?;
@@ -284,7 +277,8 @@ fn erase_as(memory: &Memory, id: &str, refuse: bool) -> Result<Erasure> {
     let records = journal::read(&layout.journal_file())?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     let scope = scope(id, (&doc, &facts, &records, &stones))?;
-    if refuse {
+    // Refused only before the erasure is made (see the doc above).
+    if !stones.all.iter().any(|t| receipt_of(t, id)) {
         held_elsewhere(&scope, id, &doc)?;
         said_elsewhere(layout, id, &scope, &facts)?;
     }

@@ -170,7 +170,7 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
     erasures.sort();
     erasures.dedup();
     for id in &erasures {
-        match crate::erase::finish(memory, id) {
+        match crate::erase::erase(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(
                 "erasing {id} again on the merge was refused ({e}); `memd check` names what still holds it"

@@ -310,6 +310,33 @@ fn sigkill_at_each_step_of_an_erasure_leaves_it_in_force_and_running_it_again_fi
     }
 }
 
+/// An erasure killed after its receipt, and an entry a person wrote
+/// since saying the text: running the command again finishes the erasure
+/// (what a new erasure would be refused for no longer stops it: it is
+/// made, and nothing lifts it), and the person's entry is theirs.
+#[cfg_attr(
+    not(feature = "failpoints"),
+    ignore = "needs the failpoints feature: scripts/test.sh"
+)]
+#[test]
+fn an_erasure_made_is_finished_by_running_it_again_whatever_was_written_since() {
+    let tmp = fresh();
+    let dir = tmp.path();
+    let secret = format!("The alarm code is {SECRET}");
+    let fact = add(dir, &secret);
+    crate::support::kill_at(dir, &["forget", "--erase", &fact], "erase-receipt");
+    let core = dir.join("consolidated/memory.md");
+    let mut text = std::fs::read_to_string(&core).unwrap();
+    text.push_str(&format!("\nRemember: {secret}\n"));
+    std::fs::write(&core, text).unwrap();
+    ok(dir, &["forget", "--erase", &fact]);
+    // The person's entry (and the index's row of it) still say it.
+    let mut held = files_holding(dir, SECRET);
+    held.retain(|f| !f.starts_with(".memd/index/"));
+    assert_eq!(held, ["consolidated/memory.md"]);
+    crate::support::assert_checks_clean(dir, "an erasure finished after a person's entry");
+}
+
 /// What says the erased text and is not the erasure's to take (another
 /// fact that says it within its own words, the person's own text in
 /// MEMORY.md) is named, and nothing is erased until it changes.

@@ -641,3 +641,48 @@ fn an_unfinished_erasure_takes_the_same_text_the_other_copy_wrote_before_it_arri
         Sync(0),
     ]);
 }
+
+/// Found by the two-copy soak (seed 94): an erasure finished on a merge
+/// where the other copy's entry held a fact of its text (written before
+/// the erasure reached it): the sync's purge of the index ran the erasure
+/// again, which refused it as a new one and failed the sync.
+#[test]
+fn a_sync_that_finished_an_erasure_purges_the_index_though_an_entry_held_its_text() {
+    use actions::Via::{Cli, Here};
+    let add = |text, via| Action::Add {
+        text,
+        key: None,
+        via,
+        batch: false,
+    };
+    let consolidate = |judge, force| Action::Consolidate { judge, force };
+    replay(&[
+        On(0, add(34, Here)),
+        Sync(0),
+        On(
+            0,
+            Action::Unwritable {
+                file: actions::Blocked::Tombstones,
+                then: Box::new(add(194, Cli)),
+            },
+        ),
+        On(0, consolidate(Judge::Bad, true)),
+        Sync(1),
+        On(1, consolidate(Judge::Hostile, false)),
+        On(1, Action::HandDeleteEntry { pick: 93 }),
+        On(
+            1,
+            Action::AddUpdate {
+                text: 199,
+                pick: 245,
+            },
+        ),
+        On(
+            1,
+            Action::Erase {
+                pick: 163,
+                entry: false,
+            },
+        ),
+    ]);
+}
