@@ -266,19 +266,22 @@ impl Ledger {
     /// Whether every tombstone that keeps out a kept fact is memd's rule
     /// for restatements (near duplicates included) of something the user
     /// forgot and has not taken back: that forget keeps it out, by design.
+    ///
+    /// Or the fact was held by an entry the user forgot (or deleted by
+    /// hand) as the other copy had it (the two-copy mode): its forget
+    /// took the fact with it, though this ledger did not know it held it.
     fn restates_forgotten(&self, stones: &Tombstones, id: &str, text: &str) -> bool {
         let covering = stones.covering(id, text);
         let facts = self.forgotten_ids();
+        let forgot = |n: &str| self.forgotten.contains_key(n) || self.hand_deleted.contains(n);
         !covering.is_empty()
             && covering.iter().all(|t| {
-                let named = t.entry.as_ref().map(|e| e.as_str());
-                let named = named.or(t.restates.as_ref().map(|f| f.as_str()));
-                t.reason == memd::tombstones::Reason::RestatesForgotten
-                    && named.is_some_and(|n| {
-                        self.forgotten.contains_key(n)
-                            || self.hand_deleted.contains(n)
-                            || facts.contains(n)
-                    })
+                let entry = t.entry.as_ref().map(|e| e.as_str());
+                let named = entry.or(t.restates.as_ref().map(|f| f.as_str()));
+                let restates = t.reason == memd::tombstones::Reason::RestatesForgotten
+                    && named.is_some_and(|n| forgot(n) || facts.contains(n));
+                let held = t.sources.iter().any(|s| s == id) && entry.is_some_and(forgot);
+                restates || held
             })
     }
 }

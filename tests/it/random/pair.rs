@@ -686,3 +686,119 @@ fn a_sync_that_finished_an_erasure_purges_the_index_though_an_entry_held_its_tex
         ),
     ]);
 }
+
+/// Found by the two-copy soak (seed 95): one copy forgot an entry while
+/// the other had put a new fact into it (an update the agent declared):
+/// the forget wins and takes that fact with the entry, on both copies.
+#[test]
+fn a_fact_the_other_copy_put_into_an_entry_this_one_forgot_is_forgotten_with_it() {
+    replay(&[
+        Sync(1),
+        On(
+            1,
+            Action::Unwritable {
+                file: actions::Blocked::Tombstones,
+                then: Box::new(Action::ForgetFact { pick: 146 }),
+            },
+        ),
+        On(0, Action::HandGarbage),
+        On(1, Action::ForgetFact { pick: 105 }),
+        Sync(1),
+        On(
+            1,
+            Action::Add {
+                text: 254,
+                key: Some(0),
+                via: actions::Via::Cli,
+                batch: false,
+            },
+        ),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::Good,
+                force: false,
+            },
+        ),
+        Sync(0),
+        Sync(0),
+        Sync(1),
+        On(1, Action::HandWriteEntry { text: 218 }),
+        Sync(0),
+        On(
+            0,
+            Action::EditEntry {
+                via: actions::Via::Here,
+                pick: 158,
+                text: 81,
+                pin: false,
+            },
+        ),
+        On(
+            1,
+            Action::Add {
+                text: 40,
+                key: None,
+                via: actions::Via::Here,
+                batch: false,
+            },
+        ),
+        On(0, Action::UndoForget { pick: 91 }),
+        On(
+            1,
+            Action::Erase {
+                pick: 165,
+                entry: false,
+            },
+        ),
+        On(
+            1,
+            Action::AddUpdate {
+                text: 63,
+                pick: 128,
+            },
+        ),
+        Sync(1),
+        Sync(1),
+        On(
+            1,
+            Action::AddUpdate {
+                text: 138,
+                pick: 94,
+            },
+        ),
+        On(
+            1,
+            Action::Consolidate {
+                judge: Judge::BuiltIn,
+                force: true,
+            },
+        ),
+        On(
+            0,
+            Action::Add {
+                text: 178,
+                key: Some(1),
+                via: actions::Via::Here,
+                batch: true,
+            },
+        ),
+        On(0, Action::UndoForget { pick: 142 }),
+        On(
+            0,
+            Action::Unwritable {
+                file: actions::Blocked::Journal,
+                then: Box::new(Action::ForgetEntry { pick: 107 }),
+            },
+        ),
+        Sync(0),
+        Sync(1),
+        On(
+            0,
+            Action::Consolidate {
+                judge: Judge::Good,
+                force: true,
+            },
+        ),
+    ]);
+}
