@@ -143,11 +143,13 @@ class Applied(Model):
 
 @dataclass(frozen=True, kw_only=True)
 class Suppressed(Model):
-    """A new fact that only restated something forgotten: not kept."""
+    """A new fact that only restated something forgotten: not kept.
+    ``erased``: when an erasure keeps it out, the erasure's time."""
 
     fact: str
     text: str
     forgotten: str | None = None
+    erased: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
