@@ -601,6 +601,12 @@ pub(crate) fn check(
         {
             unfinished(format!("erased entry {e} is still in the entries file"));
         }
+        let metas = doc.entries().filter_map(|e| e.meta.as_ref());
+        for m in metas.filter(|m| Some(&m.id) != t.entry.as_ref()) {
+            if let Some(f) = m.sources.iter().find(|f| t.sources.contains(f)) {
+                unfinished(format!("entry {} holds erased fact {f}", m.id));
+            }
+        }
         for f in facts
             .iter()
             .filter(|f| t.sources.contains(&f.id) || said(&f.text))

@@ -6,7 +6,9 @@
 //!   other, so the entries merge kept it) goes: a forget is never undone
 //!   by a sync.
 //! - A fact a forget names that a live entry holds (one side forgot it
-//!   while the other consolidated it): the forget wins. An entry that
+//!   while the other consolidated it): the forget wins. So does an
+//!   erasure for a fact of its text that its receipt does not list (the
+//!   other side wrote it before the erasure arrived). An entry that
 //!   holds nothing else goes (journaled as a `REMOVE` of the sync's run:
 //!   the forget was of the fact, so taking it back brings the fact back,
 //!   pending); one that holds more lets the fact go and is marked
@@ -119,7 +121,9 @@ fn entries(
         .filter_map(|(id, into)| Some(((id.clone(), doc.remove(&id)?), into)))
         .collect();
     out.duplicates = merged.len();
-    let (whole, let_go) = let_go_forgotten(&mut doc, stones);
+    let erased = of_erased_texts(layout, stones)?;
+    let named = |f: &FactId| stones.names_fact(f.as_str()) || erased.contains(f);
+    let (whole, let_go) = let_go_forgotten(&mut doc, named);
     let emptied: Vec<Gone> = whole
         .iter()
         .filter_map(|id| Some((id.clone(), doc.remove(id)?)))
@@ -311,16 +315,15 @@ fn journal_agrees(
 
 /// Live entries holding facts a tombstone names: those holding only such
 /// facts (to take out), and the facts entries holding more let go.
-fn let_go_forgotten(doc: &mut Document, stones: &Tombstones) -> (Vec<String>, Vec<FactId>) {
+fn let_go_forgotten(
+    doc: &mut Document,
+    named: impl Fn(&FactId) -> bool,
+) -> (Vec<String>, Vec<FactId>) {
     let mut whole = Vec::new();
     let mut part: Vec<String> = Vec::new();
     for e in doc.entries() {
         let Some(m) = &e.meta else { continue };
-        let named = m
-            .sources
-            .iter()
-            .filter(|f| stones.names_fact(f.as_str()))
-            .count();
+        let named = m.sources.iter().filter(|f| named(f)).count();
         match named {
             0 => {}
             n if n == m.sources.len() => whole.push(m.id.to_string()),
@@ -330,16 +333,26 @@ fn let_go_forgotten(doc: &mut Document, stones: &Tombstones) -> (Vec<String>, Ve
     let mut gone = Vec::new();
     for id in part {
         if let Some(m) = doc.get_mut(&id).and_then(|e| e.meta.as_mut()) {
-            let (named, kept) = m
-                .sources
-                .drain(..)
-                .partition(|f| stones.names_fact(f.as_str()));
+            let (named, kept) = m.sources.drain(..).partition(&named);
             m.sources = kept;
             m.unreviewed = true;
             gone.extend::<Vec<FactId>>(named);
         }
     }
     (whole, gone)
+}
+
+/// The facts of the archive saying a text an erasure took (an erasure
+/// takes every fact of its text: the other copy's, written before it
+/// arrived, which its receipt does not list yet).
+fn of_erased_texts(layout: &crate::Layout, stones: &Tombstones) -> Result<HashSet<FactId>> {
+    let hashes: HashSet<&String> = stones.receipts().flat_map(|t| &t.hashes).collect();
+    if hashes.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let (facts, _) = archive::read_all(layout)?;
+    let said = |f: &archive::Fact| hashes.contains(&erased_hash(&f.text));
+    Ok(facts.into_iter().filter(said).map(|f| f.id).collect())
 }
 
 /// Each fact in the sources of the first entry that holds it only.
