@@ -132,7 +132,7 @@ fn has_markers(path: &std::path::Path) -> bool {
 /// commit it.
 fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
     at(&memory.layout, Step::SyncMerged);
-    let settled = super::settle::settle(memory)?;
+    let settled = super::settle::settle(memory, |rev, path| repo.show(rev, path))?;
     let counts = [
         (
             settled.forgotten_kept_out,
@@ -164,12 +164,7 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
             out.settled.push(format!("{n} {what}"));
         }
     }
-    let show = |rev: &str, path: &str| repo.show(rev, path);
-    let mut erasures = settled.erasures;
-    erasures.extend(super::settle::erasures_arrived(&memory.layout, show)?);
-    erasures.sort();
-    erasures.dedup();
-    for id in &erasures {
+    for id in &settled.erasures {
         match crate::erase::erase(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(

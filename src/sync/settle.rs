@@ -77,7 +77,12 @@ pub(crate) struct Settled {
     pub erasures: Vec<String>,
 }
 
-pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
+/// `show(rev, path)`: a file as commit `rev` holds it, `HEAD` (ours) or
+/// `MERGE_HEAD` (theirs) ([`erasures_arrived`]).
+pub(crate) fn settle(
+    memory: &Memory,
+    show: impl Fn(&str, &str) -> Option<String>,
+) -> Result<Settled> {
     let layout = &memory.layout;
     let _writing = crate::versions::Writing::start(memory)?;
     let mut out = Settled::default();
@@ -87,10 +92,14 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
     let stamp = crate::journal::Stamp::new(memory.clock);
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
-    let (doc, undecided) = entries(memory, doc, &stones, &mut out)?;
-    let facts = decided(layout, (&doc, &stones), &undecided, &mut out)?;
+    // Settling changes no day file: the facts are read once.
+    let (facts, _) = archive::read_all(layout)?;
+    let (doc, undecided) = entries(memory, doc, (&stones, &facts), &mut out)?;
+    decided(layout, (&doc, &stones), (&facts, &undecided), &mut out)?;
     refresh_lines(layout, &doc, &stones)?;
-    out.erasures = erasures_due(layout, &stones, (&doc, &facts))?;
+    let mut due = erasures_due(layout, &stones, (&doc, &facts))?;
+    due.extend(erasures_arrived(&facts, show));
+    out.erasures = due.into_iter().collect();
     Ok(out)
 }
 
@@ -99,7 +108,7 @@ pub(crate) fn settle(memory: &Memory) -> Result<Settled> {
 fn entries(
     memory: &Memory,
     mut doc: Document,
-    stones: &Tombstones,
+    (stones, facts): (&Tombstones, &[archive::Fact]),
     out: &mut Settled,
 ) -> Result<(Document, Vec<FactId>)> {
     let layout = &memory.layout;
@@ -121,7 +130,13 @@ fn entries(
         .filter_map(|(id, into)| Some(((id.clone(), doc.remove(&id)?), into)))
         .collect();
     out.duplicates = merged.len();
-    let erased = of_erased_texts(layout, stones)?;
+    // An erasure takes every fact of its text: the other side's too,
+    // written before it arrived, which its receipt does not list yet.
+    let erased: HashSet<&FactId> = facts
+        .iter()
+        .filter(|f| stones.erased(&f.text))
+        .map(|f| &f.id)
+        .collect();
     let named = |f: &FactId| stones.names_fact(f.as_str()) || erased.contains(f);
     let (whole, let_go) = let_go_forgotten(&mut doc, named);
     let emptied: Vec<Gone> = whole
@@ -151,14 +166,13 @@ fn entries(
 }
 
 /// The state without `undecided` and without any decided fact no entry
-/// holds and no tombstone covers (pending again, not hidden); the facts.
+/// holds and no tombstone covers (pending again, not hidden).
 fn decided(
     layout: &crate::Layout,
     (doc, stones): (&Document, &Tombstones),
-    undecided: &[FactId],
+    (facts, undecided): (&[archive::Fact], &[FactId]),
     out: &mut Settled,
-) -> Result<Vec<archive::Fact>> {
-    let (facts, _) = archive::read_all(layout)?;
+) -> Result<()> {
     let mut state = State::load(&layout.state_file())?;
     let held: HashSet<&FactId> = doc
         .entries()
@@ -178,7 +192,7 @@ fn decided(
     if !hidden.is_empty() || !undecided.is_empty() {
         state.save(&layout.state_file())?;
     }
-    Ok(facts)
+    Ok(())
 }
 
 /// Every erasure's id, when one is unfinished on the merge: the files, or
@@ -188,16 +202,15 @@ fn erasures_due(
     layout: &crate::Layout,
     stones: &Tombstones,
     (doc, facts): (&Document, &[archive::Fact]),
-) -> Result<Vec<String>> {
+) -> Result<BTreeSet<String>> {
     let records = journal::read(&layout.journal_file())?;
     let redacted = archive::erased_all(layout)?.into_iter().collect();
     let found = crate::erase::check(stones, (doc, facts, &records), &redacted);
     let history = crate::versions::History::load(layout, None)?;
     if found.unfinished.is_empty() && crate::erase::in_versions(stones, &history).is_none() {
-        return Ok(Vec::new());
+        return Ok(BTreeSet::new());
     }
-    let ids: BTreeSet<String> = stones.receipts().filter_map(receipt_id).collect();
-    Ok(ids.into_iter().collect())
+    Ok(stones.receipts().filter_map(receipt_id).collect())
 }
 
 /// The id an erasure was run with (its receipt's entry, or its first
@@ -217,17 +230,16 @@ fn receipt_id(t: &Tombstone) -> Option<String> {
 /// erasure finished on one copy would leave, noted by `memd check`.)
 /// `show(rev, path)` is the file as `rev` holds it: `HEAD` (ours) or
 /// `MERGE_HEAD` (theirs).
-pub(crate) fn erasures_arrived(
-    layout: &crate::Layout,
+fn erasures_arrived(
+    facts: &[archive::Fact],
     show: impl Fn(&str, &str) -> Option<String>,
-) -> Result<Vec<String>> {
+) -> BTreeSet<String> {
     let receipts = |rev: &str| -> Vec<Tombstone> {
         let text = show(rev, crate::layout::rel::TOMBSTONES).unwrap_or_default();
         let all = text.lines().filter_map(|l| serde_json::from_str(l).ok());
         all.filter(|t: &Tombstone| t.reason == Reason::Erase)
             .collect()
     };
-    let (facts, _) = archive::read_all(layout)?;
     let mut days: HashMap<(&str, String), HashSet<FactId>> = HashMap::new();
     let mut wrote = |rev: &'static str, f: &archive::Fact| {
         let ids = days.entry((rev, f.day.clone())).or_insert_with(|| {
@@ -238,16 +250,16 @@ pub(crate) fn erasures_arrived(
         ids.contains(&f.id)
     };
     let mut due = BTreeSet::new();
-    for (lacking, holding) in [("HEAD", "MERGE_HEAD"), ("MERGE_HEAD", "HEAD")] {
-        let known = receipts(lacking);
-        for r in receipts(holding).iter().filter(|r| !known.contains(r)) {
+    let (ours, theirs) = (receipts("HEAD"), receipts("MERGE_HEAD"));
+    for (lacking, known, arrived) in [("HEAD", &ours, &theirs), ("MERGE_HEAD", &theirs, &ours)] {
+        for r in arrived.iter().filter(|r| !known.contains(r)) {
             let said = |f: &&archive::Fact| r.hashes.contains(&erased_hash(&f.text));
             if facts.iter().filter(said).any(|f| wrote(lacking, f)) {
                 due.extend(receipt_id(r));
             }
         }
     }
-    Ok(due.into_iter().collect())
+    due
 }
 
 /// Journal records that make the merged journal's last word on each
@@ -340,19 +352,6 @@ fn let_go_forgotten(
         }
     }
     (whole, gone)
-}
-
-/// The facts of the archive saying a text an erasure took (an erasure
-/// takes every fact of its text: the other copy's, written before it
-/// arrived, which its receipt does not list yet).
-fn of_erased_texts(layout: &crate::Layout, stones: &Tombstones) -> Result<HashSet<FactId>> {
-    let hashes: HashSet<&String> = stones.receipts().flat_map(|t| &t.hashes).collect();
-    if hashes.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let (facts, _) = archive::read_all(layout)?;
-    let said = |f: &archive::Fact| hashes.contains(&erased_hash(&f.text));
-    Ok(facts.into_iter().filter(said).map(|f| f.id).collect())
 }
 
 /// Each fact in the sources of the first entry that holds it only.
