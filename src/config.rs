@@ -39,6 +39,24 @@ pub struct Consolidation {
     pub check_updates: bool,
     /// The shape of a judge request: see [`Request`].
     pub request: Request,
+    /// Whether a run applies its ops or proposes them: see [`Review`].
+    pub review: Review,
+}
+
+/// Whether a run's ops are applied (`auto`) or proposed for a person to
+/// accept or reject (`manual`: `consolidated/REVIEW.md`, [`crate::review`]).
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Review {
+    /// Every op is applied as the judge decides it.
+    #[default]
+    Auto,
+    /// A run writes its ops to `consolidated/REVIEW.md` and applies none;
+    /// `memd review apply`, or the next run, carries out what the person
+    /// decided there.
+    Manual,
 }
 
 /// How the LLM judge is asked about a cluster.
@@ -76,6 +94,7 @@ impl Default for Consolidation {
             concurrency: 2,
             check_updates: false,
             request: Request::PerFact,
+            review: Review::Auto,
         }
     }
 }
@@ -311,6 +330,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "consolidation",
         "request",
         "shape of an LLM judge request: ops (a list of ADD/REPLACE/KEEP/REMOVE) or per-fact (one decision per fact, for small models)",
+    ),
+    (
+        "consolidation",
+        "review",
+        "auto (a run applies its ops) or manual (a run proposes them in consolidated/REVIEW.md, and applies only those a person accepts)",
     ),
     (
         "promotion",

@@ -180,6 +180,24 @@ impl Scope {
             || r.sources.iter().any(|s| self.facts.contains(s))
     }
 
+    /// Whether a proposal of review mode ([`crate::review`]) acts on what
+    /// this erasure covers, or says its text.
+    fn proposal(&self, p: &crate::review::Proposal) -> bool {
+        let text = match &p.op {
+            crate::consolidate::ops::Op::Add { text, .. }
+            | crate::consolidate::ops::Op::Replace { text, .. } => Some(text.as_str()),
+            _ => None,
+        };
+        p.op.from().iter().any(|f| self.facts.contains(f))
+            || p.op
+                .target()
+                .is_some_and(|t| self.entries.contains(t.as_str()))
+            || p.entries
+                .iter()
+                .any(|e| self.entries.contains(e.id.as_str()) || self.holds(&e.text))
+            || text.is_some_and(|t| self.holds(t))
+    }
+
     /// Record `r` without the texts this erasure takes: both of a record
     /// about what it covers; of another entry's record, only the side
     /// that says an erased text (`None`: left as it is).
@@ -308,6 +326,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         .collect();
     let journal_records =
         journal::erase(&layout.journal_file(), |r| scope.scrub(r, &ts), &forgets)?;
+    crate::review::erase(layout, |p| scope.proposal(p), &ts)?;
     at(layout, Step::EraseJournaled);
     remove_entries(layout, &mut doc, &live, &stamp)?;
     at(layout, Step::EraseEntriesWritten);

@@ -126,6 +126,29 @@ string_id!(
     RunId
 );
 
+string_id!(
+    /// An op a run in review mode proposed: an item of
+    /// `consolidated/REVIEW.md` (`p-1a2b3c4d`), from the run's id and the
+    /// op's place in it.
+    ProposalId
+);
+
+impl ProposalId {
+    /// The id of the `n`th op `run` proposed.
+    pub fn new(run: &RunId, n: usize) -> ProposalId {
+        ProposalId(format!(
+            "p-{}",
+            crate::text::short_hash(&format!("{run}/{n}"), 8)
+        ))
+    }
+
+    /// Whether `s` has the shape of a proposal's id: `p-` and 8 hex digits.
+    pub fn looks_like(s: &str) -> bool {
+        s.strip_prefix("p-")
+            .is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+}
+
 impl EntryId {
     /// Whether `s` has the shape of an entry id: `e-` and a hash (or a
     /// name a person gave: letters, digits, `-`, `_`; at most 64).

@@ -18,6 +18,8 @@ pub mod rel {
     pub const ENTRIES: &str = "consolidated/memory.md";
     pub const JOURNAL: &str = "consolidated/journal.jsonl";
     pub const VERSIONS: &str = "consolidated/versions.jsonl";
+    pub const REVIEW: &str = "consolidated/REVIEW.md";
+    pub const PROPOSALS: &str = "consolidated/review.jsonl";
     pub const CORE: &str = "MEMORY.md";
     pub const TOMBSTONES: &str = ".tombstones.jsonl";
     pub const RECALL_LOG: &str = ".recall_log.jsonl";
@@ -174,6 +176,15 @@ impl Layout {
     /// lines ([`crate::versions`]).
     pub fn versions_file(&self) -> PathBuf {
         self.at(rel::VERSIONS)
+    }
+    /// The ops a run in review mode proposed, for a person to decide
+    /// ([`crate::review`]).
+    pub fn review_md(&self) -> PathBuf {
+        self.at(rel::REVIEW)
+    }
+    /// Every proposal and decision of review mode ([`crate::review`]).
+    pub fn proposals_file(&self) -> PathBuf {
+        self.at(rel::PROPOSALS)
     }
     /// `MEMORY.md`, the core memory an agent keeps in every prompt.
     pub fn memory_md(&self) -> PathBuf {

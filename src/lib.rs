@@ -34,6 +34,7 @@
 //! | `consolidated/memory.md` (and its lock `.memd/consolidate.lock`) | [`entries`] |
 //! | `consolidated/journal.jsonl`           | [`journal`]     |
 //! | `consolidated/versions.jsonl`          | [`versions`]    |
+//! | `consolidated/review.jsonl`, `consolidated/REVIEW.md` | [`review`] |
 //! | `MEMORY.md`                            | [`core_md`]   |
 //! | `.tombstones.jsonl`                    | [`tombstones`]  |
 //! | `.recall_log.jsonl`                    | [`recall`]      |
@@ -77,6 +78,9 @@
 //! one rewrite of the archive, of the journal and of the tombstones, each
 //! still done by the module that owns the file) and says, through [`git`],
 //! what a git repository around the memory still holds;
+//! [`review`] keeps the ops a run in review mode proposes for a person
+//! to accept or reject in `consolidated/REVIEW.md`, and carries the
+//! decisions out through the same apply;
 //! [`runs`] lists runs and undoes one (and an undo); [`versions`]
 //! records every version of the entries file and of MEMORY.md's lines
 //! (whoever takes the entries lock records them), for the memory as of a
@@ -143,6 +147,7 @@ pub mod progress;
 pub(crate) mod prompts;
 pub mod recall;
 pub mod request;
+pub mod review;
 pub mod runs;
 pub mod server;
 pub mod state;

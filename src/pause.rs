@@ -56,6 +56,12 @@ pub(crate) enum Step {
     /// `memd merge-driver`, run by git during a sync's merge: nothing
     /// read or written yet (git runs one per file; each stops here).
     MergeDriver,
+    /// A run in review mode: its proposals are in `consolidated/review.jsonl`,
+    /// `consolidated/REVIEW.md` not yet written.
+    ReviewProposed,
+    /// A review's decisions carried out: the entries, journal and state
+    /// written, the decisions not yet recorded.
+    ReviewApplied,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -83,6 +89,8 @@ impl Step {
             Step::SyncMerged => "sync-merged",
             Step::SyncSettled => "sync-settled",
             Step::MergeDriver => "merge-driver",
+            Step::ReviewProposed => "review-proposed",
+            Step::ReviewApplied => "review-applied",
         }
     }
 }

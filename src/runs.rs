@@ -65,8 +65,9 @@ pub struct Run {
     pub id: RunId,
     /// When its first record was written (RFC 3339).
     pub started: String,
-    /// `consolidate`, `forget`, `undo`, `edit` or `sync` (what a merge
-    /// settled: [`crate::sync`]).
+    /// `consolidate`, `forget`, `undo`, `edit`, `sync` (what a merge
+    /// settled: [`crate::sync`]) or `review` (decisions of REVIEW.md
+    /// carried out: [`crate::review`]).
     pub kind: String,
     /// The judges that decided its ops (`built-in` or a model name).
     pub judges: Vec<String>,
@@ -96,6 +97,8 @@ pub fn op_name(op: Op) -> String {
 /// Every run in the journal, oldest first.
 pub fn list(layout: &Layout) -> Result<Vec<Run>> {
     let records = journal::read(&layout.journal_file())?;
+    let proposals = crate::review::Proposals::load(layout)?;
+    let reviews = proposals.runs();
     let mut runs: Vec<Run> = Vec::new();
     let mut facts: Vec<BTreeSet<&FactId>> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
@@ -149,6 +152,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
             None if only(&["FORGET", "UNFORGET"]) => "forget",
             None if only(&["EDIT"]) => "edit",
             None if run.judges.iter().any(|j| j == SYNC_JUDGE) => "sync",
+            None if reviews.contains(&run.id) => "review",
             None => "consolidate",
         }
         .into();

@@ -30,6 +30,13 @@ pub struct Report {
     /// restatements of them).
     pub facts_forgotten: usize,
     pub pending_facts: usize,
+    /// Proposals of review mode not decided yet, and the pending facts
+    /// they hold (among `pending_facts`: no run plans them until a person
+    /// decides, in `consolidated/REVIEW.md`).
+    #[serde(default)]
+    pub review_open: usize,
+    #[serde(default)]
+    pub facts_under_review: usize,
     pub last_consolidation: Option<String>,
     /// Which judge consolidation uses: the built-in one or an LLM.
     pub judge: String,
@@ -87,6 +94,12 @@ pub fn gather(memory: &Memory) -> Result<Report> {
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let state = State::load(&layout.state_file())?;
     let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
+    let proposals = crate::review::Proposals::load(layout)?;
+    let held = proposals.held();
+    let facts_under_review = facts
+        .iter()
+        .filter(|f| held.contains(&f.id) && pending.is_pending(f))
+        .count();
     let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
     let judge = crate::consolidate::Judge::describe(config);
     let llm_tokens_today = crate::usage::spent_today(layout, &memory.clock.today())?;
@@ -121,6 +134,8 @@ pub fn gather(memory: &Memory) -> Result<Report> {
             .filter(|f| tombstones.covers(&f.id, &f.text))
             .count(),
         pending_facts: pending,
+        review_open: proposals.open().count(),
+        facts_under_review,
         last_consolidation: state.last_run,
         judge,
         llm_tokens_today,

@@ -76,6 +76,22 @@ pub enum Kind {
     /// drivers (a note: a fresh clone; the next `memd sync` registers
     /// them).
     SyncDrivers,
+    /// A line of `consolidated/REVIEW.md` that looks like an item and is
+    /// not one memd can read (a note: while it is there, no item gone
+    /// from the file is taken as rejected).
+    ReviewUnreadable,
+    /// An item of REVIEW.md naming a proposal memd never made (a note:
+    /// memd leaves it).
+    ReviewUnknown,
+    /// An item of REVIEW.md whose proposal was carried out already (a
+    /// note: the next carry-out takes it out, applying nothing twice).
+    ReviewDecided,
+    /// An open proposal whose item is gone from REVIEW.md (a note: the
+    /// next carry-out rejects it, and keeps its facts word for word).
+    ReviewRejected,
+    /// A run in review mode that applied an op it should only have
+    /// proposed: the journal holds ops of a run that proposed.
+    ReviewBypassed,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

@@ -41,6 +41,7 @@ use crate::{Layout, journal, jsonl, recall};
 
 mod kept;
 mod kind;
+mod review;
 
 pub use self::kind::Kind;
 
@@ -133,6 +134,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     };
     let next_run = facts_and_entries.check(&mut report);
     erasures(layout, (&doc, &facts, &journal), &tombstones, &mut report)?;
+    review::check(layout, (&journal, &tombstones), &mut report)?;
     versions(layout, &tombstones, &mut report)?;
     for (run, seen, limit) in crate::usage::past_budget(layout)? {
         let what = format!(
@@ -370,6 +372,10 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
         (
             rel::USAGE,
             jsonl::read::<crate::usage::Call>(&layout.usage_file())?.1,
+        ),
+        (
+            rel::PROPOSALS,
+            jsonl::read::<crate::review::Line>(&layout.proposals_file())?.1,
         ),
     ];
     for (file, lines) in bad {

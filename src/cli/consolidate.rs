@@ -53,6 +53,10 @@ fn render(r: &Report) -> String {
         return format!("consolidation skipped: {why} (--force runs it anyway)\n");
     }
     let mut out = String::new();
+    if let Some(c) = &r.review {
+        out.push_str("review: ");
+        out.push_str(&super::review::carried(c));
+    }
     if r.dry_run {
         out.push_str("dry run: nothing was written\n\n");
         for (i, c) in r.cluster_reports.iter().enumerate() {
@@ -86,6 +90,18 @@ fn render(r: &Report) -> String {
         "{} ADD, {} REPLACE, {} REMOVE, {} KEEP {done}\n",
         a.add, a.replace, a.remove, a.keep
     ));
+    if !r.proposed.is_empty() {
+        out.push_str(&format!(
+            "{} ops proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n",
+            r.proposed.len()
+        ));
+    }
+    if r.under_review > 0 {
+        out.push_str(&format!(
+            "{} pending facts wait for review (consolidated/REVIEW.md)\n",
+            r.under_review
+        ));
+    }
     out.push_str(&held_back(r));
     if !r.dry_run {
         out.push_str(&format!("{} lines in MEMORY.md\n", r.promoted_lines));

@@ -19,6 +19,7 @@ mod init;
 mod log;
 mod mcp;
 mod reindex;
+mod review;
 mod runs;
 mod search;
 mod serve;
@@ -96,6 +97,10 @@ enum Command {
     /// Undo a run: entries back as the run found them, its facts pending
     /// again (or, with --keep-out, forgotten). Journaled, so it can be undone.
     Undo(undo::Args),
+    /// List the ops consolidation proposed for review (`[consolidation]
+    /// review = "manual"`), accept or reject them, or carry out the
+    /// decisions made in consolidated/REVIEW.md.
+    Review(review::Args),
     /// Bring the index in step with the files; --clear rebuilds it from scratch.
     Reindex(reindex::Args),
     /// Keep the index in step with the files until interrupted (file events
@@ -124,8 +129,8 @@ enum Command {
     /// index upkeep and the HTTP API (until SIGINT or SIGTERM).
     Serve(serve::Args),
     /// A Model Context Protocol server on stdin/stdout (tools: remember,
-    /// recall, forget, core_memory, list_entries, get_entry, edit_entry,
-    /// consolidate).
+    /// recall, forget, erase, core_memory, list_entries, get_entry,
+    /// edit_entry, review_items, review, consolidate).
     Mcp(mcp::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish,
     /// powershell).
@@ -156,6 +161,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Show(args) => show::run(&dir, args),
         Command::Runs(args) => runs::run(&dir, args),
         Command::Undo(args) => undo::run(&dir, args),
+        Command::Review(args) => review::run(&dir, args),
         Command::Reindex(args) => reindex::run(&dir, args),
         Command::Watch(args) => watch::run(&dir, args),
         Command::Core(args) => core::run(&dir, args),

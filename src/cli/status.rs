@@ -70,6 +70,12 @@ fn files(r: &Report) -> String {
         r.tombstones, r.facts_forgotten
     ));
     out.push_str(&format!("pending facts     {}\n", r.pending_facts));
+    if r.review_open > 0 {
+        out.push_str(&format!(
+            "under review      {} proposals holding {} facts (consolidated/REVIEW.md; `memd review`)\n",
+            r.review_open, r.facts_under_review
+        ));
+    }
     out.push_str(&format!(
         "last consolidated {}\n",
         r.last_consolidation.as_deref().unwrap_or("never")

@@ -19,6 +19,13 @@
 //!   ─► commit (journal, state) ─► promote
 //! ```
 //!
+//! Review mode ([`crate::review`]): every run first carries out the
+//! decisions a person made in `consolidated/REVIEW.md`, as a run of their
+//! own, and plans without the facts of proposals still open; with
+//! `[consolidation] review = "manual"` it then writes its ops as proposals
+//! instead of applying them (only failed clusters, the tombstones of facts
+//! kept out and the state are written as in any run).
+//!
 //! A run the gate holds back reads only what the gate needs and writes
 //! nothing. Consolidation takes an embedder, never the index: whoever owns
 //! the index syncs it after the run.
@@ -114,7 +121,9 @@ pub fn due(memory: &Memory) -> Result<bool> {
     }
     let inputs = Inputs::read(layout)?;
     let (pending, _) = inputs.pending(&state);
-    Ok(gate::volume(pending.len(), config).is_none())
+    let held = crate::review::held(layout)?;
+    let pending = pending.iter().filter(|f| !held.contains(&f.id)).count();
+    Ok(gate::volume(pending, config).is_none())
 }
 
 /// [`run`] with the embedder of the process that owns the index (the
@@ -133,6 +142,9 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         judge: Judge::label(&memory.config),
         ..Default::default()
     };
+    if !opts.dry_run {
+        reviewed(memory, &mut report)?;
+    }
     let mut state = State::load(&layout.state_file())?;
     if let Some(last) = gate::future(&state, memory.clock.now()) {
         tracing::warn!(%last, "the last run is recorded in the future (a clock was ahead); taken as now");
@@ -148,6 +160,10 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     }
     let mut inputs = Inputs::read(layout)?;
     let (pending, settled) = inputs.pending(&state);
+    let held = crate::review::held(layout)?;
+    let (pending, under_review): (Vec<_>, Vec<_>) =
+        pending.into_iter().partition(|f| !held.contains(&f.id));
+    report.under_review = under_review.len();
     report.pending_facts = pending.len();
     report.suppressed = inputs.suppressed(&settled);
     if !opts.force
@@ -177,6 +193,19 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         return Ok(report);
     }
     pause_point(layout, Step::Planned);
+    let decided = match memory.config.consolidation.review {
+        crate::config::Review::Auto => decided,
+        crate::config::Review::Manual => {
+            let (ids, rest) =
+                crate::review::propose(memory, &stamp, decided.planned, &inputs.facts)?;
+            report.proposed = ids;
+            judge::Decided {
+                planned: rest,
+                restatements: 0,
+                tombstones: decided.tombstones,
+            }
+        }
+    };
     let entries = write(
         memory,
         &stamp,
@@ -234,6 +263,25 @@ fn write(
     let rule = crate::pending::Pending::new(&state, &inputs.tombstones, &entries);
     report.facts_done = inputs.facts.iter().filter(|f| !rule.is_pending(f)).count();
     Ok(entries)
+}
+
+/// Carry out the decisions REVIEW.md holds, if any ([`crate::review`]);
+/// what was done, when something was.
+/// A REVIEW.md memd cannot read stops a run in `manual` mode (it could
+/// not add its proposals), and is a warning in `auto` mode.
+fn reviewed(memory: &Memory, report: &mut Report) -> Result<()> {
+    let carried = match crate::review::carry_out(memory) {
+        Ok(c) => c,
+        Err(e) if memory.config.consolidation.review == crate::config::Review::Auto => {
+            report
+                .warnings
+                .push(format!("decisions of REVIEW.md not carried out: {e:#}"));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    report.review = (carried != crate::review::Carried::default()).then_some(carried);
+    Ok(())
 }
 
 fn skipped(mut report: Report, why: String) -> Report {

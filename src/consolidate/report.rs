@@ -85,6 +85,18 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
     pub pending_facts: usize,
+    /// Pending facts of proposals waiting in `consolidated/REVIEW.md`: no
+    /// run plans them until a person decides (not in `pending_facts`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub under_review: usize,
+    /// With `review = "manual"`: the ops this run proposed (items of
+    /// `consolidated/REVIEW.md`), none of them applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposed: Vec<crate::ids::ProposalId>,
+    /// The decisions of REVIEW.md this run carried out first, when there
+    /// were any ([`crate::review`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::review::Carried>,
     /// Facts that restate an entry, or a fact an entry holds: merged
     /// without a judge.
     pub restatements: usize,
@@ -132,6 +144,10 @@ pub struct Report {
     pub total_ms: f64,
     /// Summed time of the LLM calls (they overlap with `concurrency` > 1).
     pub llm_ms: f64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 pub(crate) fn count(c: &mut Counts, ops: &[Op]) {

@@ -165,6 +165,27 @@ pub(super) const TOOLS: &[Tool] = &[
         },
     },
     Tool {
+        name: "review_items",
+        description: "The consolidation ops waiting for the user's review (memd.toml `[consolidation] review = \"manual\"`): each proposal's id (p-…), the op in words, and whether it is open, accepted or gone. Show them to the user and ask before deciding.",
+        schema: || schema::<request::ReviewItems>(&[]),
+        output: object::<request::ReviewList>,
+        call: |t, args| Box::pin(review_items(t, args)),
+        hints: READ,
+    },
+    Tool {
+        name: "review",
+        description: "Carry out the user's decision on proposed consolidation ops: action accept or reject with ids (p-…) or all, and apply: true to carry it out now; or action apply to carry out what consolidated/REVIEW.md says. A rejected op's facts are kept word for word. Only on the user's word.",
+        schema: || schema::<request::Review>(&[]),
+        output: object::<request::Reviewed>,
+        call: |t, args| Box::pin(review(t, args)),
+        // It applies ops a person accepted (journaled, undoable as a run).
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+        },
+    },
+    Tool {
         name: "consolidate",
         description: "Fold recently remembered facts into the consolidated memory now.",
         schema: || schema::<Consolidate>(&[]),
@@ -377,6 +398,44 @@ fn entry_line(e: &EntryView) -> String {
         e.text.replace('\n', " "),
         marks.join("; ")
     )
+}
+
+async fn review_items(target: &Target, args: Map<String, Value>) -> Result<Answered> {
+    let items = target.run(read::<request::ReviewItems>(args)?).await?;
+    let mut text: Vec<String> = items
+        .open
+        .iter()
+        .map(|o| format!("{} [{}] {}", o.item, o.state, o.says.replace('\n', " ")))
+        .collect();
+    if text.is_empty() {
+        text.push("nothing to review".into());
+    }
+    for u in &items.unreadable {
+        text.push(format!(
+            "REVIEW.md line {} is not an item memd can read",
+            u.line
+        ));
+    }
+    Answered::new(text.join("\n"), &items)
+}
+
+async fn review(target: &Target, args: Map<String, Value>) -> Result<Answered> {
+    let done = target.run(read::<request::Review>(args)?).await?;
+    let mut text = format!("REVIEW.md changed for {} proposals", done.changed.len());
+    if let Some(c) = &done.carried {
+        text.push_str(&format!(
+            "; carried out: {} accepted, {} rejected (facts kept word for word: {}), {} left, {} still open",
+            c.accepted.len(),
+            c.rejected.len(),
+            c.kept_verbatim.len(),
+            c.left.len() + c.withdrawn.len(),
+            c.open
+        ));
+        for l in c.left.iter().chain(&c.withdrawn) {
+            text.push_str(&format!("\n{}: {}", l.item, l.why));
+        }
+    }
+    Answered::new(text, &done)
 }
 
 async fn consolidate(target: &Target, args: Map<String, Value>) -> Result<Answered> {

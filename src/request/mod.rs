@@ -22,6 +22,8 @@
 //! | [`History`]    | `GET /v1/entries/{id}/history`     | `memd history`       |               |
 //! | [`Runs`]       | `GET /v1/runs`                     | `memd runs`          |               |
 //! | [`Undo`]       | `POST /v1/runs/{run}/undo`         | `memd undo`          |               |
+//! | [`ReviewItems`]| `GET /v1/review`                   | `memd review`        | `review_items`|
+//! | [`Review`]     | `POST /v1/review`                  | `memd review accept\|reject\|apply` | `review` |
 //! | [`Core`]       | `GET /v1/memory`                   | `memd core`          | `core_memory` |
 //! | [`Status`]     | `GET /v1/status`                   | `memd status`        |               |
 //! | [`Check`]      | `POST /v1/check`                   | `memd check`         |               |
@@ -53,6 +55,7 @@ mod entries;
 mod forget;
 mod history;
 mod reindex;
+mod review;
 mod route;
 mod runs;
 mod search;
@@ -73,6 +76,9 @@ pub use self::entries::{
 pub use self::forget::{Candidates, Erase, Forget, Unforget};
 pub use self::history::History;
 pub use self::reindex::{Reindex, Reindexed};
+pub use self::review::{
+    Action as ReviewAction, Items as ReviewList, Review, ReviewItems, Reviewed,
+};
 pub use self::route::{Method, Route};
 pub use self::runs::{Runs, Undo};
 pub use self::search::{Found, Search};
@@ -107,6 +113,8 @@ pub fn each(v: &mut impl Each) {
     v.one::<History>();
     v.one::<Runs>();
     v.one::<Undo>();
+    v.one::<ReviewItems>();
+    v.one::<Review>();
     v.one::<Core>();
     v.one::<Show>();
     v.one::<Status>();

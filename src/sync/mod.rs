@@ -136,12 +136,18 @@ const ATTRIBUTES: &[(&str, merge::Kind)] = &[
     ("consolidated/memory.md", merge::Kind::Entries),
     ("consolidated/journal.jsonl", merge::Kind::Jsonl),
     ("consolidated/versions.jsonl", merge::Kind::Versions),
+    ("consolidated/review.jsonl", merge::Kind::Jsonl),
     ("MEMORY.md", merge::Kind::Core),
     (".tombstones.jsonl", merge::Kind::Jsonl),
     (".recall_log.jsonl", merge::Kind::Jsonl),
     (".llm_usage.jsonl", merge::Kind::Jsonl),
     (".consolidation_state.json", merge::Kind::State),
 ];
+
+/// Paths git merges with a driver of its own: REVIEW.md by lines, both
+/// sides' items kept ([`crate::review`]; an item one side took out, as a
+/// rejection, stays out when the other left it as it was).
+const BUILT_IN: &[&str] = &["consolidated/REVIEW.md merge=union"];
 
 /// What git never holds: everything derived, and the temporary files of
 /// atomic writes.
@@ -193,7 +199,8 @@ pub(crate) fn prepare(dir: &Path, remote: Option<&str>) -> Result<Repo> {
         .iter()
         .map(|(path, kind)| format!("{path} merge=memd-{} -text", kind.name()))
         .collect();
-    let attributes: Vec<&str> = attributes.iter().map(String::as_str).collect();
+    let mut attributes: Vec<&str> = attributes.iter().map(String::as_str).collect();
+    attributes.extend(BUILT_IN);
     write_lines_missing(&dir.join(".gitattributes"), &attributes)?;
     if let Some(url) = remote {
         match repo.ok(&["remote", "get-url", "origin"]) {

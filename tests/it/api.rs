@@ -43,6 +43,16 @@ fn filled(template: &str) -> String {
 
 /// A value of the type a schema names (the first that is not null).
 fn sample(schema: &Value) -> Value {
+    if let Some(v) = schema.get("const") {
+        return v.clone();
+    }
+    if let Some(v) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return v.clone();
+    }
+    let choices = schema["oneOf"].as_array().or(schema["anyOf"].as_array());
+    if let Some(first) = choices.and_then(|c| c.iter().find(|s| s["type"] != "null")) {
+        return sample(first);
+    }
     let ty = match &schema["type"] {
         Value::String(t) => t.clone(),
         Value::Array(ts) => ts

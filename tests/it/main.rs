@@ -27,6 +27,7 @@ mod limits;
 mod mcp;
 mod offline;
 mod random;
+mod review;
 mod root;
 mod runs;
 mod search;

@@ -45,6 +45,8 @@ fn mcp_speaks_json_rpc_over_stdio() {
             "list_entries",
             "get_entry",
             "edit_entry",
+            "review_items",
+            "review",
             "consolidate"
         ]
     );

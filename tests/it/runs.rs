@@ -10,7 +10,7 @@ use crate::support::*;
 
 /// A judge that rewrites the Berlin entry for a Hamburg fact, folds a
 /// tomato fact into the tomato entry, and adds everything else.
-fn mover(body: &serde_json::Value) -> Reply {
+pub fn mover(body: &serde_json::Value) -> Reply {
     if is_promotion(body) {
         return Reply::Json(promote_every_entry(body));
     }

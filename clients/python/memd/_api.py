@@ -41,6 +41,8 @@ from .types import (
     Model,
     Record,
     Reindexed,
+    ReviewList,
+    Reviewed,
     Run,
     RunReport,
     Shown,
@@ -364,6 +366,25 @@ def undo(run: str, *, dry_run: bool | None = None, keep_out: bool | None = None)
     (or, with ``keep_out``, forgotten). Journaled, so it can be undone."""
 
 
+@endpoint("GET", "/review", one(ReviewList))
+def review_items() -> None:
+    """The ops consolidation proposed for review (``[consolidation] review =
+    "manual"``), each with what ``consolidated/REVIEW.md`` says of it."""
+
+
+@endpoint("POST", "/review", one(Reviewed))
+def review(
+    *,
+    action: str | None = None,
+    ids: Sequence[str] | None = None,
+    all: bool | None = None,
+    apply: bool | None = None,
+) -> None:
+    """``action="accept"`` or ``"reject"`` proposals (``ids``, or ``all``),
+    as an edit of REVIEW.md, carried out at once with ``apply``; or
+    ``action="apply"`` (the default): carry out what REVIEW.md says."""
+
+
 @endpoint("GET", "/memory", markdown)
 def core(*, compact: bool | None = None) -> None:
     """MEMORY.md, the core memory an agent keeps in its prompt (markdown);
@@ -425,6 +446,8 @@ class Operations:
     history = history
     runs = runs
     undo = undo
+    review_items = review_items
+    review = review
     core = core
     show = show
     status = status

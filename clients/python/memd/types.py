@@ -166,6 +166,62 @@ class ClusterReport(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReviewLeft(Model):
+    """A proposal left as it was, and why."""
+
+    item: str
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unreadable(Model):
+    """A line of REVIEW.md that looks like an item memd cannot read."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Carried(Model):
+    """What carrying out the decisions of REVIEW.md did."""
+
+    run: str | None = None
+    accepted: list[str]
+    rejected: list[str]
+    kept_verbatim: list[str]
+    withdrawn: list[ReviewLeft]
+    left: list[ReviewLeft]
+    repeated: list[str]
+    unreadable: list[Unreadable]
+    open: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Proposed(Model):
+    """An open proposal of review mode: ``state`` is ``"open"``,
+    ``"accepted"`` or ``"gone"`` (rejected at the next carry-out)."""
+
+    item: str
+    state: str
+    says: str
+    op: dict[str, Any]
+    run: str
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewList(Model):
+    open: list[Proposed]
+    unreadable: list[Unreadable]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reviewed(Model):
+    changed: list[str]
+    carried: Carried | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunReport(Model):
     """What a consolidation did (or, with ``skipped``, why it did not run)."""
 
@@ -174,6 +230,12 @@ class RunReport(Model):
     judge: str = ""
     skipped: str | None = None
     pending_facts: int = 0
+    under_review: int = 0
+    """Pending facts of proposals waiting in ``consolidated/REVIEW.md``."""
+    proposed: list[str] = field(default_factory=list)
+    """With ``review = "manual"``: the ops this run proposed, none applied."""
+    review: Carried | None = None
+    """The decisions of REVIEW.md this run carried out first."""
     restatements: int = 0
     near_duplicates: int = 0
     clusters: int = 0
@@ -456,6 +518,9 @@ class Status(Model):
     tombstones: int
     facts_forgotten: int
     pending_facts: int
+    review_open: int = 0
+    """Proposals of review mode not decided yet."""
+    facts_under_review: int = 0
     last_consolidation: str | None = None
     judge: str
     llm_tokens_today: int = 0

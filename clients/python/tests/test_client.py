@@ -338,3 +338,25 @@ def test_a_given_http_client_is_used_and_kept_open(daemon: Any) -> None:
     assert seen == ["/v1/healthz"]
     assert not http.is_closed
     http.close()
+
+
+def test_review_of_proposed_ops(tmp_path: Any) -> None:
+    where = init(tmp_path / "memd")
+    with serving(where, MEMD_CONSOLIDATION_REVIEW="manual") as daemon, Client(daemon.url) as api:
+        api.add(texts=["The user keeps bees", "The user plays go"])
+        report = api.consolidate(force=True)
+        assert len(report.proposed) == 2
+        assert report.applied is not None and report.applied.add == 0
+        listed = api.review_items()
+        assert [o.state for o in listed.open] == ["open", "open"]
+        bees = next(o.item for o in listed.open if "bees" in o.says)
+        go = next(o.item for o in listed.open if "go" in o.says and o.item != bees)
+        api.review(action="accept", ids=[bees])
+        assert "- [x] " + bees in (where / "consolidated" / "REVIEW.md").read_text()
+        done = api.review(action="reject", ids=[go], apply=True)
+        assert done.carried is not None
+        assert (done.carried.accepted, done.carried.rejected) == ([bees], [go])
+        assert sorted(e.text for e in api.entries()) == ["The user keeps bees", "The user plays go"]
+        assert api.status().review_open == 0
+        with pytest.raises(NotFoundError):
+            api.review(action="accept", ids=[bees])

@@ -32,6 +32,8 @@ TOOLS = [
     "list_entries",
     "get_entry",
     "edit_entry",
+    "review_items",
+    "review",
     "consolidate",
 ]
 
@@ -44,6 +46,8 @@ HINTS = {  # (readOnlyHint, destructiveHint, idempotentHint), as src/mcp/tools.r
     "list_entries": (True, False, True),
     "get_entry": (True, False, True),
     "edit_entry": (False, True, True),
+    "review_items": (True, False, True),
+    "review": (False, True, False),
     "consolidate": (False, True, False),
 }
 
@@ -120,6 +124,9 @@ async def every_tool(called: Called) -> str:
     assert await called.text("forget", id=night) == f"forgot entry {night}: The user is a night owl"
     erased = await called.text("erase", id=night)
     assert erased == f"erased {night}: its text is out of every file (entries: 1, facts: 1)"
+    assert await called.text("review_items") == "nothing to review"
+    reviewed = await called.text("review", action="apply")
+    assert reviewed.startswith("REVIEW.md changed for 0 proposals; carried out: 0 accepted"), reviewed
     return rowing
 
 

@@ -46,6 +46,9 @@ pub enum Killed {
     Undo,
     Edit,
     Erase,
+    /// `memd review accept --all --apply`, after its decisions are applied
+    /// and before they are recorded.
+    Review,
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +154,31 @@ pub enum Action {
         pick: u8,
         text: u8,
     },
+    /// `[consolidation] review` set to manual (runs propose their ops in
+    /// REVIEW.md and apply none) or back to auto, for the runs that follow.
+    ReviewMode {
+        manual: bool,
+    },
+    /// An open proposal (picked among them) accepted or rejected
+    /// (`memd review accept|reject`, or in process), maybe carried out at
+    /// once.
+    ReviewDecide {
+        via: Via,
+        pick: u8,
+        accept: bool,
+        apply: bool,
+    },
+    /// REVIEW.md edited by hand: an item marked `[x]`, an item deleted, an
+    /// item's line broken, or nonsense written in it.
+    HandReview {
+        pick: u8,
+        how: u8,
+    },
+    /// The decisions of REVIEW.md carried out (`memd review apply`, or in
+    /// process).
+    ReviewApply {
+        via: Via,
+    },
     DaemonStart,
     DaemonStop {
         kill: bool,
@@ -223,6 +251,13 @@ impl Action {
             Action::SearchNarrowed { .. } => "search with min_score and since",
             Action::AsOf { via: Via::Cli, .. } => "show and search --as-of (CLI)",
             Action::AsOf { .. } => "show and search as of (in process / API)",
+            Action::ReviewMode { manual: true } => "review = manual",
+            Action::ReviewMode { manual: false } => "review = auto",
+            Action::ReviewDecide { accept: true, .. } => "review accept",
+            Action::ReviewDecide { accept: false, .. } => "review reject",
+            Action::HandReview { .. } => "hand: edit REVIEW.md",
+            Action::ReviewApply { via: Via::Cli } => "review apply (CLI)",
+            Action::ReviewApply { .. } => "review apply (in process / API)",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
@@ -243,6 +278,10 @@ impl Action {
                 what: Killed::Erase,
                 ..
             } => "SIGKILL at a failpoint (forget --erase)",
+            Action::Kill {
+                what: Killed::Review,
+                ..
+            } => "SIGKILL at a failpoint (review apply)",
             Action::Clock { .. } => "clock moves (hours, time zone)",
             Action::Unwritable { .. } => "a file unwritable for one action",
         }
@@ -313,9 +352,14 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
             .prop_map(|(text, min, today)| Action::SearchNarrowed { text, min, today }),
         2 => (prop_oneof![Just(Via::Here), Just(Via::Cli)], any::<u8>(), any::<u8>())
             .prop_map(|(via, pick, text)| Action::AsOf { via, pick, text }),
+        3 => proptest::bool::weighted(0.75).prop_map(|manual| Action::ReviewMode { manual }),
+        4 => (prop_oneof![Just(Via::Here), Just(Via::Cli)], any::<u8>(), any::<bool>(), any::<bool>())
+            .prop_map(|(via, pick, accept, apply)| Action::ReviewDecide { via, pick, accept, apply }),
+        2 => (any::<u8>(), 0u8..4).prop_map(|(pick, how)| Action::HandReview { pick, how }),
+        2 => prop_oneof![Just(Via::Here), Just(Via::Cli)].prop_map(|via| Action::ReviewApply { via }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
-        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit), Just(Killed::Erase)])
+        kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit), Just(Killed::Erase), Just(Killed::Review)])
             .prop_map(|(step, what)| Action::Kill { step, what }),
         1 => (-30i8..30, -12i8..14).prop_map(|(hours, offset)| Action::Clock { hours, offset }),
     ]

@@ -33,6 +33,8 @@ pub struct World {
     llm_url: String,
     /// `[llm] max_tokens_per_day` of the LLM runs (none: no budget).
     budget: Option<u64>,
+    /// `[consolidation] review = "manual"`: runs propose, apply nothing.
+    review: bool,
     judge: Arc<AtomicU8>,
     pub ledger: Ledger,
     /// What happened, for a failure's message.
@@ -85,6 +87,7 @@ impl World {
             offset: 0,
             llm_url: llm.url,
             budget: None,
+            review: false,
             judge,
             ledger: Ledger::default(),
             log: Vec::new(),
@@ -175,6 +178,26 @@ impl World {
             }
             Action::AsOf { .. } if self.paired => Ok(()),
             Action::AsOf { via, pick, text } => self.as_of(*via, *pick, *text),
+            Action::ReviewMode { .. }
+            | Action::ReviewDecide { .. }
+            | Action::HandReview { .. }
+            | Action::ReviewApply { .. }
+                if self.paired =>
+            {
+                Ok(())
+            }
+            Action::ReviewMode { manual } => {
+                self.review = *manual;
+                Ok(std::fs::write(self.layout.config_file(), self.config())?)
+            }
+            Action::ReviewDecide {
+                via,
+                pick,
+                accept,
+                apply,
+            } => self.review_decide(*via, *pick, *accept, *apply),
+            Action::HandReview { pick, how } => self.hand_review(*pick, *how),
+            Action::ReviewApply { via } => self.review_apply(*via),
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
             Action::Kill { step, what } => self.kill(*step, *what),
@@ -612,8 +635,19 @@ impl World {
         Ok(())
     }
 
+    /// The configuration of the memory: [`CONFIG`], in review mode or not.
+    fn config(&self) -> String {
+        match self.review {
+            true => CONFIG.replace(
+                "[consolidation]\n",
+                "[consolidation]\nreview = \"manual\"\n",
+            ),
+            false => CONFIG.to_string(),
+        }
+    }
+
     fn consolidate(&mut self, judge: Judge, force: bool) -> anyhow::Result<()> {
-        let mut config = CONFIG.to_string();
+        let mut config = self.config();
         if judge != Judge::BuiltIn {
             let url = &self.llm_url;
             config.push_str(&format!("[llm]\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_attempts = 1\ntimeout_seconds = 10\n"));
@@ -629,8 +663,20 @@ impl World {
         };
         let declared = self.declared_targets();
         let report = self.run(opts);
-        std::fs::write(self.layout.config_file(), CONFIG)?;
+        std::fs::write(self.layout.config_file(), self.config())?;
         let report = report?;
+        if let Some(c) = &report.review {
+            self.carried(c);
+        }
+        // In review mode a run applies no op: it proposes them.
+        let a = &report.applied;
+        let applied = (a.add, a.replace, a.remove, a.keep) != (0, 0, 0, 0);
+        assert!(
+            !(self.review && applied),
+            "run {} in review mode applied {a:?}; after:\n{}",
+            report.run_id,
+            self.log.join("\n")
+        );
         self.log.push(format!(
             "  -> run {} applied {:?}",
             report.run_id, report.applied
@@ -937,8 +983,15 @@ impl World {
                     "--json".into(),
                 ],
             ),
+            Killed::Review => (
+                &["review-applied"],
+                ["review", "accept", "--all", "--apply", "--json"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
             Killed::Consolidate => (
                 &[
+                    "review-proposed",
                     "planned",
                     "before-rename",
                     "entries-written",
@@ -1007,6 +1060,111 @@ impl World {
             let outcome: memd::runs::Outcome = serde_json::from_slice(&out.stdout)?;
             self.undone(&outcome);
         }
+        Ok(())
+    }
+
+    /// An open proposal, picked.
+    fn proposal(&self, pick: u8) -> Option<memd::ids::ProposalId> {
+        let open = memd::review::list(&self.layout).ok()?.open;
+        let i = pick as usize % open.len().max(1);
+        open.get(i).map(|o| o.item.clone())
+    }
+
+    fn review_decide(
+        &mut self,
+        via: Via,
+        pick: u8,
+        accept: bool,
+        apply: bool,
+    ) -> anyhow::Result<()> {
+        let Some(id) = self.proposal(pick) else {
+            return Ok(());
+        };
+        let reviewed = match via {
+            Via::Cli => {
+                let mut args = vec![
+                    "review",
+                    if accept { "accept" } else { "reject" },
+                    &id,
+                    "--json",
+                ];
+                if apply {
+                    args.push("--apply");
+                }
+                self.cli_review(&args)?
+            }
+            _ => self.run(memd::request::Review {
+                action: match accept {
+                    true => memd::request::ReviewAction::Accept,
+                    false => memd::request::ReviewAction::Reject,
+                },
+                ids: vec![id],
+                all: false,
+                apply,
+            })?,
+        };
+        if let Some(c) = &reviewed.carried {
+            self.carried(c);
+        }
+        Ok(())
+    }
+
+    fn review_apply(&mut self, via: Via) -> anyhow::Result<()> {
+        let reviewed = match via {
+            Via::Cli => self.cli_review(&["review", "apply", "--json"])?,
+            _ => self.run(memd::request::Review::default())?,
+        };
+        if let Some(c) = &reviewed.carried {
+            self.carried(c);
+        }
+        Ok(())
+    }
+
+    fn cli_review(&self, args: &[&str]) -> anyhow::Result<memd::request::Reviewed> {
+        let out = crate::support::memd(&self.layout.root, args);
+        anyhow::ensure!(out.status.success(), "{}", crate::support::stderr(&out));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// A decision carried out: each fact of a rejected op it kept is held
+    /// by an entry saying it word for word.
+    fn carried(&self, c: &memd::review::Carried) {
+        let doc = self.doc();
+        for f in &c.kept_verbatim {
+            let text = self.fact_text(f).unwrap_or_default();
+            let held = doc.entries().any(|e| {
+                e.meta.as_ref().is_some_and(|m| m.sources.contains(f))
+                    && memd::text::normalize(&e.text) == memd::text::normalize(&text)
+            });
+            assert!(
+                held,
+                "rejected op's fact {f} ({text:?}) is not kept word for word; after:\n{}",
+                self.log.join("\n")
+            );
+        }
+    }
+
+    /// REVIEW.md as a person edits it: an item marked `[x]`, deleted, its
+    /// line broken; or nonsense added.
+    fn hand_review(&mut self, pick: u8, how: u8) -> anyhow::Result<()> {
+        let path = self.layout.review_md();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let sheet = memd::review::sheet::Sheet::parse(&text);
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let item = sheet.items.get(pick as usize % sheet.items.len().max(1));
+        match (how, item) {
+            (0, Some(i)) => lines[i.line] = lines[i.line].replacen("- [ ]", "- [x]", 1),
+            (1, Some(i)) => {
+                lines.drain(i.line..i.end);
+            }
+            (2, Some(i)) => lines[i.line] = lines[i.line].replacen("- [", "- [?", 1),
+            _ => lines.extend([
+                "- [x] yes to all of it".into(),
+                "* [".into(),
+                "no idea".into(),
+            ]),
+        }
+        std::fs::write(&path, lines.join("\n") + "\n")?;
         Ok(())
     }
 
