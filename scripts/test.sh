@@ -4,7 +4,8 @@
 # set, so the tree is built once and reused (clippy's check of the
 # dependencies is a few minutes more on a cold tree). The `lab` feature
 # builds `memd eval` and `memd bench`, which some tests use; `failpoints`
-# the test failpoints of the SIGKILL tests. Then the Python tests
+# the test failpoints of the SIGKILL tests; Chromium and ChromeDriver the
+# web page's browser tests (scripts/install-browser.sh). Then the Python tests
 # (clients/python/run-tests.sh: a virtualenv under the target directory).
 # The binary as `cargo install` builds it (no features; only memd itself is compiled again, not the
 # dependencies) is kept beside as `memd-shipped`, for the test that a
@@ -13,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 ./scripts/fetch-model.sh
+./scripts/install-browser.sh
 cargo fmt --check
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --locked --bin memd

@@ -193,7 +193,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
         return Ok(report);
     }
     pause_point(layout, Step::Planned);
-    let decided = match memory.config.consolidation.review {
+    let decided = match review_mode(memory) {
         crate::config::Review::Auto => decided,
         crate::config::Review::Manual => {
             let (ids, rest) =
@@ -267,12 +267,26 @@ fn write(
 
 /// Carry out the decisions REVIEW.md holds, if any ([`crate::review`]);
 /// what was done, when something was.
+/// Whether this run proposes (`manual`) or applies: `manual` when the
+/// memory's configuration says so, or `memd.toml` says so now. A daemon
+/// reads its configuration when it starts; a person who turns review on
+/// while it runs is taken at their word at the next run (turning it off
+/// takes a restart: the safe way round, nothing is applied unasked).
+fn review_mode(memory: &Memory) -> crate::config::Review {
+    use crate::config::Review;
+    match memory.config.consolidation.review {
+        Review::Manual => Review::Manual,
+        Review::Auto => crate::config::Config::load(&memory.layout.root)
+            .map_or(Review::Auto, |c| c.consolidation.review),
+    }
+}
+
 /// A REVIEW.md memd cannot read stops a run in `manual` mode (it could
 /// not add its proposals), and is a warning in `auto` mode.
 fn reviewed(memory: &Memory, report: &mut Report) -> Result<()> {
     let carried = match crate::review::carry_out(memory) {
         Ok(c) => c,
-        Err(e) if memory.config.consolidation.review == crate::config::Review::Auto => {
+        Err(e) if review_mode(memory) == crate::config::Review::Auto => {
             report
                 .warnings
                 .push(format!("decisions of REVIEW.md not carried out: {e:#}"));

@@ -423,17 +423,7 @@ async fn review(target: &Target, args: Map<String, Value>) -> Result<Answered> {
     let done = target.run(read::<request::Review>(args)?).await?;
     let mut text = format!("REVIEW.md changed for {} proposals", done.changed.len());
     if let Some(c) = &done.carried {
-        text.push_str(&format!(
-            "; carried out: {} accepted, {} rejected (facts kept word for word: {}), {} left, {} still open",
-            c.accepted.len(),
-            c.rejected.len(),
-            c.kept_verbatim.len(),
-            c.left.len() + c.withdrawn.len(),
-            c.open
-        ));
-        for l in c.left.iter().chain(&c.withdrawn) {
-            text.push_str(&format!("\n{}: {}", l.item, l.why));
-        }
+        text.push_str(&format!("; {}", c.summary("\n")));
     }
     Answered::new(text, &done)
 }

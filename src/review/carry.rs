@@ -47,6 +47,25 @@ pub struct Carried {
     pub open: usize,
 }
 
+impl Carried {
+    /// What carrying out did, in a sentence, then each decision left alone
+    /// and why, after `sep`.
+    pub fn summary(&self, sep: &str) -> String {
+        let mut out = format!(
+            "carried out: {} accepted, {} rejected ({} facts kept word for word), {} left, {} still open",
+            self.accepted.len(),
+            self.rejected.len(),
+            self.kept_verbatim.len(),
+            self.left.len() + self.withdrawn.len(),
+            self.open
+        );
+        for l in self.left.iter().chain(&self.withdrawn) {
+            out.push_str(&format!("{sep}{}: {}", l.item, l.why));
+        }
+        out
+    }
+}
+
 /// A proposal left as it was, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Left {

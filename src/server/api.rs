@@ -52,7 +52,11 @@ type Shared = Arc<State>;
 
 /// An error reply: its status, its message, and (for memd's own errors)
 /// its kind, so that a client gives the same exit code as memd run here.
-pub struct ApiError(StatusCode, String, Option<Kind>);
+pub struct ApiError(
+    pub(crate) StatusCode,
+    pub(crate) String,
+    pub(crate) Option<Kind>,
+);
 
 impl ApiError {
     fn new(status: StatusCode, msg: impl Into<String>) -> ApiError {
@@ -93,10 +97,14 @@ pub(crate) fn router(state: Shared) -> Router {
     request::each(&mut mount);
     let memory = mount.0.route("/healthz", get(memory_health));
     let app = match state.memories.root_dir() {
-        None => Router::new().nest("/v1", memory),
+        None => Router::new()
+            .nest("/v1", memory)
+            .merge(super::page::routes()),
         Some(_) => Router::new()
             .route("/v1/memories", get(memories))
-            .nest("/v1/m/{name}", memory),
+            .nest("/v1/m/{name}", memory)
+            .route("/", get(super::page::memories))
+            .nest("/m/{name}", super::page::routes()),
     };
     app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .route("/v1/openapi.json", get(openapi))
@@ -128,7 +136,10 @@ async fn guard(
     req: HttpRequest,
     next: Next,
 ) -> Response {
-    let own = memory_in(req.uri().path()).and_then(|m| s.tokens.get(&m).cloned());
+    let path = req.uri().path().to_string();
+    let own = memory_in(&path).and_then(|m| s.tokens.get(&m).cloned());
+    // The page's login form is open to all who pass the other checks.
+    let login = super::page::is_login(&path);
     let check = super::guard::Check {
         bound: s.bound,
         allowed_origins: &s.config.server.allowed_origins,
@@ -136,11 +147,13 @@ async fn guard(
             .token
             .iter()
             .chain(own.iter())
+            .filter(|_| !login)
             .map(String::as_str)
             .collect(),
         many: s.memories.root_dir().is_some(),
     };
     match check.refuse(req.headers()) {
+        Some((401, _)) if super::page::is_page(&path) => super::page::refused(&path),
         Some((code, msg)) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
             tracing::info!(status = code, "request refused: {msg}");
@@ -154,7 +167,10 @@ async fn guard(
 /// decodes it (`%61lice` is `alice`), so that a token is asked for the
 /// memory the request will reach.
 fn memory_in(path: &str) -> Option<String> {
-    let raw = path.strip_prefix("/v1/m/")?.split('/').next()?;
+    let rest = path
+        .strip_prefix("/v1/m/")
+        .or_else(|| path.strip_prefix("/m/"))?;
+    let raw = rest.split('/').next()?;
     let name = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .ok()?;
@@ -283,7 +299,11 @@ fn json_content(headers: &HeaderMap) -> bool {
 /// Where `req` is applied: the one memory; or memory `name` under the
 /// root, opened now only if the request needs its index, and made by a
 /// first write.
-async fn target<R: Request>(s: &Shared, name: Option<&str>, req: &R) -> Result<Target, ApiError> {
+pub(super) async fn target<R: Request>(
+    s: &Shared,
+    name: Option<&str>,
+    req: &R,
+) -> Result<Target, ApiError> {
     let Some(name) = name else {
         let one = s
             .memories

@@ -10,7 +10,13 @@
 //!   header, or `Sec-Fetch-Site: cross-site`/`same-site` (an `<img>` GET
 //!   carries no `Origin`, but does carry that);
 //! - with a token, `Authorization: Bearer <token>`, compared in constant
-//!   time.
+//!   time, or the cookie the web page's login form set for that token
+//!   ([`SESSION_COOKIE`]: HttpOnly, SameSite=Strict, so no other site's
+//!   page sends it).
+//!
+//! The web page ([`super::page`]) is a page too: its own origin (the
+//! `Origin` that names the `Host` it asked) is allowed, so its forms POST,
+//! while any other page's POST is refused as above.
 //!
 //! Clients that are not browsers (curl, the CLI, agents' HTTP libraries)
 //! send none of the browser headers and a `Host` of the address they
@@ -39,7 +45,8 @@ impl Check<'_> {
         if let Some(refused) = refuse_page(headers, self.bound, self.allowed_origins) {
             return Some(refused);
         }
-        if self.tokens.is_empty() || self.tokens.iter().any(|t| bears(headers, t)) {
+        let opens = |t: &&str| bears(headers, t) || has_session(headers, t);
+        if self.tokens.is_empty() || self.tokens.iter().any(opens) {
             return None;
         }
         let msg = match self.many {
@@ -70,7 +77,8 @@ fn refuse_page(
         ));
     }
     if let Some(origin) = text(ORIGIN.as_str()) {
-        if !origin_allowed(origin, allowed_origins) {
+        let own = text(HOST.as_str()).is_some_and(|h| same_origin(origin, h));
+        if !own && !origin_allowed(origin, allowed_origins) {
             return Some((
                 403,
                 format!(
@@ -127,8 +135,41 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
         .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin))
 }
 
+/// Whether `origin` is the page's own: `http://` or `https://` and the
+/// `Host` the request was sent to (which the check above found to name
+/// this daemon).
+fn same_origin(origin: &str, host: &str) -> bool {
+    let origin = origin.trim_end_matches('/');
+    ["http://", "https://"].iter().any(|s| {
+        origin
+            .strip_prefix(s)
+            .is_some_and(|o| o.eq_ignore_ascii_case(host))
+    })
+}
+
+/// The name of the web page's login cookie.
+pub(crate) const SESSION_COOKIE: &str = "memd_session";
+
+/// The login cookie's value for `token`: a hash of it, so the cookie
+/// never holds the token itself.
+pub(crate) fn session_of(token: &str) -> String {
+    crate::text::short_hash(&format!("memd page session\n{token}"), 64)
+}
+
+/// Whether the request carries the login cookie of `token`.
+fn has_session(headers: &HeaderMap, token: &str) -> bool {
+    let want = session_of(token);
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().strip_prefix(SESSION_COOKIE)?.strip_prefix('='))
+        .any(|v| same(v.as_bytes(), want.as_bytes()))
+}
+
 /// Equality that takes as long whatever the first differing byte (the
 /// length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

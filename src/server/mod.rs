@@ -4,7 +4,8 @@
 //! future resolves:
 //! - the HTTP API ([`api`]: the one-memory routes of every request of
 //!   [`crate::request`], at `/v1/…` or `/v1/m/{name}/…`, screened by
-//!   [`guard`] first);
+//!   [`guard`] first), and the web page for people ([`page`], at `/` or
+//!   `/m/{name}/`, through the same requests and the same guard);
 //! - the consolidation loop ([`loops`]): every `interval_seconds`, each
 //!   memory's own gate, at most [`loops::RUNS_AT_ONCE`] runs at once;
 //! - the upkeep loop: index compaction, and for the memories under a root
@@ -41,6 +42,7 @@ pub mod info;
 mod loops;
 pub mod memories;
 pub(crate) mod openapi;
+mod page;
 pub mod shutdown;
 pub mod tenant;
 

@@ -637,3 +637,56 @@ fn a_daemons_next_search_sees_every_way_the_archive_changes() {
     finds("Zqafterwards", "an append to the new archive directory");
     drop(d);
 }
+
+/// Review mode through a running daemon: turned on in memd.toml while it
+/// runs, the next run proposes and applies nothing; the review routes
+/// accept one op and carry it out.
+#[test]
+fn a_daemon_honours_review_turned_on_while_it_runs_and_its_routes_carry_out_a_decision() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let d = start_in_process(&layout);
+    let c = Http::at(&d.base, None);
+    let facts = json!({"texts": ["Keeps bees on the roof", "Plays go on Sundays"]});
+    assert_eq!(c.post("/v1/facts", facts.to_string()).0, 200);
+    let toml = std::fs::read_to_string(layout.config_file()).unwrap();
+    let manual = toml.replace(
+        "[consolidation]\n",
+        "[consolidation]\nreview = \"manual\"\n",
+    );
+    assert_ne!(manual, toml, "the test's configuration has the section");
+    std::fs::write(layout.config_file(), manual).unwrap();
+    let (code, report) = c.post("/v1/consolidate", json!({"force": true}).to_string());
+    assert_eq!(code, 200, "{report}");
+    assert_eq!(
+        report["proposed"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert_eq!(report["applied"]["add"], 0, "{report}");
+    let (code, items) = c.get("/v1/review");
+    assert_eq!(code, 200, "{items}");
+    let bees = items["open"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["says"].as_str().unwrap().contains("bees"))
+        .map(|o| o["item"].as_str().unwrap().to_string())
+        .unwrap();
+    let body = json!({"action": "accept", "ids": [bees], "apply": true});
+    let (code, done) = c.post("/v1/review", body.to_string());
+    assert_eq!(code, 200, "{done}");
+    assert_eq!(done["carried"]["accepted"], json!([bees]), "{done}");
+    assert_eq!(c.get("/v1/status").1["entries"], 1);
+    let (_, hits) = c.get("/v1/search?q=bees%20roof&k=5");
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["kind"] == "entry" || h["kind"] == "core"),
+        "the entry the decision made (and its MEMORY.md line) is searchable: {hits}"
+    );
+    let bogus = json!({"action": "accept", "ids": ["p-00000000"]});
+    assert_eq!(c.post("/v1/review", bogus.to_string()).0, 404);
+    d.stop();
+}

@@ -5,6 +5,7 @@
 mod api;
 mod archive;
 mod asof;
+mod browser;
 mod budget;
 mod check;
 mod cli;
@@ -26,6 +27,7 @@ mod judge;
 mod limits;
 mod mcp;
 mod offline;
+mod page;
 mod random;
 mod review;
 mod root;

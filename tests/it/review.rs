@@ -38,7 +38,7 @@ fn review_md(layout: &memd::Layout) -> String {
 }
 
 /// The proposal whose op names `needle` in its words.
-fn item(layout: &memd::Layout, needle: &str) -> ProposalId {
+pub(crate) fn item(layout: &memd::Layout, needle: &str) -> ProposalId {
     let open = memd::review::list(layout).unwrap().open;
     open.iter()
         .find(|o| o.says.contains(needle))

@@ -179,6 +179,12 @@ pub enum Action {
     ReviewApply {
         via: Via,
     },
+    /// On the daemon's web page (when one runs): an open proposal accepted
+    /// or rejected, then the decisions carried out; or an entry forgotten.
+    Page {
+        pick: u8,
+        what: u8,
+    },
     DaemonStart,
     DaemonStop {
         kill: bool,
@@ -258,6 +264,7 @@ impl Action {
             Action::HandReview { .. } => "hand: edit REVIEW.md",
             Action::ReviewApply { via: Via::Cli } => "review apply (CLI)",
             Action::ReviewApply { .. } => "review apply (in process / API)",
+            Action::Page { .. } => "the web page: review, forget",
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
@@ -357,6 +364,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
             .prop_map(|(via, pick, accept, apply)| Action::ReviewDecide { via, pick, accept, apply }),
         2 => (any::<u8>(), 0u8..4).prop_map(|(pick, how)| Action::HandReview { pick, how }),
         2 => prop_oneof![Just(Via::Here), Just(Via::Cli)].prop_map(|via| Action::ReviewApply { via }),
+        2 => (any::<u8>(), 0u8..3).prop_map(|(pick, what)| Action::Page { pick, what }),
         1 => Just(Action::DaemonStart),
         1 => any::<bool>().prop_map(|kill| Action::DaemonStop { kill }),
         kill => (any::<u8>(), prop_oneof![Just(Killed::Add), Just(Killed::Consolidate), Just(Killed::Undo), Just(Killed::Edit), Just(Killed::Erase), Just(Killed::Review)])

@@ -198,6 +198,8 @@ impl World {
             } => self.review_decide(*via, *pick, *accept, *apply),
             Action::HandReview { pick, how } => self.hand_review(*pick, *how),
             Action::ReviewApply { via } => self.review_apply(*via),
+            Action::Page { .. } if self.paired => Ok(()),
+            Action::Page { pick, what } => self.page(*pick, *what),
             Action::DaemonStart => self.daemon_start(),
             Action::DaemonStop { kill } => self.daemon_stop(*kill),
             Action::Kill { step, what } => self.kill(*step, *what),
@@ -1142,6 +1144,51 @@ impl World {
                 self.log.join("\n")
             );
         }
+    }
+
+    /// What a person does on the daemon's page (none runs: nothing): POST
+    /// a form with the page's own origin, as the browser does.
+    fn page(&mut self, pick: u8, what: u8) -> anyhow::Result<()> {
+        let Some(info) = memd::server::running(&self.layout) else {
+            return Ok(());
+        };
+        let base = format!("http://{}", info.listen);
+        let (path, form) = match what {
+            0 | 1 => {
+                let Some(id) = self.proposal(pick) else {
+                    return Ok(());
+                };
+                let action = if what == 0 { "accept" } else { "reject" };
+                self.page_post(&base, "/review", &format!("action={action}&item={id}"))?;
+                ("/review".to_string(), "action=apply".to_string())
+            }
+            _ => {
+                let Some((id, text, sources)) = self.entry(pick) else {
+                    return Ok(());
+                };
+                let path = format!("/entries/{id}/forget");
+                self.page_post(&base, &path, "")?;
+                self.ledger.forgot_entry(&id, &text, &sources);
+                return Ok(());
+            }
+        };
+        self.page_post(&base, &path, &form)
+    }
+
+    fn page_post(&self, base: &str, path: &str, form: &str) -> anyhow::Result<()> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let req = client
+            .post(format!("{base}{path}"))
+            .header("origin", base)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.to_string());
+        let status = self
+            .rt
+            .block_on(async { req.send().await.map(|r| r.status().as_u16()) })?;
+        anyhow::ensure!(status == 303, "the page answered {status} to POST {path}");
+        Ok(())
     }
 
     /// REVIEW.md as a person edits it: an item marked `[x]`, deleted, its
