@@ -54,7 +54,9 @@ pub(crate) enum Step {
     /// A sync: the merge is settled across files, not committed.
     SyncSettled,
     /// `memd merge-driver`, run by git during a sync's merge: nothing
-    /// read or written yet (git runs one per file; each stops here).
+    /// read or written yet (git runs one per file; each stops here). Its
+    /// one caller is compiled only with the failpoints.
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
     MergeDriver,
     /// A run in review mode: its proposals are in `consolidated/review.jsonl`,
     /// `consolidated/REVIEW.md` not yet written.

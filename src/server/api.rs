@@ -104,6 +104,8 @@ pub(crate) fn router(state: Shared) -> Router {
             .route("/v1/memories", get(memories))
             .nest("/v1/m/{name}", memory)
             .route("/", get(super::page::memories))
+            // A nested `/` is `/m/{name}` alone; the page's links end in `/`.
+            .route("/m/{name}/", get(super::page::index))
             .nest("/m/{name}", super::page::routes()),
     };
     app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))

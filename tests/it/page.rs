@@ -322,3 +322,107 @@ fn a_token_protected_daemon_asks_the_page_to_log_in_and_its_cookie_is_httponly_a
     );
     d.stop();
 }
+
+#[test]
+fn under_a_root_each_memory_has_its_page_and_the_root_lists_them() {
+    let root = root_dir();
+    let d = start_root(root.path(), open_options(8));
+    let c = Http::at(&d.base, None);
+    let facts = json!({"texts": ["Alice keeps bees"]}).to_string();
+    assert_eq!(c.post("/v1/m/alice/facts", facts).0, 200);
+    let b = Browser::at(&d.base);
+    let list = b.get("/");
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(list.body.contains("href=\"/m/alice/\""), "{}", list.body);
+    let page = b.get("/m/alice/");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Alice keeps bees"),
+        "its pending fact: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("href=\"/m/alice/review\""),
+        "links stay under it"
+    );
+    assert_eq!(b.get("/m/nobody/").status, 404);
+    assert_eq!(b.get("/m/..%2Fetc/").status, 400);
+    d.stop();
+}
+
+#[test]
+fn a_hand_edit_made_while_the_page_is_open_is_what_the_next_page_shows() {
+    let (_t, layout, d) = served();
+    let b = Browser::at(&d.base);
+    let bees = entry_id(&layout, "bees");
+    let before = b.get(&format!("/entries/{bees}"));
+    assert!(before.body.contains("Keeps bees on the roof"));
+    let file = std::fs::read_to_string(layout.entries_file()).unwrap();
+    let edited = file.replace(
+        "Keeps bees on the roof",
+        "Keeps bees on the roof and in the garden",
+    );
+    std::fs::write(layout.entries_file(), &edited).unwrap();
+    let after = b.get(&format!("/entries/{bees}"));
+    assert!(
+        after
+            .body
+            .contains("Keeps bees on the roof and in the garden"),
+        "{}",
+        after.body
+    );
+    assert!(after.body.contains("edited by hand"), "{}", after.body);
+    // An action on another entry leaves the hand edit as it is.
+    let go = entry_id(&layout, "go");
+    assert_eq!(b.post(&format!("/entries/{go}/forget"), "").status, 303);
+    let now = std::fs::read_to_string(layout.entries_file()).unwrap();
+    assert!(
+        now.contains("Keeps bees on the roof and in the garden"),
+        "{now}"
+    );
+    let run = memd::runs::list(&layout).unwrap()[0].id.clone();
+    let diff = b.get(&format!("/runs/{run}"));
+    assert!(
+        diff.body.contains("<ins>+ Keeps bees on the roof</ins>"),
+        "the run as a diff: {}",
+        diff.body
+    );
+    d.stop();
+}
+
+#[test]
+fn the_page_shows_and_searches_the_memory_as_of_a_time() {
+    let (_t, layout, d) = served();
+    let b = Browser::at(&d.base);
+    // A time past the run's second (the form takes whole seconds).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let at = |t: &str| {
+        percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    let shown = b.get(&format!("/as-of?as_of={}", at(&now)));
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    assert!(
+        shown.body.contains("Keeps bees on the roof"),
+        "{}",
+        shown.body
+    );
+    let before = b.get("/as-of?as_of=2000-01-01");
+    assert!(before.body.contains("Unknowable"), "{}", before.body);
+    let found = b.get(&format!("/search?q=bees&as_of={}", at(&now)));
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert!(
+        found.body.contains("Keeps bees on the roof"),
+        "{}",
+        found.body
+    );
+    let bees = entry_id(&layout, "bees");
+    assert_eq!(b.post(&format!("/entries/{bees}/forget"), "").status, 303);
+    let later = b.get(&format!("/search?q=bees&as_of={}", at(&now)));
+    assert!(
+        !later.body.contains(&format!("/entries/{bees}\"")),
+        "what was forgotten since stays out: {}",
+        later.body
+    );
+    d.stop();
+}

@@ -37,11 +37,13 @@ pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(index))
         .route("/search", get(search))
+        .route("/as-of", get(as_of))
         .route("/entries/{id}", get(entry))
         .route("/entries/{id}/forget", post(forget))
         .route("/entries/{id}/unforget", post(unforget))
         .route("/review", get(review).post(decide))
         .route("/runs", get(runs))
+        .route("/runs/{run}", get(run))
         .route("/runs/{run}/undo", post(undo))
         .route("/archive", get(archive))
         .route("/login", get(login_form).post(login))
@@ -132,7 +134,7 @@ impl At {
 
 /// A message the page before left (`?said=`).
 #[derive(Deserialize, Default)]
-struct Said {
+pub(crate) struct Said {
     #[serde(default)]
     said: Option<String>,
 }
@@ -141,7 +143,11 @@ fn html(m: maud::Markup) -> Response {
     Html(m.into_string()).into_response()
 }
 
-async fn index(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Said>) -> Page {
+pub(crate) async fn index(
+    State(s): State<Shared>,
+    params: RawPathParams,
+    Query(q): Query<Said>,
+) -> Page {
     let at = At::of(&params);
     let layout = at.layout(&s)?;
     let core = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
@@ -185,6 +191,13 @@ fn forgotten(layout: &crate::Layout) -> Result<Vec<(String, String)>, PageError>
 struct Asked {
     #[serde(default)]
     q: String,
+    /// Search the memory as it was then (`memd search --as-of`).
+    #[serde(default)]
+    as_of: String,
+}
+
+fn given(s: &str) -> Option<String> {
+    Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 async fn search(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Asked>) -> Page {
@@ -195,6 +208,7 @@ async fn search(State(s): State<Shared>, params: RawPathParams, Query(q): Query<
             let req = request::Search {
                 query: Some(q.q.clone()),
                 k: Some(20),
+                as_of: given(&q.as_of),
                 ..Default::default()
             };
             match at.run(&s, req).await? {
@@ -202,7 +216,24 @@ async fn search(State(s): State<Shared>, params: RawPathParams, Query(q): Query<
             }
         }
     };
-    Ok(html(views::search(&at, &q.q, &hits)))
+    Ok(html(views::search(&at, (&q.q, &q.as_of), &hits)))
+}
+
+#[derive(Deserialize, Default)]
+struct When {
+    #[serde(default)]
+    as_of: String,
+}
+
+/// The entries file and MEMORY.md's lines as they were at a time (`memd
+/// show --as-of`), or "unknowable" and why.
+async fn as_of(State(s): State<Shared>, params: RawPathParams, Query(w): Query<When>) -> Page {
+    let at = At::of(&params);
+    let shown = match given(&w.as_of) {
+        None => None,
+        Some(t) => Some(at.run(&s, request::Show { as_of: Some(t) }).await?),
+    };
+    Ok(html(views::as_of(&at, &w.as_of, shown.as_ref())))
 }
 
 async fn entry(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Said>) -> Page {
@@ -287,6 +318,25 @@ async fn runs(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Sa
     let at = At::of(&params);
     let runs = at.run(&s, request::Runs { last: Some(50) }).await?;
     Ok(html(views::runs(&at, q.said.as_deref(), &runs)))
+}
+
+/// One run as a diff: each record of the journal it wrote, the entry's
+/// text before and after.
+async fn run(State(s): State<Shared>, params: RawPathParams) -> Page {
+    let at = At::of(&params);
+    let run = At::param(&params, "run");
+    let layout = at.layout(&s)?;
+    let records: Vec<crate::journal::Record> = crate::journal::read(&layout.journal_file())?
+        .into_iter()
+        .filter(|r| r.run == run.as_str())
+        .collect();
+    if records.is_empty() {
+        return Err(PageError(
+            StatusCode::NOT_FOUND,
+            format!("there is no run {run}"),
+        ));
+    }
+    Ok(html(views::run(&at, &run, &records)))
 }
 
 async fn undo(State(s): State<Shared>, params: RawPathParams) -> Page {

@@ -35,6 +35,7 @@ fn frame(at: &At, title: &str, said: Option<&str>, content: Markup) -> Markup {
                         a href={ (base) "/review" } { "Review" }
                         a href={ (base) "/runs" } { "Runs" }
                         a href={ (base) "/archive" } { "Archive" }
+                        a href={ (base) "/as-of" } { "As of" }
                     }
                     form role="search" action={ (base) "/search" } method="get" {
                         label for="q" { "Search the memory" }
@@ -139,9 +140,20 @@ pub(super) fn index(
     frame(at, "Memory", said, content)
 }
 
-pub(super) fn search(at: &At, query: &str, hits: &[crate::index::rows::Hit]) -> Markup {
+pub(super) fn search(
+    at: &At,
+    (query, as_of): (&str, &str),
+    hits: &[crate::index::rows::Hit],
+) -> Markup {
     let base = &at.base;
     let content = html! {
+        form action={ (base) "/search" } method="get" {
+            label for="search-q" { "Search for" }
+            input #search-q type="search" name="q" value=(query);
+            label for="search-as-of" { "as of (a time or a day; empty: now)" }
+            input #search-as-of type="text" name="as_of" value=(as_of);
+            button type="submit" { "Search" }
+        }
         @if !query.is_empty() && hits.is_empty() {
             p { "Nothing found for " q { (query) } "." }
         }
@@ -262,7 +274,7 @@ pub(super) fn runs(at: &At, said: Option<&str>, runs: &[Run]) -> Markup {
         ol.runs reversed {
             @for r in runs.iter().rev() {
                 li {
-                    code { (r.id) } " " (r.started) " " strong { (r.kind) }
+                    a href={ (base) "/runs/" (r.id) } { code { (r.id) } } " " (r.started) " " strong { (r.kind) }
                     @for (op, n) in &r.ops { " " (op) " " (n) }
                     " · facts " (r.facts)
                     @if let Some(u) = &r.undoes { " · undoes " code { (u) } }
@@ -274,6 +286,65 @@ pub(super) fn runs(at: &At, said: Option<&str>, runs: &[Run]) -> Markup {
         }
     };
     frame(at, "Runs", said, content)
+}
+
+/// What one run did: each journal record, as a diff of its entry.
+pub(super) fn run(at: &At, id: &str, records: &[Record]) -> Markup {
+    let base = &at.base;
+    let content = html! {
+        (button(&format!("{base}/runs/{id}/undo"), &format!("Undo {id}"), &[]))
+        ol.history {
+            @for r in records {
+                li {
+                    strong { (crate::runs::op_name(r.op)) } " "
+                    @if r.entry.starts_with("e-") {
+                        a href={ (base) "/entries/" (r.entry) } { (r.entry) }
+                    } @else {
+                        code { (r.entry) }
+                    }
+                    @if let Some(b) = &r.before { br; del { "- " (b) } }
+                    @if let Some(a) = &r.after { br; ins { "+ " (a) } }
+                }
+            }
+        }
+    };
+    frame(at, &format!("Run {id}"), None, content)
+}
+
+/// The files as of a time: the form, and what `Show` answered.
+pub(super) fn as_of(at: &At, asked: &str, shown: Option<&crate::request::Shown>) -> Markup {
+    let then = |name: &str, t: &crate::versions::Then| {
+        html! {
+            h2 { (name) }
+            @match t {
+                crate::versions::Then::Known { since, text } => {
+                    p { "As it was from " (since) ":" }
+                    pre { (text.as_deref().unwrap_or("(no readable file then)")) }
+                }
+                crate::versions::Then::Unknowable { why, known_until, known_from } => {
+                    p.error { "Unknowable: " (why) }
+                    @if let Some(u) = known_until { p { "Known until " (u) "." } }
+                    @if let Some(f) = known_from { p { "Known from " (f) "." } }
+                }
+            }
+        }
+    };
+    let content = html! {
+        form action={ (at.base) "/as-of" } method="get" {
+            label for="as-of" { "The memory as of (a time or a day)" }
+            input #as-of type="text" name="as_of" value=(asked);
+            button type="submit" { "Show" }
+        }
+        @if let Some(s) = shown {
+            p { "As of " (s.as_of) "." }
+            (then("consolidated/memory.md", &s.memory))
+            (then("MEMORY.md's generated lines", &s.core))
+            @if !s.forgotten_since.is_empty() {
+                p { "Forgotten since: " @for e in &s.forgotten_since { code { (e) } " " } }
+            }
+        }
+    };
+    frame(at, "As of", None, content)
 }
 
 pub(super) fn archive(at: &At, days: &BTreeMap<&str, Vec<&Fact>>) -> Markup {
