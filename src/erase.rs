@@ -183,11 +183,6 @@ impl Scope {
     /// Whether a proposal of review mode ([`crate::review`]) acts on what
     /// this erasure covers, or says its text.
     fn proposal(&self, p: &crate::review::Proposal) -> bool {
-        let text = match &p.op {
-            crate::consolidate::ops::Op::Add { text, .. }
-            | crate::consolidate::ops::Op::Replace { text, .. } => Some(text.as_str()),
-            _ => None,
-        };
         p.op.from().iter().any(|f| self.facts.contains(f))
             || p.op
                 .target()
@@ -195,7 +190,7 @@ impl Scope {
             || p.entries
                 .iter()
                 .any(|e| self.entries.contains(e.id.as_str()) || self.holds(&e.text))
-            || text.is_some_and(|t| self.holds(t))
+            || p.op.text().is_some_and(|t| self.holds(t))
     }
 
     /// Record `r` without the texts this erasure takes: both of a record

@@ -20,15 +20,7 @@ pub(super) fn check(
     let props = Proposals::load(layout)?;
     bypassed(&props, journal, report);
     for p in &props.all {
-        let texts = p
-            .entries
-            .iter()
-            .map(|e| e.text.as_str())
-            .chain(match &p.op {
-                crate::consolidate::ops::Op::Add { text, .. }
-                | crate::consolidate::ops::Op::Replace { text, .. } => Some(text.as_str()),
-                _ => None,
-            });
+        let texts = p.entries.iter().map(|e| e.text.as_str()).chain(p.op.text());
         if texts.filter(|t| !t.is_empty()).any(|t| stones.erased(t)) {
             let what = format!(
                 "proposal {} still holds a text an erasure took (running the erasure again finishes it)",

@@ -120,6 +120,14 @@ impl Op {
         }
     }
 
+    /// The text it writes (ADD, REPLACE).
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Op::Add { text, .. } | Op::Replace { text, .. } => Some(text),
+            Op::Remove { .. } | Op::Keep { .. } => None,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Op::Add { .. } => "ADD",

@@ -521,6 +521,12 @@ pub fn carry_out(memory: &Memory) -> Result<Carried> {
         ..Carried::default()
     };
     let chosen = choose(&props, &sheet, &mut out);
+    if chosen.is_empty() {
+        // Nothing decided: no need to read the archive and the entries
+        // (every run of a memory that ever reviewed comes here first).
+        tidy(memory, &props, &[], None, &mut out)?;
+        return Ok(out);
+    }
     let inputs = Inputs::read(layout)?;
     let state = State::load(&layout.state_file())?;
     let ts = memory.clock.timestamp();
@@ -560,7 +566,7 @@ pub fn carry_out(memory: &Memory) -> Result<Carried> {
     if !lines.is_empty() {
         super::append(layout, &lines)?;
     }
-    tidy(memory, &props, &plan.decided, &inputs.facts, &mut out)?;
+    tidy(memory, &props, &plan.decided, Some(&inputs.facts), &mut out)?;
     Ok(out)
 }
 
@@ -596,7 +602,7 @@ fn tidy(
     memory: &Memory,
     props: &Proposals,
     now: &[Decided],
-    facts: &[Fact],
+    facts: Option<&[Fact]>,
     out: &mut Carried,
 ) -> Result<()> {
     let decided: HashSet<&str> = now
@@ -625,8 +631,18 @@ fn tidy(
         .copied()
         .filter(|p| sheet_now.marks(&p.item).is_empty())
         .collect();
-    let by_id: HashMap<&str, &Fact> = facts.iter().map(|f| (f.id.as_str(), f)).collect();
-    show(memory, &missing, &by_id)?;
+    if !missing.is_empty() {
+        let read;
+        let facts = match facts {
+            Some(f) => f,
+            None => {
+                read = crate::archive::read_all(&memory.layout)?.0;
+                &read
+            }
+        };
+        let by_id: HashMap<&str, &Fact> = facts.iter().map(|f| (f.id.as_str(), f)).collect();
+        show(memory, &missing, &by_id)?;
+    }
     let present: Vec<ProposalId> = unshown
         .iter()
         .filter(|p| !sheet_now.marks(&p.item).is_empty())
