@@ -55,8 +55,11 @@ pub struct PathLoad<'a> {
 /// something to write come from the appends).
 const ORDER: &[&str] = &[
     "HTTP handler",
+    "append",
     "sync",
     "sync: fingerprints",
+    "sync: lock, latest version",
+    "sync: marks",
     "sync: rows of the files",
     "sync: rows in the table",
     "sync: embedding",

@@ -234,7 +234,22 @@ impl Inner {
     }
 
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let session = self.session_for(texts.len())?;
+        // The tokenizer (reading tokenizer.json) and a session (loading
+        // the library, then the graph) each take tens of ms the first
+        // time: a one-shot process loads both at once, the tokenizer on a
+        // thread of its own.
+        let session = std::thread::scope(|scope| {
+            let tokenizer = self.tokenizer.get().is_none().then(|| {
+                scope.spawn(|| {
+                    let _ = self.tokenizer();
+                })
+            });
+            let session = self.session_for(texts.len());
+            if let Some(loading) = tokenizer {
+                let _ = loading.join();
+            }
+            session
+        })?;
         minilm::in_batches(self.tokenizer()?, texts, |ids, mask, shape| {
             forward(session, ids, mask, shape)
         })

@@ -145,7 +145,12 @@ impl Writer {
         }
         let asked = Instant::now();
         let _one = self.shared.moving.lock().await;
-        let _all = self.writing().await?;
+        // A sync that ran while this one waited (one a write started) may
+        // have left nothing to do.
+        if let Some(nothing) = self.nothing_to_sync()? {
+            return Ok(nothing);
+        }
+        let _all = crate::steps::timed("sync: lock, latest version", self.writing()).await?;
         {
             let mut last = self.last_sync_start.lock().unwrap();
             if last.is_some_and(|t| t >= asked) {
@@ -171,7 +176,10 @@ impl Writer {
             *self.synced.lock().unwrap() = Some(current);
             return Ok(report);
         }
-        fingerprints::begin_sync(&self.shared.layout, changed.iter().copied().chain(&gone))?;
+        crate::steps::timed_now("sync: marks", || {
+            let marked = changed.iter().copied().chain(&gone);
+            fingerprints::begin_sync(&self.shared.layout, marked)
+        })?;
         self.write_changes(&changed, &gone, &current, &mut report)
             .await?;
         crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
@@ -184,7 +192,9 @@ impl Writer {
         if report.rows_added > 0 {
             crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
         }
-        fingerprints::save_synced(&self.shared.layout, &prints)?;
+        crate::steps::timed_now("sync: marks", || {
+            fingerprints::save_synced(&self.shared.layout, &prints)
+        })?;
         *self.synced.lock().unwrap() = Some(Arc::new(prints));
         Ok(report)
     }

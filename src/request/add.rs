@@ -137,12 +137,15 @@ impl Request for Add {
             facts[0].supersedes = self.supersedes;
         }
         let now = target.memory.clock.now();
-        let appended =
-            blocking(move || archive::append_unless_erased(&layout, now, &facts)).await?;
+        let appended = blocking(move || archive::append_unless_erased(&layout, now, &facts));
+        let appended = crate::steps::timed("append", appended).await?;
         let similar = match self.similar {
             true => Some(similar(target, &appended).await),
             false => None,
         };
+        // After the similar entries: their lookup embedded the facts, and
+        // the index reuses those vectors from the cache.
+        target.index_soon();
         let ids = appended.iter().map(|a| a.id.clone()).collect();
         let facts = appended
             .into_iter()

@@ -217,6 +217,22 @@ impl Target {
         }
     }
 
+    /// After an append: where this process holds the index open (a daemon,
+    /// `memd mcp`), it starts catching up now, in the background, instead
+    /// of at the next search or when the watcher's debounce ends, so a
+    /// search a moment later finds the fact indexed or being indexed. A
+    /// one-shot command does not open the index for it.
+    pub(crate) fn index_soon(&self) {
+        let Some(index) = self.index_if_open() else {
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(e) = index.writer.sync().await {
+                tracing::warn!("index not updated yet: {e:#}");
+            }
+        });
+    }
+
     /// After a request wrote files: the index catches up where this process
     /// owns it (a daemon's watcher or next search catches up otherwise). The
     /// files are what counts, so a failure is a warning.
