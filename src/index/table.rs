@@ -406,7 +406,7 @@ pub(super) fn on_column<'a>(
 }
 
 /// A filter for the rows of these ids, per source.
-pub(super) fn rows_filter(ids: &BTreeMap<&str, Vec<&str>>) -> String {
+pub(super) fn rows_filter(ids: &BTreeMap<&str, Vec<String>>) -> String {
     ids.iter()
         .map(|(source, ids)| {
             let list = ids

@@ -37,7 +37,7 @@ use crate::layout::Source;
 /// rows added (each with its hash).
 struct Changes<'a> {
     batches: Vec<RecordBatch>,
-    stale: BTreeMap<&'a str, Vec<&'a str>>,
+    stale: BTreeMap<&'a str, Vec<String>>,
     added: Vec<(Row, String)>,
     /// The vectors of `added`, in its order.
     vectors: Vec<Vec<f32>>,
@@ -225,8 +225,8 @@ impl Writer {
             .chain(gone)
             .map(|s| s.rel().into_owned())
             .collect();
-        let existing = crate::steps::timed("sync: rows in the table", self.rows_of(&names)).await?;
-        let embedded = self.embed_changes(&names, desired, &existing, report);
+        crate::steps::timed("sync: rows in the table", self.read_rows(&names)).await?;
+        let embedded = self.embed_changes(&names, desired, report);
         let Changes {
             batches,
             stale,
@@ -265,29 +265,25 @@ impl Writer {
         &self,
         sources: &'a [String],
         mut desired: rows::RowsBySource,
-        existing: &'a HashMap<String, HashMap<String, String>>,
         report: &mut SyncReport,
     ) -> Result<Changes<'a>> {
-        let mut stale: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut stale: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut new: Vec<(Row, String)> = Vec::new();
-        for source in sources {
-            let rows = Source::parse(source)
-                .and_then(|s| desired.remove(&s))
-                .unwrap_or_default();
-            let have = existing.get(source);
-            let want: HashMap<&str, &str> = rows
-                .iter()
-                .map(|(r, h)| (r.id.as_str(), h.as_str()))
-                .collect();
-            for (id, h) in have.into_iter().flatten() {
-                if want.get(id.as_str()) != Some(&h.as_str()) {
-                    stale.entry(source).or_default().push(id);
+        {
+            let known = self.known.lock().unwrap();
+            for source in sources {
+                let parsed = Source::parse(source);
+                let rows = parsed
+                    .as_ref()
+                    .and_then(|s| desired.remove(s))
+                    .unwrap_or_default();
+                let unique = matches!(parsed, Some(Source::Day(_)));
+                let (gone, added) = known.diff(source, rows, unique);
+                if !gone.is_empty() {
+                    stale.insert(source, gone);
                 }
+                new.extend(added);
             }
-            new.extend(
-                rows.into_iter()
-                    .filter(|(r, h)| have.and_then(|m| m.get(r.id.as_str())) != Some(h)),
-            );
         }
         let mut batches: Vec<RecordBatch> = Vec::new();
         let mut vectors = Vec::new();
@@ -312,7 +308,7 @@ impl Writer {
     async fn wrote(
         &self,
         before: u64,
-        stale: &BTreeMap<&str, Vec<&str>>,
+        stale: &BTreeMap<&str, Vec<String>>,
         added: Vec<(Row, String)>,
         vectors: &[Vec<f32>],
     ) -> Result<()> {
@@ -320,7 +316,7 @@ impl Writer {
         let deleted = || {
             stale
                 .iter()
-                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, *id)))
+                .flat_map(|(source, ids)| ids.iter().map(move |id| (*source, id.as_str())))
         };
         let hits = added
             .iter()
@@ -374,12 +370,9 @@ impl Writer {
         Ok(sources)
     }
 
-    /// source → (id → hash) of the rows of `sources`: from [`RowHashes`] when
-    /// it holds them at the table's version, else read from the table.
-    async fn rows_of(
-        &self,
-        sources: &[String],
-    ) -> Result<HashMap<String, HashMap<String, String>>> {
+    /// Make [`RowHashes`] hold the (id, hash) of the rows of `sources` at
+    /// the table's version: read from the table those it does not hold.
+    async fn read_rows(&self, sources: &[String]) -> Result<()> {
         let version = self.shared.table.version().await?;
         let missing: Vec<String> = {
             let mut known = self.known.lock().unwrap();
@@ -404,7 +397,7 @@ impl Writer {
                 known.insert(source, rows);
             }
         }
-        Ok(self.known.lock().unwrap().rows_of(sources))
+        Ok(())
     }
 
     /// Run `op`, which rewrites the table without changing its rows, and
