@@ -32,6 +32,7 @@ use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer
 use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::FtsIndexBuilder;
 
+use super::RowKind;
 use super::search::{Hit, Ranked};
 use super::vectors::Vectors;
 use crate::Result;
@@ -257,9 +258,23 @@ impl Terms {
     /// distance, as LanceDB's exact scan lists them (equal distances by
     /// id). `None` when no vectors are kept: LanceDB answers.
     pub(super) fn nearest(&self, query: &[f32], n: usize) -> Option<Ranked> {
+        self.nearest_where(query, n, |_| true)
+    }
+
+    /// [`Terms::nearest`] among the rows of `kind` only (the similar
+    /// entries an append is shown).
+    pub(super) fn nearest_of(&self, query: &[f32], n: usize, kind: RowKind) -> Option<Ranked> {
+        let of_kind = |slot: u32| {
+            let row = self.slots.get(slot as usize).and_then(Option::as_ref);
+            row.is_some_and(|r| r.hit.kind == kind)
+        };
+        self.nearest_where(query, n, of_kind)
+    }
+
+    fn nearest_where(&self, query: &[f32], n: usize, keep: impl Fn(u32) -> bool) -> Option<Ranked> {
         let vectors = self.vectors.as_ref()?;
         let mut near: Vec<(&Hit, u32, f32)> = vectors
-            .nearest(query, n)
+            .nearest(query, n, keep)
             .into_iter()
             .filter_map(|(slot, d)| {
                 let hit = &self.slots[slot as usize].as_ref()?.hit;

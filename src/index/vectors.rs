@@ -82,15 +82,21 @@ impl Vectors {
     /// nearest, and any as near as the `n`-th (which of those tied at the
     /// cut are listed is the caller's choice, and must not depend on the
     /// slots, which depend on the order rows were written), nearest first.
-    /// Empty if `query` has another dimension.
-    pub(super) fn nearest(&self, query: &[f32], n: usize) -> Vec<(u32, f32)> {
+    /// Empty if `query` has another dimension. Only the slots `keep`
+    /// keeps are measured.
+    pub(super) fn nearest(
+        &self,
+        query: &[f32],
+        n: usize,
+        keep: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
         if query.len() != self.dim || n == 0 {
             return Vec::new();
         }
         let q_norm = dot(query, query).sqrt();
         let q_inverse = if q_norm > 0.0 { 1.0 / q_norm } else { 0.0 };
         let mut all: Vec<(u32, f32)> = (0..self.live.len())
-            .filter(|&s| self.live[s])
+            .filter(|&s| self.live[s] && keep(s as u32))
             .map(|s| {
                 let scale = self.inverse_norms[s] * q_inverse;
                 let d = match scale > 0.0 {
@@ -140,13 +146,13 @@ mod tests {
         assert!(!v.set(4, &[1.0, 0.0]), "another dimension is refused");
         v.unset(5);
         assert_eq!(v.len(), 4);
-        let near = v.nearest(&[2.0, 0.0, 0.0], 3);
+        let near = v.nearest(&[2.0, 0.0, 0.0], 3, |_| true);
         let slots: Vec<u32> = near.iter().map(|(s, _)| *s).collect();
         assert_eq!(slots, [0, 2, 1, 3], "the ties at the cut are all listed");
         assert!(near[0].1.abs() < 1e-6);
         assert!((near[1].1 - (1.0 - 1.0 / 2f32.sqrt())).abs() < 1e-6);
         assert!((near[2].1 - 1.0).abs() < 1e-6);
-        let all = v.nearest(&[2.0, 0.0, 0.0], 10);
+        let all = v.nearest(&[2.0, 0.0, 0.0], 10, |_| true);
         assert_eq!(all.len(), 4);
         assert_eq!(all[3], (3, 1.0), "a zero vector is at distance 1");
     }

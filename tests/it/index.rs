@@ -423,17 +423,7 @@ fn add_shows_only_entries_that_may_say_the_same_and_names_a_merge() {
         assert_eq!(v["written"], true);
         v["similar"].as_array().unwrap().clone()
     };
-    // The same thing in other words: shown, and named as a merge.
-    let same = add("User loves coffee, especially flat whites");
-    assert_eq!(same.len(), 1, "{same:?}");
-    assert_eq!(same[0]["id"], "e-91c4d2e7", "{same:?}");
-    assert_eq!(same[0]["same"], true);
-    // Close, but not the same: shown, not a merge.
-    let close = add("The user's manager John left the company");
-    assert_eq!(close[0]["id"], "e-5a3390cf", "{close:?}");
-    assert_eq!(close[0]["same"], false);
-    // Nothing like it: nothing shown (today's top 3 would be noise).
-    assert!(add("Bought a red bicycle").is_empty());
+    similar_entries_as_in_the_example(add);
     // A broken embedder setup is a warning: the fact is still written.
     let out = run(
         &[
@@ -450,6 +440,44 @@ fn add_shows_only_entries_that_may_say_the_same_and_names_a_merge() {
     );
     let (facts, _) = memd::archive::read_all(&layout).unwrap();
     assert!(facts.iter().any(|f| f.text == "User bought a bicycle"));
+}
+
+/// A daemon finds the similar entries among the vectors it keeps in
+/// memory (a command asks LanceDB, above): the same entries, and only
+/// entries, never the fact just written.
+#[test]
+fn a_daemon_shows_the_similar_entries_a_command_shows() {
+    use crate::serving::{Http, start};
+    let (_tmp, layout) = example_dir();
+    let d = start(&layout, &[]);
+    let c = Http::new(&d, None);
+    // A search first: the daemon's words and vectors are loaded.
+    assert_eq!(c.get("/v1/search?q=coffee&k=3").0, 200);
+    let add = |fact: &str| {
+        let body = serde_json::json!({"text": fact, "similar": true});
+        let (code, r) = c.post("/v1/facts", body.to_string());
+        assert_eq!(code, 200, "{r}");
+        r["facts"][0]["similar"].as_array().unwrap().clone()
+    };
+    similar_entries_as_in_the_example(add);
+}
+
+/// The similar entries `add` shows for three facts added to the example
+/// memory: the same thing in other words, shown and named as a merge;
+/// close but not the same, shown and not a merge; nothing like it,
+/// nothing shown (today's top 3 would be noise). Entries only, never the
+/// fact just written.
+fn similar_entries_as_in_the_example(add: impl Fn(&str) -> Vec<serde_json::Value>) {
+    let same = add("User loves coffee, especially flat whites");
+    assert_eq!(same.len(), 1, "{same:?}");
+    assert_eq!(same[0]["id"], "e-91c4d2e7", "{same:?}");
+    assert_eq!(same[0]["same"], true);
+    let close = add("The user's manager John left the company");
+    assert_eq!(close[0]["id"], "e-5a3390cf", "{close:?}");
+    assert_eq!(close[0]["same"], false);
+    let entries = |s: &serde_json::Value| s["id"].as_str().unwrap().starts_with("e-");
+    assert!(close.iter().all(entries), "{close:?}");
+    assert!(add("Bought a red bicycle").is_empty());
 }
 
 #[test]
