@@ -346,6 +346,45 @@ fn the_command_line_lists_accepts_and_rejects_and_an_item_accepted_twice_is_appl
     assert_checks_clean(dir, "an item accepted twice");
 }
 
+/// An update the agent declared is proposed like any op in review mode;
+/// rejected, its fact becomes an entry of its own and the entry it named
+/// stays: the person reviewing has the last word over the agent.
+#[test]
+fn a_declared_update_rejected_in_review_keeps_both_the_fact_and_the_entry_it_named() {
+    let (_t, layout) = cli_dir(None);
+    let dir = &layout.root;
+    assert!(memd(dir, &["add", "Lives in Berlin"]).status.success());
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let berlin = entries(&layout)[0].meta.as_ref().unwrap().id.clone();
+    let toml = std::fs::read_to_string(layout.config_file()).unwrap();
+    let toml = toml.replace(
+        "[consolidation]\n",
+        "[consolidation]\nreview = \"manual\"\n",
+    );
+    std::fs::write(layout.config_file(), toml).unwrap();
+    let out = memd(
+        dir,
+        &["add", "Moved to Hamburg", "--supersedes", berlin.as_str()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(texts(&layout), vec!["Lives in Berlin"], "nothing applied");
+    let hamburg = item(&layout, "Hamburg");
+    let out = memd(dir, &["review", "reject", hamburg.as_str(), "--apply"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut got = texts(&layout);
+    got.sort();
+    assert_eq!(got, vec!["Lives in Berlin", "Moved to Hamburg"]);
+    assert!(
+        entries(&layout)
+            .iter()
+            .any(|e| e.meta.as_ref().unwrap().id == berlin)
+    );
+    assert_checks_clean(dir, "a declared update rejected");
+}
+
 #[test]
 fn a_review_killed_at_each_step_loses_nothing_and_applies_nothing_twice() {
     let (_t, layout) = manual_cli_dir();

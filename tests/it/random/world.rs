@@ -670,6 +670,13 @@ impl World {
         if let Some(c) = &report.review {
             self.carried(c);
         }
+        // A declared update the person rejected in review is kept as a
+        // fact of its own, beside the entry it named: their call.
+        let rejected: Vec<&memd::ids::FactId> = report
+            .review
+            .iter()
+            .flat_map(|c| c.kept_verbatim.iter())
+            .collect();
         // In review mode a run applies no op: it proposes them.
         let a = &report.applied;
         let applied = (a.add, a.replace, a.remove, a.keep) != (0, 0, 0, 0);
@@ -693,7 +700,7 @@ impl World {
         };
         // A declared update a run decided replaced every target that was
         // live and unpinned when it ran: none is live beside its holder.
-        for (fact, targets) in &declared {
+        for (fact, targets) in declared.iter().filter(|(f, _)| !rejected.contains(&f)) {
             let holder = doc
                 .entries()
                 .filter_map(|e| e.meta.as_ref())
