@@ -147,7 +147,7 @@ impl Reader {
     }
 
     /// The embedding of a query.
-    pub(super) async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
+    pub(crate) async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
         Ok(v.remove(0))
     }

@@ -109,7 +109,13 @@ impl Request for Search {
         let wait = self.wait.unwrap_or(true);
         let behind = match wait {
             true => {
-                crate::steps::timed("sync", index.writer.sync()).await?;
+                // The query's embedding does not wait for the sync: made
+                // beside it (and cached for the search), it takes the
+                // session while the sync writes the table. A fact just
+                // appended is being embedded by then (`Target::index_soon`).
+                let synced = crate::steps::timed("sync", index.writer.sync());
+                let (synced, _) = tokio::join!(synced, index.reader.query_vector(&text));
+                synced?;
                 Vec::new()
             }
             false => index.writer.files_behind()?,
