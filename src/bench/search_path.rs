@@ -68,6 +68,7 @@ const ORDER: &[&str] = &[
     "sync: words and hashes",
     "sync: table indices",
     "query embedding",
+    "query vector",
     "vector search",
     "full text (BM25)",
     "full-text hits' vectors",

@@ -114,7 +114,9 @@ impl Request for Search {
                 // session while the sync writes the table. A fact just
                 // appended is being embedded by then (`Target::index_soon`).
                 let synced = crate::steps::timed("sync", index.writer.sync());
-                let (synced, _) = tokio::join!(synced, index.reader.query_vector(&text));
+                let embedded =
+                    crate::steps::timed("query embedding", index.reader.query_vector(&text));
+                let (synced, _) = tokio::join!(synced, embedded);
                 synced?;
                 Vec::new()
             }
