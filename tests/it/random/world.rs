@@ -257,6 +257,11 @@ impl World {
         anyhow::ensure!(out.status.success(), "{}", crate::support::stderr(&out));
         let v: Value = serde_json::from_slice(&out.stdout)?;
         let fact = v["id"].as_str().unwrap_or_default().to_string();
+        // An erased text said again is not written (memd says so), with
+        // or without a declaration.
+        if v["erased"].as_bool() == Some(true) {
+            return Ok(());
+        }
         self.ledger.acked(&fact, t);
         Ok(())
     }
