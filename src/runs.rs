@@ -559,15 +559,22 @@ fn record(stamp: &Stamp, undoes: &RunId, s: &Step) -> Record {
     r
 }
 
-/// The records of run `id`, oldest first; an error if there is none or it
-/// is a forget (undone by `memd forget --undo`).
-fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
+/// The records of run `id` in the journal `all`, oldest first; an error
+/// if there is none.
+pub fn records<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
     let records: Vec<&Record> = all.iter().filter(|r| r.run == id).collect();
     if records.is_empty() {
         return Err(crate::Error::NoSuch {
             what: format!("run {id:?} in the journal (`memd runs` lists them)"),
         });
     }
+    Ok(records)
+}
+
+/// The records of run `id`, oldest first; an error if there is none or it
+/// is a forget (undone by `memd forget --undo`).
+fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
+    let records = records(all, id)?;
     let forgets = |op: Op| matches!(op, Op::Forget | Op::Unforget);
     if records.iter().any(|r| forgets(r.op))
         && records

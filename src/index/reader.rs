@@ -6,12 +6,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use lancedb::DistanceType;
 use lancedb::query::{QueryBase, Select};
 
 use super::Shared;
 use super::rows::RowKind;
-use super::search::{self, COLUMNS, Hit, Ranked, SimilarEntry};
+use super::search::{self, Hit, Ranked, SimilarEntry};
 use super::table::collect;
 use crate::Result;
 use crate::embed::cosine;
@@ -355,16 +354,8 @@ impl Reader {
             return Ok(near.rows);
         }
         let filter = format!("kind = '{}'", RowKind::Entry.as_str());
-        let query = self
-            .shared
-            .table
-            .inner
-            .query()
-            .nearest_to(qv.to_vec())?
-            .distance_type(DistanceType::Cosine)
-            .only_if(filter);
-        let found = collect(query.select(Select::columns(&COLUMNS)).limit(n)).await?;
-        search::rows(&found)
+        let table = &self.shared.table.inner;
+        search::rows(&search::nearest(table, qv.to_vec(), n, Some(filter)).await?)
     }
 
     /// Whether the built-in judge would fold `fact` into `entry`: the

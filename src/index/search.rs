@@ -42,7 +42,7 @@ pub(super) struct Ranked {
 
 /// The vector list of a search: the rows nearest the query's vector.
 pub(super) async fn vector_list(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Ranked> {
-    let found = nearest(table, qv, n).await?;
+    let found = nearest(table, qv, n, None).await?;
     Ok(Ranked {
         rows: rows(&found)?,
         scores: distances(&found)?.into_iter().map(|d| -d).collect(),
@@ -233,15 +233,21 @@ pub(super) fn finish(
     kept.into_iter().map(|(h, _, _)| h).collect()
 }
 
+/// The `n` rows nearest `qv` by LanceDB's exact scan, of the rows
+/// `filter` (SQL) keeps when given.
 pub(super) async fn nearest(
     table: &lancedb::Table,
     qv: Vec<f32>,
     n: usize,
+    filter: Option<String>,
 ) -> Result<Vec<RecordBatch>> {
-    let query = table
+    let mut query = table
         .query()
         .nearest_to(qv)?
         .distance_type(DistanceType::Cosine);
+    if let Some(f) = filter {
+        query = query.only_if(f);
+    }
     collect(query.select(Select::columns(&COLUMNS)).limit(n)).await
 }
 

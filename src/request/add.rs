@@ -139,13 +139,15 @@ impl Request for Add {
         let now = target.memory.clock.now();
         let appended = blocking(move || archive::append_unless_erased(&layout, now, &facts));
         let appended = crate::steps::timed("append", appended).await?;
+        // The similar entries' lookup syncs the index first; without it,
+        // the index starts catching up now.
         let similar = match self.similar {
             true => Some(similar(target, &appended).await),
-            false => None,
+            false => {
+                target.index_soon();
+                None
+            }
         };
-        // After the similar entries: their lookup embedded the facts, and
-        // the index reuses those vectors from the cache.
-        target.index_soon();
         let ids = appended.iter().map(|a| a.id.clone()).collect();
         let facts = appended
             .into_iter()
@@ -166,6 +168,7 @@ impl Request for Add {
 /// error).
 async fn similar(target: &Target, appended: &[Appended]) -> Vec<Vec<SimilarEntry>> {
     if appended.len() > SIMILAR_MAX_FACTS {
+        target.index_soon();
         return Vec::new();
     }
     // An erased text is not looked up (its embedding would be cached).

@@ -326,16 +326,8 @@ async fn run(State(s): State<Shared>, params: RawPathParams) -> Page {
     let at = At::of(&params);
     let run = At::param(&params, "run");
     let layout = at.layout(&s)?;
-    let records: Vec<crate::journal::Record> = crate::journal::read(&layout.journal_file())?
-        .into_iter()
-        .filter(|r| r.run == run.as_str())
-        .collect();
-    if records.is_empty() {
-        return Err(PageError(
-            StatusCode::NOT_FOUND,
-            format!("there is no run {run}"),
-        ));
-    }
+    let all = crate::journal::read(&layout.journal_file())?;
+    let records = crate::runs::records(&all, &run)?;
     Ok(html(views::run(&at, &run, &records)))
 }
 

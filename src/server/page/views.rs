@@ -289,7 +289,7 @@ pub(super) fn runs(at: &At, said: Option<&str>, runs: &[Run]) -> Markup {
 }
 
 /// What one run did: each journal record, as a diff of its entry.
-pub(super) fn run(at: &At, id: &str, records: &[Record]) -> Markup {
+pub(super) fn run(at: &At, id: &str, records: &[&Record]) -> Markup {
     let base = &at.base;
     let content = html! {
         (button(&format!("{base}/runs/{id}/undo"), &format!("Undo {id}"), &[]))
