@@ -425,7 +425,7 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
     let texts: HashMap<&str, &str> = expected
         .values()
         .flatten()
-        .map(|(r, _)| (r.id.as_str(), r.text.as_str()))
+        .map(|row| (row.0.id.as_str(), row.0.text.as_str()))
         .collect();
     for r in &stored {
         let text = texts.get(r.id.as_str()).copied().unwrap_or("");
@@ -478,7 +478,7 @@ fn source_rows(
         .get(source)
         .into_iter()
         .flatten()
-        .map(|(r, h)| (r.id.as_str(), h.as_str()))
+        .map(|row| (row.0.id.as_str(), row.1.as_str()))
         .collect();
     let have: HashMap<&str, &str> = stored
         .iter()

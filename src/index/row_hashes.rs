@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::rows::Row;
+use super::rows::Hashed;
 
 /// Source → (id → hash), for the sources read or written at `version`.
 #[derive(Default)]
@@ -54,12 +54,12 @@ impl RowHashes {
     pub(super) fn diff(
         &self,
         source: &str,
-        rows: Vec<(Row, String)>,
+        rows: Vec<Hashed>,
         unique: bool,
-    ) -> (Vec<String>, Vec<(Row, String)>) {
+    ) -> (Vec<String>, Vec<Hashed>) {
         let empty = HashMap::new();
         let have = self.by_source.get(source).unwrap_or(&empty);
-        let held = |(r, h): &(Row, String)| have.get(r.id.as_str()) == Some(h);
+        let held = |row: &Hashed| have.get(row.0.id.as_str()) == Some(&row.1);
         let fresh: Vec<bool> = rows.iter().map(|row| !held(row)).collect();
         let matched = fresh.iter().filter(|f| !**f).count();
         let stale = match unique && matched == have.len() {
@@ -67,7 +67,7 @@ impl RowHashes {
             false => {
                 let want: HashMap<&str, &str> = rows
                     .iter()
-                    .map(|(r, h)| (r.id.as_str(), h.as_str()))
+                    .map(|row| (row.0.id.as_str(), row.1.as_str()))
                     .collect();
                 let gone =
                     |(id, h): &(&String, &String)| want.get(id.as_str()) != Some(&h.as_str());
@@ -121,10 +121,10 @@ impl RowHashes {
 mod tests {
     use super::*;
     use crate::ids::RowId;
-    use crate::index::rows::RowKind;
+    use crate::index::rows::{Row, RowKind};
     use crate::layout::Source;
 
-    fn row(id: &str, hash: &str) -> (Row, String) {
+    fn row(id: &str, hash: &str) -> Hashed {
         let row = Row {
             id: RowId::hand(id),
             kind: RowKind::Fact,
@@ -134,7 +134,7 @@ mod tests {
             session: None,
             category: None,
         };
-        (row, hash.into())
+        std::sync::Arc::new((row, hash.into()))
     }
 
     fn held(rows: &[(&str, &str)]) -> RowHashes {
@@ -146,8 +146,8 @@ mod tests {
         known
     }
 
-    fn ids(rows: &[(Row, String)]) -> Vec<String> {
-        rows.iter().map(|(r, _)| r.id.to_string()).collect()
+    fn ids(rows: &[Hashed]) -> Vec<String> {
+        rows.iter().map(|row| row.0.id.to_string()).collect()
     }
 
     #[test]
