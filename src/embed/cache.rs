@@ -5,6 +5,19 @@
 //! then the f32 values (little endian). A torn last record (a crash during
 //! an append) is ignored on load. The cache is derived data: deleting it
 //! costs only time.
+//!
+//! The file is read whole only when it pays ([`Cached::embed`]): a call
+//! with many texts to embed (a sync of many rows, a rebuild), or a small
+//! file. A search's one query against a large cache embeds the query
+//! instead: reading the file took far longer than embedding it. At
+//! 100,000 facts (a 149 MB cache) a one-shot `memd search` took 1.27 s
+//! with a peak of 625 MiB when it read the file, 1.05 s and 471 MiB
+//! without (`farm-bench -n 8`, paired), and the daemon ended a run of
+//! searches and appends at 638 MB of memory with it, 499 MB without
+//! (BENCHMARKS.md). What this process embeds or finds
+//! stays in memory either way, and goes into the file as before; a query
+//! asked again by another process is appended again, which loading
+//! reads as one entry (the last of a key wins; all are equal).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -26,8 +39,26 @@ type Key = [u8; 16];
 pub struct Cached {
     inner: Arc<dyn Embedder>,
     path: PathBuf,
-    map: tokio::sync::Mutex<HashMap<Key, Vec<f32>>>,
+    map: tokio::sync::Mutex<Known>,
 }
+
+/// The embeddings this process holds: those it embedded or read, and
+/// whether it has read the whole file.
+#[derive(Default)]
+struct Known {
+    map: HashMap<Key, Vec<f32>>,
+    whole: bool,
+}
+
+/// A call with more texts than this missing from memory reads the whole
+/// file first ([`Cached::embed`]): embedding them could cost more than
+/// reading it.
+const READ_WHOLE_FOR: usize = 64;
+
+/// A file this small is read whole at the first call, whatever it asks:
+/// about 6 ms for its 2,700 vectors of MiniLM (149 MB took about 220 ms),
+/// which a query found there repays by not loading the embedder at all.
+const READ_WHOLE_BELOW: u64 = 4 << 20;
 
 fn key(text: &str) -> Key {
     let d = Sha256::digest(text.as_bytes());
@@ -51,12 +82,36 @@ impl Cached {
             })
             .collect();
         let path = dir.join(format!("embeddings-{safe}.bin"));
-        let map = load(&path);
         Ok(Cached {
             inner,
             path,
-            map: tokio::sync::Mutex::new(map),
+            map: tokio::sync::Mutex::default(),
         })
+    }
+
+    /// Read the whole file into `known`, once; what this process holds
+    /// already stays (it equals what the file holds).
+    async fn read_whole(&self, known: &mut Known) -> Result<()> {
+        if known.whole {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let file = tokio::task::spawn_blocking(move || load(&path)).await?;
+        for (k, v) in file {
+            known.map.entry(k).or_insert(v);
+        }
+        known.whole = true;
+        Ok(())
+    }
+
+    /// Whether a call missing `missing` texts from memory reads the whole
+    /// file first.
+    fn reads_whole(&self, known: &Known, missing: usize) -> bool {
+        if known.whole || missing == 0 {
+            return false;
+        }
+        missing > READ_WHOLE_FOR
+            || std::fs::metadata(&self.path).map_or(true, |m| m.len() < READ_WHOLE_BELOW)
     }
 
     #[cfg(feature = "lab")]
@@ -69,22 +124,23 @@ impl Cached {
     /// it is done, so a failure part-way loses no finished work.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let keys: Vec<Key> = texts.iter().map(|t| key(t)).collect();
-        let mut missing: Vec<usize> = Vec::new();
-        {
-            let map = self.map.lock().await;
-            let mut queued = std::collections::HashSet::new();
-            for (i, k) in keys.iter().enumerate() {
-                if !map.contains_key(k) && queued.insert(*k) {
-                    missing.push(i);
+        let missing = {
+            let mut known = self.map.lock().await;
+            let missing = missing(&known.map, &keys);
+            match self.reads_whole(&known, missing.len()) {
+                true => {
+                    self.read_whole(&mut known).await?;
+                    self::missing(&known.map, &keys)
                 }
+                false => missing,
             }
-        }
+        };
         let mut progress = crate::progress::Progress::new("texts embedded", missing.len() as u64);
         for chunk in missing.chunks(CHUNK) {
             let todo: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
             let vecs = self.inner.embed(&todo).await?;
             let mut buf = Vec::new();
-            let mut map = self.map.lock().await;
+            let map = &mut self.map.lock().await.map;
             for (&i, v) in chunk.iter().zip(vecs) {
                 buf.extend_from_slice(&keys[i]);
                 buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
@@ -103,7 +159,7 @@ impl Cached {
                 tracing::warn!(file = %self.path.display(), error = %e, "cannot write the embedding cache");
             }
         }
-        let map = self.map.lock().await;
+        let map = &self.map.lock().await.map;
         Ok(keys.iter().map(|k| map[k].clone()).collect())
     }
 }
@@ -114,7 +170,9 @@ impl Cached {
     /// erasure's, so that no embedding of an erased text stays on disk.
     pub async fn retain(&self, texts: &[String]) -> Result<()> {
         let keep: std::collections::HashSet<Key> = texts.iter().map(|t| key(t)).collect();
-        let mut map = self.map.lock().await;
+        let mut known = self.map.lock().await;
+        self.read_whole(&mut known).await?;
+        let map = &mut known.map;
         map.retain(|k, _| keep.contains(k));
         let mut buf = Vec::new();
         for (k, v) in map.iter() {
@@ -137,6 +195,14 @@ impl Cached {
         }
         Ok(())
     }
+}
+
+/// The positions of the texts whose `keys` are not in `map`, each key once.
+fn missing(map: &HashMap<Key, Vec<f32>>, keys: &[Key]) -> Vec<usize> {
+    let mut queued = std::collections::HashSet::new();
+    (0..keys.len())
+        .filter(|&i| !map.contains_key(&keys[i]) && queued.insert(keys[i]))
+        .collect()
 }
 
 fn load(path: &Path) -> HashMap<Key, Vec<f32>> {
