@@ -14,10 +14,11 @@
 //! with a peak of 625 MiB when it read the file, 1.05 s and 471 MiB
 //! without (`farm-bench -n 8`, paired), and the daemon ended a run of
 //! searches and appends at 638 MB of memory with it, 499 MB without
-//! (BENCHMARKS.md). What this process embeds or finds
-//! stays in memory either way, and goes into the file as before; a query
-//! asked again by another process is appended again, which loading
-//! reads as one entry (the last of a key wins; all are equal).
+//! (BENCHMARKS.md). What this process embeds or finds stays in memory
+//! either way, and goes into the file as before; a query asked again by
+//! another process is appended again, which loading reads as one entry
+//! (the last of a key wins; all are equal). An erasure reads the file
+//! whole before it rewrites it ([`Cached::retain`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -40,6 +41,32 @@ pub struct Cached {
     inner: Arc<dyn Embedder>,
     path: PathBuf,
     map: tokio::sync::Mutex<Known>,
+    /// The texts a call of this process is embedding now, each with the
+    /// receiving end of a channel its call closes when done: a call asking
+    /// for one of them waits for it instead of embedding it a second time
+    /// beside it. A search for a fact just appended (the same text) was
+    /// embedding it again while the sync did (`memd bench search-path`).
+    flying: std::sync::Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
+}
+
+/// One chunk of texts being embedded ([`Cached::flying`]); dropped when
+/// done, its keys are let go and the calls waiting for them go on.
+struct Flight<'a> {
+    flying: &'a std::sync::Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
+    keys: Vec<Key>,
+    mine: tokio::sync::watch::Receiver<()>,
+    _done: tokio::sync::watch::Sender<()>,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut flying = self.flying.lock().unwrap_or_else(|e| e.into_inner());
+        for k in &self.keys {
+            if flying.get(k).is_some_and(|r| r.same_channel(&self.mine)) {
+                flying.remove(k);
+            }
+        }
+    }
 }
 
 /// The embeddings this process holds: those it embedded or read, and
@@ -86,7 +113,35 @@ impl Cached {
             inner,
             path,
             map: tokio::sync::Mutex::default(),
+            flying: std::sync::Mutex::default(),
         })
+    }
+
+    /// Wait until no call of this process is embedding any of `keys`.
+    async fn after_flights(&self, keys: &[Key]) {
+        let waits: Vec<tokio::sync::watch::Receiver<()>> = {
+            let flying = self.flying.lock().unwrap_or_else(|e| e.into_inner());
+            keys.iter().filter_map(|k| flying.get(k).cloned()).collect()
+        };
+        for mut done in waits {
+            // Closed when that call is done, whether it succeeded or not.
+            let _ = done.changed().await;
+        }
+    }
+
+    /// Mark `keys` as being embedded by the caller, until the flight drops.
+    fn fly(&self, keys: Vec<Key>) -> Flight<'_> {
+        let (done, mine) = tokio::sync::watch::channel(());
+        let mut flying = self.flying.lock().unwrap_or_else(|e| e.into_inner());
+        for k in &keys {
+            flying.insert(*k, mine.clone());
+        }
+        Flight {
+            flying: &self.flying,
+            keys,
+            mine,
+            _done: done,
+        }
     }
 
     /// Read the whole file into `known`, once; what this process holds
@@ -124,6 +179,7 @@ impl Cached {
     /// it is done, so a failure part-way loses no finished work.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let keys: Vec<Key> = texts.iter().map(|t| key(t)).collect();
+        self.after_flights(&keys).await;
         let missing = {
             let mut known = self.map.lock().await;
             let missing = missing(&known.map, &keys);
@@ -138,6 +194,7 @@ impl Cached {
         let mut progress = crate::progress::Progress::new("texts embedded", missing.len() as u64);
         for chunk in missing.chunks(CHUNK) {
             let todo: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
+            let _flight = self.fly(chunk.iter().map(|&i| keys[i]).collect());
             let vecs = self.inner.embed(&todo).await?;
             let mut buf = Vec::new();
             let map = &mut self.map.lock().await.map;

@@ -929,3 +929,47 @@ async fn an_erasure_in_a_process_that_never_read_the_embedding_cache_keeps_the_o
     after.embed(&all[3..]).await.unwrap();
     assert_eq!(texts_embedded(&server), 5, "the erased text's is gone");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_text_asked_for_while_it_is_being_embedded_is_embedded_once() {
+    use memd::embed::cache::Cached;
+    // Slow enough that the second call starts while the first waits.
+    let server =
+        scripted(|_, body| Reply::Slow(Duration::from_millis(300), embeddings_reply(body, 8)))
+            .await;
+    let config = openai_config(&server.url, 5, 1).embedder;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache =
+        Arc::new(Cached::open(Arc::new(OpenAi::new(&config).unwrap()), tmp.path()).unwrap());
+    let fact = vec!["The user moved to Lisbon".to_string()];
+    let (a, b) = (cache.clone(), cache.clone());
+    let (f1, f2) = (fact.clone(), fact.clone());
+    let first = tokio::spawn(async move { a.embed(&f1).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = tokio::spawn(async move { b.embed(&f2).await.unwrap() });
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert_eq!(first, second);
+    assert_eq!(texts_embedded(&server), 1);
+
+    // A call that failed lets the ones waiting for it embed the text.
+    let failing = scripted(|n, body| match n {
+        0 => Reply::Slow(
+            Duration::from_millis(300),
+            serde_json::json!({"no": "data"}),
+        ),
+        _ => Reply::Json(embeddings_reply(body, 8)),
+    })
+    .await;
+    let config = openai_config(&failing.url, 5, 1).embedder;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache =
+        Arc::new(Cached::open(Arc::new(OpenAi::new(&config).unwrap()), tmp.path()).unwrap());
+    let (a, b) = (cache.clone(), cache.clone());
+    let (f1, f2) = (fact.clone(), fact.clone());
+    let first = tokio::spawn(async move { a.embed(&f1).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = tokio::spawn(async move { b.embed(&f2).await });
+    assert!(first.await.unwrap().is_err());
+    assert_eq!(second.await.unwrap().unwrap().len(), 1);
+    assert_eq!(texts_embedded(&failing), 2);
+}
