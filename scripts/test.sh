@@ -12,6 +12,9 @@
 # shipped memd never reads MEMD_PAUSE_AT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests that load ONNX Runtime in their own process (memd's binary
+# turns its telemetry off itself: src/embed/onnx.rs).
+export ORT_DISABLE_TELEMETRY=1
 . scripts/setup.sh
 ./scripts/fetch-model.sh
 ./scripts/install-browser.sh

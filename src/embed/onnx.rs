@@ -72,13 +72,32 @@ struct Inner {
 /// packing has paid for itself (64 × 1.8 ms saved ≈ its 115 ms).
 const QUICK_TEXTS: usize = 64;
 
+/// Turn ONNX Runtime's telemetry off for this process. Microsoft's builds
+/// of the library (the one `memd setup` installs) start it when the
+/// library makes its environment, unless `CI` or this variable is set: it
+/// wrote a device id and an event queue under
+/// `~/.cache/Microsoft/DeveloperTools/.onnxruntime` and a daemon looked up
+/// `mobile.events.data.microsoft.com` to send them, where memd promises to
+/// run offline. Turning it off once the environment exists
+/// ([`ort::environment::EnvironmentBuilder::with_telemetry`], also done) is
+/// too late. It also spared a one-shot search the SQLite queue's writes.
+///
+/// Call it first thing in `main`: setting a variable is only sound while
+/// no other thread can read the environment. A process that embeds memd
+/// as a library sets `ORT_DISABLE_TELEMETRY=1` itself.
+pub fn no_telemetry_before_threads() {
+    // SAFETY: called at the start of `main`, before any thread exists.
+    unsafe { std::env::set_var("ORT_DISABLE_TELEMETRY", "1") };
+}
+
 /// ONNX Runtime allows one environment per process, made from the first
 /// library loaded; later loads reuse it.
 fn runtime(library: &Path) -> Result<&'static Environment> {
     static ENV: OnceLock<std::result::Result<Environment, String>> = OnceLock::new();
     ENV.get_or_init(|| {
         let builder = ort::init_from(library).map_err(|e| e.to_string())?;
-        builder.with_name("memd").build().map_err(|e| e.to_string())
+        let builder = builder.with_name("memd").with_telemetry(false);
+        builder.build().map_err(|e| e.to_string())
     })
     .as_ref()
     .map_err(|e| err!("loading ONNX Runtime from {}: {e}", library.display()))

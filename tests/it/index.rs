@@ -973,3 +973,49 @@ async fn a_text_asked_for_while_it_is_being_embedded_is_embedded_once() {
     assert_eq!(second.await.unwrap().unwrap().len(), 1);
     assert_eq!(texts_embedded(&failing), 2);
 }
+
+/// memd runs offline (README): ONNX Runtime's own telemetry, on in
+/// Microsoft's builds of the library, wrote a device id and an event queue
+/// under `~/.cache/Microsoft/DeveloperTools/.onnxruntime` and looked up
+/// `mobile.events.data.microsoft.com` to send them. It stays off in every
+/// memd process. (Outside `CI`, where the library turns it off itself.)
+#[test]
+fn memd_with_onnx_runtime_writes_no_telemetry_and_no_device_id() {
+    let (_mem, layout) = crate::support::memory_dir();
+    let (_model, model_dir) = linked_model_dir();
+    let config = format!(
+        "[embedder]\nkind = \"minilm\"\nruntime = \"onnx\"\nmodel_dir = {:?}\n",
+        model_dir.display().to_string()
+    );
+    std::fs::write(layout.root.join("memd.toml"), config).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(crate::support::memd_bin())
+            .arg("--dir")
+            .arg(&layout.root)
+            .args(args)
+            .env_remove("CI")
+            .env_remove("ORT_DISABLE_TELEMETRY")
+            .env_remove("MEMD_DIR")
+            .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", home.path().join(".cache"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["add", "The user drinks oolong tea every afternoon"]);
+    let found = run(&[
+        "search",
+        "which tea does the user drink",
+        "--min-score",
+        "0",
+    ]);
+    assert!(found.contains("oolong"), "{found}");
+    let telemetry = home.path().join(".cache/Microsoft");
+    assert!(
+        !telemetry.exists(),
+        "ONNX Runtime wrote {}",
+        telemetry.display()
+    );
+}
