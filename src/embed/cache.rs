@@ -44,15 +44,19 @@ pub struct Cached {
     /// The texts a call of this process is embedding now, each with the
     /// receiving end of a channel its call closes when done: a call asking
     /// for one of them waits for it instead of embedding it a second time
-    /// beside it. A search for a fact just appended (the same text) was
-    /// embedding it again while the sync did (`memd bench search-path`).
-    flying: std::sync::Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
+    /// beside it. A search for a fact just appended, with the fact's own
+    /// text, was embedding it again while the sync did (the peers
+    /// harness, `../shared/tools/peers/`: BENCHMARKS.md).
+    flying: Flying,
 }
+
+/// The texts being embedded now ([`Cached::flying`]).
+type Flying = std::sync::Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>;
 
 /// One chunk of texts being embedded ([`Cached::flying`]); dropped when
 /// done, its keys are let go and the calls waiting for them go on.
 struct Flight<'a> {
-    flying: &'a std::sync::Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
+    flying: &'a Flying,
     keys: Vec<Key>,
     mine: tokio::sync::watch::Receiver<()>,
     _done: tokio::sync::watch::Sender<()>,
@@ -176,7 +180,8 @@ impl Cached {
 
     /// Embed `texts`, computing only those not cached, [`CHUNK`] at a time
     /// with progress shown ([`crate::progress`]); each chunk is cached as
-    /// it is done, so a failure part-way loses no finished work.
+    /// it is done, so a failure part-way loses no finished work. A text
+    /// another call is embedding now is waited for, not embedded again.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let keys: Vec<Key> = texts.iter().map(|t| key(t)).collect();
         self.after_flights(&keys).await;

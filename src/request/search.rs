@@ -112,7 +112,9 @@ impl Request for Search {
                 // The query's embedding does not wait for the sync: made
                 // beside it (and cached for the search), it takes the
                 // session while the sync writes the table. A fact just
-                // appended is being embedded by then (`Target::index_soon`).
+                // appended is being embedded by then (`Target::index_soon`);
+                // a query that is the fact's own text waits for that
+                // embedding instead of making it again (`Cached::embed`).
                 let synced = crate::steps::timed("sync", index.writer.sync());
                 let embedded =
                     crate::steps::timed("query embedding", index.reader.query_vector(&text));
