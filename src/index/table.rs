@@ -160,7 +160,7 @@ impl Table {
     /// Rows (each with its [`Row::hash`]) and their vectors as one batch.
     pub(super) fn batch(
         &self,
-        rows: &[&(Row, String)],
+        rows: &[super::rows::Hashed],
         vectors: Vec<Vec<f32>>,
     ) -> Result<RecordBatch> {
         let col = |f: &dyn Fn(&(Row, String)) -> Option<String>| -> Arc<dyn Array> {

@@ -26,7 +26,7 @@ use arrow_array::RecordBatch;
 
 use super::fingerprints::{self, Prints, Seen};
 use super::row_hashes::RowHashes;
-use super::rows::{self, Hashed, Row};
+use super::rows::{self, Hashed};
 use super::table;
 use super::{Shared, SyncReport};
 use crate::error::Result;
@@ -291,8 +291,7 @@ impl Writer {
             let texts: Vec<String> = new.iter().map(|row| row.0.text.clone()).collect();
             vectors = self.shared.embedder.embed(&texts).await?;
             report.rows_added += new.len();
-            let rows: Vec<&(Row, String)> = new.iter().map(|row| &**row).collect();
-            batches.push(self.shared.table.batch(&rows, vectors.clone())?);
+            batches.push(self.shared.table.batch(&new, vectors.clone())?);
         }
         Ok(Changes {
             batches,
@@ -489,10 +488,7 @@ impl Writer {
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let vectors = self.shared.embedder.inner().embed(&texts).await?;
         let rows = rows::with_hashes(rows);
-        let batch = self
-            .shared
-            .table
-            .batch(&rows.iter().map(|r| &**r).collect::<Vec<_>>(), vectors)?;
+        let batch = self.shared.table.batch(&rows, vectors)?;
         let filter = format!("source = {}", table::sql_str(&source.rel()));
         self.shared.table.inner.delete(filter.as_str()).await?;
         self.shared.table.inner.add(batch).execute().await?;
