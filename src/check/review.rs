@@ -75,12 +75,18 @@ pub(super) fn check(
 }
 
 /// A run that proposed ops applied none: the journal holds no ADD,
-/// REPLACE, REMOVE or KEEP of it.
+/// REPLACE, REMOVE or KEEP of it that a judge decided. Every judge's
+/// decision is journaled with the judge that made it (`model`: the LLM's,
+/// "built-in", "declared", the sync's); a run's other records are not its
+/// decisions. One such is the merge of an entry a person deleted by hand
+/// while its twin still says the same (a REMOVE `into` the twin, with no
+/// model: [`crate::consolidate::deleted_by_hand::merge_copies`]), which
+/// carries out the person's edit and which a run in review makes too.
 fn bypassed(props: &Proposals, journal: &[Record], report: &mut Report) {
     let proposing: HashSet<&str> = props.all.iter().map(|p| p.run.as_str()).collect();
     for r in journal
         .iter()
-        .filter(|r| proposing.contains(r.run.as_str()))
+        .filter(|r| proposing.contains(r.run.as_str()) && r.model.is_some())
     {
         if matches!(r.op, Op::Add | Op::Replace | Op::Remove | Op::Keep) {
             let what = format!(

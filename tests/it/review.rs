@@ -444,3 +444,77 @@ async fn erasing_a_fact_under_review_takes_its_text_out_of_the_proposals_and_rev
     );
     assert_checks_clean(&layout.root, "an erasure of a fact under review");
 }
+
+/// Two entries that say the same, one deleted by hand: the next run
+/// merges that one into its twin, which is the person's edit carried out,
+/// not an op of the run. A run that proposes its own ops beside it has
+/// still applied none of them, and `memd check` says so. (Found by the
+/// random test, seed 5631785880548023366: check reported the merge as a
+/// REMOVE applied past review.)
+#[test]
+fn a_twin_deleted_by_hand_is_merged_by_a_run_in_review_and_check_sees_no_op_applied_past_review() {
+    let (_t, layout) = manual_cli_dir();
+    let dir = &layout.root;
+    for text in ["Plays the violin", "plays the violin"] {
+        assert!(memd(dir, &["add", text]).status.success());
+    }
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for o in memd::review::list(&layout).unwrap().open {
+        let out = memd(dir, &["review", "reject", o.item.as_str()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = memd(dir, &["review", "apply"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let twins: Vec<_> = entries(&layout)
+        .into_iter()
+        .filter(|e| e.text.eq_ignore_ascii_case("plays the violin"))
+        .collect();
+    assert_eq!(twins.len(), 2, "rejected, each fact is kept word for word");
+    let gone = twins[1].meta.as_ref().unwrap().id.to_string();
+    let src = std::fs::read_to_string(layout.entries_file()).unwrap();
+    let kept: Vec<&str> = src
+        .split("\n\n")
+        .filter(|b| !b.contains(&format!("\"id\":\"{gone}\"")))
+        .collect();
+    std::fs::write(layout.entries_file(), kept.join("\n\n")).unwrap();
+
+    assert!(memd(dir, &["add", "Allergic to peanuts"]).status.success());
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1 ops proposed"), "{}", stdout(&out));
+    let journal = memd::journal::read(&layout.journal_file()).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r.entry == gone && r.into.is_some() && r.op == memd::journal::Op::Remove),
+        "the twin was merged: {journal:#?}"
+    );
+    assert_checks_clean(dir, "a twin deleted by hand, merged by a run that proposed");
+}
+
+/// The other side of the test above: a decision of the judge that a run in
+/// review applied all the same (here written into the journal as such a
+/// run would) is what `memd check` reports.
+#[test]
+fn an_op_a_run_in_review_applied_all_the_same_is_reported_by_check() {
+    let (_t, layout) = manual_cli_dir();
+    let dir = &layout.root;
+    assert!(memd(dir, &["add", "Plays the violin"]).status.success());
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_checks_clean(dir, "a run that proposed");
+    let run = Proposals::load(&layout).unwrap().all[0].run.clone();
+    let clock = memd::clock::Clock::System;
+    let mut r = memd::journal::Record::new(&clock, &run, memd::journal::Op::Add, "e-0badc0de");
+    r.after = Some("Plays the violin".into());
+    r.model = Some("built-in".into());
+    let line = serde_json::to_string(&r).unwrap();
+    let mut journal = std::fs::read_to_string(layout.journal_file()).unwrap_or_default();
+    journal.push_str(&line);
+    journal.push('\n');
+    std::fs::write(layout.journal_file(), journal).unwrap();
+    let out = memd(dir, &["check", "--json"]);
+    assert!(!out.status.success());
+    assert!(stdout(&out).contains("review_bypassed"), "{}", stdout(&out));
+}
