@@ -365,6 +365,24 @@ fn a_replace_keeps_the_old_value_unless_it_was_a_typo_or_is_history_already() {
         "Cris is a published author, while Jorlan is known for graphic design. \
          (previously: Jorlan is a published author.)"
     );
+    // Every old word kept, in order, and what both did no longer said
+    // (Qwen 1.5B's Letta update, set 73, was "current only" without it);
+    // said of both still, the old text is still said.
+    assert_eq!(
+        with_history(
+            "Kelvin Freemont attended Stanford University, while Cristina Rodarez attended the Massachusetts Institute of Technology.",
+            "Kelvin Freemont and Cristina Rodarez both attended the Massachusetts Institute of Technology."
+        ),
+        "Kelvin Freemont attended Stanford University, while Cristina Rodarez attended the Massachusetts Institute of Technology. \
+         (previously: Kelvin Freemont and Cristina Rodarez both attended the Massachusetts Institute of Technology.)"
+    );
+    assert_eq!(
+        with_history(
+            "Kelvin and Cristina both attended MIT in 2019",
+            "Kelvin and Cristina both attended MIT"
+        ),
+        "Kelvin and Cristina both attended MIT in 2019"
+    );
     // Older history is flattened, not nested.
     assert_eq!(
         with_history(

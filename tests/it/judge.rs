@@ -391,6 +391,43 @@ fn a_per_fact_update_is_never_taken_as_of_a_pinned_or_already_decided_entry() {
     assert!(err.contains("E2 shares much more with F2 than E1"), "{err}");
 }
 
+/// An UPDATE of an entry when two others tie as sharing much more with the
+/// fact is asked again naming both, never only one of them: told "UPDATE
+/// E3, or NEW" when the fact was as close to E2, a 1.5B judge said NEW and
+/// the entry the fact updates stayed current beside it.
+#[test]
+fn an_update_refused_for_two_closer_entries_that_tie_names_both() {
+    use memd::consolidate::ops::{Cluster, Group};
+    use memd::consolidate::reply::read_decisions;
+    let cluster = Cluster {
+        groups: vec![Group {
+            ids: vec!["2026-11-22#00000001".into()],
+            text: "Amara Monrow has received recognition for her fluency in multiple languages"
+                .into(),
+            days: vec!["2026-11-22".into()],
+        }],
+        entries: vec![
+            entry("e-field", "Amara Monrow is a professional in her field"),
+            entry(
+                "e-leadership",
+                "Amara Monrow has received recognition for her leadership skills",
+            ),
+            entry(
+                "e-languages",
+                "Amara Monrow is fluent in multiple languages",
+            ),
+        ],
+        forgotten: Vec::new(),
+    };
+    let reply = json!({"decisions": [{"fact": "F1", "decision": "UPDATE", "entry": "E1"}]});
+    let err = read_decisions(&reply, &cluster, 20).unwrap_err();
+    assert!(
+        err.contains("E2 and E3 share much more with F1 than E1")
+            && err.contains("UPDATE E2 or UPDATE E3, or NEW"),
+        "{err}"
+    );
+}
+
 /// A change said of the user, unnamed, updates what was said of the user:
 /// "Moved to San Francisco" is not a fact about someone else because its
 /// first word is capitalised.

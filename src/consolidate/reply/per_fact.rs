@@ -274,17 +274,41 @@ fn update_target(
 }
 
 /// Why fact `alias` (`text`) cannot update entry `e` of `cluster` (see
-/// [`about_same`] and [`closer_entries`]), said to the judge.
+/// [`about_same`] and [`closer_entries`]), said to the judge. Entries that
+/// tie as the closest are all named: naming one of them only, a judge told
+/// "UPDATE E6, or NEW" of a fact as close to E3 said NEW, and the entry it
+/// updates stayed current beside it (set 86 of the Letta updates).
 fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
     let target = format!("E{}", e + 1);
-    if let Some(&c) = closer_entries(text, e, cluster).last() {
-        let closer = format!("E{}", c + 1);
-        return Err(match about_same(text, c, cluster) {
-            Ok(()) => format!(
-                "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does; an update changes one value of the entry it updates: UPDATE {closer}, or NEW"
+    let closer = closer_entries(text, e, cluster);
+    if !closer.is_empty() {
+        let alias_of = |c: &usize| format!("E{}", c + 1);
+        let (names, verb) = match &closer[..] {
+            [c] => (alias_of(c), "shares"),
+            _ => (
+                closer
+                    .iter()
+                    .map(alias_of)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                "share",
             ),
-            Err(_) => format!(
-                "{alias} UPDATE {target}: {closer} shares much more with {alias} than {target} does, and is not about the same thing either; an update changes one value of the entry it updates: NEW, unless {alias} changes another entry"
+        };
+        let fit: Vec<String> = closer
+            .iter()
+            .filter(|&&c| about_same(text, c, cluster).is_ok())
+            .map(|c| format!("UPDATE {}", alias_of(c)))
+            .collect();
+        let head = format!(
+            "{alias} UPDATE {target}: {names} {verb} much more with {alias} than {target} does"
+        );
+        return Err(match fit.is_empty() {
+            false => format!(
+                "{head}; an update changes one value of the entry it updates: {}, or NEW",
+                fit.join(" or ")
+            ),
+            true => format!(
+                "{head}, and not about the same thing either; an update changes one value of the entry it updates: NEW, unless {alias} changes another entry"
             ),
         });
     }

@@ -67,8 +67,9 @@ fn misspelling(wrong: &str, right: &str) -> bool {
 /// drop the old one ("Joren and Eliza run the podcast" replacing "Nora and
 /// Eliza run the podcast"), and the old value is then gone from the memory.
 /// `old` is kept unless `new` still says every content word of `old` in
-/// `old`'s order and does not set a value against one of them ("Jorlan,
-/// not Cris, …"), or
+/// `old`'s order, does not set a value against one of them ("Jorlan,
+/// not Cris, …") and still says what `old` said of several together
+/// ("both"), or
 /// `new` writes its own history (a word of the past that `old` lacked) and
 /// keeps [`REPLACE_MIN_COVERAGE`] of it, or every dropped word is a
 /// misspelling of a word `new` brings (a typo fix: "Jon" → "John", where
@@ -93,7 +94,11 @@ pub fn with_history(new: &str, old: &str) -> String {
         .filter(|w| old_words.contains(w) && !contrasted_before.contains(w))
         .collect();
     let refuted = !contrasted.iter().all(typo);
-    let flipped = negated(new) != negated(old) || refuted;
+    // "Kelvin attended Stanford, while Cristina attended MIT" replacing
+    // "Kelvin and Cristina both attended MIT" keeps every content word in
+    // order and no longer says what both did ("both" is a stop word).
+    let parted = together(old) && !together(new);
+    let flipped = negated(new) != negated(old) || refuted || parted;
     // Every old word kept, but not in the old order, is another
     // statement: "Cris is an author, while Jorlan is known for design"
     // replacing "Jorlan is an author" keeps each word and no longer says
@@ -116,6 +121,15 @@ pub fn with_history(new: &str, old: &str) -> String {
     }
     format!("{new}{HISTORY_OPEN}{})", flat_history(old))
 }
+
+/// Whether `text` says something of several together ("both",
+/// "together", "neither", "jointly").
+fn together(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|w| TOGETHER.contains(&w.to_lowercase().as_str()))
+}
+
+const TOGETHER: &[&str] = &["both", "together", "neither", "jointly"];
 
 /// Whether `new` says `old`'s content words in `old`'s order, other words
 /// between them allowed ("Alice Smith, a nurse, lives in Seattle" says
