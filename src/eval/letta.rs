@@ -635,23 +635,57 @@ impl SetRun {
                 return "current only";
             }
         }
-        if after.iter().any(|e| contains(&e.text, now)) || carried(&row.new_fact, after) {
-            report.updates.beside += 1;
-            "beside"
-        } else if pending {
-            report.updates.pending += 1;
-            "pending"
-        } else {
-            report.updates.lost += 1;
-            report.facts_lost += 1;
-            "lost"
+        let outcome = unplaced(now, &row.new_fact, after, pending);
+        match outcome {
+            "pending" => report.updates.pending += 1,
+            "beside" => report.updates.beside += 1,
+            _ => {
+                report.updates.lost += 1;
+                report.facts_lost += 1;
+            }
         }
+        outcome
+    }
+}
+
+/// What became of a new fact that updated no superseded entry: still
+/// pending (the judge gave no usable reply), beside (an entry of its own,
+/// or another entry names the new value), or lost. Pending first: another
+/// entry that happens to name the new value ("Amara Monrow is fluent in
+/// multiple languages", for the answer "fluency in multiple languages")
+/// does not place a fact no entry holds.
+fn unplaced(now: &str, new_fact: &str, after: &[Entry], pending: bool) -> &'static str {
+    if pending {
+        "pending"
+    } else if after.iter().any(|e| contains(&e.text, now)) || carried(new_fact, after) {
+        "beside"
+    } else {
+        "lost"
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{says_new, statement};
+    use super::{says_new, statement, unplaced};
+
+    #[test]
+    fn a_new_fact_still_pending_is_scored_pending_even_when_another_entry_names_its_value() {
+        let fluent = crate::entries::Entry {
+            meta: None,
+            text: "Amara Monrow is fluent in multiple languages.".into(),
+        };
+        let new = "Amara Monrow has received recognition for her fluency in multiple languages.";
+        let now = "fluency in multiple languages";
+        assert_eq!(
+            unplaced(now, new, std::slice::from_ref(&fluent), true),
+            "pending"
+        );
+        assert_eq!(
+            unplaced(now, new, std::slice::from_ref(&fluent), false),
+            "beside"
+        );
+        assert_eq!(unplaced(now, new, &[], false), "lost");
+    }
 
     #[test]
     fn an_entry_says_the_new_value_only_with_the_words_the_update_adds() {
