@@ -275,9 +275,9 @@ fn update_target(
 
 /// Why fact `alias` (`text`) cannot update entry `e` of `cluster` (see
 /// [`about_same`] and [`closer_entries`]), said to the judge. Entries that
-/// tie as the closest are all named: naming one of them only, a judge told
-/// "UPDATE E6, or NEW" of a fact as close to E3 said NEW, and the entry it
-/// updates stayed current beside it (set 86 of the Letta updates).
+/// tie as the closest are all named: naming only the last of them offered
+/// the judge one of two equals, and not the one the fact updates (set 86
+/// of the Letta updates: "UPDATE E6, or NEW", where E3 was as close).
 fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<(), String> {
     let target = format!("E{}", e + 1);
     let closer = closer_entries(text, e, cluster);
