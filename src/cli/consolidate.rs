@@ -91,9 +91,10 @@ fn render(r: &Report) -> String {
         a.add, a.replace, a.remove, a.keep
     ));
     if !r.proposed.is_empty() {
+        let n = r.proposed.len();
+        let ops = if n == 1 { "op" } else { "ops" };
         out.push_str(&format!(
-            "{} ops proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n",
-            r.proposed.len()
+            "{n} {ops} proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n"
         ));
     }
     if r.under_review > 0 {

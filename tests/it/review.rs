@@ -482,7 +482,7 @@ fn a_twin_deleted_by_hand_is_merged_by_a_run_in_review_and_check_sees_no_op_appl
     assert!(memd(dir, &["add", "Allergic to peanuts"]).status.success());
     let out = memd(dir, &["consolidate", "--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("1 ops proposed"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("1 op proposed"), "{}", stdout(&out));
     let journal = memd::journal::read(&layout.journal_file()).unwrap();
     assert!(
         journal
