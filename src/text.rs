@@ -127,6 +127,12 @@ pub(crate) fn content_words(text: &str) -> std::collections::HashSet<String> {
     content_word_list(text).into_iter().collect()
 }
 
+/// Whether `text` says one of `words` (lowercase), as a word of its own.
+pub(crate) fn says_word(text: &str, words: &[&str]) -> bool {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| words.contains(&w.to_lowercase().as_str()))
+}
+
 /// [`content_words`] in the order `text` says them, repeats kept.
 pub(crate) fn content_word_list(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')

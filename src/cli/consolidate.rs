@@ -92,9 +92,9 @@ fn render(r: &Report) -> String {
     ));
     if !r.proposed.is_empty() {
         let n = r.proposed.len();
-        let ops = if n == 1 { "op" } else { "ops" };
         out.push_str(&format!(
-            "{n} {ops} proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n"
+            "{n} op{} proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n",
+            super::plural(n)
         ));
     }
     if r.under_review > 0 {

@@ -108,7 +108,7 @@ fn git_said(g: &memd::git::GitHistory) -> String {
         (0, true) => "no commit holds its text".to_string(),
         (n, true) => format!(
             "{n} commit{} add or remove its text: {}",
-            plural(n),
+            super::plural(n),
             g.commits
                 .iter()
                 .map(|c| &c[..c.len().min(12)])
@@ -117,7 +117,7 @@ fn git_said(g: &memd::git::GitHistory) -> String {
         ),
         (n, false) => format!(
             "memd could not search its history for the text (git missing or failed, or the text already gone from the files); {n} commit{} found",
-            plural(n)
+            super::plural(n)
         ),
     };
     format!(
@@ -139,11 +139,11 @@ fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result
                 e.entries.len(),
                 if e.entries.len() == 1 { "y" } else { "ies" },
                 e.facts.len(),
-                plural(e.facts.len()),
+                super::plural(e.facts.len()),
                 e.journal_records,
-                plural(e.journal_records),
+                super::plural(e.journal_records),
                 e.recalls,
-                plural(e.recalls),
+                super::plural(e.recalls),
             );
             if let Some(g) = &e.git {
                 print!("{}", git_said(g));
@@ -156,8 +156,4 @@ fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result
         (true, true) => super::emit(true, &gone[0], |_| String::new()),
         (true, false) => super::emit(true, &gone, |_| String::new()),
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

@@ -219,6 +219,11 @@ fn emit<T: serde::Serialize>(json: bool, value: &T, text: impl FnOnce(&T) -> Str
     Ok(())
 }
 
+/// The plural ending of a count's noun: "1 op", "2 ops".
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// A text on one line, for listings.
 fn one_line(text: &str) -> String {
     text.replace('\n', " ")

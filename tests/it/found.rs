@@ -60,12 +60,7 @@ fn a_hand_deletion_recorded_while_memory_md_cannot_be_written_leaves_no_line_nam
     let core = || std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
     assert!(core().contains(&id), "promoted: {}", core());
     add(dir, "Drinks black coffee every morning");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let kept: Vec<&str> = text
-        .split("\n\n")
-        .filter(|b| !b.contains(&format!("\"id\":\"{id}\"")))
-        .collect();
-    std::fs::write(&file, kept.join("\n\n")).unwrap();
+    crate::support::delete_entry_by_hand(&file, &id).unwrap();
     let put_back = block_memory_md(dir);
     let _ = memd(dir, &["consolidate", "--force"]);
     put_back();

@@ -472,12 +472,7 @@ fn a_twin_deleted_by_hand_is_merged_by_a_run_in_review_and_check_sees_no_op_appl
         .collect();
     assert_eq!(twins.len(), 2, "rejected, each fact is kept word for word");
     let gone = twins[1].meta.as_ref().unwrap().id.to_string();
-    let src = std::fs::read_to_string(layout.entries_file()).unwrap();
-    let kept: Vec<&str> = src
-        .split("\n\n")
-        .filter(|b| !b.contains(&format!("\"id\":\"{gone}\"")))
-        .collect();
-    std::fs::write(layout.entries_file(), kept.join("\n\n")).unwrap();
+    delete_entry_by_hand(&layout.entries_file(), &gone).unwrap();
 
     assert!(memd(dir, &["add", "Allergic to peanuts"]).status.success());
     let out = memd(dir, &["consolidate", "--force"]);

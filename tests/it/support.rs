@@ -242,6 +242,17 @@ pub fn faithful(body: &serde_json::Value) -> Reply {
 
 /// `memd check` finds no problem in `dir` (the oracle every fault test
 /// ends with).
+/// Delete the entry `id` from the entries file `file`, as a person does
+/// in an editor: its block, metadata line and text, goes.
+pub fn delete_entry_by_hand(file: &Path, id: &str) -> std::io::Result<()> {
+    let src = std::fs::read_to_string(file)?;
+    let kept: Vec<&str> = src
+        .split("\n\n")
+        .filter(|b| !b.contains(&format!("\"id\":\"{id}\"")))
+        .collect();
+    std::fs::write(file, kept.join("\n\n"))
+}
+
 pub fn assert_checks_clean(dir: &Path, after: &str) {
     let out = memd(dir, &["check"]);
     assert!(

@@ -283,17 +283,9 @@ fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<
     let closer = closer_entries(text, e, cluster);
     if !closer.is_empty() {
         let alias_of = |c: &usize| format!("E{}", c + 1);
-        let (names, verb) = match &closer[..] {
-            [c] => (alias_of(c), "shares"),
-            _ => (
-                closer
-                    .iter()
-                    .map(alias_of)
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                "share",
-            ),
-        };
+        let names: Vec<String> = closer.iter().map(alias_of).collect();
+        let verb = if names.len() == 1 { "shares" } else { "share" };
+        let names = names.join(" and ");
         let fit: Vec<String> = closer
             .iter()
             .filter(|&&c| about_same(text, c, cluster).is_ok())
@@ -488,8 +480,7 @@ const UNNAMED: &[&str] = &[
 
 /// Whether `text` says that something changed, or was never or is only so.
 fn says_change(text: &str) -> bool {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| CHANGE.contains(&w.to_lowercase().as_str()))
+    crate::text::says_word(text, CHANGE)
 }
 
 /// Words with which a fact says it changes or denies what was said. On

@@ -125,8 +125,7 @@ pub fn with_history(new: &str, old: &str) -> String {
 /// Whether `text` says something of several together ("both",
 /// "together", "neither", "jointly").
 fn together(text: &str) -> bool {
-    text.split(|c: char| !c.is_alphanumeric())
-        .any(|w| TOGETHER.contains(&w.to_lowercase().as_str()))
+    crate::text::says_word(text, TOGETHER)
 }
 
 const TOGETHER: &[&str] = &["both", "together", "neither", "jointly"];

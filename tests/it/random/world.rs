@@ -602,12 +602,7 @@ impl World {
         let Some((id, text, sources)) = self.entry(pick) else {
             return Ok(());
         };
-        let src = std::fs::read_to_string(self.layout.entries_file())?;
-        let kept: Vec<&str> = src
-            .split("\n\n")
-            .filter(|b| !b.contains(&format!("\"id\":\"{id}\"")))
-            .collect();
-        std::fs::write(self.layout.entries_file(), kept.join("\n\n"))?;
+        crate::support::delete_entry_by_hand(&self.layout.entries_file(), &id)?;
         self.ledger.deleted_by_hand(&id, &text, &sources);
         Ok(())
     }
