@@ -27,6 +27,7 @@ pub mod rel {
     pub const STATE: &str = ".consolidation_state.json";
     pub const RUNTIME: &str = ".memd";
     pub const INDEX: &str = ".memd/index";
+    pub const INDEX_WORDS: &str = ".memd/index/words.bin";
 
     /// The daily log of `day` (`YYYY-MM-DD`).
     pub fn archive_file(day: &str) -> String {
@@ -240,6 +241,11 @@ impl Layout {
     /// The sources a sync is writing (or was, when it stopped).
     pub(crate) fn index_syncing(&self) -> PathBuf {
         self.index_dir().join("syncing.json")
+    }
+    /// The rows' words as of one version of the table, for a process that
+    /// opens the index to read it without tokenising every row.
+    pub fn index_words(&self) -> PathBuf {
+        self.at(rel::INDEX_WORDS)
     }
     /// The mark an older memd left when its full-text index fell behind.
     pub(crate) fn old_text_index_mark(&self) -> PathBuf {

@@ -93,7 +93,8 @@
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table, one writer and cheap readers (after
-//! tantivy); vectors come from [`embed`].
+//! tantivy), and the words file (`.memd/index/words.bin`) a new process
+//! reads its query's words from; vectors come from [`embed`].
 //!
 //! **Ids** are types ([`ids`]): a fact's, an entry's, a run's, an index
 //! row's. Errors are one enum, [`Error`]; callers branch on

@@ -96,4 +96,9 @@ pub enum Kind {
     IndexRows,
     /// Index rows of a file changed since the last sync.
     IndexUnsynced,
+    /// The words file of the index (`.memd/index/words.bin`) names the
+    /// table's version and holds other words than its rows make (a
+    /// problem: searches read them); or it is damaged (a note: searches
+    /// ignore it, and the next one writes it anew).
+    IndexWords,
 }

@@ -13,13 +13,15 @@
 //!   JSON, or a state file that is not;
 //! - index rows that differ from the rows the files call for, in a file the
 //!   index has synced: duplicates, stale or missing rows, and anything a
-//!   tombstone covers.
+//!   tombstone covers; a words file of the table's version that holds
+//!   other words than the table's rows.
 //!
 //! A **note** is worth knowing and breaks nothing: an entry edited by hand
 //! (its text no longer matches its metadata hash: hand edits are part of
 //! memd's design), a block waiting for metadata, a source naming a fact the
 //! archive no longer has, archive lines read with warnings, index rows of
-//! files changed since the last sync.
+//! files changed since the last sync, a damaged words file (searches
+//! ignore it).
 
 use std::collections::{HashMap, HashSet};
 
@@ -457,7 +459,31 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
         let what = format!("rows of {source}, which no longer exists (not synced yet)");
         report.note(Kind::IndexUnsynced, INDEX, None, what);
     }
+    words(layout, report).await?;
     report.index_fixable = report.problems.len() > before;
+    Ok(())
+}
+
+/// The words file holds the words of the table's rows when it names the
+/// table's version ([`crate::index::words`]).
+async fn words(layout: &Layout, report: &mut Report) -> Result<()> {
+    use crate::index::words::{Found, compare};
+    let file = rel::INDEX_WORDS;
+    match compare(layout).await? {
+        Found::Differs => report.problem(
+            Kind::IndexWords,
+            file,
+            None,
+            "it names the table's version but holds other words than the table's rows",
+        ),
+        Found::Unreadable => report.note(
+            Kind::IndexWords,
+            file,
+            None,
+            "damaged: searches ignore it, and the next one that loads the words writes it anew",
+        ),
+        Found::Absent | Found::Other | Found::Same => {}
+    }
     Ok(())
 }
 

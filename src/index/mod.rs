@@ -15,6 +15,7 @@
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
 //! | [`terms`], `vectors`, `row_hashes` | what the writer keeps in memory between writes |
+//! | [`words`]         | the words of one table version, on disk, for a new process |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
 //! (clone it freely). Who may write is decided when the handle is made:
@@ -32,6 +33,7 @@ pub mod search;
 pub mod table;
 mod terms;
 mod vectors;
+pub mod words;
 pub mod writer;
 
 use std::sync::{Arc, Mutex};

@@ -252,27 +252,50 @@ impl Reader {
         Ok(self.shared.terms.lock().unwrap().version() == Some(version))
     }
 
-    /// Load every row's words from the table at the handle's version (a
-    /// new handle's first search, or one after another process wrote).
-    /// Called with the table's version held (`moving`), so it cannot move
+    /// Load every row's words at the handle's version (a new handle's
+    /// first search, or one after another process wrote): from the words
+    /// file when it is of this version ([`super::words`]), else from the
+    /// table, and then the words file is written for this version. Called
+    /// with the table's version held (`moving`), so it cannot move
     /// meanwhile.
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
-        let version = table.version().await?;
-        // The vectors too, while there are few enough rows to keep them
-        // ([`super::vectors`]).
-        let few = table.inner.count_rows(None).await? <= super::vectors::MAX_ROWS;
-        let columns = ["id", "source", "kind", "text", "day", "vector"];
-        let columns = &columns[..if few { 6 } else { 5 }];
-        let query = table.inner.query().select(Select::columns(columns));
-        let batches = collect(query).await?;
-        let rows = match few {
-            true => search::rows(&batches)?,
-            false => search::rows_without_vectors(&batches)?,
-        };
-        let dim = few.then_some(table.dim);
-        self.shared.terms.lock().unwrap().load(version, rows, dim);
+        let stamp = table.stamp().await?;
+        let path = self.shared.layout.index_words();
+        let file = tokio::task::spawn_blocking(move || super::words::read(&path));
+        let file = steps::timed("words file read", file).await?;
+        if let Some(m) = file.filter(|m| (m.version, m.stamp) == stamp) {
+            self.shared.terms.lock().unwrap().map(m);
+            return Ok(());
+        }
+        let (rows, dim) = table_rows(&table.inner, table.dim).await?;
+        self.shared.terms.lock().unwrap().load(stamp.0, rows, dim);
+        if let Err(e) = self.write_words(stamp).await {
+            tracing::debug!("words file not written: {e:#}");
+        }
         Ok(())
+    }
+
+    /// Write the words file of the rows just loaded for `stamp`: under
+    /// the index lock, and only if no process has written the table since
+    /// (an erasure deletes the file under that lock; a file written after
+    /// it from rows read before it would hold the erased text again).
+    async fn write_words(&self, stamp: (u64, u64)) -> Result<()> {
+        let bytes = match self.shared.terms.lock().unwrap().parts() {
+            Some(parts) => super::words::encode(super::words::Parts {
+                stamp: stamp.1,
+                ..parts
+            })?,
+            None => return Ok(()),
+        };
+        let layout = &self.shared.layout;
+        let _all = super::table::write_lock(layout).await?;
+        if super::table::latest_stamp(layout).await? != stamp {
+            return Ok(());
+        }
+        let path = layout.index_words();
+        let write = move || crate::atomic::write(&path, &bytes);
+        Ok(tokio::task::spawn_blocking(write).await??)
     }
 
     /// Full-text hits with their vectors, for collapsing near duplicates:
@@ -398,6 +421,24 @@ impl Reader {
     pub async fn fragments(&self) -> Result<usize> {
         self.shared.table.fragments().await
     }
+}
+
+/// Every row of the table as the words need it, and the dimension of the
+/// vectors when there are few enough rows to keep them
+/// ([`super::vectors`]; otherwise the rows come without their vectors).
+pub(super) async fn table_rows(
+    inner: &lancedb::Table,
+    dim: usize,
+) -> Result<(Vec<(Hit, Vec<f32>)>, Option<usize>)> {
+    let few = inner.count_rows(None).await? <= super::vectors::MAX_ROWS;
+    let columns = ["id", "source", "kind", "text", "day", "vector"];
+    let columns = &columns[..if few { 6 } else { 5 }];
+    let batches = collect(inner.query().select(Select::columns(columns))).await?;
+    let rows = match few {
+        true => search::rows(&batches)?,
+        false => search::rows_without_vectors(&batches)?,
+    };
+    Ok((rows, few.then_some(dim)))
 }
 
 #[cfg(test)]

@@ -157,6 +157,11 @@ impl Table {
         Ok(self.inner.version().await?)
     }
 
+    /// The handle's version and when it was made ([`stamp_of`]).
+    pub(super) async fn stamp(&self) -> Result<(u64, u64)> {
+        stamp_of(&self.inner).await
+    }
+
     /// Rows (each with its [`Row::hash`]) and their vectors as one batch.
     pub(super) fn batch(
         &self,
@@ -324,6 +329,26 @@ impl Table {
     }
 }
 
+/// The table's latest version and its stamp ([`Table::stamp`]), read
+/// through a handle of its own (the caller's stays at its version).
+pub(super) async fn latest_stamp(layout: &Layout) -> Result<(u64, u64)> {
+    let db = connect(layout).await?;
+    stamp_of(&db.open_table(TABLE).execute().await?).await
+}
+
+/// A table handle's version, and when it was made (nanoseconds since the
+/// epoch): the two name the rows of a version, also across a table made
+/// anew (whose versions count from 1 again).
+pub(super) async fn stamp_of(inner: &lancedb::Table) -> Result<(u64, u64)> {
+    match inner.as_native() {
+        Some(native) => {
+            let m = native.manifest().await?;
+            Ok((m.version, m.timestamp_nanos as u64))
+        }
+        None => Ok((inner.version().await?, 0)),
+    }
+}
+
 async fn connect(layout: &Layout) -> Result<lancedb::Connection> {
     let lance = layout.lance_dir();
     Ok(
@@ -369,11 +394,7 @@ pub(crate) struct StoredRow {
 /// yet. Safe beside a daemon that owns the table (LanceDB readers see a
 /// consistent version).
 pub(crate) async fn stored_rows(layout: &Layout) -> Result<Option<Vec<StoredRow>>> {
-    if !layout.lance_dir().exists() {
-        return Ok(None);
-    }
-    let db = connect(layout).await?;
-    let Ok(inner) = db.open_table(TABLE).execute().await else {
+    let Some(inner) = existing(layout).await? else {
         return Ok(None);
     };
     let columns = ["id", "source", "hash"];
@@ -393,6 +414,27 @@ pub(crate) async fn stored_rows(layout: &Layout) -> Result<Option<Vec<StoredRow>
         }
     }
     Ok(Some(out))
+}
+
+/// The table as it is, opened read only (nothing created or migrated);
+/// `None` when there is none.
+pub(super) async fn existing(layout: &Layout) -> Result<Option<lancedb::Table>> {
+    if !layout.lance_dir().exists() {
+        return Ok(None);
+    }
+    let db = connect(layout).await?;
+    Ok(db.open_table(TABLE).execute().await.ok())
+}
+
+/// The dimension of the table's vectors (0 if it has none).
+pub(super) async fn vector_dim(inner: &lancedb::Table) -> Result<usize> {
+    let schema = inner.schema().await?;
+    Ok(
+        match schema.field_with_name("vector").map(|f| f.data_type()) {
+            Ok(arrow_schema::DataType::FixedSizeList(_, n)) => *n as usize,
+            _ => 0,
+        },
+    )
 }
 
 /// The index on `column`, if there is one.

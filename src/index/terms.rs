@@ -24,7 +24,10 @@
 //! Like `super::row_hashes`, it is valid for one table version: every write of
 //! the handle records the version it left, and a version the handle did
 //! not leave (another process wrote, or the process just started) means a
-//! reload from the table. Nothing is on disk, so a crash loses nothing.
+//! reload: from the words file when it is of that version ([`super::words`],
+//! read in place, and dropped at the handle's first write), else from the
+//! table, which then writes the words file. What is in memory is never
+//! written back, so a crash loses nothing.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -67,6 +70,10 @@ pub(super) struct Terms {
     tokens: u64,
     /// The rows' vectors, while there are few enough ([`super::vectors`]).
     vectors: Option<Vectors>,
+    /// The rows as the words file holds them, read instead of loading
+    /// them from the table ([`super::words`]): read only, so the first
+    /// write of the handle drops it (the rows are loaded then).
+    mapped: Option<super::words::Mapped>,
 }
 
 impl Terms {
@@ -85,6 +92,7 @@ impl Terms {
             counted: 0,
             tokens: 0,
             vectors: None,
+            mapped: None,
         })
     }
 
@@ -136,7 +144,7 @@ impl Terms {
         deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
         added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) {
-        if self.version != Some(before) {
+        if self.version != Some(before) || self.mapped.is_some() {
             return self.clear();
         }
         for (source, id) in deleted {
@@ -170,6 +178,7 @@ impl Terms {
         self.counted = 0;
         self.tokens = 0;
         self.vectors = None;
+        self.mapped = None;
     }
 
     /// Add a row, given its words (from [`tokens`]) and its vector (kept
@@ -253,10 +262,11 @@ impl Terms {
         self.free.push(slot);
     }
 
-    /// The vector list of a search from the vectors kept in memory: the
-    /// `n` rows nearest `query` by cosine distance, each scored minus its
-    /// distance, as LanceDB's exact scan lists them (equal distances by
-    /// id). `None` when no vectors are kept: LanceDB answers.
+    /// The vector list of a search from the vectors kept in memory (or
+    /// in the words file): the `n` rows nearest `query` by cosine
+    /// distance, each scored minus its distance, as LanceDB's exact scan
+    /// lists them (equal distances by id). `None` when no vectors are
+    /// kept: LanceDB answers.
     pub(super) fn nearest(&self, query: &[f32], n: usize) -> Option<Ranked> {
         self.nearest_where(query, n, |_| true)
     }
@@ -264,22 +274,24 @@ impl Terms {
     /// [`Terms::nearest`] among the rows of `kind` only (the similar
     /// entries an append is shown).
     pub(super) fn nearest_of(&self, query: &[f32], n: usize, kind: RowKind) -> Option<Ranked> {
-        let of_kind = |slot: u32| {
-            let row = self.slots.get(slot as usize).and_then(Option::as_ref);
-            row.is_some_and(|r| r.hit.kind == kind)
-        };
-        self.nearest_where(query, n, of_kind)
+        let lists = self.lists();
+        self.nearest_where(query, n, |slot| lists.kind(slot) == Some(kind))
     }
 
     fn nearest_where(&self, query: &[f32], n: usize, keep: impl Fn(u32) -> bool) -> Option<Ranked> {
-        let vectors = self.vectors.as_ref()?;
-        let mut near: Vec<(&Hit, u32, f32)> = vectors
-            .nearest(query, n, keep)
+        let near = match (&self.mapped, &self.vectors) {
+            (Some(m), _) if m.dim > 0 => {
+                let vector = |s: u32| m.vector(s).unwrap_or((&[], 0.0));
+                let asked = (query, n);
+                super::vectors::nearest_among(m.dim, m.rows, asked, keep, vector)
+            }
+            (None, Some(v)) => v.nearest(query, n, keep),
+            _ => return None,
+        };
+        let lists = self.lists();
+        let mut near: Vec<(Hit, u32, f32)> = near
             .into_iter()
-            .filter_map(|(slot, d)| {
-                let hit = &self.slots[slot as usize].as_ref()?.hit;
-                Some((hit, slot, d))
-            })
+            .filter_map(|(slot, d)| Some((lists.hit(slot)?, slot, d)))
             .collect();
         near.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.id.cmp(&b.0.id)));
         near.truncate(n);
@@ -287,38 +299,49 @@ impl Terms {
             scores: near.iter().map(|(_, _, d)| -d).collect(),
             rows: near
                 .into_iter()
-                .map(|(hit, slot, _)| (hit.clone(), vectors.get(slot).to_vec()))
+                .map(|(hit, slot, _)| {
+                    let v = self.vector_at(slot).unwrap_or_default();
+                    (hit, v)
+                })
                 .collect(),
         })
     }
 
-    /// The vector of row `id` of `source`, if vectors are kept.
-    pub(super) fn vector_of(&self, source: &Source, id: &RowId) -> Option<Vec<f32>> {
-        let vectors = self.vectors.as_ref()?;
-        let slot = self.by_row.get(&(source.clone(), id.clone()))?;
-        Some(vectors.get(*slot).to_vec())
+    fn vector_at(&self, slot: u32) -> Option<Vec<f32>> {
+        match &self.mapped {
+            Some(m) => m.vector(slot).map(|(v, _)| v.to_vec()),
+            None => self.vectors.as_ref().map(|v| v.get(slot).to_vec()),
+        }
     }
 
-    /// The query's distinct words that some live row has, each with its
-    /// idf, the most telling first (equal ones by spelling): the order
-    /// every row's score is summed in, which depends only on the rows.
-    fn query_words(&mut self, query: &str) -> Vec<(u32, f32)> {
-        let docs = self.counted as f32;
-        let mut out: Vec<(u32, f32, String)> = Vec::new();
+    /// The vector of row `id` of `source`, if vectors are kept.
+    pub(super) fn vector_of(&self, source: &Source, id: &RowId) -> Option<Vec<f32>> {
+        let slot = match &self.mapped {
+            Some(m) => m.slot_of(source, id.as_str())?,
+            None => *self.by_row.get(&(source.clone(), id.clone()))?,
+        };
+        self.vector_at(slot)
+    }
+
+    /// What scoring reads: the words in memory, or those of the words file.
+    fn lists(&self) -> &dyn Lists {
+        match &self.mapped {
+            Some(m) => m,
+            None => self,
+        }
+    }
+
+    /// The distinct words of `query`, as the tokenizer reads a search.
+    fn query_tokens(&mut self, query: &str) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
         let mut stream = self.tokenizer.token_stream_for_search(query);
         while stream.advance() {
             let text = &stream.token().text;
-            let Some(&w) = self.words.get(text) else {
-                continue;
-            };
-            let df = self.postings[w as usize].len() as f32;
-            if df > 0.0 && !out.iter().any(|(o, _, _)| *o == w) {
-                let idf = idf(docs, df);
-                out.push((w, idf, text.clone()));
+            if !seen.contains(text) {
+                seen.push(text.clone());
             }
         }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.2.cmp(&b.2)));
-        out.into_iter().map(|(w, idf, _)| (w, idf)).collect()
+        seen
     }
 
     /// The sum of the idf of `query`'s distinct words, a word no live row
@@ -328,21 +351,13 @@ impl Terms {
     /// row that holds the one known word of a query with another word no
     /// row has scores half, not all.
     pub(super) fn idf_sum(&mut self, query: &str) -> f32 {
-        let docs = self.counted as f32;
-        let mut seen: Vec<String> = Vec::new();
-        let mut stream = self.tokenizer.token_stream_for_search(query);
-        while stream.advance() {
-            let text = &stream.token().text;
-            if !seen.contains(text) {
-                seen.push(text.clone());
-            }
-        }
-        seen.iter()
+        let tokens = self.query_tokens(query);
+        let lists = self.lists();
+        let docs = lists.counted() as f32;
+        tokens
+            .iter()
             .map(|w| {
-                let df = self
-                    .words
-                    .get(w)
-                    .map_or(0, |&i| self.postings[i as usize].len());
+                let df = lists.word(w).map_or(0, |i| lists.df(i));
                 idf(docs, df.max(1) as f32)
             })
             .sum()
@@ -365,79 +380,257 @@ impl Terms {
     /// query costs the rows of its rarer words, not the whole table. The
     /// scores are the ones a full pass gives, summed in the same order.
     pub(super) fn top(&mut self, query: &str, n: usize) -> Vec<Hit> {
-        if self.counted == 0 || n == 0 {
-            return Vec::new();
-        }
-        let words = self.query_words(query);
-        let left = |i: usize| -> f32 {
-            let sum: f32 = words[i..].iter().map(|(_, idf)| idf * (K1 + 1.0)).sum();
-            // Room for the rounding of the sums it bounds.
-            sum * 1.001 + 1e-6
-        };
-        let mut scores = vec![0f32; self.slots.len()];
-        let mut seen: Vec<u32> = Vec::new();
-        let (mut i, mut cut) = (0, None);
-        while i < words.len() {
-            cut = nth(&scores, &seen, n).filter(|&t| t > left(i));
-            if cut.is_some() {
-                break;
-            }
-            let (w, idf) = words[i];
-            for (&slot, &tf) in &self.postings[w as usize] {
-                let s = &mut scores[slot as usize];
-                if *s == 0.0 {
-                    seen.push(slot);
-                }
-                *s += self.weight(idf, tf, slot);
-            }
-            i += 1;
-        }
-        if let Some(t) = cut {
-            let floor = t - left(i);
-            seen.retain(|&s| scores[s as usize] >= floor);
-            for &(w, idf) in &words[i..] {
-                let postings = &self.postings[w as usize];
-                for &slot in &seen {
-                    if let Some(&tf) = postings.get(&slot) {
-                        scores[slot as usize] += self.weight(idf, tf, slot);
-                    }
-                }
-            }
-        }
-        self.best(&scores, seen, n)
+        let tokens = self.query_tokens(query);
+        top(self.lists(), &tokens, n)
     }
 
-    /// A word's share of a row's score: idf × (k1 + 1) × tf / (tf + k1 ×
-    /// (1 - b + b × length / mean length)).
-    fn weight(&self, idf: f32, tf: u32, slot: u32) -> f32 {
-        let mean = self.tokens as f32 / self.counted as f32;
-        let len = self.lens[slot as usize] as f32;
-        let tf = tf as f32;
-        let norm = K1 * (1.0 - B + B * len / mean);
-        idf * (K1 + 1.0) * tf / (tf + norm)
-    }
-
-    fn best(&self, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
-        let mut ranked: Vec<(&Hit, f32)> = seen
+    /// The words file's contents for these rows, if they were loaded from
+    /// the table (not kept in step by writes, nor read from the file);
+    /// the caller sets its stamp.
+    pub(super) fn parts(&self) -> Option<super::words::Parts<'_>> {
+        let version = self.version.filter(|_| self.mapped.is_none())?;
+        let dim = self.vectors.as_ref().map_or(0, Vectors::dim);
+        let mut slot_row = vec![u32::MAX; self.slots.len()];
+        let mut rows = Vec::new();
+        for (slot, s) in self.slots.iter().enumerate() {
+            let Some(s) = s else { continue };
+            slot_row[slot] = rows.len() as u32;
+            let vector = match dim {
+                0 => &[][..],
+                _ => self.vectors.as_ref()?.get(slot as u32),
+            };
+            rows.push(super::words::Row {
+                hit: &s.hit,
+                len: self.lens[slot],
+                vector,
+            });
+        }
+        let mut spelled: Vec<&str> = vec![""; self.words.len()];
+        for (w, &i) in &self.words {
+            spelled[i as usize] = w;
+        }
+        let words = spelled
             .into_iter()
-            .filter_map(|slot| {
-                let hit = &self.slots[slot as usize].as_ref()?.hit;
-                Some((hit, scores[slot as usize]))
+            .zip(&self.postings)
+            .map(|(w, list)| {
+                let list = list.iter().map(|(&s, &n)| (slot_row[s as usize], n));
+                (w, list.collect())
             })
             .collect();
-        ranked.sort_by(|(a, x), (b, y)| y.total_cmp(x).then_with(|| a.id.cmp(&b.id)));
-        if let Some(&(_, out)) = ranked.get(n) {
-            ranked.retain(|(_, s)| *s > out);
-        }
-        ranked
-            .into_iter()
-            .take(n)
-            .map(|(hit, score)| Hit {
-                score,
-                ..hit.clone()
-            })
-            .collect()
+        Some(super::words::Parts {
+            version,
+            stamp: 0,
+            counted: self.counted,
+            tokens: self.tokens,
+            dim,
+            rows,
+            words,
+        })
     }
+
+    /// Serve the rows of the words file `m` (read for the table's version).
+    pub(super) fn map(&mut self, m: super::words::Mapped) {
+        self.clear();
+        self.version = Some(m.version);
+        self.mapped = Some(m);
+    }
+}
+
+/// The rows' words as scoring reads them, from memory ([`Terms`]) or
+/// from the words file ([`super::words::Mapped`]). Rows are slots, and
+/// words numbers, of either.
+trait Lists {
+    /// Slots (free ones included).
+    fn slots(&self) -> usize;
+    /// Live rows with at least one word, and their words in all.
+    fn counted(&self) -> u64;
+    fn tokens(&self) -> u64;
+    fn word(&self, text: &str) -> Option<u32>;
+    /// Rows that have word `w`.
+    fn df(&self, w: u32) -> usize;
+    /// `f(slot, occurrences)` for each row that has word `w`.
+    fn each(&self, w: u32, f: &mut dyn FnMut(u32, u32));
+    /// Occurrences of word `w` in row `slot`, if any.
+    fn tf(&self, w: u32, slot: u32) -> Option<u32>;
+    /// Row `slot`'s length in words.
+    fn len(&self, slot: u32) -> u32;
+    fn kind(&self, slot: u32) -> Option<RowKind>;
+    /// Row `slot`'s id (`None`: a free slot).
+    fn id(&self, slot: u32) -> Option<&str>;
+    fn hit(&self, slot: u32) -> Option<Hit>;
+}
+
+impl Lists for Terms {
+    fn slots(&self) -> usize {
+        self.slots.len()
+    }
+    fn counted(&self) -> u64 {
+        self.counted
+    }
+    fn tokens(&self) -> u64 {
+        self.tokens
+    }
+    fn word(&self, text: &str) -> Option<u32> {
+        self.words.get(text).copied()
+    }
+    fn df(&self, w: u32) -> usize {
+        self.postings.get(w as usize).map_or(0, HashMap::len)
+    }
+    fn each(&self, w: u32, f: &mut dyn FnMut(u32, u32)) {
+        for (&slot, &tf) in self.postings.get(w as usize).into_iter().flatten() {
+            f(slot, tf);
+        }
+    }
+    fn tf(&self, w: u32, slot: u32) -> Option<u32> {
+        self.postings.get(w as usize)?.get(&slot).copied()
+    }
+    fn len(&self, slot: u32) -> u32 {
+        self.lens.get(slot as usize).copied().unwrap_or(0)
+    }
+    fn kind(&self, slot: u32) -> Option<RowKind> {
+        Some(self.slots.get(slot as usize)?.as_ref()?.hit.kind)
+    }
+    fn id(&self, slot: u32) -> Option<&str> {
+        Some(self.slots.get(slot as usize)?.as_ref()?.hit.id.as_str())
+    }
+    fn hit(&self, slot: u32) -> Option<Hit> {
+        Some(self.slots.get(slot as usize)?.as_ref()?.hit.clone())
+    }
+}
+
+impl Lists for super::words::Mapped {
+    fn slots(&self) -> usize {
+        self.rows
+    }
+    fn counted(&self) -> u64 {
+        self.counted
+    }
+    fn tokens(&self) -> u64 {
+        self.tokens
+    }
+    fn word(&self, text: &str) -> Option<u32> {
+        super::words::Mapped::word(self, text)
+    }
+    fn df(&self, w: u32) -> usize {
+        self.postings(w).len()
+    }
+    fn each(&self, w: u32, f: &mut dyn FnMut(u32, u32)) {
+        for &[slot, tf] in self.postings(w) {
+            f(slot, tf);
+        }
+    }
+    fn tf(&self, w: u32, slot: u32) -> Option<u32> {
+        let list = self.postings(w);
+        let i = list.binary_search_by_key(&slot, |p| p[0]).ok()?;
+        Some(list[i][1])
+    }
+    fn len(&self, slot: u32) -> u32 {
+        super::words::Mapped::len(self, slot)
+    }
+    fn kind(&self, slot: u32) -> Option<RowKind> {
+        super::words::Mapped::kind(self, slot)
+    }
+    fn id(&self, slot: u32) -> Option<&str> {
+        super::words::Mapped::id(self, slot)
+    }
+    fn hit(&self, slot: u32) -> Option<Hit> {
+        super::words::Mapped::hit(self, slot)
+    }
+}
+
+/// The query's distinct words (`tokens`) that some live row has, each with
+/// its idf, the most telling first (equal ones by spelling): the order
+/// every row's score is summed in, which depends only on the rows.
+fn query_words(l: &dyn Lists, tokens: &[String]) -> Vec<(u32, f32)> {
+    let docs = l.counted() as f32;
+    let mut out: Vec<(u32, f32, &String)> = Vec::new();
+    for text in tokens {
+        let Some(w) = l.word(text) else {
+            continue;
+        };
+        let df = l.df(w) as f32;
+        if df > 0.0 && !out.iter().any(|(o, _, _)| *o == w) {
+            out.push((w, idf(docs, df), text));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.2.cmp(b.2)));
+    out.into_iter().map(|(w, idf, _)| (w, idf)).collect()
+}
+
+/// [`Terms::top`] over `l`, for the query's distinct words `tokens`.
+fn top(l: &dyn Lists, tokens: &[String], n: usize) -> Vec<Hit> {
+    if l.counted() == 0 || n == 0 {
+        return Vec::new();
+    }
+    let words = query_words(l, tokens);
+    let left = |i: usize| -> f32 {
+        let sum: f32 = words[i..].iter().map(|(_, idf)| idf * (K1 + 1.0)).sum();
+        // Room for the rounding of the sums it bounds.
+        sum * 1.001 + 1e-6
+    };
+    let mut scores = vec![0f32; l.slots()];
+    let mut seen: Vec<u32> = Vec::new();
+    let (mut i, mut cut) = (0, None);
+    while i < words.len() {
+        cut = nth(&scores, &seen, n).filter(|&t| t > left(i));
+        if cut.is_some() {
+            break;
+        }
+        let (w, idf) = words[i];
+        l.each(w, &mut |slot, tf| {
+            let Some(s) = scores.get_mut(slot as usize) else {
+                return;
+            };
+            if *s == 0.0 {
+                seen.push(slot);
+            }
+            *s += weight(l, idf, tf, slot);
+        });
+        i += 1;
+    }
+    if let Some(t) = cut {
+        let floor = t - left(i);
+        seen.retain(|&s| scores[s as usize] >= floor);
+        for &(w, idf) in &words[i..] {
+            for &slot in &seen {
+                if let Some(tf) = l.tf(w, slot) {
+                    scores[slot as usize] += weight(l, idf, tf, slot);
+                }
+            }
+        }
+    }
+    best(l, &scores, seen, n)
+}
+
+/// A word's share of a row's score: idf × (k1 + 1) × tf / (tf + k1 ×
+/// (1 - b + b × length / mean length)).
+fn weight(l: &dyn Lists, idf: f32, tf: u32, slot: u32) -> f32 {
+    let mean = l.tokens() as f32 / l.counted() as f32;
+    let len = l.len(slot) as f32;
+    let tf = tf as f32;
+    let norm = K1 * (1.0 - B + B * len / mean);
+    idf * (K1 + 1.0) * tf / (tf + norm)
+}
+
+fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
+    let mut ranked: Vec<(u32, &str, f32)> = seen
+        .into_iter()
+        .filter_map(|slot| Some((slot, l.id(slot)?, scores[slot as usize])))
+        .collect();
+    ranked.sort_by(|(_, a, x), (_, b, y)| y.total_cmp(x).then_with(|| a.cmp(b)));
+    if let Some(&(_, _, out)) = ranked.get(n) {
+        ranked.retain(|(_, _, s)| *s > out);
+    }
+    ranked
+        .into_iter()
+        .take(n)
+        .filter_map(|(slot, _, score)| {
+            Some(Hit {
+                score,
+                ..l.hit(slot)?
+            })
+        })
+        .collect()
 }
 
 /// BM25's idf of a word `df` of `docs` rows have (LanceDB's formula).

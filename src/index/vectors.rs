@@ -35,6 +35,10 @@ impl Vectors {
         }
     }
 
+    pub(super) fn dim(&self) -> usize {
+        self.dim
+    }
+
     /// How many slots hold a vector.
     pub(super) fn len(&self) -> usize {
         self.count
@@ -53,8 +57,7 @@ impl Vectors {
             self.data.resize((s + 1) * self.dim, 0.0);
         }
         self.data[s * self.dim..(s + 1) * self.dim].copy_from_slice(v);
-        let norm = dot(v, v).sqrt();
-        self.inverse_norms[s] = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+        self.inverse_norms[s] = super::words::inverse_norm(v);
         if !self.live[s] {
             self.count += 1;
         }
@@ -90,42 +93,58 @@ impl Vectors {
         n: usize,
         keep: impl Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        if query.len() != self.dim || n == 0 {
-            return Vec::new();
-        }
-        let q_norm = dot(query, query).sqrt();
-        let q_inverse = if q_norm > 0.0 { 1.0 / q_norm } else { 0.0 };
-        let mut all: Vec<(u32, f32)> = (0..self.live.len())
-            .filter(|&s| self.live[s] && keep(s as u32))
-            .map(|s| {
-                let scale = self.inverse_norms[s] * q_inverse;
-                let d = match scale > 0.0 {
-                    true => 1.0 - dot(query, self.get(s as u32)) * scale,
-                    false => 1.0,
-                };
-                (s as u32, d)
-            })
-            .collect();
-        let by = |a: &(u32, f32), b: &(u32, f32)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
-        if all.len() > n {
-            all.select_nth_unstable_by(n - 1, by);
-            let cut = all[n - 1].1;
-            let (near, rest) = all.split_at_mut(n);
-            let tied: Vec<(u32, f32)> = rest.iter().copied().filter(|x| x.1 <= cut).collect();
-            let mut kept = near.to_vec();
-            kept.extend(tied);
-            all = kept;
-        }
-        all.sort_by(by);
-        all
+        let live = |s: u32| self.live[s as usize] && keep(s);
+        let vector = |s: u32| (self.get(s), self.inverse_norms[s as usize]);
+        nearest_among(self.dim, self.live.len(), (query, n), live, vector)
     }
+}
+
+/// [`Vectors::nearest`] over slots `0..slots` of dimension `dim`, those
+/// `keep` keeps, each given by `vector` with its inverse norm (also for
+/// the vectors of the words file, [`super::words`]).
+pub(super) fn nearest_among<'a>(
+    dim: usize,
+    slots: usize,
+    (query, n): (&[f32], usize),
+    keep: impl Fn(u32) -> bool,
+    vector: impl Fn(u32) -> (&'a [f32], f32),
+) -> Vec<(u32, f32)> {
+    if query.len() != dim || n == 0 {
+        return Vec::new();
+    }
+    let q_norm = dot(query, query).sqrt();
+    let q_inverse = if q_norm > 0.0 { 1.0 / q_norm } else { 0.0 };
+    let mut all: Vec<(u32, f32)> = (0..slots as u32)
+        .filter(|&s| keep(s))
+        .map(|s| {
+            let (v, inverse) = vector(s);
+            let scale = inverse * q_inverse;
+            let d = match scale > 0.0 {
+                true => 1.0 - dot(query, v) * scale,
+                false => 1.0,
+            };
+            (s, d)
+        })
+        .collect();
+    let by = |a: &(u32, f32), b: &(u32, f32)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
+    if all.len() > n {
+        all.select_nth_unstable_by(n - 1, by);
+        let cut = all[n - 1].1;
+        let (near, rest) = all.split_at_mut(n);
+        let tied: Vec<(u32, f32)> = rest.iter().copied().filter(|x| x.1 <= cut).collect();
+        let mut kept = near.to_vec();
+        kept.extend(tied);
+        all = kept;
+    }
+    all.sort_by(by);
+    all
 }
 
 /// `a · b`, by LanceDB's kernels: dispatched at run time to the widest
 /// vector instructions the processor has, and built at full optimisation
 /// (memd itself is built at opt-level 1, where a plain loop took 6 ms for
 /// 10,000 rows).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lance_linalg::distance::dot_f32(a, b)
 }
 

@@ -531,14 +531,20 @@ impl Writer {
 
     /// Take what the files no longer hold out of the index for good (an
     /// erasure's last step, [`crate::erase`]): a sync, then the deleted
-    /// rows' bytes and every old version of the table, then the embedding
-    /// cache down to the texts of the rows left.
+    /// rows' bytes and every old version of the table (and the words file,
+    /// [`super::words`]), then the embedding cache down to the texts of
+    /// the rows left.
     pub async fn purge(&self) -> Result<()> {
         self.sync().await?;
         {
             let _one = self.shared.moving.lock().await;
             let _all = self.writing().await?;
             self.keeping_rows(self.shared.table.purge()).await?;
+            // It holds the rows' texts as of an older version.
+            match std::fs::remove_file(self.shared.layout.index_words()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
         }
         let texts = self.shared.table.strings(["text"], None).await?;
         let texts: Vec<String> = texts.into_iter().map(|[t]| t).collect();

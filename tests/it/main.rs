@@ -39,3 +39,4 @@ mod sync;
 mod tenant;
 mod trust;
 mod updates;
+mod words;

@@ -28,7 +28,7 @@ pub async fn rebuilt_from_files(
 }
 
 /// Delete by hand the lines of `path` that contain `needle`.
-fn remove_lines_containing(path: &std::path::Path, needle: &str) {
+pub fn remove_lines_containing(path: &std::path::Path, needle: &str) {
     let text = std::fs::read_to_string(path).unwrap();
     let kept: String = text
         .lines()
@@ -290,7 +290,7 @@ fn bm25_by_hand(texts: &[String], query: &str) -> std::collections::HashMap<Stri
 
 /// Facts sharing `user` and a few other words in different measure, some
 /// with a word twice, of different lengths.
-fn word_facts() -> Vec<String> {
+pub fn word_facts() -> Vec<String> {
     let things = ["coffee", "tea", "garden", "piano", "bicycle", "Lisbon"];
     (0..48)
         .map(|i| {

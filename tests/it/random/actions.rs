@@ -79,6 +79,15 @@ pub enum Action {
         text: u8,
     },
     HandEditCore,
+    /// The index's words file tampered with by hand (deleted, a byte
+    /// flipped, cut short, or a copy kept at an earlier step put back),
+    /// then a query searched through a handle opened afresh (which reads
+    /// the file when it is of the table's version) and through the
+    /// long-lived one: the same hits with the same scores.
+    HandWords {
+        how: u8,
+        text: u8,
+    },
     Consolidate {
         judge: Judge,
         force: bool,
@@ -216,6 +225,9 @@ impl Action {
             Action::HandEditEntry { .. } => "hand: edit an entry",
             Action::HandWriteEntry { .. } => "hand: write an entry",
             Action::HandEditCore => "hand: edit MEMORY.md",
+            Action::HandWords { .. } => {
+                "hand: the index's words file, then a fresh handle searches"
+            }
             Action::Consolidate {
                 judge: Judge::BuiltIn,
                 ..
@@ -341,6 +353,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         2 => any::<u8>().prop_map(|pick| Action::HandEditEntry { pick }),
         1 => any::<u8>().prop_map(|text| Action::HandWriteEntry { text }),
         1 => Just(Action::HandEditCore),
+        2 => (0u8..4, any::<u8>()).prop_map(|(how, text)| Action::HandWords { how, text }),
         7 => (judge, any::<bool>()).prop_map(|(judge, force)| Action::Consolidate { judge, force }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetEntry { pick }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetFact { pick }),

@@ -48,6 +48,9 @@ pub struct World {
     /// interleave both copies' histories, so the memory as of a step of
     /// this copy alone is not what `past` noted, and is not checked.
     pub paired: bool,
+    /// The index's words file as it was when [`Action::HandWords`] kept
+    /// a copy (put back by a later one).
+    words_copy: Option<Vec<u8>>,
 }
 
 impl Drop for World {
@@ -94,6 +97,7 @@ impl World {
             past: vec![Past::now(&layout, None)],
             skewed: false,
             paired: false,
+            words_copy: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl World {
             Action::AddUpdate { text, pick } => self.add_update(*text, *pick),
             Action::HandAppendFact { text } => self.hand_append(actions::text(*text)),
             Action::HandGarbage => self.hand_garbage(),
+            Action::HandWords { how, text } => self.hand_words(*how, actions::text(*text)),
             Action::HandDeleteEntry { pick } => self.hand_delete(*pick),
             Action::HandEditEntry { pick } => self.hand_edit(*pick),
             Action::HandWriteEntry { text } => self.hand_write(actions::text(*text)),
@@ -346,6 +351,55 @@ impl World {
 
     /// A search with `min_score` at `min` fifths and, with `today`, only
     /// what was stated on this process's day or later.
+    /// The words file tampered with (`how`: deleted, a byte flipped, cut
+    /// to half, or a copy kept or put back), then `text` searched by a
+    /// handle opened afresh and by the long-lived one (or the daemon):
+    /// the same rows with the same scores. (Every row that matches at
+    /// all, compared as sets: the order of hits weighs recency by each
+    /// handle's clock.)
+    fn hand_words(&mut self, how: u8, text: &str) -> anyhow::Result<()> {
+        let path = self.layout.index_words();
+        let bytes = std::fs::read(&path).ok();
+        match (how, bytes) {
+            (0, _) => std::fs::remove_file(&path).unwrap_or(()),
+            (1, Some(mut b)) if !b.is_empty() => {
+                let at = b.len() / 2;
+                b[at] ^= 0x20;
+                std::fs::write(&path, b)?;
+            }
+            (2, Some(b)) => std::fs::write(&path, &b[..b.len() / 2])?,
+            (3, now) => match self.words_copy.take() {
+                Some(kept) => std::fs::write(&path, kept)?,
+                None => self.words_copy = now,
+            },
+            _ => {}
+        }
+        let req = || memd::request::Search {
+            query: Some(text.to_string()),
+            k: Some(1000),
+            min_score: Some(0.0),
+            ..Default::default()
+        };
+        let rows = |hits: Vec<memd::index::rows::Hit>| -> Vec<(String, String)> {
+            let mut v: Vec<_> = hits
+                .into_iter()
+                .map(|h| (h.id.to_string(), format!("{:.6}", h.score)))
+                .collect();
+            v.sort();
+            v
+        };
+        let held = rows(self.run(req())?.hits());
+        let memory = memd::Memory::open(&self.layout.root)?.at(self.clock());
+        let fresh = rows(self.rt.block_on(Target::local(memory).run(req()))?.hits());
+        assert_eq!(
+            fresh,
+            held,
+            "a fresh handle (left) and the long-lived one (right) searched {text:?}\nafter:\n{}",
+            self.log.join("\n")
+        );
+        Ok(())
+    }
+
     fn search_narrowed(&mut self, text: &str, min: u8, today: bool) -> anyhow::Result<()> {
         let min_score = f32::from(min) * 0.2;
         let since = today.then(|| self.clock().today());
