@@ -262,15 +262,17 @@ impl Reader {
         let table = &self.shared.table;
         let stamp = table.stamp().await?;
         let path = self.shared.layout.index_words();
-        let file = tokio::task::spawn_blocking(move || super::words::read(&path));
-        let file = steps::timed("words file read", file).await?;
-        if let Some(m) = file.filter(|m| (m.version, m.stamp) == stamp) {
+        let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
+        if let Some(m) = steps::timed("words file read", file).await? {
             self.shared.terms.lock().unwrap().map(m);
             return Ok(());
         }
-        let (rows, dim) = table_rows(&table.inner, table.dim).await?;
-        self.shared.terms.lock().unwrap().load(stamp.0, rows, dim);
-        if let Err(e) = self.write_words(stamp).await {
+        let (rows, dim) =
+            steps::timed("words: table rows", table_rows(&table.inner, table.dim)).await?;
+        steps::timed_now("words: tokenised", || {
+            self.shared.terms.lock().unwrap().load(stamp.0, rows, dim)
+        });
+        if let Err(e) = steps::timed("words file write", self.write_words(stamp)).await {
             tracing::debug!("words file not written: {e:#}");
         }
         Ok(())
@@ -280,21 +282,38 @@ impl Reader {
     /// the index lock, and only if no process has written the table since
     /// (an erasure deletes the file under that lock; a file written after
     /// it from rows read before it would hold the erased text again).
+    ///
+    /// Not when this process's own writes made that version: a process
+    /// that writes is one of a run of writes (a command's search after
+    /// `memd add`, a daemon's appends), whose next version makes the file
+    /// stale at once. Writing it cost 75–105 ms at 10,000 rows (encoding
+    /// the rows and their vectors, 17 MB), which made the peers harness's
+    /// CLI append → searchable slower (394 → 545 ms), and the first append
+    /// of a daemon that had read its words from the file (p99 88 → 376
+    /// ms). A process that only reads (a search with nothing to sync)
+    /// writes it, and the next one reads it.
     async fn write_words(&self, stamp: (u64, u64)) -> Result<()> {
-        let bytes = match self.shared.terms.lock().unwrap().parts() {
-            Some(parts) => super::words::encode(super::words::Parts {
-                stamp: stamp.1,
-                ..parts
-            })?,
-            None => return Ok(()),
+        let bytes = {
+            let terms = self.shared.terms.lock().unwrap();
+            match terms.parts().filter(|_| !terms.made_here()) {
+                Some(parts) => super::words::encode(super::words::Parts {
+                    stamp: stamp.1,
+                    ..parts
+                })?,
+                None => return Ok(()),
+            }
         };
         let layout = &self.shared.layout;
         let _all = super::table::write_lock(layout).await?;
         if super::table::latest_stamp(layout).await? != stamp {
             return Ok(());
         }
+        // Not fsynced: a file a power cut tears fails its checksum and is
+        // written anew, and an fsync of its 17 MB at 10,000 rows made the
+        // one-shot search after each `memd add` 0.15 s slower (the peers
+        // harness's CLI append → searchable: 394 → 545 ms).
         let path = layout.index_words();
-        let write = move || crate::atomic::write(&path, &bytes);
+        let write = move || crate::atomic::write_unsynced(&path, &bytes);
         Ok(tokio::task::spawn_blocking(write).await??)
     }
 

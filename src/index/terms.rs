@@ -55,6 +55,9 @@ struct Slot {
 
 pub(super) struct Terms {
     version: Option<u64>,
+    /// The last table version this handle's own writes left (kept when
+    /// the rows are dropped): a version the process made itself.
+    made: Option<u64>,
     tokenizer: Box<dyn LanceTokenizer>,
     slots: Vec<Option<Slot>>,
     /// Each slot's length in words (0 when free), beside `slots` for the
@@ -80,6 +83,7 @@ impl Terms {
     pub(super) fn new() -> Result<Terms> {
         Ok(Terms {
             version: None,
+            made: None,
             tokenizer: FtsIndexBuilder::default()
                 .build()
                 .map_err(|e| crate::Error::Index(Box::new(e)))?,
@@ -144,6 +148,7 @@ impl Terms {
         deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
         added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) {
+        self.made = Some(after);
         if self.version != Some(before) || self.mapped.is_some() {
             return self.clear();
         }
@@ -160,6 +165,7 @@ impl Terms {
     /// The handle rewrote the table from `before` to `after` without
     /// changing its rows (compaction, an index build).
     pub(super) fn same_rows(&mut self, before: u64, after: u64) {
+        self.made = Some(after);
         match self.version == Some(before) {
             true => self.version = Some(after),
             false => self.clear(),
@@ -382,6 +388,12 @@ impl Terms {
     pub(super) fn top(&mut self, query: &str, n: usize) -> Vec<Hit> {
         let tokens = self.query_tokens(query);
         top(self.lists(), &tokens, n)
+    }
+
+    /// Whether this handle's own writes left the table at the version
+    /// these rows are.
+    pub(super) fn made_here(&self) -> bool {
+        self.version.is_some() && self.made == self.version
     }
 
     /// The words file's contents for these rows, if they were loaded from

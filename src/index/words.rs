@@ -12,7 +12,8 @@
 //!   is still at that version, into a temporary file renamed over the
 //!   old one (so a reader sees a whole file or none, and an erasure,
 //!   which deletes it under the same lock, is never undone by a writer
-//!   that read the table before it).
+//!   that read the table before it). Not fsynced, like the index's other
+//!   files: one a power cut tears fails its checksum.
 //! - **Read** only when the table is at the version it names, made at
 //!   the time it names (a table made anew, after `.memd/index` was
 //!   deleted, counts its versions from 1 again), and its checksum holds. Anything else (missing, older,
@@ -82,7 +83,8 @@ fn kind_byte(kind: RowKind) -> u8 {
     }
 }
 
-/// The file's bytes for `parts`.
+/// The file's bytes for `parts` (on a little-endian machine; on another,
+/// [`read`] never reads them).
 pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     let Parts {
         version,
@@ -103,8 +105,8 @@ pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     words.retain(|(_, list)| !list.is_empty());
     words.sort_by(|a, b| a.0.cmp(b.0));
     let mut body = Vec::new();
-    body.extend(rows.iter().flat_map(|(_, r)| r.len.to_le_bytes()));
-    pad(&mut body);
+    let lens: Vec<u32> = rows.iter().map(|(_, r)| r.len).collect();
+    put(&mut body, &lens);
     body.extend(rows.iter().map(|(_, r)| kind_byte(r.hit.kind)));
     pad(&mut body);
     let hits: Vec<Vec<u8>> = rows
@@ -116,26 +118,21 @@ pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     offsets(&mut body, words.iter().map(|(w, _)| w.len()));
     offsets(&mut body, words.iter().map(|(_, list)| list.len()));
     for (_, list) in &mut words {
-        let mut list: Vec<(u32, u32)> = list
+        let mut list: Vec<[u32; 2]> = list
             .iter()
-            .map(|&(s, n)| (new_slot[s as usize], n))
+            .map(|&(s, n)| [new_slot[s as usize], n])
             .collect();
         list.sort_unstable();
-        body.extend(
-            list.iter()
-                .flat_map(|&(s, n)| [s, n])
-                .flat_map(u32::to_le_bytes),
-        );
+        put(&mut body, &list);
     }
     pad(&mut body);
     if dim > 0 {
-        let inverse = rows.iter().map(|(_, r)| inverse_norm(r.vector));
-        body.extend(inverse.flat_map(f32::to_le_bytes));
+        let inverse: Vec<f32> = rows.iter().map(|(_, r)| inverse_norm(r.vector)).collect();
+        put(&mut body, &inverse);
         pad(&mut body);
-        body.extend(
-            rows.iter()
-                .flat_map(|(_, r)| r.vector.iter().flat_map(|x| x.to_le_bytes())),
-        );
+        for (_, r) in &rows {
+            put(&mut body, r.vector);
+        }
         pad(&mut body);
     }
     for blob in [
@@ -184,14 +181,19 @@ fn pad(b: &mut Vec<u8>) {
     b.resize(b.len().next_multiple_of(8), 0);
 }
 
+/// `items` as their bytes, as the machine holds them: little endian, the
+/// only order this file is written and read in ([`read`]).
+fn put<T: bytemuck::Pod>(b: &mut Vec<u8>, items: &[T]) {
+    b.extend_from_slice(bytemuck::cast_slice(items));
+}
+
 /// Offsets of items of these sizes, one more than there are items.
 fn offsets(b: &mut Vec<u8>, sizes: impl Iterator<Item = usize>) {
-    let mut at = 0u64;
-    b.extend(at.to_le_bytes());
-    for n in sizes {
-        at += n as u64;
-        b.extend(at.to_le_bytes());
-    }
+    let at = std::iter::once(0).chain(sizes.scan(0u64, |at, n| {
+        *at += n as u64;
+        Some(*at)
+    }));
+    put(b, &at.collect::<Vec<u64>>());
 }
 
 /// `1 / |v|`, 0 for a zero vector (as [`super::vectors`] keeps it).
@@ -224,17 +226,35 @@ pub(super) struct Mapped {
     hits: Range<usize>,
 }
 
-/// The file at `path`, if it is one (`None`: missing, damaged, or of
-/// another layout; the caller loads from the table).
-pub(super) fn read(path: &Path) -> Option<Mapped> {
+/// The file at `path`, if it is one and of table version `version` made
+/// at `stamp` (`None`: missing, damaged, of another layout or another
+/// version; the caller loads from the table). The header is read first,
+/// so a file of another version costs one small read.
+pub(super) fn read(path: &Path, stamp: (u64, u64)) -> Option<Mapped> {
+    read_if(path, Some(stamp))
+}
+
+/// The file at `path`, if it is one: of `want`'s version only, when given.
+fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
     use std::io::Read;
+    if cfg!(target_endian = "big") {
+        return None;
+    }
     let mut file = std::fs::File::open(path).ok()?;
     let size = usize::try_from(file.metadata().ok()?.len()).ok()?;
     if size < HEADER || size % 8 != 0 {
         return None;
     }
+    let mut head = [0u8; HEADER];
+    file.read_exact(&mut head).ok()?;
+    let field = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().unwrap());
+    if want.is_some_and(|w| w != (field(1), field(2))) {
+        return None;
+    }
     let mut buf = vec![0u64; size / 8];
-    file.read_exact(bytemuck::cast_slice_mut(&mut buf)).ok()?;
+    let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut buf);
+    bytes[..HEADER].copy_from_slice(&head);
+    file.read_exact(&mut bytes[HEADER..]).ok()?;
     Mapped::parse(buf)
 }
 
@@ -423,7 +443,7 @@ pub async fn compare(layout: &crate::Layout) -> Result<Found> {
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(Found::Absent);
     };
-    let Some(file) = read(&path) else {
+    let Some(file) = read_if(&path, None) else {
         return Ok(Found::Unreadable);
     };
     let Some(table) = super::table::existing(layout).await? else {

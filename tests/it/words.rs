@@ -96,7 +96,8 @@ async fn a_handle_opened_afresh_reads_the_words_file_and_finds_what_a_handle_tha
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_version() {
+async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_version_and_the_writer_writes_none()
+ {
     let (_tmp, layout) = crate::support::memory_dir();
     let day = layout.archive_file("2026-11-10");
     let facts = word_facts();
@@ -106,22 +107,29 @@ async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_
         }
     };
     let version = |bytes: &[u8]| u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+    // A handle that made the version itself writes no file (its writes
+    // go on); one that found it does.
+    let synced = |layout: &memd::Layout| {
+        let layout = layout.clone();
+        async move {
+            let writer = open(&layout).await;
+            writer.writer.sync().await.unwrap();
+            results(&writer).await;
+            assert!(!layout.index_words().exists(), "written by the writer");
+            let reader = open(&layout).await;
+            let found = results(&reader).await;
+            (found, std::fs::read(layout.index_words()).unwrap())
+        }
+    };
     write(&facts[..24]);
-    let first = open(&layout).await;
-    first.writer.sync().await.unwrap();
-    results(&first).await;
-    let old = std::fs::read(layout.index_words()).unwrap();
-    drop(first);
+    let (_, old) = synced(&layout).await;
 
     // `reindex --clear`, and other facts in the day file: a table made
     // anew, by the same steps, reaches the same version.
     Index::clear(&layout).await.unwrap();
     std::fs::remove_file(&day).unwrap();
     write(&facts[24..]);
-    let second = open(&layout).await;
-    second.writer.sync().await.unwrap();
-    let want = results(&second).await;
-    let new = std::fs::read(layout.index_words()).unwrap();
+    let (want, new) = synced(&layout).await;
     assert_eq!(version(&old), version(&new), "set up: the same version");
     assert_ne!(old, new);
 
