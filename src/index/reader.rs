@@ -254,18 +254,21 @@ impl Reader {
 
     /// Load every row's words at the handle's version (a new handle's
     /// first search, or one after another process wrote): from the words
-    /// file when it is of this version ([`super::words`]), else from the
-    /// table, and then the words file is written for this version. Called
+    /// file when it is of this version ([`super::words`]; not in a daemon:
+    /// `Shared::read_words_file`), else from the table, and then the words
+    /// file is written for this version. Called
     /// with the table's version held (`moving`), so it cannot move
     /// meanwhile.
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
         let stamp = table.stamp().await?;
-        let path = self.shared.layout.index_words();
-        let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
-        if let Some(m) = steps::timed("words file read", file).await? {
-            self.shared.terms.lock().unwrap().map(m);
-            return Ok(());
+        if self.shared.read_words_file {
+            let path = self.shared.layout.index_words();
+            let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
+            if let Some(m) = steps::timed("words file read", file).await? {
+                self.shared.terms.lock().unwrap().map(m);
+                return Ok(());
+            }
         }
         let (rows, dim) =
             steps::timed("words: table rows", table_rows(&table.inner, table.dim)).await?;
