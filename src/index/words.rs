@@ -1,14 +1,16 @@
 //! `.memd/index/words.bin`: the rows' words ([`super::terms`]) as of one
 //! version of the table, so that a process that opens the index to search
-//! (a command, `memd mcp`, a daemon starting) reads the lists of its
-//! query's words instead of reading and tokenising every row. At 100,000
+//! (a command, `memd mcp`; not a daemon, see `Shared::read_words_file`)
+//! reads the lists of its query's words instead of reading and tokenising
+//! every row. At 100,000
 //! rows that load was most of a one-shot `memd search` (BENCHMARKS.md,
 //! issue 28).
 //!
 //! Derived like the rest of `.memd/index/`, and deleting it costs only
 //! time:
 //! - **Written** by a process that has just loaded the words from the
-//!   table, for that version: under the index lock, only while the table
+//!   table, for a version it found (not one its own writes made): under
+//!   the index lock, only while the table
 //!   is still at that version, into a temporary file renamed over the
 //!   old one (so a reader sees a whole file or none, and an erasure,
 //!   which deletes it under the same lock, is never undone by a writer
