@@ -256,9 +256,8 @@ impl Reader {
     /// first search, or one after another process wrote): from the words
     /// file when it is of this version ([`super::words`]; not in a daemon:
     /// `Shared::read_words_file`), else from the table, and then the words
-    /// file is written for this version. Called
-    /// with the table's version held (`moving`), so it cannot move
-    /// meanwhile.
+    /// file is written for this version. Called with the table's version
+    /// held (`moving`), so it cannot move meanwhile.
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
         let stamp = table.stamp().await?;
@@ -289,12 +288,10 @@ impl Reader {
     /// Not when this process's own writes made that version: a process
     /// that writes is one of a run of writes (a command's search after
     /// `memd add`, a daemon's appends), whose next version makes the file
-    /// stale at once. Writing it cost 75–105 ms at 10,000 rows (encoding
-    /// the rows and their vectors, 17 MB), which made the peers harness's
-    /// CLI append → searchable slower (394 → 545 ms), and the first append
-    /// of a daemon that had read its words from the file (p99 88 → 376
-    /// ms). A process that only reads (a search with nothing to sync)
-    /// writes it, and the next one reads it.
+    /// stale at once. Writing it costs 75–105 ms at 10,000 rows (encoding
+    /// the rows and their vectors, 19 MB, then the write: BENCHMARKS.md).
+    /// A process that only reads (a search with nothing to sync) writes
+    /// it, and the next one reads it.
     async fn write_words(&self, stamp: (u64, u64)) -> Result<()> {
         let bytes = {
             let terms = self.shared.terms.lock().unwrap();
@@ -311,10 +308,8 @@ impl Reader {
         if super::table::latest_stamp(layout).await? != stamp {
             return Ok(());
         }
-        // Not fsynced: a file a power cut tears fails its checksum and is
-        // written anew, and an fsync of its 17 MB at 10,000 rows made the
-        // one-shot search after each `memd add` 0.15 s slower (the peers
-        // harness's CLI append → searchable: 394 → 545 ms).
+        // Not fsynced, like the index's other files: one a power cut tears
+        // fails its checksum and is written anew.
         let path = layout.index_words();
         let write = move || crate::atomic::write_unsynced(&path, &bytes);
         Ok(tokio::task::spawn_blocking(write).await??)
