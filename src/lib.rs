@@ -106,11 +106,13 @@
 //! JSON-lines files tolerantly, [`text`] holds the normalisation, hashing
 //! and markup escaping every module must agree on, [`status`] gathers the
 //! read-only report behind `memd status`, [`progress`] shows long work,
+//! [`alloc`] is the binary's allocator (large blocks in 2 MiB pages),
 //! and [`check`] verifies every invariant above (`memd check`, the oracle
 //! of the fault tests, which stop processes at failpoints compiled only
 //! into test builds). With the `lab` feature, [`eval`] and [`bench`] hold
 //! the evaluations and benchmarks behind `memd eval` and `memd bench`.
 
+pub mod alloc;
 pub mod archive;
 pub mod atomic;
 #[cfg(feature = "lab")]

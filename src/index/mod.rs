@@ -82,6 +82,9 @@ struct Shared {
     /// 10,000 facts 242–376 ms, against 87 when the first search loads
     /// them, before any append).
     read_words_file: bool,
+    /// Whether a search has read LanceDB's vector index ahead
+    /// ([`Reader::warm_vector_index`]).
+    warmed: std::sync::atomic::AtomicBool,
 }
 
 /// One process's handle on the index: its one writer and its readers.
@@ -142,6 +145,7 @@ impl Shared {
             recalls: crate::recall::Log::open(layout.recall_log()),
             moving: tokio::sync::Mutex::new(()),
             read_words_file,
+            warmed: Default::default(),
         })
     }
 }

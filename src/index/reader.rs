@@ -146,6 +146,36 @@ impl Reader {
         self.ranked(query, qv, k, true, &narrow).await
     }
 
+    /// LanceDB's vector index read into this process's cache, when the
+    /// vector half of a search will ask it (more rows than the vectors
+    /// kept in memory, [`super::vectors::MAX_ROWS`]): a new process's
+    /// search then reads it beside its sync and its query's embedding
+    /// rather than after them. Once a handle; a failure only leaves the
+    /// search to read the index itself.
+    pub(crate) async fn warm_vector_index(&self) {
+        if self
+            .shared
+            .warmed
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let inner = &self.shared.table.inner;
+        let warm = async {
+            if inner.count_rows(None).await? <= super::vectors::MAX_ROWS {
+                return Ok(());
+            }
+            let indices = inner.list_indices().await?;
+            if let Some(vector) = super::table::on_column(&indices, "vector") {
+                inner.prewarm_index(&vector.name).await?;
+            }
+            Ok::<_, crate::Error>(())
+        };
+        if let Err(e) = warm.await {
+            tracing::debug!("vector index not read ahead: {e:#}");
+        }
+    }
+
     /// The embedding of a query.
     pub(crate) async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
@@ -234,6 +264,13 @@ impl Reader {
     /// table first when the handle holds them for another version. With
     /// `wait` false and a write running, the words as they are serve.
     async fn full_text(&self, query: &str, n: usize, wait: bool) -> Result<Vec<Hit>> {
+        self.words_current(wait).await?;
+        Ok(self.shared.terms.lock().unwrap().top(query, n))
+    }
+
+    /// Bring the handle's words to the table's version at the handle's
+    /// (see [`Reader::full_text`] for `wait`).
+    pub(crate) async fn words_current(&self, wait: bool) -> Result<()> {
         if !self.terms_current().await? {
             let one = match wait {
                 true => Some(self.shared.moving.lock().await),
@@ -243,7 +280,7 @@ impl Reader {
                 self.load_terms().await?;
             }
         }
-        Ok(self.shared.terms.lock().unwrap().top(query, n))
+        Ok(())
     }
 
     /// Whether the handle's words are those of the table at its version.
@@ -462,16 +499,22 @@ pub(super) async fn table_rows(
 mod tests {
     use super::*;
 
-    /// The vector half of a search from the vectors kept in memory is
-    /// LanceDB's exact scan: the same rows, in the same order, with the
-    /// same scores, after the rows changed (a row deleted, rows added).
-    #[tokio::test(flavor = "multi_thread")]
-    async fn the_vectors_in_memory_list_what_lancedb_lists() {
+    /// A new memory in a temporary directory, with the model-free embedder.
+    fn lexical_memory() -> (tempfile::TempDir, crate::Layout, crate::Memory) {
         let t = tempfile::tempdir().unwrap();
         let layout = crate::memory::init(t.path()).unwrap();
         let mut config = crate::config::Config::default();
         config.embedder.kind = crate::config::EmbedderKind::Lexical;
         let memory = crate::Memory::new(layout.clone(), config);
+        (t, layout, memory)
+    }
+
+    /// The vector half of a search from the vectors kept in memory is
+    /// LanceDB's exact scan: the same rows, in the same order, with the
+    /// same scores, after the rows changed (a row deleted, rows added).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_vectors_in_memory_list_what_lancedb_lists() {
+        let (_t, layout, memory) = lexical_memory();
         let words = ["tea", "bike", "garden", "piano", "boat", "river", "cat"];
         let day = |n: usize, from: usize| {
             let mut text = "# 2026-01-01\n\n## 09:00:00\n".to_string();
@@ -520,5 +563,62 @@ mod tests {
         std::fs::write(layout.archive_file("2026-01-02"), day(40, 500)).unwrap();
         index.writer.sync().await.unwrap();
         same(&index).await;
+    }
+
+    /// A handle's first search over more rows than the vectors kept in
+    /// memory reads LanceDB's vector index ahead (beside its sync and its
+    /// query's embedding), and finds what a handle that read nothing ahead
+    /// finds.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_new_handle_reads_the_vector_index_ahead_when_its_search_will_ask_it() {
+        let (_t, layout, memory) = lexical_memory();
+        let words = [
+            "tea", "bike", "garden", "piano", "boat", "river", "cat", "lamp",
+        ];
+        let mut text = "# 2026-01-01\n\n## 09:00:00\n".to_string();
+        for i in 0..super::super::vectors::MAX_ROWS + 500 {
+            let (a, b, c) = (words[i % 8], words[(i / 8) % 8], words[(i / 64) % 8]);
+            text.push_str(&format!("- The user likes {a}, {b} and {c}, note {i}\n"));
+        }
+        std::fs::write(layout.archive_file("2026-01-01"), text).unwrap();
+        let built = crate::index::Index::open(&memory).await.unwrap();
+        built.writer.sync().await.unwrap();
+        let indices = built
+            .reader
+            .shared
+            .table
+            .inner
+            .list_indices()
+            .await
+            .unwrap();
+        assert!(super::super::table::on_column(&indices, "vector").is_some());
+        let cached = |index: &crate::index::Index| {
+            let table = index.reader.shared.table.inner.clone();
+            async move {
+                let dataset = table.dataset().unwrap().get().await.unwrap();
+                dataset.session().index_cache_stats().await.size_bytes
+            }
+        };
+        let (ahead, plain) = (
+            crate::index::Index::open(&memory).await.unwrap(),
+            crate::index::Index::open(&memory).await.unwrap(),
+        );
+        let before = cached(&ahead).await;
+        ahead.reader.warm_vector_index().await;
+        let read = cached(&ahead).await - before;
+        assert!(
+            read > 1 << 20,
+            "the vector index was read ahead: {read} bytes"
+        );
+        for q in ["tea and a bike", "river cat lamp", "piano note 7"] {
+            let ids = |hits: Vec<Hit>| -> Vec<(String, i64)> {
+                let score = |h: &Hit| (h.score * 1e5).round() as i64;
+                hits.iter().map(|h| (h.id.to_string(), score(h))).collect()
+            };
+            let a = ids(ahead.reader.search_unlogged(q, 10).await.unwrap());
+            let b = ids(plain.reader.search_unlogged(q, 10).await.unwrap());
+            assert_eq!(a.len(), 10, "{q}");
+            assert_eq!(a, b, "{q}");
+        }
     }
 }

@@ -115,10 +115,19 @@ impl Request for Search {
                 // appended is being embedded by then (`Target::index_soon`);
                 // a query that is the fact's own text waits for that
                 // embedding instead of making it again (`Cached::embed`).
-                let synced = crate::steps::timed("sync", index.writer.sync());
+                // A new handle's words (after the sync, so of the version
+                // it leaves) and LanceDB's vector index are read beside it
+                // too: a one-shot search at 100,000 facts waited for each
+                // in turn (BENCHMARKS.md, issue 28).
+                let synced = async {
+                    crate::steps::timed("sync", index.writer.sync()).await?;
+                    index.reader.words_current(true).await
+                };
                 let embedded =
                     crate::steps::timed("query embedding", index.reader.query_vector(&text));
-                let (synced, _) = tokio::join!(synced, embedded);
+                let warmed = index.reader.warm_vector_index();
+                let warmed = crate::steps::timed("vector index read ahead", warmed);
+                let (synced, _, ()) = tokio::join!(synced, embedded, warmed);
                 synced?;
                 Vec::new()
             }
