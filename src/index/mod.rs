@@ -75,13 +75,6 @@ struct Shared {
     /// compaction), and while the words are loaded for a version: one
     /// write at a time, and words that are those of one version.
     moving: tokio::sync::Mutex<()>,
-    /// Whether loading the words may read them from the words file
-    /// ([`words`]). Not in a daemon: it writes next, and a first write
-    /// over words read from the file loads them from the table then, in
-    /// an append's time (`bench_peers.py`: append → searchable p99 at
-    /// 10,000 facts 242–376 ms, against 87 when the first search loads
-    /// them, before any append).
-    read_words_file: bool,
     /// Whether a search has read LanceDB's vector index ahead
     /// ([`Reader::warm_vector_index`]).
     warmed: std::sync::atomic::AtomicBool,
@@ -98,7 +91,7 @@ impl Index {
     /// process that writes it beside others (each write takes the index
     /// lock).
     pub async fn open(memory: &Memory) -> Result<Index> {
-        let shared = Arc::new(Shared::open(memory, true).await?);
+        let shared = Arc::new(Shared::open(memory).await?);
         Ok(Index {
             writer: Writer::new(shared.clone()),
             reader: Reader::new(shared),
@@ -108,7 +101,7 @@ impl Index {
     /// The index of the daemon serving `memory`, which holds `served`, the
     /// daemon's lock on the directory: its writer is the table's only one.
     pub(crate) async fn open_sole(memory: &Memory, served: lock::Guard) -> Result<Index> {
-        let shared = Arc::new(Shared::open(memory, false).await?);
+        let shared = Arc::new(Shared::open(memory).await?);
         Ok(Index {
             writer: Writer::sole(shared.clone(), served),
             reader: Reader::new(shared),
@@ -127,7 +120,7 @@ impl Index {
 }
 
 impl Shared {
-    async fn open(memory: &Memory, read_words_file: bool) -> Result<Shared> {
+    async fn open(memory: &Memory) -> Result<Shared> {
         let (layout, config) = (&memory.layout, &memory.config);
         let embedder = memory.embedder()?;
         let dim = embedder
@@ -144,7 +137,6 @@ impl Shared {
             terms: Mutex::new(terms::Terms::new()?),
             recalls: crate::recall::Log::open(layout.recall_log()),
             moving: tokio::sync::Mutex::new(()),
-            read_words_file,
             warmed: Default::default(),
         })
     }

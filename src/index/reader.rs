@@ -268,6 +268,16 @@ impl Reader {
         Ok(self.shared.terms.lock().unwrap().top(query, n))
     }
 
+    /// Load the handle's words now, and take any read from the words
+    /// file into memory: a long-lived process that writes (the daemon)
+    /// then pays neither at its first search nor at its first append.
+    pub(crate) async fn words_ready(&self) -> Result<()> {
+        self.words_current(true).await?;
+        let _one = self.shared.moving.lock().await;
+        self.shared.terms.lock().unwrap().unmapped();
+        Ok(())
+    }
+
     /// Bring the handle's words to the table's version at the handle's
     /// (see [`Reader::full_text`] for `wait`).
     pub(crate) async fn words_current(&self, wait: bool) -> Result<()> {
@@ -291,20 +301,18 @@ impl Reader {
 
     /// Load every row's words at the handle's version (a new handle's
     /// first search, or one after another process wrote): from the words
-    /// file when it is of this version ([`super::words`]; not in a daemon:
-    /// `Shared::read_words_file`), else from the table, and then the words
+    /// file when it is of this version ([`super::words`]), else from the
+    /// table, and then the words
     /// file is written for this version. Called with the table's version
     /// held (`moving`), so it cannot move meanwhile.
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
         let stamp = table.stamp().await?;
-        if self.shared.read_words_file {
-            let path = self.shared.layout.index_words();
-            let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
-            if let Some(m) = steps::timed("words file read", file).await? {
-                self.shared.terms.lock().unwrap().map(m);
-                return Ok(());
-            }
+        let path = self.shared.layout.index_words();
+        let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
+        if let Some(m) = steps::timed("words file read", file).await? {
+            self.shared.terms.lock().unwrap().map(m);
+            return Ok(());
         }
         let (rows, dim) =
             steps::timed("words: table rows", table_rows(&table.inner, table.dim)).await?;
@@ -619,6 +627,66 @@ mod tests {
             let b = ids(plain.reader.search_unlogged(q, 10).await.unwrap());
             assert_eq!(a.len(), 10, "{q}");
             assert_eq!(a, b, "{q}");
+        }
+    }
+
+    /// A handle that read the words file takes its rows into memory at its
+    /// first write (rather than dropping them and loading every row from
+    /// the table), and then finds what a handle that loaded them from the
+    /// table finds: the same rows, the same scores.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_handle_that_read_the_words_file_keeps_its_words_in_step_with_its_writes() {
+        let (_t, layout, memory) = lexical_memory();
+        let words = ["tea", "bike", "garden", "piano", "boat", "river", "cat"];
+        let mut text = "# 2026-01-01\n\n## 09:00:00\n".to_string();
+        for i in 0..150 {
+            let (a, b) = (words[i % 7], words[(i / 7) % 7]);
+            text.push_str(&format!("- The user likes {a} and {b}, note {i}\n"));
+        }
+        std::fs::write(layout.archive_file("2026-01-01"), &text).unwrap();
+        let found = |index: &crate::index::Index| {
+            let reader = index.reader.clone();
+            async move {
+                let mut out = Vec::new();
+                for q in ["tea and a bike", "river cat", "piano note 7", "garden"] {
+                    let fused = reader.search_unlogged(q, 10).await.unwrap();
+                    let words = reader.full_text_hits(q, 200).await.unwrap();
+                    for hits in [fused, words] {
+                        let score = |h: &Hit| format!("{:.6}", h.score);
+                        out.push(hits.iter().map(|h| (h.id.to_string(), score(h))).collect());
+                    }
+                }
+                out as Vec<Vec<(String, String)>>
+            }
+        };
+        let first = crate::index::Index::open(&memory).await.unwrap();
+        first.writer.sync().await.unwrap();
+        drop(first);
+        // Loads the words from the table and writes the file; the next
+        // handle reads it.
+        let loaded = crate::index::Index::open(&memory).await.unwrap();
+        found(&loaded).await;
+        let read = crate::index::Index::open(&memory).await.unwrap();
+        found(&read).await;
+        assert!(read.reader.shared.terms.lock().unwrap().is_mapped());
+        for round in 0..2 {
+            let kept: String = text
+                .lines()
+                .filter(|l| !l.contains(&format!("note {}", 3 + round)))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            text = format!("{kept}- The user rode a boat on the river, round {round}\n");
+            std::fs::write(layout.archive_file("2026-01-01"), &text).unwrap();
+            read.writer.sync().await.unwrap();
+            let version = read.reader.shared.table.version().await.unwrap();
+            let (mapped, at) = {
+                let terms = read.reader.shared.terms.lock().unwrap();
+                (terms.is_mapped(), terms.version())
+            };
+            assert!(!mapped, "round {round}");
+            assert_eq!(at, Some(version), "kept in step, round {round}");
+            let fresh = crate::index::Index::open(&memory).await.unwrap();
+            assert_eq!(found(&read).await, found(&fresh).await, "round {round}");
         }
     }
 }

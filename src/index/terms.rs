@@ -75,7 +75,7 @@ pub(super) struct Terms {
     vectors: Option<Vectors>,
     /// The rows as the words file holds them, read instead of loading
     /// them from the table ([`super::words`]): read only, so the first
-    /// write of the handle drops it (the rows are loaded then).
+    /// write of the handle takes them into memory ([`Terms::unmapped`]).
     mapped: Option<super::words::Mapped>,
 }
 
@@ -149,7 +149,7 @@ impl Terms {
         added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) {
         self.made = Some(after);
-        if self.version != Some(before) || self.mapped.is_some() {
+        if self.version != Some(before) || !self.unmapped() {
             return self.clear();
         }
         for (source, id) in deleted {
@@ -390,6 +390,12 @@ impl Terms {
         top(self.lists(), &tokens, n)
     }
 
+    /// Whether the rows are served from the words file.
+    #[cfg(test)]
+    pub(super) fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
+    }
+
     /// Whether this handle's own writes left the table at the version
     /// these rows are.
     pub(super) fn made_here(&self) -> bool {
@@ -438,6 +444,55 @@ impl Terms {
             rows,
             words,
         })
+    }
+
+    /// The rows of the words file this handle serves, if any, taken into
+    /// memory, so that a write can change them: false (and nothing held)
+    /// if the file does not read back whole. Decoding the file's hits is
+    /// most of it, and it is a fraction of loading the rows from the
+    /// table and tokenising them (BENCHMARKS.md, issue 28): a first
+    /// append after a search that read the file (a daemon's, `memd
+    /// mcp`'s) paid that load.
+    pub(super) fn unmapped(&mut self) -> bool {
+        let Some(m) = self.mapped.take() else {
+            return true;
+        };
+        let version = self.version;
+        self.clear();
+        if self.take_in(&m).is_none() {
+            self.clear();
+            return false;
+        }
+        self.version = version;
+        true
+    }
+
+    /// Fill the emptied rows and words from `m`: the same slots and word
+    /// numbers as the file's rows and words.
+    fn take_in(&mut self, m: &super::words::Mapped) -> Option<()> {
+        let mut row_words: Vec<Vec<(u32, u32)>> = vec![Vec::new(); m.rows];
+        for w in 0..m.words as u32 {
+            self.words.insert(m.spelling(w)?.to_string(), w);
+            let list = m.postings(w);
+            for &[slot, n] in list {
+                row_words.get_mut(slot as usize)?.push((w, n));
+            }
+            self.postings
+                .push(list.iter().map(|&[s, n]| (s, n)).collect());
+        }
+        self.vectors = (m.dim > 0).then(|| Vectors::new(m.dim));
+        for (slot, words) in (0..m.rows as u32).zip(row_words) {
+            let hit = m.hit(slot)?;
+            if let Some(v) = self.vectors.as_mut() {
+                v.set(slot, m.vector(slot)?.0);
+            }
+            self.by_row
+                .insert((hit.source.clone(), hit.id.clone()), slot);
+            self.lens.push(m.len(slot));
+            self.slots.push(Some(Slot { hit, words }));
+        }
+        (self.counted, self.tokens) = (m.counted, m.tokens);
+        Some(())
     }
 
     /// Serve the rows of the words file `m` (read for the table's version).

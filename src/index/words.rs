@@ -1,10 +1,10 @@
 //! `.memd/index/words.bin`: the rows' words ([`super::terms`]) as of one
 //! version of the table, so that a process that opens the index to search
-//! (a command, `memd mcp`; not a daemon, see `Shared::read_words_file`)
 //! reads the lists of its query's words instead of reading and tokenising
-//! every row. At 100,000
-//! rows that load was most of a one-shot `memd search` (BENCHMARKS.md,
-//! issue 28).
+//! every row. At 100,000 rows that load was most of a one-shot `memd
+//! search` (BENCHMARKS.md, issue 28). The file's rows are served from it
+//! until the process first writes the table; they are taken into memory
+//! then ([`super::terms::Terms`]).
 //!
 //! Derived like the rest of `.memd/index/`, and deleting it costs only
 //! time:
@@ -361,6 +361,11 @@ impl Mapped {
             }
         }
         None
+    }
+
+    /// Word `w`'s spelling.
+    pub(super) fn spelling(&self, w: u32) -> Option<&str> {
+        std::str::from_utf8(self.item(&self.word_at, &self.spellings, w as usize)?).ok()
     }
 
     /// Word `w`'s postings: (row, occurrences), by row.
