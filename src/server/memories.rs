@@ -109,14 +109,15 @@ impl Opened {
             }
         };
         tracing::debug!(memory = ?name, "memory opened");
-        // Its words, in the background: a memory opened by a write loads
-        // them too, which its first search would have done (a tenant only
-        // written to holds them now as well).
+        // Its words and LanceDB's vector index, in the background: a memory
+        // opened by a write loads them too, which its first search would
+        // have done (a tenant only written to holds them now as well).
         let reader = index.reader.clone();
         tokio::spawn(async move {
             if let Err(e) = reader.words_ready().await {
                 tracing::debug!("words not loaded ahead: {e:#}");
             }
+            reader.warm_vector_index().await;
         });
         Ok(Opened::with(name, Lazy::with(memory, Some(index)), true))
     }
