@@ -150,8 +150,10 @@ impl Reader {
     /// vector half of a search will ask it (more rows than the vectors
     /// kept in memory, [`super::vectors::MAX_ROWS`]): a new process's
     /// search then reads it beside its sync and its query's embedding
-    /// rather than after them. Once a handle; a failure only leaves the
-    /// search to read the index itself.
+    /// rather than after them, and a daemon reads it at start. Once a
+    /// handle (a table that grows past that size later is read by its
+    /// next search, as before); a failure only leaves the search to read
+    /// the index itself.
     pub(crate) async fn warm_vector_index(&self) {
         if self
             .shared
@@ -302,9 +304,9 @@ impl Reader {
     /// Load every row's words at the handle's version (a new handle's
     /// first search, or one after another process wrote): from the words
     /// file when it is of this version ([`super::words`]), else from the
-    /// table, and then the words
-    /// file is written for this version. Called with the table's version
-    /// held (`moving`), so it cannot move meanwhile.
+    /// table, and then the words file is written for this version. Called
+    /// with the table's version held (`moving`), so it cannot move
+    /// meanwhile.
     pub(crate) async fn load_terms(&self) -> Result<()> {
         let table = &self.shared.table;
         let stamp = table.stamp().await?;
