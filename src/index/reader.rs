@@ -164,7 +164,7 @@ impl Reader {
         }
         let inner = &self.shared.table.inner;
         let warm = async {
-            if inner.count_rows(None).await? <= super::vectors::MAX_ROWS {
+            if vectors_kept(inner).await? {
                 return Ok(());
             }
             let indices = inner.list_indices().await?;
@@ -487,6 +487,13 @@ impl Reader {
     }
 }
 
+/// Whether the table has few enough rows for their vectors to be kept in
+/// memory ([`super::vectors::MAX_ROWS`]); past that, the vector half of a
+/// search asks LanceDB's index.
+async fn vectors_kept(inner: &lancedb::Table) -> Result<bool> {
+    Ok(inner.count_rows(None).await? <= super::vectors::MAX_ROWS)
+}
+
 /// Every row of the table as the words need it, and the dimension of the
 /// vectors when there are few enough rows to keep them
 /// ([`super::vectors`]; otherwise the rows come without their vectors).
@@ -494,7 +501,7 @@ pub(super) async fn table_rows(
     inner: &lancedb::Table,
     dim: usize,
 ) -> Result<(Vec<(Hit, Vec<f32>)>, Option<usize>)> {
-    let few = inner.count_rows(None).await? <= super::vectors::MAX_ROWS;
+    let few = vectors_kept(inner).await?;
     let columns = ["id", "source", "kind", "text", "day", "vector"];
     let columns = &columns[..if few { 6 } else { 5 }];
     let batches = collect(inner.query().select(Select::columns(columns))).await?;

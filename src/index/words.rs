@@ -10,17 +10,18 @@
 //! time:
 //! - **Written** by a process that has just loaded the words from the
 //!   table, for a version it found (not one its own writes made): under
-//!   the index lock, only while the table
-//!   is still at that version, into a temporary file renamed over the
-//!   old one (so a reader sees a whole file or none, and an erasure,
-//!   which deletes it under the same lock, is never undone by a writer
-//!   that read the table before it). Not fsynced, like the index's other
-//!   files: one a power cut tears fails its checksum.
+//!   the index lock, only while the table is still at that version, into
+//!   a temporary file renamed over the old one (so a reader sees a whole
+//!   file or none, and an erasure, which deletes it under the same lock,
+//!   is never undone by a writer that read the table before it). Not
+//!   fsynced, like the index's other files: one a power cut tears fails
+//!   its checksum.
 //! - **Read** only when the table is at the version it names, made at
 //!   the time it names (a table made anew, after `.memd/index` was
-//!   deleted, counts its versions from 1 again), and its checksum holds. Anything else (missing, older,
-//!   damaged, another layout) and the words are loaded from the table as
-//!   before, and the file written anew.
+//!   deleted, counts its versions from 1 again), and its checksum holds.
+//!   Anything else (missing, older, damaged, another layout) and the
+//!   words are loaded from the table as before, and the file written
+//!   anew.
 //! - **Canonical**: rows by source and id, words by spelling, each word's
 //!   rows in order; so `memd check` compares it byte for byte with the
 //!   file the table's rows make ([`crate::check`]).
