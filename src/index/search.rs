@@ -171,9 +171,17 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
 }
 
 /// Recency weighting, tombstones and the hits `lets` refuses left out
-/// (those scoring under the cutoff, or outside a narrowed search), best first (ties by id, so the order never depends on how the
-/// lists came back) with the later-stated of two hits on the same thing
-/// first ([`crate::current`]), near-identical hits collapsed; at most `k`.
+/// (those scoring under the cutoff, or outside a narrowed search), best
+/// first with the later-stated of two hits on the same thing first
+/// ([`crate::current`]), near-identical hits collapsed; at most `k`.
+///
+/// Equal ranks go by score, then by id, so the order never depends on how
+/// the lists came back. By score first: a fact first in the full-text
+/// list alone ties with a row first in the vector list alone, and facts
+/// alike but for a name or a code are near-identical as vectors. Ordered
+/// by id, a search for the code gave a neighbour first and collapsed the
+/// fact that holds it into that neighbour; its words' score (1.0 for the
+/// whole query) puts it first.
 pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
@@ -201,6 +209,7 @@ pub(super) fn finish(
     let by_score = |a: &(Hit, Vec<f32>), b: &(Hit, Vec<f32>)| {
         b.0.rank
             .total_cmp(&a.0.rank)
+            .then_with(|| b.0.score.total_cmp(&a.0.score))
             .then_with(|| a.0.id.cmp(&b.0.id))
     };
     hits.sort_by(by_score);

@@ -126,6 +126,49 @@ async fn search_results_are_the_same_however_the_index_was_built() {
     }
 }
 
+/// Facts alike but for one code ("The user named a new plant Zq378x10000"
+/// and 399 like it) are near-identical as vectors. A search for one code,
+/// alone or with some of the words all of them share, must give the fact
+/// that holds it. It did not for two codes alone: the fact came first in
+/// the full-text list alone, another plant first in the vector list
+/// alone, so the two tied, the other first by its id; then the fact was
+/// collapsed into it as a near duplicate (`memd bench search-path` found
+/// it, at its 378th append).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_search_for_a_word_only_one_fact_holds_gives_that_fact_however_alike_the_others() {
+    let (_tmp, layout) = example_dir();
+    let index = Index::open(&memd::Memory::new(layout.clone(), Config::default()))
+        .await
+        .unwrap();
+    let code = |i: usize| format!("Zq{i}x10000");
+    let facts: Vec<NewFact> = (0..400)
+        .map(|i| fact(&format!("The user named a new plant {}", code(i))))
+        .collect();
+    archive::append(&layout, "2026-11-21", "08:00:00", &facts).unwrap();
+    index.writer.sync().await.unwrap();
+    let mut missed = Vec::new();
+    for i in 0..400 {
+        for query in [
+            code(i),
+            format!("new plant {}", code(i)),
+            format!("user named {}", code(i)),
+        ] {
+            let hits = index.reader.search_unlogged(&query, 5).await.unwrap();
+            if !hits
+                .iter()
+                .any(|h| h.text.ends_with(&format!(" {}", code(i))))
+            {
+                missed.push((query, hits.into_iter().map(|h| h.text).collect::<Vec<_>>()));
+            }
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} codes not found: {missed:?}",
+        missed.len()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn search_results_stay_the_same_over_two_thousand_rows_grown_one_fact_at_a_time() {
     // Full-text scores kept in step by single-fact syncs (past 2,000 rows,
