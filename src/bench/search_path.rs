@@ -40,6 +40,19 @@ pub struct PathReport {
     /// `POST /v1/facts`, then a search that must find the fact.
     pub append_to_searchable_p50_ms: f64,
     pub append_steps: Vec<Step>,
+    /// The median append → searchable, step by step: what ran when, from
+    /// the post's sending to the reply that found the fact
+    /// ([`median_timeline`]).
+    pub append_timeline: Vec<Moment>,
+}
+
+/// One run of a step in a timeline: when it began and ended, in ms since
+/// the post was sent.
+#[derive(Debug, Serialize)]
+pub struct Moment {
+    pub step: &'static str,
+    pub from_ms: f64,
+    pub to_ms: f64,
 }
 
 /// What `bench search-path` is asked to do.
@@ -161,12 +174,17 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         search(&http, &base, &q).await?;
         searches.push(t.elapsed());
     }
-    let search_steps = crate::steps::take();
+    let search_steps = crate::steps::times(&crate::steps::take());
     let mut appends = Vec::new();
+    let mut cycles = Vec::new();
     for i in 0..load.requests.appends {
+        let sent = Instant::now();
         appends.push(append_then_find(&http, &base, &format!("Zq{i}x{size}")).await?);
+        cycles.push((sent, Instant::now()));
     }
-    let append_steps = crate::steps::take();
+    let spans = crate::steps::take();
+    let append_steps = crate::steps::times(&spans);
+    let append_timeline = median_timeline(&cycles, &spans);
     crate::steps::record(false);
     let _ = stop.send(());
     daemon.await??;
@@ -180,9 +198,39 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         search_steps,
         append_to_searchable_p50_ms: p(&appends, 0.5),
         append_steps,
+        append_timeline,
     };
     report.search_steps.push(hop);
     Ok(report)
+}
+
+/// The spans begun during the median of `cycles` (each a post sent and
+/// the reply that found its fact), by when they began: on 2 cores, an
+/// append's sync, the embeddings and the next request's handling run side
+/// by side, and which waited for which is what a step's own time hides.
+fn median_timeline(cycles: &[(Instant, Instant)], spans: &[crate::steps::Span]) -> Vec<Moment> {
+    let mut order: Vec<&(Instant, Instant)> = cycles.iter().collect();
+    order.sort_by_key(|(sent, found)| *found - *sent);
+    let Some(&&(sent, found)) = order.get(order.len() / 2) else {
+        return Vec::new();
+    };
+    let ms = |t: Instant| (t.saturating_duration_since(sent)).as_secs_f64() * 1e3;
+    let mut out: Vec<Moment> = spans
+        .iter()
+        .filter(|s| s.from >= sent && s.from <= found)
+        .map(|s| Moment {
+            step: s.step,
+            from_ms: ms(s.from),
+            to_ms: ms(s.to),
+        })
+        .collect();
+    out.sort_by(|a, b| a.from_ms.total_cmp(&b.from_ms));
+    out.push(Moment {
+        step: "found (the client has the reply)",
+        from_ms: ms(found),
+        to_ms: ms(found),
+    });
+    out
 }
 
 fn p(v: &[Duration], at: f64) -> f64 {

@@ -102,7 +102,8 @@ enum What {
     },
     /// One search and one append → searchable broken into their steps as
     /// the daemon runs them (served from this process, over HTTP), at each
-    /// table size.
+    /// table size; the median append → searchable also as a timeline of
+    /// what ran when (`append_timeline`).
     SearchPath {
         /// Table sizes (facts), grown in one memory.
         #[arg(long, value_delimiter = ',', default_value = "1000,10000")]

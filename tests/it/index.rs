@@ -761,7 +761,8 @@ fn bench_days_compares_day_counts_in_one_run() {
 /// `memd bench search-path` serves a memory from its own process and
 /// breaks each search, and each append → searchable, into the steps the
 /// daemon ran, at each size: every search ran each step of the search
-/// path once, and the appends' syncs embedded and added rows.
+/// path once, and the appends' syncs embedded and added rows; the median
+/// append → searchable is shown as a timeline.
 #[test]
 fn bench_search_path_times_each_step_of_a_search_at_each_size() {
     let t = tempfile::tempdir().unwrap();
@@ -810,6 +811,25 @@ fn bench_search_path_times_each_step_of_a_search_at_each_size() {
             l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
             "{l}"
         );
+        // The median append → searchable, as a timeline: the post's
+        // handler and its append, the sync's table add and the search's
+        // vector search, each in time order, ending when the client has
+        // the reply that found the fact.
+        let timeline = l["append_timeline"].as_array().unwrap();
+        let at = |m: &serde_json::Value, k: &str| m[k].as_f64().unwrap();
+        let (last, moments) = timeline.split_last().unwrap();
+        assert_eq!(last["step"], "found (the client has the reply)", "{l}");
+        let found = at(last, "from_ms");
+        for step in ["HTTP handler", "append", "sync: table add", "vector search"] {
+            assert!(moments.iter().any(|m| m["step"] == step), "{step}: {l}");
+        }
+        for (a, b) in moments.iter().zip(&moments[1..]) {
+            assert!(at(a, "from_ms") <= at(b, "from_ms"), "{l}");
+        }
+        for m in moments {
+            assert!(at(m, "from_ms") <= at(m, "to_ms"), "{l}");
+            assert!(at(m, "from_ms") <= found, "{l}");
+        }
     }
 }
 
