@@ -49,8 +49,9 @@ pub struct OnnxMiniLm {
 /// weights where they lie, and skips the packing: about 30 ms to make,
 /// and each text costs about 40% more (single text 6.4 vs 4.6 ms;
 /// 295 vs 378 texts/s in batches, `memd bench embed`). Its threads do not
-/// spin between runs either: in a one-shot process they would take the
-/// cores from the search itself. So a call of at
+/// spin at all: in a one-shot process they would take the cores from the
+/// search itself (the full session's spin only while a run lasts,
+/// [`session`]). So a call of at
 /// most [`QUICK_TEXTS`] texts, in a process that has no full session,
 /// runs on the quick one; a larger call, or [`Embedder::warm`] (which the
 /// daemon and `memd mcp` call at start), makes the full session, which
@@ -104,8 +105,19 @@ fn runtime(library: &Path) -> Result<&'static Environment> {
 }
 
 /// A session for `model` on every core, with every graph optimisation.
+///
+/// Its threads spin while a run lasts (each of the model's operators is
+/// handed to them at once) and stop when it ends. By default they went
+/// on spinning after it, taking both cores from what a daemon does next:
+/// the sync's table add, the next request. `memd bench search-path
+/// --sizes 1000 --searches 200 --appends 100`, two runs each: 5.8-6.0 s
+/// of user time against 7.1-7.3, search p50 3.2-3.3 ms against 3.1,
+/// append → searchable the same within its noise (13.2-13.8 against
+/// 13.0-17.0; BENCHMARKS.md, issue 28).
 fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
-    builder(env, GraphOptimizationLevel::Level3)?.commit_from_file(model)
+    builder(env, GraphOptimizationLevel::Level3)?
+        .with_config_entry("session.force_spinning_stop", "1")?
+        .commit_from_file(model)
 }
 
 fn builder(
