@@ -109,11 +109,12 @@ fn runtime(library: &Path) -> Result<&'static Environment> {
 /// Its threads spin while a run lasts (each of the model's operators is
 /// handed to them at once) and stop when it ends. By default they went
 /// on spinning after it, taking both cores from what a daemon does next:
-/// the sync's table add, the next request. `memd bench search-path
-/// --sizes 1000 --searches 200 --appends 100`, two runs each: 5.8-6.0 s
-/// of user time against 7.1-7.3, search p50 3.2-3.3 ms against 3.1,
-/// append → searchable the same within its noise (13.2-13.8 against
-/// 13.0-17.0; BENCHMARKS.md, issue 28).
+/// the sync's table add, the next request. `memd bench serve --clients
+/// 16 --embedder minilm`: 394-397 requests/s against 357-360, search p50
+/// 69-70 ms against 77. `memd bench search-path --sizes 1000 --searches
+/// 200 --appends 100`: 5.8-6.0 s of user time against 7.1-7.3, search
+/// p50 3.2-3.3 ms against 3.1, append → searchable the same within its
+/// noise (BENCHMARKS.md, issue 28).
 fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
     builder(env, GraphOptimizationLevel::Level3)?
         .with_config_entry("session.force_spinning_stop", "1")?
