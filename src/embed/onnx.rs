@@ -50,8 +50,8 @@ pub struct OnnxMiniLm {
 /// and each text costs about 40% more (single text 6.4 vs 4.6 ms;
 /// 295 vs 378 texts/s in batches, `memd bench embed`). Its threads do not
 /// spin at all: in a one-shot process they would take the cores from the
-/// search itself (the full session's spin only while a run lasts,
-/// [`session`]). So a call of at
+/// search itself (the full session's threads spin only while a run
+/// lasts, [`session`]). So a call of at
 /// most [`QUICK_TEXTS`] texts, in a process that has no full session,
 /// runs on the quick one; a larger call, or [`Embedder::warm`] (which the
 /// daemon and `memd mcp` call at start), makes the full session, which
