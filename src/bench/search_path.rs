@@ -214,7 +214,7 @@ fn median_timeline(cycles: &[(Instant, Instant)], spans: &[crate::steps::Span]) 
     let Some(&&(sent, found)) = order.get(order.len() / 2) else {
         return Vec::new();
     };
-    let ms = |t: Instant| (t.saturating_duration_since(sent)).as_secs_f64() * 1e3;
+    let ms = |t: Instant| t.saturating_duration_since(sent).as_secs_f64() * 1e3;
     let mut out: Vec<Moment> = spans
         .iter()
         .filter(|s| s.from >= sent && s.from <= found)

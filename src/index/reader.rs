@@ -272,7 +272,9 @@ impl Reader {
 
     /// Load the handle's words now, and take any read from the words
     /// file into memory: a long-lived process that writes (the daemon)
-    /// then pays neither at its first search nor at its first append.
+    /// then pays neither at its first search nor at its first append. A
+    /// file that does not read back whole leaves the words unloaded, and
+    /// the next search loads them from the table.
     pub(crate) async fn words_ready(&self) -> Result<()> {
         self.words_current(true).await?;
         let _one = self.shared.moving.lock().await;
