@@ -33,6 +33,9 @@ pub(crate) enum Step {
     /// An edit ([`crate::edit`]): its record is in the journal, the
     /// entries file not yet renamed over.
     EditJournaled,
+    /// An index sync: its rows are shown to searches, the table not yet
+    /// written ([`crate::index::Writer::sync_to_read`]).
+    IndexShown,
     /// An index sync: the table holds the new rows, the fingerprints of
     /// the sync are not recorded yet.
     IndexWritten,
@@ -82,6 +85,7 @@ impl Step {
             Step::UndoJournaled => "undo-journaled",
             Step::UndoEntriesWritten => "undo-entries-written",
             Step::EditJournaled => "edit-journaled",
+            Step::IndexShown => "index-shown",
             Step::IndexWritten => "index-written",
             Step::EraseReceipt => "erase-receipt",
             Step::EraseJournaled => "erase-journaled",

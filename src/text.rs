@@ -85,8 +85,13 @@ pub fn normalize(text: &str) -> String {
 
 /// Hex SHA-256 of `data`, cut to `len` hex digits.
 pub fn short_hash(data: &str, len: usize) -> String {
+    short_hex(Sha256::new_with_prefix(data.as_bytes()), len)
+}
+
+/// [`short_hash`] of what `hasher` was given.
+pub fn short_hex(hasher: Sha256, len: usize) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(data.as_bytes());
+    let digest = hasher.finalize();
     // Hex digits written directly: a `format!` per byte was most of the
     // cost of hashing every fact of a day file on each sync.
     let mut hex = String::with_capacity(64);

@@ -82,6 +82,35 @@ impl RowHashes {
         (stale, added)
     }
 
+    /// [`RowHashes::diff`] for a day file whose rows before some fact are
+    /// all in the table as they should be ([`super::rows::Tails`]): `rows`
+    /// are its rows from there, and `replaced` the rows its facts from
+    /// there had before, the only others the table may hold.
+    pub(super) fn diff_tail(
+        &self,
+        source: &str,
+        rows: Vec<Hashed>,
+        replaced: &[Hashed],
+    ) -> (Vec<String>, Vec<Hashed>) {
+        let have = self.by_source.get(source);
+        let held = |id: &str| have.and_then(|h| h.get(id));
+        let want: HashMap<&str, &str> = rows
+            .iter()
+            .map(|row| (row.0.id.as_str(), row.1.as_str()))
+            .collect();
+        let gone = |row: &&Hashed| {
+            let id = row.0.id.as_str();
+            held(id).is_some_and(|h| want.get(id) != Some(&h.as_str()))
+        };
+        let stale = replaced.iter().filter(gone).map(|row| row.0.id.to_string());
+        let stale = stale.collect();
+        let added = rows
+            .into_iter()
+            .filter(|row| held(row.0.id.as_str()) != Some(&row.1))
+            .collect();
+        (stale, added)
+    }
+
     /// This handle changed the rows and left the table at `version`:
     /// `deleted` ids gone and `added` (source, id, hash) rows there.
     pub(super) fn wrote<'a>(

@@ -158,7 +158,7 @@ pub(crate) type RowsBySource = HashMap<Source, Vec<Hashed>>;
 /// The rows every source file calls for.
 pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
     let sources = crate::entries::sources(&layout.entries_file())?;
-    desired_for(layout, None, &sources, None)
+    desired_for(layout, None, &sources)
 }
 
 /// The rows every source file should have: pending facts (behind the
@@ -167,7 +167,7 @@ pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
 #[cfg(feature = "lab")]
 pub(crate) fn desired(layout: &Layout) -> Result<HashMap<Source, Vec<Row>>> {
     let sources = crate::entries::sources(&layout.entries_file())?;
-    Ok(desired_for(layout, None, &sources, None)?
+    Ok(desired_for(layout, None, &sources)?
         .into_iter()
         .map(|(s, rows)| {
             (
@@ -182,14 +182,25 @@ pub(crate) fn desired(layout: &Layout) -> Result<HashMap<Source, Vec<Row>>> {
 
 /// [`desired`] for only the sources in `only` (all when `None`), each row
 /// with its [`Row::hash`]: a sync after one append reads one day file, not
-/// the whole archive. `sources` are the facts the entries hold; `days`,
-/// the day files as a writer last read them.
+/// the whole archive. `sources` are the facts the entries hold.
 pub(super) fn desired_for(
     layout: &Layout,
     only: Option<&HashSet<&Source>>,
     sources: &HashSet<FactId>,
-    days: Option<&mut DayRows>,
 ) -> Result<RowsBySource> {
+    Ok(desired_since(layout, only, sources, None)?.0)
+}
+
+/// [`desired_for`], where a day file's rows are only those after what the
+/// last sync of it left, when that still holds ([`Synced`]): such day
+/// files are the [`Tails`]. `days`: the day files as a writer last read
+/// them.
+pub(super) fn desired_since(
+    layout: &Layout,
+    only: Option<&HashSet<&Source>>,
+    sources: &HashSet<FactId>,
+    days: Option<&mut DayRows>,
+) -> Result<(RowsBySource, Tails)> {
     let wanted = |source: &Source| only.is_none_or(|o| o.contains(source));
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let day_names: Vec<String> = match only {
@@ -206,7 +217,7 @@ pub(super) fn desired_for(
         }
         None => layout.archive_days()?,
     };
-    let mut out = fact_rows(layout, &day_names, &tombstones, sources, days)?;
+    let (mut out, tails) = fact_rows(layout, &day_names, &tombstones, sources, days)?;
     let rows = match wanted(&Source::Entries) {
         true => entry_rows(&Document::read(&layout.entries_file())?, &tombstones),
         false => Vec::new(),
@@ -227,7 +238,7 @@ pub(super) fn desired_for(
             out.insert(Source::Core, with_hashes(rows));
         }
     }
-    Ok(out)
+    Ok((out, tails))
 }
 
 /// Day files as a writer last read them, each with a row (and its hash)
@@ -240,37 +251,125 @@ pub(super) fn desired_for(
 /// about three times over in memory.
 #[derive(Default)]
 pub(super) struct DayRows {
-    kept: Vec<(String, archive::Parsed, FactRows)>,
+    kept: Vec<Kept>,
+    /// The part of the fingerprints every source shares, and the table's
+    /// version, as the running sync starts ([`DayRows::starting`]).
+    now: Option<(String, u64)>,
 }
+
+/// A day file as last read, and what the last sync of it left.
+struct Kept {
+    day: String,
+    parsed: archive::Parsed,
+    rows: FactRows,
+    synced: Option<Synced>,
+}
+
+/// What a writer's sync of a day file left in the table: the pending rows
+/// of its first `facts` facts, pending by the rule the fingerprints'
+/// shared part `shared` names (the state, the tombstones, the entries'
+/// sources), at table version `version`. While all three hold, those
+/// rows are still in the table and still the rows those facts call for,
+/// so the next sync of the day looks only at the facts after them.
+struct Synced {
+    facts: usize,
+    shared: String,
+    version: u64,
+}
+
+/// The day files whose rows [`desired_since`] gives only from a fact on
+/// (what the last sync left still holding, [`Synced`]: every row before
+/// it is in the table as it should be), each with the rows its facts from
+/// there had when last read, which the table may hold.
+pub(super) type Tails = HashMap<Source, Vec<Hashed>>;
 
 /// A row, with its hash, for each fact of a day file, in its order.
 type FactRows = Vec<Hashed>;
+
+/// Where a day file's rows start to need a look ([`DayRows::read`]): the
+/// first fact read anew, and the rows the facts from there had.
+type Tail = (usize, Vec<Hashed>);
 
 /// How many day files [`DayRows`] keeps: today's, and a few a clock near
 /// midnight or a hand edit of another day touches in between.
 const KEEP_DAYS: usize = 4;
 
 impl DayRows {
+    /// A sync starts from table version `version`, with the fingerprints'
+    /// shared part `shared` ([`super::fingerprints::shared_part`]).
+    pub(super) fn starting(&mut self, shared: &str, version: u64) {
+        self.now = Some((shared.to_string(), version));
+    }
+
     /// The parse of `day` and its facts' rows, reading only what was
-    /// appended since it was kept.
-    fn read(&mut self, layout: &Layout, day: &str) -> Result<(archive::Parsed, FactRows)> {
-        let at = self.kept.iter().position(|(d, ..)| d == day);
-        let (before, mut rows) = match at.map(|i| self.kept.remove(i)) {
-            Some((_, parsed, rows)) => (Some(parsed), rows),
-            None => (None, Vec::new()),
+    /// appended since it was kept (from its last list item on, which a
+    /// continued line may have changed); and, when what the last sync of
+    /// it left still holds ([`Synced`]) for every fact before that, the
+    /// first fact read anew, with the rows the facts from there had.
+    fn read(&mut self, layout: &Layout, day: &str) -> Result<(Kept, Option<Tail>)> {
+        let at = self.kept.iter().position(|k| k.day == day);
+        let (before, mut rows, synced) = match at.map(|i| self.kept.remove(i)) {
+            Some(k) => (Some(k.parsed), k.rows, k.synced),
+            None => (None, Vec::new(), None),
         };
         let (parsed, kept) = archive::read_day_after(layout, day, before)?;
-        rows.truncate(kept);
+        let replaced = rows.split_off(kept.min(rows.len()));
         rows.extend(with_hashes(
             parsed.day.facts[kept..].iter().map(fact_row).collect(),
         ));
-        Ok((parsed, rows))
+        let now = self.now.as_ref();
+        let holds = |s: &Synced| {
+            now.is_some_and(|(shared, v)| *shared == s.shared && *v == s.version) && kept <= s.facts
+        };
+        let tail = synced
+            .as_ref()
+            .filter(|s| holds(s))
+            .map(|_| (kept, replaced));
+        let day = day.to_string();
+        Ok((
+            Kept {
+                day,
+                parsed,
+                rows,
+                synced,
+            },
+            tail,
+        ))
     }
 
-    fn keep(&mut self, day: String, parsed: archive::Parsed, rows: FactRows) {
-        self.kept.push((day, parsed, rows));
+    fn keep(&mut self, kept: Kept) {
+        self.kept.push(kept);
         if self.kept.len() > KEEP_DAYS {
             self.kept.remove(0);
+        }
+    }
+
+    /// A sync started by [`DayRows::starting`] wrote the table, from
+    /// version `before` to `after`: the day files in `days` hold the rows
+    /// of every fact as last read, and what it did not touch is as it was.
+    pub(super) fn synced(&mut self, days: &[&str], before: u64, after: u64) {
+        let Some((shared, _)) = self.now.take() else {
+            return;
+        };
+        for k in &mut self.kept {
+            if days.contains(&k.day.as_str()) {
+                k.synced = Some(Synced {
+                    facts: k.parsed.day.facts.len(),
+                    shared: shared.clone(),
+                    version: after,
+                });
+            } else if let Some(s) = k.synced.as_mut().filter(|s| s.version == before) {
+                s.version = after;
+            }
+        }
+    }
+
+    /// The table went from `before` to `after` with the same rows.
+    pub(super) fn same_rows(&mut self, before: u64, after: u64) {
+        for k in &mut self.kept {
+            if let Some(s) = k.synced.as_mut().filter(|s| s.version == before) {
+                s.version = after;
+            }
         }
     }
 }
@@ -309,7 +408,7 @@ fn fact_rows(
     tombstones: &Tombstones,
     sources: &HashSet<FactId>,
     mut days: Option<&mut DayRows>,
-) -> Result<RowsBySource> {
+) -> Result<(RowsBySource, Tails)> {
     let state = State::load(&layout.state_file())?;
     // Consolidated facts are represented by their entries, so the entries'
     // sources count even when only a day file changed.
@@ -319,19 +418,25 @@ fn fact_rows(
         sources.iter().map(FactId::as_str),
     );
     let mut out = RowsBySource::new();
+    let mut tails = Tails::new();
     for day in day_names {
         let rows: Vec<Hashed> = match days.as_deref_mut() {
             Some(days) => {
-                let (parsed, rows) = days.read(layout, day)?;
-                let pending_rows = parsed
-                    .day
-                    .facts
+                let (kept, tail) = days.read(layout, day)?;
+                let from = match tail {
+                    Some((from, replaced)) => {
+                        tails.insert(Source::Day(day.clone()), replaced);
+                        from
+                    }
+                    None => 0,
+                };
+                let pending_rows = kept.parsed.day.facts[from..]
                     .iter()
-                    .zip(&rows)
+                    .zip(&kept.rows[from..])
                     .filter(|(f, _)| pending.is_pending(f))
                     .map(|(_, r)| r.clone())
                     .collect();
-                days.keep(day.clone(), parsed, rows);
+                days.keep(kept);
                 pending_rows
             }
             None => {
@@ -344,7 +449,7 @@ fn fact_rows(
             out.insert(Source::Day(day.clone()), rows);
         }
     }
-    Ok(out)
+    Ok((out, tails))
 }
 
 /// The rows of the entries: each non-empty, unforgotten entry once.

@@ -28,6 +28,15 @@
 //! read in place, and dropped at the handle's first write), else from the
 //! table, which then writes the words file. What is in memory is never
 //! written back, so a crash loses nothing.
+//!
+//! A write may show its rows to searches before LanceDB commits them
+//! ([`Terms::ahead`]): the rows then stay labelled with the version
+//! before the write, and they are what that version's rows become once
+//! the commit lands ([`Terms::wrote`]). Every search reads its rows here
+//! (and its vectors, which is why only rows whose vectors are kept go
+//! ahead), so a search answered in between sees the files as the write
+//! makes them, as it would a moment later; a write that fails drops the
+//! rows, to be loaded again from the table.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -77,6 +86,9 @@ pub(super) struct Terms {
     /// them from the table ([`super::words`]): read only, so the first
     /// write of the handle takes them into memory ([`Terms::unmapped`]).
     mapped: Option<super::words::Mapped>,
+    /// The version a write of the handle started from, while its rows are
+    /// shown ahead of its commit ([`Terms::ahead`]).
+    ahead: Option<u64>,
 }
 
 impl Terms {
@@ -97,6 +109,7 @@ impl Terms {
             tokens: 0,
             vectors: None,
             mapped: None,
+            ahead: None,
         })
     }
 
@@ -141,6 +154,8 @@ impl Terms {
     /// The handle changed the rows from `before` to `after`: `deleted`
     /// (source, id) gone and `added` there. Valid only if these were the
     /// rows at `before`; otherwise they are dropped, to be loaded again.
+    /// When these rows were shown ahead of the write ([`Terms::ahead`]),
+    /// they are already `after`'s.
     pub(super) fn wrote<'a>(
         &mut self,
         before: u64,
@@ -149,9 +164,60 @@ impl Terms {
         added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) {
         self.made = Some(after);
+        if let Some(from) = self.ahead.take() {
+            match from == before && self.version == Some(before) {
+                true => self.version = Some(after),
+                false => self.clear(),
+            }
+            return;
+        }
         if self.version != Some(before) || !self.unmapped() {
             return self.clear();
         }
+        self.apply(deleted, added);
+        self.version = Some(after);
+    }
+
+    /// Show a write's rows to searches before the table commits them: the
+    /// rows of version `before` with `deleted` gone and `added` there,
+    /// still labelled `before` until [`Terms::wrote`] gives them the
+    /// version the commit made, or [`Terms::behind`] drops them. Only
+    /// when these are `before`'s rows and their vectors are kept, after
+    /// the write too (a search whose vectors LanceDB lists would not find
+    /// the rows yet); false when not shown.
+    pub(super) fn ahead<'a>(
+        &mut self,
+        before: u64,
+        deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
+        added: impl IntoIterator<Item = (Hit, &'a [f32])>,
+    ) -> bool {
+        let kept = self.vectors.is_some() || self.mapped.as_ref().is_some_and(|m| m.dim > 0);
+        if self.version != Some(before) || self.ahead.is_some() || !kept || !self.unmapped() {
+            return false;
+        }
+        self.apply(deleted, added);
+        if self.vectors.is_none() {
+            // One row too many to keep vectors: no search may read these.
+            self.clear();
+            return false;
+        }
+        self.ahead = Some(before);
+        true
+    }
+
+    /// The write shown ahead did not commit: drop every row, to be loaded
+    /// again from the table.
+    pub(super) fn behind(&mut self) {
+        if self.ahead.is_some() {
+            self.clear();
+        }
+    }
+
+    fn apply<'a>(
+        &mut self,
+        deleted: impl IntoIterator<Item = (&'a str, &'a str)>,
+        added: impl IntoIterator<Item = (Hit, &'a [f32])>,
+    ) {
         for (source, id) in deleted {
             self.remove(source, id);
         }
@@ -159,14 +225,13 @@ impl Terms {
             let tokens = tokens(self.tokenizer.as_mut(), &d.text);
             self.insert_tokens(d, tokens, v);
         }
-        self.version = Some(after);
     }
 
     /// The handle rewrote the table from `before` to `after` without
     /// changing its rows (compaction, an index build).
     pub(super) fn same_rows(&mut self, before: u64, after: u64) {
         self.made = Some(after);
-        match self.version == Some(before) {
+        match self.version == Some(before) && self.ahead.is_none() {
             true => self.version = Some(after),
             false => self.clear(),
         }
@@ -175,6 +240,7 @@ impl Terms {
     /// Forget every row (to be loaded again).
     pub(super) fn clear(&mut self) {
         self.version = None;
+        self.ahead = None;
         self.slots.clear();
         self.lens.clear();
         self.free.clear();
@@ -406,7 +472,9 @@ impl Terms {
     /// the table (not kept in step by writes, nor read from the file);
     /// the caller sets its stamp.
     pub(super) fn parts(&self) -> Option<super::words::Parts<'_>> {
-        let version = self.version.filter(|_| self.mapped.is_none())?;
+        let version = self
+            .version
+            .filter(|_| self.mapped.is_none() && self.ahead.is_none())?;
         let dim = self.vectors.as_ref().map_or(0, Vectors::dim);
         let mut slot_row = vec![u32::MAX; self.slots.len()];
         let mut rows = Vec::new();
@@ -723,4 +791,93 @@ fn nth(scores: &[f32], seen: &[u32], n: usize) -> Option<f32> {
     let mut v: Vec<f32> = seen.iter().map(|&s| scores[s as usize]).collect();
     let (_, t, _) = v.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
     Some(*t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::rows::Row;
+
+    const DAY: &str = "archive/2026-01-01.md";
+
+    fn row(i: u32, text: &str) -> (Hit, Vec<f32>) {
+        let row = Row {
+            id: RowId::from(format!("r{i}").as_str()),
+            kind: RowKind::Fact,
+            source: Source::Day("2026-01-01".into()),
+            day: Some("2026-01-01".into()),
+            text: text.into(),
+            session: None,
+            category: None,
+        };
+        (row.hit(), vec![i as f32 + 1.0, 1.0])
+    }
+
+    /// What a search reads of `terms`: its words' and its vectors' lists.
+    fn lists(terms: &mut Terms) -> Vec<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for q in ["basil", "dog rex", "garden tea morning", "the"] {
+            let top = terms.top(q, 10).into_iter();
+            out.push(
+                top.map(|h| (h.id.to_string(), h.score.to_string()))
+                    .collect(),
+            );
+        }
+        let near = terms.nearest(&[4.0, 1.0], 10).expect("vectors kept");
+        let pairs = near.rows.iter().zip(&near.scores);
+        out.push(
+            pairs
+                .map(|((h, _), s)| (h.id.to_string(), s.to_string()))
+                .collect(),
+        );
+        out
+    }
+
+    /// Rows shown ahead of a write are, to a search, the rows the write
+    /// leaves (the same words, scores and vectors as those rows loaded
+    /// anew); the write landing gives them its version without changing
+    /// them again, and a write that does not land leaves none of them.
+    #[test]
+    fn rows_shown_ahead_of_a_write_are_those_it_leaves_and_go_if_it_does_not_land() {
+        let base = vec![
+            row(0, "tea in the morning"),
+            row(1, "a dog called rex"),
+            row(2, "bees in the garden"),
+        ];
+        let added = row(3, "basil beside the tomatoes in the garden");
+        let deleted = [(DAY, "r1")];
+        let hits = || [(added.0.clone(), added.1.as_slice())];
+        let mut left = Terms::new().unwrap();
+        let rows = vec![base[0].clone(), base[2].clone(), added.clone()];
+        left.load(8, rows, Some(2));
+        let want = lists(&mut left);
+
+        let mut shown = Terms::new().unwrap();
+        shown.load(7, base.clone(), Some(2));
+        assert!(shown.ahead(7, deleted, hits()));
+        assert_eq!(shown.version(), Some(7), "labelled as before the write");
+        assert_eq!(lists(&mut shown), want, "shown ahead");
+        shown.wrote(7, 8, deleted, hits());
+        assert_eq!(shown.version(), Some(8));
+        assert_eq!(lists(&mut shown), want, "once the write landed");
+        shown.behind();
+        assert_eq!(shown.version(), Some(8), "a landed write is not taken back");
+
+        let mut failed = Terms::new().unwrap();
+        failed.load(7, base.clone(), Some(2));
+        assert!(failed.ahead(7, deleted, hits()));
+        assert!(!failed.ahead(7, deleted, hits()), "one write at a time");
+        failed.behind();
+        assert_eq!(failed.version(), None, "to be loaded again");
+        assert!(failed.top("basil", 10).is_empty());
+
+        let mut other = Terms::new().unwrap();
+        other.load(6, base.clone(), Some(2));
+        assert!(!other.ahead(7, deleted, hits()), "rows of another version");
+        let mut unkept = Terms::new().unwrap();
+        unkept.load(7, base, None);
+        assert!(!unkept.ahead(7, deleted, hits()), "vectors not kept");
+        assert!(unkept.top("basil", 10).is_empty());
+        assert_eq!(unkept.version(), Some(7));
+    }
 }

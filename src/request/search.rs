@@ -120,7 +120,7 @@ impl Request for Search {
                 // too: a one-shot search at 100,000 facts waited for each
                 // in turn (BENCHMARKS.md, issue 28).
                 let synced = async {
-                    crate::steps::timed("sync", index.writer.sync()).await?;
+                    crate::steps::timed("sync", index.writer.sync_to_read()).await?;
                     index.reader.words_current(true).await
                 };
                 let embedded =

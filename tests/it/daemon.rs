@@ -690,3 +690,74 @@ fn a_daemon_honours_review_turned_on_while_it_runs_and_its_routes_carry_out_a_de
     assert_eq!(c.post("/v1/review", bogus.to_string()).0, 404);
     d.stop();
 }
+
+/// The daemon shows a fact's rows to searches before LanceDB commits them
+/// (issue 28): stopped for good between the two, its search finds the
+/// fact, and the table does not hold it yet. Killed there, the next daemon
+/// indexes the fact from its file: its search gives the same hits in the
+/// same order, and `memd check` passes.
+#[test]
+fn a_search_finds_a_fact_the_daemon_has_not_yet_written_to_the_table_as_it_will_once_written() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let dir = layout.root.as_path();
+    for text in [
+        "The user grows tomatoes on the balcony",
+        "The user cycles to work on Mondays",
+        "The user keeps bees in the garden",
+    ] {
+        crate::trust::add(dir, text);
+    }
+    crate::trust::ok(dir, &["search", "garden"]);
+    let fact = "The user planted Zqbasil beside the tomatoes";
+    let marker = dir.join(".memd").join("paused-at-index-shown");
+    let hits = |c: &Http| -> Vec<(String, String)> {
+        let (code, v) = c.get("/v1/search?q=Zqbasil%20tomatoes&k=10&min_score=0");
+        assert_eq!(code, 200, "{v}");
+        let hits = v.as_array().unwrap_or_else(|| panic!("{v}"));
+        let pair = |h: &Value| (h["id"].to_string(), h["text"].to_string());
+        hits.iter().map(pair).collect()
+    };
+
+    let d = start(&layout, &[("MEMD_PAUSE_AT", "index-shown")]);
+    // A search that waited for the stopped sync would wait for good.
+    let c = Http {
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        ..Http::new(&d, None)
+    };
+    // A search first: the daemon then holds the rows' words (as it does
+    // soon after it starts), which is where a sync shows its rows.
+    let before = hits(&c);
+    assert!(
+        !before.iter().any(|(_, t)| t.contains("Zqbasil")),
+        "{before:?}"
+    );
+    let (code, v) = c.post("/v1/facts", json!({ "text": fact }).to_string());
+    assert_eq!(code, 200, "{v}");
+    wait_until("the daemon's sync stops with the fact shown", || {
+        marker.exists()
+    });
+    let shown = hits(&c);
+    assert!(
+        shown.first().is_some_and(|(_, t)| t.contains("Zqbasil")),
+        "found before the table holds it: {shown:?}"
+    );
+    let in_table = run(async {
+        let table = crate::support::lance_table(&layout).await;
+        let filter = format!("text = '{fact}'");
+        table.count_rows(Some(filter)).await.unwrap()
+    });
+    assert_eq!(in_table, 0, "the table holds the fact already");
+    drop(d);
+    std::fs::remove_file(&marker).unwrap();
+
+    let d = start(&layout, &[]);
+    let c = Http::new(&d, None);
+    assert_eq!(hits(&c), shown, "the same search once the table holds it");
+    drop(d);
+    let (passed, _, v) = crate::trust::check(dir);
+    assert!(passed, "{v}");
+}

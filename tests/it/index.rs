@@ -155,6 +155,73 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
     assert_eq!(rebuilt.reader.ids().await.unwrap(), incremental);
 }
 
+/// A sync after an append looks only at the facts after those its last
+/// sync of the day file left (issue 28), and only while those are still in
+/// the table as the files call for: with a row deleted from the table
+/// behind memd's back, an earlier fact forgotten, and the table compacted
+/// in between, each next append's sync leaves the table holding exactly
+/// the files' rows (`memd check`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_after_an_append_leaves_the_files_rows_whatever_changed_since_the_last() {
+    let (_tmp, layout) = example_dir();
+    let dir = layout.root.clone();
+    let memory = memd::Memory::new(layout.clone(), Config::default()).with_embedder(lexical());
+    let index = Index::open(&memory).await.unwrap();
+    let day = "2026-11-21";
+    let add = |text: &str| {
+        let added = archive::append(&layout, day, "09:00:00", &[fact(text)]).unwrap();
+        added[0].id.clone()
+    };
+    let ids = || async {
+        let ids = index.reader.ids().await.unwrap();
+        ids.into_iter().map(|(id, _)| id).collect::<Vec<_>>()
+    };
+    let has = |ids: Vec<String>, id: &memd::ids::FactId| ids.contains(&id.to_string());
+    let holds = |what: &str| {
+        let (passed, _, v) = crate::trust::check(&dir);
+        assert!(passed, "{what}: {v}");
+    };
+    let greyhound = add("User adopted a greyhound");
+    index.writer.sync().await.unwrap();
+    let kestrel = add("User saw a kestrel over the field");
+    index.writer.sync().await.unwrap();
+    holds("an append");
+    assert!(has(ids().await, &kestrel));
+
+    let table = crate::support::lance_table(&layout).await;
+    table.delete(&format!("id = '{greyhound}'")).await.unwrap();
+    add("User bought a blue bicycle");
+    index.writer.sync().await.unwrap();
+    holds("a row deleted behind memd's back, then an append");
+    assert!(has(ids().await, &greyhound), "put back");
+
+    let stone = Tombstone::new(
+        &memd::clock::Clock::System,
+        None,
+        "User saw a kestrel over the field",
+        vec![kestrel.clone()],
+        "forget",
+    );
+    tombstones::append(&layout.tombstones_file(), &[stone]).unwrap();
+    add("User learnt to juggle three balls");
+    index.writer.sync().await.unwrap();
+    holds("an earlier fact forgotten, then an append");
+    assert!(!has(ids().await, &kestrel), "forgotten");
+
+    let path = layout.archive_file(day);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("  and rides it to the market\n");
+    std::fs::write(&path, text).unwrap();
+    index.writer.sync().await.unwrap();
+    holds("the last fact continued on a new line");
+
+    index.writer.compact().await.unwrap();
+    let last = add("User plants tulips every autumn");
+    index.writer.sync().await.unwrap();
+    holds("a compaction, then an append");
+    assert!(has(ids().await, &last));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     let (_tmp, layout) = example_dir();

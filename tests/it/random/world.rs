@@ -1037,7 +1037,12 @@ impl World {
     fn kill(&mut self, step: u8, what: Killed) -> anyhow::Result<()> {
         let (steps, args): (&[&str], Vec<String>) = match what {
             Killed::Add => (
-                &["append-locked", "append-written", "index-written"],
+                &[
+                    "append-locked",
+                    "append-written",
+                    "index-shown",
+                    "index-written",
+                ],
                 vec![
                     "add".into(),
                     actions::text(step).into(),
