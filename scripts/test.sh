@@ -39,7 +39,13 @@ cp "$target/debug/memd" "$target/debug/memd-shipped"
 export RUSTC_WORKSPACE_WRAPPER="${MEMD_CLIPPY_DRIVER:-clippy-driver}"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step cargo test --locked --features lab,failpoints --no-run
-step cargo test --locked --features lab,failpoints "$@"
+# With cargo-nextest a test that hangs is named and stopped
+# (.config/nextest.toml); without it, cargo's own test runner.
+if cargo nextest --version >/dev/null 2>&1; then
+  step cargo nextest run --locked --features lab,failpoints "$@"
+else
+  step cargo test --locked --features lab,failpoints "$@"
+fi
 # The Python client, memd's MCP server under the official MCP SDK, and the
 # README's commands (the doc test), against the binary just built.
 step ./clients/python/run-tests.sh

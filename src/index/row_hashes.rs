@@ -14,6 +14,19 @@ use std::collections::HashMap;
 
 use super::rows::Hashed;
 
+/// Which rows held for a source a [`RowHashes::diff`] may find stale.
+pub(super) enum Stale<'a> {
+    /// Any of them. With `unique` (the rows' ids are distinct, as a day
+    /// file's fact ids are by their occurrence numbers), when every row
+    /// held matches one of the rows wanted nothing is stale and no map of
+    /// them is made: an append to a day of 10,000 facts compares each once.
+    Held { unique: bool },
+    /// Only these: the rows the facts of a day file's tail had before
+    /// ([`super::rows::Tails`]), when every row before the tail is in the
+    /// table as it should be.
+    Among(&'a [Hashed]),
+}
+
 /// Source → (id → hash), for the sources read or written at `version`.
 #[derive(Default)]
 pub(super) struct RowHashes {
@@ -46,67 +59,43 @@ impl RowHashes {
     }
 
     /// What makes the table hold exactly `rows` for `source` (held: see
-    /// [`RowHashes::missing`]): the ids of its rows to delete, and the rows
-    /// to add. With `unique` (the rows' ids are distinct, as a day file's
-    /// fact ids are by their occurrence numbers), when every row held
-    /// matches one of `rows` nothing is stale and no map of `rows` is
-    /// made: an append to a day of 10,000 facts compares each once.
+    /// [`RowHashes::missing`]): the ids of its rows to delete, among the
+    /// rows `stale` names, and the rows to add.
     pub(super) fn diff(
         &self,
         source: &str,
         rows: Vec<Hashed>,
-        unique: bool,
+        stale: Stale<'_>,
     ) -> (Vec<String>, Vec<Hashed>) {
         let empty = HashMap::new();
         let have = self.by_source.get(source).unwrap_or(&empty);
         let held = |row: &Hashed| have.get(row.0.id.as_str()) == Some(&row.1);
         let fresh: Vec<bool> = rows.iter().map(|row| !held(row)).collect();
         let matched = fresh.iter().filter(|f| !**f).count();
-        let stale = match unique && matched == have.len() {
-            true => Vec::new(),
-            false => {
+        let stale = match stale {
+            Stale::Held { unique: true } if matched == have.len() => Vec::new(),
+            stale => {
                 let want: HashMap<&str, &str> = rows
                     .iter()
                     .map(|row| (row.0.id.as_str(), row.1.as_str()))
                     .collect();
-                let gone =
-                    |(id, h): &(&String, &String)| want.get(id.as_str()) != Some(&h.as_str());
-                have.iter().filter(gone).map(|(id, _)| id.clone()).collect()
+                let gone = |id: &String| {
+                    let held = have.get(id.as_str());
+                    held.is_some_and(|h| want.get(id.as_str()) != Some(&h.as_str()))
+                };
+                match stale {
+                    Stale::Held { .. } => have.keys().filter(|id| gone(id)).cloned().collect(),
+                    Stale::Among(replaced) => {
+                        let ids = replaced.iter().map(|row| row.0.id.to_string());
+                        ids.filter(gone).collect()
+                    }
+                }
             }
         };
         let added = rows
             .into_iter()
             .zip(fresh)
             .filter_map(|(row, fresh)| fresh.then_some(row))
-            .collect();
-        (stale, added)
-    }
-
-    /// [`RowHashes::diff`] for a day file whose rows before some fact are
-    /// all in the table as they should be ([`super::rows::Tails`]): `rows`
-    /// are its rows from there, and `replaced` the rows its facts from
-    /// there had before, the only others the table may hold.
-    pub(super) fn diff_tail(
-        &self,
-        source: &str,
-        rows: Vec<Hashed>,
-        replaced: &[Hashed],
-    ) -> (Vec<String>, Vec<Hashed>) {
-        let have = self.by_source.get(source);
-        let held = |id: &str| have.and_then(|h| h.get(id));
-        let want: HashMap<&str, &str> = rows
-            .iter()
-            .map(|row| (row.0.id.as_str(), row.1.as_str()))
-            .collect();
-        let gone = |row: &&Hashed| {
-            let id = row.0.id.as_str();
-            held(id).is_some_and(|h| want.get(id) != Some(&h.as_str()))
-        };
-        let stale = replaced.iter().filter(gone).map(|row| row.0.id.to_string());
-        let stale = stale.collect();
-        let added = rows
-            .into_iter()
-            .filter(|row| held(row.0.id.as_str()) != Some(&row.1))
             .collect();
         (stale, added)
     }
@@ -187,12 +176,16 @@ mod tests {
             let (stale, added) = known.diff(
                 "d",
                 vec![row("a", "1"), row("b", "1"), row("c", "1"), row("n", "1")],
-                unique,
+                Stale::Held { unique },
             );
             assert!(stale.is_empty());
             assert_eq!(ids(&added), [RowId::hand("n").to_string()]);
             // One changed, one gone.
-            let (mut stale, added) = known.diff("d", vec![row("a", "1"), row("b", "2")], unique);
+            let (mut stale, added) = known.diff(
+                "d",
+                vec![row("a", "1"), row("b", "2")],
+                Stale::Held { unique },
+            );
             stale.sort();
             assert_eq!(
                 stale,
@@ -202,12 +195,30 @@ mod tests {
         }
     }
 
+    /// A tail's diff deletes only the rows its facts had before: a held
+    /// row before the tail stays, though the rows given leave it out.
+    #[test]
+    fn a_diff_of_a_tail_finds_stale_only_among_the_rows_it_replaced() {
+        let known = held(&[("a", "1"), ("b", "1"), ("c", "1")]);
+        let rows = vec![row("c", "2"), row("d", "1")];
+        let (stale, added) = known.diff("d", rows, Stale::Among(&[row("c", "1")]));
+        assert_eq!(stale, [RowId::hand("c").to_string()]);
+        let want = [RowId::hand("c").to_string(), RowId::hand("d").to_string()];
+        assert_eq!(ids(&added), want);
+        // A tail that did not change the row it replaced deletes nothing.
+        let rows = vec![row("c", "1"), row("d", "1")];
+        let (stale, added) = known.diff("d", rows, Stale::Among(&[row("c", "1")]));
+        assert!(stale.is_empty());
+        assert_eq!(ids(&added), [RowId::hand("d").to_string()]);
+    }
+
     /// The shortcut is taken only when the rows' ids are distinct: two
     /// rows with one id would count as two matches of one held row.
     #[test]
     fn rows_that_repeat_an_id_still_find_the_stale_ones() {
         let known = held(&[("a", "1"), ("b", "1")]);
-        let (stale, added) = known.diff("d", vec![row("a", "1"), row("a", "1")], false);
+        let rows = vec![row("a", "1"), row("a", "1")];
+        let (stale, added) = known.diff("d", rows, Stale::Held { unique: false });
         assert_eq!(stale, [RowId::hand("b").to_string()]);
         assert!(added.is_empty());
     }

@@ -351,16 +351,17 @@ impl DayRows {
         let Some((shared, _)) = self.now.take() else {
             return;
         };
-        for k in &mut self.kept {
-            if days.contains(&k.day.as_str()) {
-                k.synced = Some(Synced {
-                    facts: k.parsed.day.facts.len(),
-                    shared: shared.clone(),
-                    version: after,
-                });
-            } else if let Some(s) = k.synced.as_mut().filter(|s| s.version == before) {
-                s.version = after;
-            }
+        self.same_rows(before, after);
+        for k in self
+            .kept
+            .iter_mut()
+            .filter(|k| days.contains(&k.day.as_str()))
+        {
+            k.synced = Some(Synced {
+                facts: k.parsed.day.facts.len(),
+                shared: shared.clone(),
+                version: after,
+            });
         }
     }
 

@@ -26,13 +26,14 @@
 //! the rows back, to be loaded from the table.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow_array::RecordBatch;
 
 use super::fingerprints::{self, Prints, Seen};
-use super::row_hashes::RowHashes;
+use super::row_hashes::{RowHashes, Stale};
 use super::rows::{self, Hashed};
 use super::search::Hit;
 use super::table;
@@ -126,21 +127,24 @@ impl Writer {
     }
 
     /// For the sole writer, a sync with nothing to do when the files are
-    /// as its last sync left them (no lock taken).
-    fn nothing_to_sync(&self) -> Result<Option<SyncReport>> {
+    /// as its last sync left them (no lock taken): `Break` with its report,
+    /// or `Continue` with the fingerprints it took (none when not the sole
+    /// writer, which takes them under the lock).
+    fn nothing_to_sync(&self) -> Result<ControlFlow<SyncReport, Option<Arc<Prints>>>> {
         if self.sole.is_none() {
-            return Ok(None);
+            return Ok(ControlFlow::Continue(None));
         }
         let current = crate::steps::timed_now("sync: fingerprints", || self.fingerprints())?;
         let mut synced = self.synced.lock().unwrap();
         let same = synced
             .as_ref()
             .is_some_and(|s| Arc::ptr_eq(s, &current) || **s == *current);
-        if same {
-            // The next comparison is of two pointers.
-            *synced = Some(current.clone());
+        if !same {
+            return Ok(ControlFlow::Continue(Some(current)));
         }
-        Ok(same.then(|| SyncReport {
+        // The next comparison is of two pointers.
+        *synced = Some(current.clone());
+        Ok(ControlFlow::Break(SyncReport {
             files_checked: current.len(),
             ..SyncReport::default()
         }))
@@ -172,7 +176,7 @@ impl Writer {
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
-        if let Some(nothing) = self.nothing_to_sync()? {
+        if let ControlFlow::Break(nothing) = self.nothing_to_sync()? {
             return Ok(nothing);
         }
         let asked = Instant::now();
@@ -191,12 +195,13 @@ impl Writer {
     /// sync holds the index's lock, so no write of another process comes
     /// in between, and the rows shown are those its commit makes.
     pub async fn sync_to_read(&self) -> Result<SyncReport> {
-        if let Some(nothing) = self.nothing_to_sync()? {
-            return Ok(nothing);
-        }
+        let current = match self.nothing_to_sync()? {
+            ControlFlow::Break(nothing) => return Ok(nothing),
+            ControlFlow::Continue(Some(current)) => current,
+            ControlFlow::Continue(None) => self.fingerprints()?,
+        };
         let asked = Instant::now();
         let mut shown = self.shown.subscribe();
-        let current = self.fingerprints()?;
         let now = |s: &Option<Arc<Prints>>| s.as_ref().is_some_and(|p| **p == *current);
         let one = tokio::select! {
             biased;
@@ -220,7 +225,7 @@ impl Writer {
     ) -> Result<SyncReport> {
         // A sync that ran while this one waited (one a write started) may
         // have left nothing to do.
-        if let Some(nothing) = self.nothing_to_sync()? {
+        if let ControlFlow::Break(nothing) = self.nothing_to_sync()? {
             return Ok(nothing);
         }
         let _all = crate::steps::timed("sync: lock", self.writing()).await?;
@@ -327,9 +332,10 @@ impl Writer {
             crate::steps::timed("sync: table add", added).await?;
             *self.last_added.lock().unwrap() = Some(Instant::now());
         }
+        let after = table.version().await?;
         if !stale.is_empty() || !added.is_empty() {
-            let wrote = self.wrote(before, &stale, added, &vectors);
-            crate::steps::timed("sync: words and hashes", wrote).await?;
+            let wrote = || self.wrote((before, after), &stale, added, &vectors);
+            crate::steps::timed_now("sync: words and hashes", wrote);
         }
         let days: Vec<&str> = changed
             .iter()
@@ -338,7 +344,6 @@ impl Writer {
                 _ => None,
             })
             .collect();
-        let after = table.version().await?;
         self.days.lock().unwrap().synced(&days, before, after);
         Ok(())
     }
@@ -367,10 +372,13 @@ impl Writer {
                     .as_ref()
                     .and_then(|s| desired.remove(s))
                     .unwrap_or_default();
-                let (gone, added) = match parsed {
-                    Some(s) if tails.contains_key(&s) => known.diff_tail(source, rows, &tails[&s]),
-                    s => known.diff(source, rows, matches!(s, Some(Source::Day(_)))),
+                let among = match parsed {
+                    Some(s) if tails.contains_key(&s) => Stale::Among(&tails[&s]),
+                    s => Stale::Held {
+                        unique: matches!(s, Some(Source::Day(_))),
+                    },
                 };
+                let (gone, added) = known.diff(source, rows, among);
                 if !gone.is_empty() {
                     stale.insert(source, gone);
                 }
@@ -394,16 +402,15 @@ impl Writer {
     }
 
     /// Tell [`RowHashes`] and the words what a sync changed: the table went
-    /// from `before` to its version now, `stale` rows deleted and `added`
-    /// ones there.
-    async fn wrote(
+    /// from `before` to `after`, `stale` rows deleted and `added` ones
+    /// there.
+    fn wrote(
         &self,
-        before: u64,
+        (before, after): (u64, u64),
         stale: &BTreeMap<&str, Vec<String>>,
         added: Vec<Hashed>,
         vectors: &[Vec<f32>],
-    ) -> Result<()> {
-        let after = self.shared.table.version().await?;
+    ) {
         let hits = hits(&added, vectors);
         self.shared
             .terms
@@ -421,7 +428,6 @@ impl Writer {
             .lock()
             .unwrap()
             .wrote(after, deleted(stale), added);
-        Ok(())
     }
 
     /// Show a sync's changes to searches before the table commits them
