@@ -72,6 +72,24 @@ pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
     })
 }
 
+/// [`try_lock`], tried again for up to [`MOMENT`] without blocking the
+/// caller's thread: `None` when the lock is held all that time. A holder
+/// for a moment is also any process asking whether the lock is held
+/// ([`is_held`] takes it shared for an instant), as well as a child
+/// process between fork and exec.
+pub(crate) async fn lock_within_a_moment(path: &Path) -> Result<Option<Guard>> {
+    let started = std::time::Instant::now();
+    loop {
+        match try_lock(path)? {
+            Some(g) => return Ok(Some(g)),
+            None if started.elapsed() < MOMENT => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            None => return Ok(None),
+        }
+    }
+}
+
 /// Take the lock at `path`, waiting for whoever holds it (on a blocking
 /// thread, so async callers can await it).
 pub async fn wait_for(path: &Path) -> Result<Guard> {

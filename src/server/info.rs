@@ -58,9 +58,13 @@ pub fn running(layout: &Layout) -> Option<Info> {
 }
 
 /// Take the lock that makes a daemon the one serving `layout`, or the
-/// error that names the daemon already holding it.
-pub(crate) fn claim(layout: &Layout) -> crate::Result<lock::Guard> {
-    match lock::try_lock(&layout.daemon_lock())? {
+/// error that names the daemon already holding it. A lock held only for a
+/// moment is waited out ([`lock::lock_within_a_moment`]): a `memd status`
+/// or a command asking whether a daemon runs probes this lock, and such a
+/// probe at the instant a daemon started made the start fail as if the
+/// directory were served.
+pub(crate) async fn claim(layout: &Layout) -> crate::Result<lock::Guard> {
+    match lock::lock_within_a_moment(&layout.daemon_lock()).await? {
         Some(guard) => Ok(guard),
         None => Err(already_served(layout)),
     }

@@ -89,7 +89,7 @@ impl Opened {
     /// error naming the daemon that holds it), `daemon.json` saying where
     /// `listen`ing, and the index with the sole writer.
     pub(crate) async fn serve(name: Option<&str>, memory: Memory, listen: &Info) -> Result<Opened> {
-        let served = info::claim(&memory.layout)?;
+        let served = info::claim(&memory.layout).await?;
         // Said before the index opens (which can take a while), so a
         // command meanwhile goes to this daemon rather than the table.
         let record = listen.for_memory(name);

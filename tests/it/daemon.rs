@@ -38,11 +38,15 @@ fn a_daemon_that_returned_has_let_go_of_its_memory() {
             };
             let served = memd::server::Served::One(memory);
             let opts = Default::default();
-            let daemon = tokio::spawn(memd::server::serve(served, listener, opts, shutdown));
+            let mut daemon = tokio::spawn(memd::server::serve(served, listener, opts, shutdown));
             let search = http
                 .get(format!("{base}/v1/search"))
                 .query(&[("q", "green tea")]);
             let found = loop {
+                if daemon.is_finished() {
+                    let ended = (&mut daemon).await;
+                    panic!("round {round}: the daemon ended before it answered: {ended:?}");
+                }
                 match search.try_clone().unwrap().send().await {
                     Ok(r) => break r.text().await.unwrap(),
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -57,6 +61,54 @@ fn a_daemon_that_returned_has_let_go_of_its_memory() {
             );
         }
     });
+}
+
+/// A daemon starts though another process asks, at that instant, whether
+/// one runs: `memd status`, or a command choosing where to send its
+/// request, probes the daemon's lock with a shared lock for a moment.
+/// Such a probe made the start fail as if the directory were served, and
+/// [`a_daemon_that_returned_has_let_go_of_its_memory`] hung in CI waiting
+/// for a daemon that had refused to start.
+#[test]
+fn a_daemon_starts_while_other_processes_look_whether_one_runs() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    crate::trust::add(&layout.root, "User likes green tea");
+    let looking = Arc::new(AtomicBool::new(true));
+    let prober = {
+        let (layout, looking) = (layout.clone(), looking.clone());
+        std::thread::spawn(move || {
+            // As often as it can: each probe holds the lock for an instant.
+            while looking.load(Ordering::Relaxed) {
+                let _ = memd::server::running(&layout);
+            }
+        })
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for round in 0..40 {
+            let memory = memd::Memory::open(&layout.root).unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            let served = memd::server::Served::One(memory);
+            let daemon = memd::server::serve(served, listener, Default::default(), async {
+                shutdown.await;
+            });
+            let daemon = tokio::spawn(daemon);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = stop.send(());
+            let served = daemon.await.unwrap();
+            assert!(served.is_ok(), "round {round}: {served:?}");
+        }
+    });
+    looking.store(false, Ordering::Relaxed);
+    prober.join().unwrap();
 }
 
 #[test]
