@@ -36,7 +36,7 @@ step cargo fmt --check
 target="${CARGO_TARGET_DIR:-target}"
 step cargo build --locked --bin memd
 cp "$target/debug/memd" "$target/debug/memd-shipped"
-export RUSTC_WORKSPACE_WRAPPER="${MEMD_CLIPPY_DRIVER:-clippy-driver}"
+export RUSTC_WORKSPACE_WRAPPER=clippy-driver
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step cargo test --locked --features lab,failpoints --no-run
 # With cargo-nextest a test that hangs is named and stopped

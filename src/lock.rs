@@ -45,25 +45,20 @@ pub(crate) fn try_lock(path: &Path) -> Result<Option<Guard>> {
     Ok(Some(Guard { _file: file }))
 }
 
-/// How long [`lock_or_explain`] waits out a lock held for a moment: a
-/// holder finishing, or a child process this one is starting, which holds
-/// a copy of every descriptor between fork and exec (close-on-exec closes
-/// it only at exec). Under load that window made a test's second run in
-/// a row report its own process as the holder. Longer holds are reported.
+/// How long [`lock_within_a_moment`] waits out a lock held for a moment: a
+/// holder finishing, any process asking whether the lock is held
+/// ([`is_held`] takes it shared for an instant), or a child process this
+/// one is starting, which holds a copy of every descriptor between fork
+/// and exec (close-on-exec closes it only at exec). Under load that window
+/// made a test's second run in a row report its own process as the
+/// holder. Longer holds are reported.
 const MOMENT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// [`try_lock`], with an error naming the holder's pid when it is held
 /// longer than [`MOMENT`]. `what` names the holder.
 pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
-    let started = std::time::Instant::now();
-    loop {
-        match try_lock(path)? {
-            Some(g) => return Ok(g),
-            None if started.elapsed() < MOMENT => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            None => break,
-        }
+    if let Some(g) = lock_within_a_moment(path)? {
+        return Ok(g);
     }
     let holder = std::fs::read_to_string(path).unwrap_or_default();
     Err(crate::Error::Busy {
@@ -72,18 +67,16 @@ pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
     })
 }
 
-/// [`try_lock`], tried again for up to [`MOMENT`] without blocking the
-/// caller's thread: `None` when the lock is held all that time. A holder
-/// for a moment is also any process asking whether the lock is held
-/// ([`is_held`] takes it shared for an instant), as well as a child
-/// process between fork and exec.
-pub(crate) async fn lock_within_a_moment(path: &Path) -> Result<Option<Guard>> {
+/// [`try_lock`], tried again for up to [`MOMENT`]: `None` when the lock is
+/// held all that time. It sleeps between tries: async callers run it on a
+/// blocking thread.
+pub(crate) fn lock_within_a_moment(path: &Path) -> Result<Option<Guard>> {
     let started = std::time::Instant::now();
     loop {
         match try_lock(path)? {
             Some(g) => return Ok(Some(g)),
             None if started.elapsed() < MOMENT => {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
             None => return Ok(None),
         }

@@ -64,7 +64,9 @@ pub fn running(layout: &Layout) -> Option<Info> {
 /// probe at the instant a daemon started made the start fail as if the
 /// directory were served.
 pub(crate) async fn claim(layout: &Layout) -> crate::Result<lock::Guard> {
-    match lock::lock_within_a_moment(&layout.daemon_lock()).await? {
+    let path = layout.daemon_lock();
+    let claimed = tokio::task::spawn_blocking(move || lock::lock_within_a_moment(&path));
+    match claimed.await?? {
         Some(guard) => Ok(guard),
         None => Err(already_served(layout)),
     }

@@ -97,9 +97,7 @@ fn a_daemon_starts_while_other_processes_look_whether_one_runs() {
                 let _ = stopped.await;
             };
             let served = memd::server::Served::One(memory);
-            let daemon = memd::server::serve(served, listener, Default::default(), async {
-                shutdown.await;
-            });
+            let daemon = memd::server::serve(served, listener, Default::default(), shutdown);
             let daemon = tokio::spawn(daemon);
             tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = stop.send(());
