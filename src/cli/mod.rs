@@ -192,7 +192,12 @@ fn run_at<R: Request>(dir: &Path, req: R, say_where: bool) -> Result<R::Reply> {
     {
         eprintln!("memd: {via}");
     }
-    Ok(runtime()?.block_on(target.run(req))?)
+    let ran = async {
+        let reply = target.run(req).await;
+        target.idle().await;
+        reply
+    };
+    Ok(runtime()?.block_on(ran)?)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

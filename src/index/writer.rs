@@ -216,6 +216,37 @@ impl Writer {
         self.sync_holding(one, asked).await
     }
 
+    /// [`Writer::sync_to_read`] for a caller that leaves the sync to
+    /// `running`, a [`Writer::sync`] of this writer on a task of its own
+    /// started after the files changed: done as soon as `running` shows
+    /// the rows of the files as they are now, or ends. The table write then
+    /// goes on after the caller is answered (`remember` through `memd mcp`
+    /// answered only after LanceDB's one-row add, 3.0 ms of its 13.7 ms
+    /// append → searchable at 1,000 facts; BENCHMARKS.md, issue 28). What
+    /// `running` returns, if anything goes wrong, is for its own caller.
+    pub async fn shown_by(
+        &self,
+        running: tokio::task::JoinHandle<Result<SyncReport>>,
+    ) -> Result<SyncReport> {
+        let current = self.fingerprints()?;
+        let mut shown = self.shown.subscribe();
+        let now = |s: &Option<Arc<Prints>>| s.as_ref().is_some_and(|p| **p == *current);
+        tokio::select! {
+            ended = running => ended?,
+            Ok(_) = shown.wait_for(now) => Ok(SyncReport {
+                files_checked: current.len(),
+                ..SyncReport::default()
+            }),
+        }
+    }
+
+    /// Wait for the sync running now, if any, to end (a process about to
+    /// exit lets the table write that [`Writer::shown_by`] left running
+    /// land, so that the next process need not redo it).
+    pub async fn idle(&self) {
+        drop(self.shared.moving.lock().await);
+    }
+
     /// [`Writer::sync`] holding `_one` (the index's `moving` lock), asked
     /// for at `asked`.
     async fn sync_holding(

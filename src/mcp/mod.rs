@@ -33,7 +33,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::Memory;
 use crate::error::{Result, bail};
-use crate::request::{Core, Lazy, Target};
+use crate::request::{Core, Holder, Lazy, Target};
 use crate::server::memories::{self, Memories};
 
 /// The protocol version answered when the client asks for none we know.
@@ -80,6 +80,20 @@ impl Scope {
             memories: Box::new(Memories::root(root, MAX_OPEN, None)),
             default: default.to_string(),
         })
+    }
+
+    /// Before the server exits: the syncs running in it end (a `remember`
+    /// is answered before its sync's table write, [`crate::index::Writer::shown_by`]).
+    async fn idle(&self) {
+        let held = match self {
+            Scope::One(o) => vec![o.index_if_open()],
+            Scope::Many { memories, .. } => {
+                memories.held().iter().map(|o| o.index_if_open()).collect()
+            }
+        };
+        for index in held.into_iter().flatten() {
+            index.writer.idle().await;
+        }
     }
 
     /// Where a call goes: the memory its `memory` argument names (or the
@@ -324,7 +338,10 @@ pub async fn serve_stdio(scope: Scope) -> Result<()> {
     let session = Session::default();
     loop {
         let reply = match read_line(&mut input, &mut buf).await? {
-            Line::End => return Ok(()),
+            Line::End => {
+                scope.idle().await;
+                return Ok(());
+            }
             Line::TooLong => Some(error(Value::Null, PARSE_ERROR, too_long())),
             Line::Bytes => match std::str::from_utf8(&buf) {
                 Ok(line) if line.trim().is_empty() => None,

@@ -233,6 +233,14 @@ impl Target {
         });
     }
 
+    /// Before this process exits: the sync running in it now, if any, ends
+    /// (see [`crate::index::Writer::idle`]).
+    pub async fn idle(&self) {
+        if let Some(index) = self.index_if_open() {
+            index.writer.idle().await;
+        }
+    }
+
     /// After a request wrote files: the index catches up where this process
     /// owns it (a daemon's watcher or next search catches up otherwise). The
     /// files are what counts, so a failure is a warning.

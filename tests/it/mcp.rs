@@ -252,6 +252,23 @@ fn mcp_answers_bad_bytes_with_a_parse_error_and_goes_on() {
     assert_eq!(std::fs::read(layout.memory_md()).unwrap(), md);
 }
 
+/// Call `tool` with `args` as request `id`; the text of its result, read
+/// as `reply` gives it, which must not be an error.
+fn tool_call(
+    stdin: &mut std::process::ChildStdin,
+    id: u64,
+    (tool, args): (&str, Value),
+    reply: impl FnOnce() -> String,
+) -> String {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}});
+    writeln!(stdin, "{msg}").unwrap();
+    stdin.flush().unwrap();
+    let r: Value = serde_json::from_str(&reply()).unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    r["result"]["content"][0]["text"].as_str().unwrap().into()
+}
+
 #[test]
 fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
     let (_t, layout) = memory_dir();
@@ -260,18 +277,12 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
     let mut id = 0;
     let mut call = |tool: &str, args: Value| -> String {
         id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}});
-        writeln!(stdin, "{msg}").unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let r: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(r["result"]["isError"], false, "{r}");
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string()
+        let reply = || {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            line
+        };
+        tool_call(&mut stdin, id, (tool, args), reply)
     };
     call("remember", json!({"text": "Prefers aisle seats on trains"}));
     assert!(call("recall", json!({"query": "aisle seats"})).contains("aisle seats"));
@@ -292,6 +303,64 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
     assert!(!after.contains("aisle seats"), "{after}");
     drop(stdin);
     child.wait().unwrap();
+}
+
+/// `remember` through `memd mcp` is answered once the fact's rows are
+/// shown to searches, not after LanceDB writes them (issue 28): with the
+/// server's sync stopped for good between the two, the remember is
+/// answered and a recall finds the fact. Killed
+/// there, the next process indexes the fact from its file, and `memd
+/// check` passes.
+#[test]
+fn mcp_answers_a_remember_before_the_table_holds_the_fact() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let dir = layout.root.as_path();
+    crate::trust::add(dir, "The user keeps bees in the garden");
+    crate::trust::add(dir, "The user grows tomatoes on the balcony");
+    let pause = [("MEMD_PAUSE_AT", "index-shown")];
+    let (mut child, mut stdin, stdout) = spawn_mcp_env(dir, &[], &pause);
+    // Replies are read on a thread: a remember that waited for the
+    // stopped sync would never be answered, and the test would wait.
+    let (tx, replies) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut id = 0;
+    let mut call = |tool: &str, args: Value| -> String {
+        id += 1;
+        let reply = || {
+            let wait = std::time::Duration::from_secs(60);
+            let line = replies.recv_timeout(wait);
+            line.unwrap_or_else(|e| panic!("no answer to {tool}: {e}"))
+        };
+        tool_call(&mut stdin, id, (tool, args), reply)
+    };
+    // A recall first: the server then holds the rows' words, where a
+    // sync shows its rows.
+    assert!(call("recall", json!({"query": "bees garden"})).contains("bees"));
+    let said = call(
+        "remember",
+        json!({"text": "The user keeps Zqwasps beside the bees"}),
+    );
+    assert!(said.contains("remembered as"), "{said}");
+    let marker = dir.join(".memd").join("paused-at-index-shown");
+    wait_until("the sync stops before its table write", || marker.exists());
+    let found = call("recall", json!({"query": "Zqwasps", "k": 3}));
+    assert!(found.contains("Zqwasps"), "{found}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(&marker).unwrap();
+
+    let out = crate::trust::ok(dir, &["search", "Zqwasps"]);
+    assert!(out.contains("Zqwasps"), "{out}");
+    let (passed, _, v) = crate::trust::check(dir);
+    assert!(passed, "{v}");
 }
 
 #[test]

@@ -226,11 +226,17 @@ pub(crate) fn spawn_mcp(layout: &Layout) -> Mcp {
 
 /// `memd --dir DIR mcp ARGS…`.
 pub(crate) fn spawn_mcp_with(dir: &std::path::Path, args: &[&str]) -> Mcp {
+    spawn_mcp_env(dir, args, &[])
+}
+
+/// `memd --dir DIR mcp ARGS…` with `env` set.
+pub(crate) fn spawn_mcp_env(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Mcp {
     let mut child = Command::new(crate::support::memd_bin())
         .arg("--dir")
         .arg(dir)
         .arg("mcp")
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("MEMD_DIR")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
