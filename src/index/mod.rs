@@ -108,6 +108,22 @@ impl Index {
         })
     }
 
+    /// A sync on a task of its own, waited for only until searches see
+    /// the files as they are now ([`Writer::shown_by`]): its table write
+    /// goes on after the caller is answered. A failure there is a warning:
+    /// the rows shown are taken back, and the next sync does the work.
+    pub async fn sync_shown(self: &Arc<Index>) -> Result<SyncReport> {
+        let index = self.clone();
+        let running = tokio::spawn(async move {
+            let synced = index.writer.sync().await;
+            if let Err(e) = &synced {
+                tracing::warn!("index not updated yet: {e:#}");
+            }
+            synced
+        });
+        self.writer.shown_by(running).await
+    }
+
     /// Delete `.memd/index` entirely (the embedding cache is kept).
     pub async fn clear(layout: &Layout) -> Result<()> {
         writer::clear(layout).await

@@ -42,13 +42,8 @@ impl Request for Similar {
             )));
         }
         let index = target.index().await?;
-        // The sync runs on a task of its own: the lookup needs its rows
-        // shown, not its table write, which goes on after the reply.
-        let running = tokio::spawn({
-            let index = index.clone();
-            async move { index.writer.sync().await }
-        });
-        index.writer.shown_by(running).await?;
+        // The lookup needs the rows shown, not the table written.
+        index.sync_shown().await?;
         let mut out = Vec::with_capacity(self.texts.len());
         for t in &self.texts {
             out.push(index.reader.similar_entries(t, SIMILAR_SHOWN).await?);
