@@ -2,11 +2,13 @@
 //! in tests.
 
 mod days;
+mod path_client;
 mod search_path;
 mod serve_many;
 mod versions;
 
 pub use days::{DaysLoad, DaysReport, Requests, days};
+pub use path_client::Via;
 pub use search_path::{PathLoad, PathReport, search_path};
 
 pub use serve_many::{Load, ServeManyReport, serve_many};

@@ -4,8 +4,10 @@
 //! the code `memd serve` runs) with its steps recorded
 //! ([`crate::steps`]), and searched over HTTP on 127.0.0.1 with
 //! keep-alive, as a client would; the HTTP hop is what the client waited
-//! less the handler's time. The sizes grow in one memory: each adds the
-//! facts up to it, and the index embeds only those.
+//! less the handler's time. With `--via mcp` the requests go to `memd
+//! mcp`'s handler in this process instead ([`super::path_client`]). The
+//! sizes grow in one memory: each adds the facts up to it, and the index
+//! embeds only those.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::days::{append_then_find, search};
+use super::path_client::{Client, Via};
 use super::{WORDS, percentile, synthetic_fact};
 use crate::server::{Options, Served};
 
@@ -62,12 +64,14 @@ pub struct PathLoad<'a> {
     /// `memd add --stdin` of a whole corpus writes).
     pub per_day: usize,
     pub requests: super::Requests<'a>,
+    pub via: Via,
 }
 
 /// The steps in the order a search runs them (those of a sync with
 /// something to write come from the appends).
 const ORDER: &[&str] = &[
     "HTTP handler",
+    "MCP call",
     "append",
     "sync",
     "sync: fingerprints",
@@ -115,15 +119,6 @@ pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathR
     Ok(out)
 }
 
-/// Wait until the daemon's index holds what its searches see (a sync
-/// that runs to its end: `POST /v1/reindex`).
-async fn settle(http: &reqwest::Client, base: &str) -> Result<()> {
-    let settled = http.post(format!("{base}/v1/reindex"));
-    let settled = settled.json(&serde_json::json!({}));
-    settled.send().await?.error_for_status()?;
-    Ok(())
-}
-
 /// Add facts `from..to` to the archive, `per_day` to a day file, today's
 /// first and then back in time (the daemon indexes them when it starts).
 fn grow(layout: &crate::Layout, from: usize, to: usize, per_day: usize) -> Result<()> {
@@ -148,6 +143,12 @@ fn grow(layout: &crate::Layout, from: usize, to: usize, per_day: usize) -> Resul
 /// Serve the memory from this process, search and append, and stop.
 async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> Result<PathReport> {
     let memory = crate::Memory::open(&layout.root)?;
+    if load.via == Via::Mcp {
+        let client = Client::mcp(memory).await?;
+        let report = measure(&client, size, load).await;
+        client.settle().await?;
+        return report;
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -169,14 +170,22 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let report = measure(&Client::Http { http, base }, size, load).await;
+    let _ = stop.send(());
+    daemon.await??;
+    report
+}
+
+/// Search and append through `client`, with the steps recorded.
+async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<PathReport> {
     // The first search indexes the new facts; then three to warm up.
     for q in ["warm up", "warm up a", "warm up b", "warm up c"] {
-        search(&http, &base, q).await?;
+        client.search(q).await?;
     }
     // The first search answers once the new facts are shown to searches,
     // before their table write and the vector index built after it
     // (docs/SEARCH.md); what follows measures a memory at rest.
-    settle(&http, &base).await?;
+    client.settle().await?;
     crate::steps::record(true);
     crate::steps::take();
     let mut searches = Vec::new();
@@ -184,7 +193,7 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         // Never asked before (the embedding cache would answer it).
         let q = format!("what about {} {i} of {size}", WORDS[i % WORDS.len()]);
         let t = Instant::now();
-        search(&http, &base, &q).await?;
+        client.search(&q).await?;
         searches.push(t.elapsed());
     }
     let search_steps = crate::steps::times(&crate::steps::take());
@@ -192,21 +201,19 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
     let mut cycles = Vec::new();
     for i in 0..load.requests.appends {
         let sent = Instant::now();
-        appends.push(append_then_find(&http, &base, &format!("Zq{i}x{size}")).await?);
+        appends.push(client.append_then_find(&format!("Zq{i}x{size}")).await?);
         cycles.push((sent, Instant::now()));
     }
     // The last append's table write may still run: waited for, and its
     // spans kept (each began before the search that found its fact
     // answered), not those of the wait.
     let appended = Instant::now();
-    settle(&http, &base).await?;
+    client.settle().await?;
     let spans = crate::steps::take();
     let spans: Vec<_> = spans.into_iter().filter(|s| s.from < appended).collect();
     let append_steps = crate::steps::times(&spans);
     let append_timeline = median_timeline(&cycles, &spans);
     crate::steps::record(false);
-    let _ = stop.send(());
-    daemon.await??;
     let (search_steps, hop) = steps(search_steps, &searches);
     let (append_steps, _) = steps(append_steps, &[]);
     let mut report = PathReport {
@@ -219,7 +226,9 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         append_steps,
         append_timeline,
     };
-    report.search_steps.push(hop);
+    if load.via == Via::Http {
+        report.search_steps.push(hop);
+    }
     Ok(report)
 }
 

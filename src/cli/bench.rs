@@ -111,6 +111,11 @@ enum What {
         /// Facts to a day file.
         #[arg(long, default_value_t = 100)]
         per_day: usize,
+        /// `http`: to a daemon served from this process; `mcp`: to `memd
+        /// mcp`'s handler in this process (its index opened beside other
+        /// writers, as `memd mcp` opens it; no stdio hop).
+        #[arg(long, default_value = "http", value_parser = ["http", "mcp"])]
+        via: String,
         #[command(flatten)]
         requests: Requests,
     },
@@ -294,12 +299,17 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         What::SearchPath {
             sizes,
             per_day,
+            via,
             requests,
         } => {
             let load = bench::PathLoad {
                 sizes: &sizes,
                 per_day,
                 requests: requests.load()?,
+                via: match via.as_str() {
+                    "mcp" => bench::Via::Mcp,
+                    _ => bench::Via::Http,
+                },
             };
             print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
         }

@@ -84,7 +84,7 @@ impl Scope {
 
     /// Before the server exits: the syncs running in it end (a `remember`
     /// is answered before its sync's table write, [`crate::index::Writer::shown_by`]).
-    async fn idle(&self) {
+    pub(crate) async fn idle(&self) {
         let held = match self {
             Scope::One(o) => vec![o.index_if_open()],
             Scope::Many { memories, .. } => {

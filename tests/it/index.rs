@@ -825,6 +825,54 @@ fn bench_days_compares_day_counts_in_one_run() {
     }
 }
 
+/// `memd bench search-path ARGS` with 5 searches and 2 appends at each
+/// size, on the lexical embedder: its lines, and its whole output.
+fn search_path_lines(args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let t = tempfile::tempdir().unwrap();
+    let load = ["--searches", "5", "--appends", "2", "--embedder", "lexical"];
+    let mut all = vec!["bench", "search-path"];
+    all.extend(args.iter().chain(&load));
+    all.push("--in");
+    bench_lines(&all, t.path())
+}
+
+/// How many times `steps` (a report's list) ran the step `name`.
+fn runs(steps: &serde_json::Value, name: &str) -> Option<u64> {
+    let steps = steps.as_array().unwrap();
+    let step = steps.iter().find(|s| s["step"] == name);
+    step.and_then(|s| s["runs"].as_u64())
+}
+
+/// `memd bench search-path --via mcp` sends the same requests to `memd
+/// mcp`'s handler in its own process: each search is one MCP call, and,
+/// as in `memd mcp` (not the table's sole writer), each search's sync
+/// takes the index lock and looks for a newer table version; each
+/// remember's sync adds its row.
+#[test]
+fn bench_search_path_via_mcp_times_the_mcp_servers_steps() {
+    let (lines, stdout) = search_path_lines(&["--via", "mcp", "--sizes", "20"]);
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let l = &lines[0];
+    let search = &l["search_steps"];
+    for step in [
+        "MCP call",
+        "sync: lock",
+        "sync: latest version",
+        "query embedding",
+    ] {
+        assert_eq!(runs(search, step), Some(5), "{step}: {l}");
+    }
+    for step in ["HTTP handler", "HTTP hop (client wait less handler)"] {
+        assert_eq!(runs(search, step), None, "{step}: {l}");
+    }
+    assert_eq!(runs(&l["append_steps"], "sync: table add"), Some(2), "{l}");
+    assert!(runs(&l["append_steps"], "MCP call") >= Some(4), "{l}");
+    assert!(
+        l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
+        "{l}"
+    );
+}
+
 /// `memd bench search-path` serves a memory from its own process and
 /// breaks each search, and each append → searchable, into the steps the
 /// daemon ran, at each size: every search ran each step of the search
@@ -832,31 +880,9 @@ fn bench_days_compares_day_counts_in_one_run() {
 /// append → searchable is shown as a timeline.
 #[test]
 fn bench_search_path_times_each_step_of_a_search_at_each_size() {
-    let t = tempfile::tempdir().unwrap();
-    let args = [
-        "bench",
-        "search-path",
-        "--sizes",
-        "20,50",
-        "--searches",
-        "5",
-        "--appends",
-        "2",
-        "--embedder",
-        "lexical",
-        "--in",
-    ];
-    let (lines, stdout) = bench_lines(&args, t.path());
+    let (lines, stdout) = search_path_lines(&["--sizes", "20,50"]);
     let sizes: Vec<u64> = lines.iter().map(|l| l["facts"].as_u64().unwrap()).collect();
     assert_eq!(sizes, [20, 50], "{stdout}");
-    let runs = |steps: &serde_json::Value, name: &str| {
-        steps
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["step"] == name)
-            .and_then(|s| s["runs"].as_u64())
-    };
     for l in &lines {
         let search = &l["search_steps"];
         for step in [
