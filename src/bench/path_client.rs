@@ -13,9 +13,11 @@ use serde_json::{Value, json};
 use crate::mcp::{Scope, Session};
 
 /// Which way the bench's requests go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Via {
+    /// To a daemon served from the bench's process, over HTTP.
     Http,
+    /// To `memd mcp`'s handler in the bench's process.
     Mcp,
 }
 

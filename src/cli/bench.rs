@@ -114,8 +114,8 @@ enum What {
         /// `http`: to a daemon served from this process; `mcp`: to `memd
         /// mcp`'s handler in this process (its index opened beside other
         /// writers, as `memd mcp` opens it; no stdio hop).
-        #[arg(long, default_value = "http", value_parser = ["http", "mcp"])]
-        via: String,
+        #[arg(long, value_enum, default_value_t = bench::Via::Http)]
+        via: bench::Via,
         #[command(flatten)]
         requests: Requests,
     },
@@ -306,10 +306,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
                 sizes: &sizes,
                 per_day,
                 requests: requests.load()?,
-                via: match via.as_str() {
-                    "mcp" => bench::Via::Mcp,
-                    _ => bench::Via::Http,
-                },
+                via,
             };
             print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
         }
