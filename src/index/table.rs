@@ -64,6 +64,35 @@ pub(super) const TAIL_ROWS: usize = 1_000;
 /// ms at 10,000 rows, once in 8 (BENCHMARKS.md, item 4).
 pub const TAIL_FRAGMENTS: usize = 8;
 
+/// How long a table version is kept after it is made. Every version
+/// stays in `_versions` until pruned, and a writer that is not the
+/// table's sole one (`memd mcp`, a command without a daemon) reads that
+/// directory whole at every sync, a search's too: at 2,573 versions (2,000
+/// appends) the check took 1.0 ms of each `memd mcp` search against 0.034
+/// ms at 27 (BENCHMARKS.md, issue 28). LanceDB's default kept a week. A
+/// reader reads the version it checked out within milliseconds (another
+/// process's search, `memd check`; consolidation reads no table), so five
+/// minutes leave a wide margin.
+const VERSIONS_KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// [`VERSIONS_KEPT_FOR`], which a test build may shorten with
+/// `MEMD_VERSIONS_KEPT_SECONDS` (a test cannot wait five minutes).
+pub(super) fn versions_kept_for() -> std::time::Duration {
+    #[cfg(feature = "failpoints")]
+    if let Some(s) = std::env::var("MEMD_VERSIONS_KEPT_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return std::time::Duration::from_secs(s);
+    }
+    VERSIONS_KEPT_FOR
+}
+
+/// Versions a writer makes between its prunes ([`Table::prune`]) when no
+/// compaction prunes for it: a burst of appends leaves at most this many
+/// more than [`VERSIONS_KEPT_FOR`] keeps.
+pub(super) const PRUNE_EVERY_VERSIONS: u64 = 128;
+
 /// How many rows may wait outside the indices before they are folded in.
 pub(super) const FOLD_UNINDEXED_ROWS: usize = 1_000;
 
@@ -235,18 +264,12 @@ impl Table {
         })
     }
 
-    /// Merge small fragments, drop versions older than a week, fold new rows
-    /// into the indices (LanceDB's `OptimizeAction::All` with a bounded
-    /// compaction target).
+    /// Merge small fragments, drop old versions ([`Table::prune`]), fold
+    /// new rows into the indices (LanceDB's `OptimizeAction::All` with a
+    /// bounded compaction target).
     pub(super) async fn compact(&self) -> Result<()> {
         self.merge_fragments(COMPACT_TARGET_ROWS).await?;
-        self.inner
-            .optimize(lancedb::table::OptimizeAction::Prune {
-                older_than: None,
-                delete_unverified: None,
-                error_if_tagged_old_versions: None,
-            })
-            .await?;
+        self.prune(versions_kept_for()).await?;
         // A full-text index an older memd built is never folded: the next
         // sync that adds rows drops it (`Writer::drop_text_index`).
         let indices = self.inner.list_indices().await?;
@@ -256,6 +279,22 @@ impl Table {
             .map(|i| i.name.clone())
             .collect();
         self.fold(others).await
+    }
+
+    /// Drop the versions made more than `kept_for` ago, but the latest,
+    /// and the files only they name (files no version names are kept
+    /// until LanceDB can tell them from another writer's uncommitted ones).
+    pub(super) async fn prune(&self, kept_for: std::time::Duration) -> Result<()> {
+        let older_than = lancedb::table::Duration::from_std(kept_for)
+            .map_err(|e| crate::Error::Index(e.into()))?;
+        self.inner
+            .optimize(lancedb::table::OptimizeAction::Prune {
+                older_than: Some(older_than),
+                delete_unverified: None,
+                error_if_tagged_old_versions: None,
+            })
+            .await?;
+        Ok(())
     }
 
     /// Take deleted rows out for good, now (an erasure's): every fragment

@@ -65,6 +65,9 @@ pub struct Writer {
     last_sync_start: Mutex<Option<Instant>>,
     /// When a sync last added rows (for [`Writer::compact_if_needed`]).
     last_added: Mutex<Option<Instant>>,
+    /// The table version of this writer's last prune, or of its first
+    /// write ([`Writer::prune_if_due`]).
+    pruned_at: Mutex<Option<u64>>,
     /// The entries' sources as last read, with the entries file's
     /// fingerprint: every sync of a day file needs them (a fact in one is
     /// not pending, [`crate::pending`]); a daemon reads them once per
@@ -117,6 +120,7 @@ impl Writer {
             sole,
             last_sync_start: Mutex::new(None),
             last_added: Mutex::new(None),
+            pruned_at: Mutex::new(None),
             sources: Mutex::new(None),
             known: Mutex::new(RowHashes::default()),
             seen: Mutex::new(Seen::watching()),
@@ -301,6 +305,9 @@ impl Writer {
         }
         if report.rows_added > 0 {
             crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
+        }
+        if report.rows_added > 0 || report.rows_deleted > 0 {
+            self.prune_if_due().await;
         }
         crate::steps::timed_now("sync: marks", || {
             fingerprints::save_synced(&self.shared.layout, &prints)
@@ -567,6 +574,25 @@ impl Writer {
         self.shared.terms.lock().unwrap().same_rows(before, after);
         self.days.lock().unwrap().same_rows(before, after);
         Ok(())
+    }
+
+    /// Drop old table versions once this writer has made
+    /// [`table::PRUNE_EVERY_VERSIONS`] since its last prune (or its first
+    /// write: a one-shot command does not prune). A failure is a warning:
+    /// the versions are only kept longer.
+    async fn prune_if_due(&self) {
+        let Ok(now) = self.shared.table.version().await else {
+            return;
+        };
+        let last = *self.pruned_at.lock().unwrap().get_or_insert(now);
+        if now < last + table::PRUNE_EVERY_VERSIONS {
+            return;
+        }
+        *self.pruned_at.lock().unwrap() = Some(now);
+        let pruned = self.shared.table.prune(table::versions_kept_for());
+        if let Err(e) = crate::steps::timed("sync: prune", pruned).await {
+            tracing::warn!("old index versions not dropped yet: {e:#}");
+        }
     }
 
     /// Keep the table fast as it grows: a vector index (IVF_HNSW_SQ,

@@ -269,13 +269,14 @@ fn tool_call(
     r["result"]["content"][0]["text"].as_str().unwrap().into()
 }
 
-#[test]
-fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
-    let (_t, layout) = memory_dir();
-    write_config(&layout, None, "");
-    let (mut child, mut stdin, mut stdout) = spawn_mcp(&layout);
+/// Call tools of the server on `stdin` and `stdout`, one at a time, as
+/// [`tool_call`] does; dropped, it closes the server's input.
+fn caller(
+    mut stdin: std::process::ChildStdin,
+    mut stdout: std::io::BufReader<std::process::ChildStdout>,
+) -> impl FnMut(&str, Value) -> String {
     let mut id = 0;
-    let mut call = |tool: &str, args: Value| -> String {
+    move |tool: &str, args: Value| -> String {
         id += 1;
         let reply = || {
             let mut line = String::new();
@@ -283,7 +284,15 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
             line
         };
         tool_call(&mut stdin, id, (tool, args), reply)
-    };
+    }
+}
+
+#[test]
+fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let (mut child, stdin, stdout) = spawn_mcp(&layout);
+    let mut call = caller(stdin, stdout);
     call("remember", json!({"text": "Prefers aisle seats on trains"}));
     assert!(call("recall", json!({"query": "aisle seats"})).contains("aisle seats"));
 
@@ -301,7 +310,7 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
     assert!(out.status.success(), "{}", crate::support::stderr(&out));
     let after = call("recall", json!({"query": "aisle seats on trains", "k": 5}));
     assert!(!after.contains("aisle seats"), "{after}");
-    drop(stdin);
+    drop(call);
     child.wait().unwrap();
 }
 
@@ -359,6 +368,47 @@ fn mcp_answers_a_remember_before_the_table_holds_the_fact() {
 
     let out = crate::trust::ok(dir, &["search", "Zqwasps"]);
     assert!(out.contains("Zqwasps"), "{out}");
+    let (passed, _, v) = crate::trust::check(dir);
+    assert!(passed, "{v}");
+}
+
+/// A writer that is not the table's sole one reads every kept table
+/// version at each sync, so `memd mcp` drops old versions as it writes
+/// (issue 28): after 300 remembers, with versions kept for no time at all
+/// (a test build's `MEMD_VERSIONS_KEPT_SECONDS`), the table keeps at most
+/// one prune's worth; every fact is still found, and `memd check` passes.
+#[test]
+fn mcp_drops_old_table_versions_as_it_writes() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let dir = layout.root.as_path();
+    let kept = [("MEMD_VERSIONS_KEPT_SECONDS", "0")];
+    let (mut child, stdin, stdout) = spawn_mcp_env(dir, &[], &kept);
+    let mut call = caller(stdin, stdout);
+    for i in 0..300 {
+        call(
+            "remember",
+            json!({"text": format!("Zqplant{i} grows by the window")}),
+        );
+    }
+    for i in [0, 150, 299] {
+        let found = call("recall", json!({"query": format!("Zqplant{i}"), "k": 3}));
+        assert!(found.contains(&format!("Zqplant{i} ")), "{i}: {found}");
+    }
+    drop(call);
+    assert!(child.wait().unwrap().success());
+    let versions = dir.join(".memd/index/lance/memory.lance/_versions");
+    let manifests = std::fs::read_dir(&versions)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".manifest")
+        })
+        .count();
+    assert!(manifests <= 144, "{manifests} versions kept");
     let (passed, _, v) = crate::trust::check(dir);
     assert!(passed, "{v}");
 }
