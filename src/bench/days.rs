@@ -8,9 +8,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, ensure};
+use anyhow::Result;
 use serde::Serialize;
 
+use super::path_client::Client;
 use super::{WORDS, percentile, start_serve, synthetic_fact};
 
 /// One day count's figures.
@@ -83,24 +84,27 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
         dirs.push(dir);
     }
     let http = reqwest::Client::new();
+    let clients: Vec<Client> = (daemons.iter())
+        .map(|(_, base)| Client::http(&http, base))
+        .collect();
     let mut searches = vec![Vec::new(); daemons.len()];
     let mut appends = vec![Vec::new(); daemons.len()];
     // The first search of each indexes its archive: not timed.
-    for (_, base) in &daemons {
-        search(&http, base, "warm up").await?;
+    for client in &clients {
+        client.search("warm up").await?;
     }
     for i in 0..load.requests.searches {
         let q = format!("what about {} {i}", WORDS[i % WORDS.len()]);
-        for (d, (_, base)) in daemons.iter().enumerate() {
+        for (d, client) in clients.iter().enumerate() {
             let t = Instant::now();
-            search(&http, base, &q).await?;
+            client.search(&q).await?;
             searches[d].push(t.elapsed());
         }
     }
     for i in 0..load.requests.appends {
         let marker = format!("Zq{i}x{}", load.facts);
-        for (d, (_, base)) in daemons.iter().enumerate() {
-            appends[d].push(append_then_find(&http, base, &marker).await?);
+        for (d, client) in clients.iter().enumerate() {
+            appends[d].push(client.append_then_find(&marker).await?);
         }
     }
     for (mut child, _) in daemons {
@@ -110,38 +114,6 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
         child.wait()?;
     }
     Ok(report(load, searches, appends))
-}
-
-/// Post a fact holding `marker`, then search for it: the time until the
-/// search answered with it (an error if it did not).
-pub(super) async fn append_then_find(
-    http: &reqwest::Client,
-    base: &str,
-    marker: &str,
-) -> Result<Duration> {
-    let t = Instant::now();
-    let text = format!("The user named a new plant {marker}");
-    let r = http
-        .post(format!("{base}/v1/facts"))
-        .json(&serde_json::json!({ "text": text }));
-    ensure!(r.send().await?.status().is_success(), "a post failed");
-    let hits = search(http, base, marker).await?;
-    ensure!(
-        hits.contains(marker),
-        "{marker} not searchable after its post"
-    );
-    Ok(t.elapsed())
-}
-
-/// A search's reply, as text.
-pub(super) async fn search(http: &reqwest::Client, base: &str, q: &str) -> Result<String> {
-    let r = http
-        .get(format!("{base}/v1/search"))
-        .query(&[("q", q), ("k", "10"), ("min_score", "0")])
-        .send()
-        .await?;
-    ensure!(r.status().is_success(), "a search failed: {}", r.status());
-    Ok(r.text().await?)
 }
 
 fn report(

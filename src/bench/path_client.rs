@@ -1,6 +1,6 @@
-//! How `memd bench search-path` reaches the memory it measures: over HTTP
-//! to a daemon served from the bench's process, or through `memd mcp`'s
-//! handler in that process (the MCP server's code, its index opened as
+//! How the benches reach the memory they measure: over HTTP to a daemon
+//! (`bench days`' children, or `bench search-path`'s, served from its
+//! process), or through `memd mcp`'s handler in the bench's process (the MCP server's code, its index opened as
 //! `memd mcp` opens it: beside other writers, so every sync takes the
 //! index lock and looks for a newer table version). The stdio hop of a
 //! real `memd mcp` (a pipe write and read) is not in the MCP figures.
@@ -28,6 +28,14 @@ pub(super) enum Client {
 }
 
 impl Client {
+    /// The daemon at `base` (`http://host:port`).
+    pub(super) fn http(http: &reqwest::Client, base: &str) -> Client {
+        Client::Http {
+            http: http.clone(),
+            base: base.to_string(),
+        }
+    }
+
     /// The MCP server of `memory`, set up as `memd mcp` sets it up.
     pub(super) async fn mcp(memory: crate::Memory) -> Result<Client> {
         if let Ok(e) = memory.embedder() {
@@ -45,26 +53,39 @@ impl Client {
 
     /// A search's reply, as text.
     pub(super) async fn search(&self, q: &str) -> Result<String> {
-        match self {
-            Client::Http { http, base } => super::days::search(http, base, q).await,
-            Client::Mcp { .. } => {
-                let args = json!({"query": q, "k": 10, "min_score": 0});
-                self.tool("recall", args).await
-            }
-        }
+        let Client::Http { http, base } = self else {
+            let args = json!({"query": q, "k": 10, "min_score": 0});
+            return self.tool("recall", args).await;
+        };
+        let r = http
+            .get(format!("{base}/v1/search"))
+            .query(&[("q", q), ("k", "10"), ("min_score", "0")])
+            .send()
+            .await?;
+        ensure!(r.status().is_success(), "a search failed: {}", r.status());
+        Ok(r.text().await?)
     }
 
-    /// Append a fact naming `marker`, then search until a reply holds it;
-    /// the time from the append's sending.
+    /// Append a fact holding `marker`, then search for it: the time until
+    /// the search answered with it (an error if it did not).
     pub(super) async fn append_then_find(&self, marker: &str) -> Result<Duration> {
-        if let Client::Http { http, base } = self {
-            return super::days::append_then_find(http, base, marker).await;
-        }
         let t = Instant::now();
         let text = format!("The user named a new plant {marker}");
-        self.tool("remember", json!({ "text": text })).await?;
+        match self {
+            Client::Http { http, base } => {
+                let r = http.post(format!("{base}/v1/facts"));
+                let r = r.json(&json!({ "text": text }));
+                ensure!(r.send().await?.status().is_success(), "a post failed");
+            }
+            Client::Mcp { .. } => {
+                self.tool("remember", json!({ "text": text })).await?;
+            }
+        }
         let hits = self.search(marker).await?;
-        ensure!(hits.contains(marker), "{marker} not found after remember");
+        ensure!(
+            hits.contains(marker),
+            "{marker} not searchable after its append"
+        );
         Ok(t.elapsed())
     }
 

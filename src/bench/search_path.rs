@@ -170,7 +170,7 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let report = measure(&Client::Http { http, base }, size, load).await;
+    let report = measure(&Client::http(&http, &base), size, load).await;
     let _ = stop.send(());
     daemon.await??;
     report

@@ -205,19 +205,25 @@ impl Writer {
             ControlFlow::Continue(None) => self.fingerprints()?,
         };
         let asked = Instant::now();
-        let mut shown = self.shown.subscribe();
-        let now = |s: &Option<Arc<Prints>>| s.as_ref().is_some_and(|p| **p == *current);
         let one = tokio::select! {
             biased;
             one = self.shared.moving.lock() => one,
-            Ok(_) = shown.wait_for(now) => {
-                return Ok(SyncReport {
-                    files_checked: current.len(),
-                    ..SyncReport::default()
-                });
-            }
+            shown = self.shown_as(&current) => return Ok(shown),
         };
         self.sync_holding(one, asked).await
+    }
+
+    /// Once a sync shows searches the rows of the files at `current`
+    /// ([`Writer::show_ahead`]): a sync's report with nothing left to do.
+    async fn shown_as(&self, current: &Arc<Prints>) -> SyncReport {
+        let mut shown = self.shown.subscribe();
+        let now = |s: &Option<Arc<Prints>>| s.as_ref().is_some_and(|p| **p == **current);
+        // The sender lives as long as this writer: waiting cannot fail.
+        let _ = shown.wait_for(now).await;
+        SyncReport {
+            files_checked: current.len(),
+            ..SyncReport::default()
+        }
     }
 
     /// [`Writer::sync_to_read`] for a caller that leaves the sync to
@@ -233,14 +239,9 @@ impl Writer {
         running: tokio::task::JoinHandle<Result<SyncReport>>,
     ) -> Result<SyncReport> {
         let current = self.fingerprints()?;
-        let mut shown = self.shown.subscribe();
-        let now = |s: &Option<Arc<Prints>>| s.as_ref().is_some_and(|p| **p == *current);
         tokio::select! {
             ended = running => ended?,
-            Ok(_) = shown.wait_for(now) => Ok(SyncReport {
-                files_checked: current.len(),
-                ..SyncReport::default()
-            }),
+            shown = self.shown_as(&current) => Ok(shown),
         }
     }
 
@@ -584,11 +585,14 @@ impl Writer {
         let Ok(now) = self.shared.table.version().await else {
             return;
         };
-        let last = *self.pruned_at.lock().unwrap().get_or_insert(now);
-        if now < last + table::PRUNE_EVERY_VERSIONS {
-            return;
+        {
+            let mut pruned_at = self.pruned_at.lock().unwrap();
+            let last = *pruned_at.get_or_insert(now);
+            if now < last + table::PRUNE_EVERY_VERSIONS {
+                return;
+            }
+            *pruned_at = Some(now);
         }
-        *self.pruned_at.lock().unwrap() = Some(now);
         let pruned = self.shared.table.prune(table::versions_kept_for());
         if let Err(e) = crate::steps::timed("sync: prune", pruned).await {
             tracing::warn!("old index versions not dropped yet: {e:#}");

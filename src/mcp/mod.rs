@@ -85,14 +85,13 @@ impl Scope {
     /// Before the server exits: the syncs running in it end (a `remember`
     /// is answered before its sync's table write, [`crate::index::Writer::shown_by`]).
     pub(crate) async fn idle(&self) {
-        let held = match self {
-            Scope::One(o) => vec![o.index_if_open()],
+        match self {
+            Scope::One(o) => o.idle().await,
             Scope::Many { memories, .. } => {
-                memories.held().iter().map(|o| o.index_if_open()).collect()
+                for o in memories.held() {
+                    o.idle().await;
+                }
             }
-        };
-        for index in held.into_iter().flatten() {
-            index.writer.idle().await;
         }
     }
 

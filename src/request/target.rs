@@ -80,6 +80,14 @@ pub trait Holder: Send + Sync {
     async fn to_settle(&self) -> Option<Result<Arc<Index>>> {
         Some(self.index().await)
     }
+
+    /// Before this process exits: the sync running on the index, if it is
+    /// open, ends ([`crate::index::Writer::idle`]).
+    async fn idle(&self) {
+        if let Some(index) = self.index_if_open() {
+            index.writer.idle().await;
+        }
+    }
 }
 
 /// A memory in a process that opens its index on first need, beside
@@ -234,10 +242,10 @@ impl Target {
     }
 
     /// Before this process exits: the sync running in it now, if any, ends
-    /// (see [`crate::index::Writer::idle`]).
+    /// ([`Holder::idle`]).
     pub async fn idle(&self) {
-        if let Some(index) = self.index_if_open() {
-            index.writer.idle().await;
+        if let Owner::Here(held) = &self.owner {
+            held.idle().await;
         }
     }
 
