@@ -32,7 +32,7 @@
 //! u64 (magic, table version, the time that version was made in
 //! nanoseconds, rows, words, rows with words, words in all, vector
 //! dimension or 0, CRC-32 of the whole file but these 8 bytes, 0); each row's
-//! length in words (u32) and kind (u8); offsets (u64, one more than there
+//! length in words (u32), then at once each row's kind (u8); offsets (u64, one more than there
 //! are items) of each row's key (`source` NUL `id`), each row's hit, each
 //! word's spelling and each word's postings; the postings (u32 row, u32
 //! occurrences); each row's inverse norm and vector (f32, only while the
@@ -271,13 +271,15 @@ impl Mapped {
         }
         let size = |i: usize| usize::try_from(h(i)?).ok();
         let (rows, words, dim) = (size(3)?, size(4)?, size(7)?);
-        let mut at = HEADER;
+        // The rows' lengths and kinds are one part: the kinds follow the
+        // lengths at once, as [`encode`] writes them.
+        let lens = HEADER..HEADER.checked_add(rows.checked_mul(4)?)?;
+        let mut at = lens.end;
         let mut part = |n: usize| -> Option<Range<usize>> {
             let r = at..at.checked_add(n)?;
             at = r.end.checked_next_multiple_of(8)?;
             (at <= bytes.len()).then_some(r)
         };
-        let lens = part(rows.checked_mul(4)?)?;
         let kinds = part(rows)?;
         let key_at = part(rows.checked_add(1)?.checked_mul(8)?)?;
         let hit_at = part(rows.checked_add(1)?.checked_mul(8)?)?;

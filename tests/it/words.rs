@@ -95,6 +95,42 @@ async fn a_handle_opened_afresh_reads_the_words_file_and_finds_what_a_handle_tha
     );
 }
 
+/// A file of an odd number of rows is read too. The rows' lengths (u32)
+/// and kinds (u8) are one part of the file, and its reader skipped to the
+/// next 8 bytes between them: with an odd number of rows every part after
+/// them was read 8 bytes off, the file read as damaged, and each new
+/// process loaded the words from the table and wrote the file anew.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_words_file_of_an_odd_number_of_rows_is_read_by_the_next_handle() {
+    for n in [1usize, 3, 4] {
+        let (_tmp, layout) = crate::support::memory_dir();
+        let index = open(&layout).await;
+        for i in 0..n {
+            let text = format!("User drinks coffee with the piano teacher {i}");
+            archive::append(
+                &layout,
+                "2026-11-10",
+                &format!("09:00:{i:02}"),
+                &[fact(&text)],
+            )
+            .unwrap();
+        }
+        index.writer.sync().await.unwrap();
+        drop(index);
+        let loaded = open(&layout).await;
+        let kept = results(&loaded).await;
+        assert!(!kept[0].is_empty(), "{n} rows: {kept:?}");
+        let written = inode(&layout);
+        let read = open(&layout).await;
+        assert_eq!(results(&read).await, kept, "{n} rows");
+        assert_eq!(
+            inode(&layout),
+            written,
+            "{n} rows: the file was read, not written anew"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_version_and_the_writer_writes_none()
  {
