@@ -105,9 +105,11 @@ impl Step {
 #[cfg(feature = "failpoints")]
 pub(crate) fn at(layout: &Layout, step: Step) {
     if std::env::var("MEMD_PAUSE_AT").ok().as_deref() == Some(step.name()) {
-        let _ = std::fs::write(
-            layout.paused_at(step.name()),
-            std::process::id().to_string(),
+        // Whole or absent: a test that read the marker as it was being
+        // written got no pid, and its `kill` failed (seen under load).
+        let _ = crate::atomic::write_unsynced(
+            &layout.paused_at(step.name()),
+            std::process::id().to_string().as_bytes(),
         );
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));

@@ -12,6 +12,7 @@
 //! | `changes`         | which day files the kernel says changed (inotify)     |
 //! | [`table`]         | the LanceDB table: schema, open, merges, compaction   |
 //! | [`writer`]        | the one writer of a process: sync, reset, compaction  |
+//! | [`held`]          | rows shown to searches, committed later in groups     |
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
 //! | [`terms`], `vectors`, `row_hashes` | what the writer keeps in memory between writes |
@@ -25,6 +26,7 @@
 
 mod changes;
 pub mod fingerprints;
+mod held;
 mod past;
 pub mod reader;
 mod row_hashes;
@@ -100,8 +102,17 @@ impl Index {
 
     /// The index of the daemon serving `memory`, which holds `served`, the
     /// daemon's lock on the directory: its writer is the table's only one.
+    /// Once open, it takes the table's latest version under the index
+    /// lock: a writer among others that holds rows back ([`held`]) commits
+    /// them under that lock only while no daemon serves the directory
+    /// (`served` is taken first), so none lands after the version this
+    /// writer starts from.
     pub(crate) async fn open_sole(memory: &Memory, served: lock::Guard) -> Result<Index> {
         let shared = Arc::new(Shared::open(memory).await?);
+        {
+            let _all = table::write_lock(&memory.layout).await?;
+            shared.table.inner.checkout_latest().await?;
+        }
         Ok(Index {
             writer: Writer::sole(shared.clone(), served),
             reader: Reader::new(shared),
@@ -110,18 +121,41 @@ impl Index {
 
     /// A sync on a task of its own, waited for only until searches see
     /// the files as they are now ([`Writer::shown_by`]): its table write
-    /// goes on after the caller is answered. A failure there is a warning:
-    /// the rows shown are taken back, and the next sync does the work.
+    /// goes on after the caller is answered, or its rows are held and
+    /// committed with the next ones ([`held`]). A failure there is a
+    /// warning: the rows shown are taken back, and the next sync does the
+    /// work.
     pub async fn sync_shown(self: &Arc<Index>) -> Result<SyncReport> {
         let index = self.clone();
         let running = tokio::spawn(async move {
-            let synced = index.writer.sync().await;
+            let synced = index.writer.sync_held().await;
             if let Err(e) = &synced {
                 tracing::warn!("index not updated yet: {e:#}");
             }
+            tokio::spawn(Index::commit_when_due(Arc::downgrade(&index)));
             synced
         });
         self.writer.shown_by(running).await
+    }
+
+    /// Commit the group of rows held now once it is due ([`held`]), unless
+    /// another task waits for it. The index is held only to commit: if it
+    /// is dropped first (a daemon let the memory go), its rows are synced
+    /// from the files by the next handle, as after a crash.
+    async fn commit_when_due(index: std::sync::Weak<Index>) {
+        let Some(group) = index.upgrade().and_then(|i| i.writer.watch_held()) else {
+            return;
+        };
+        loop {
+            let Some(at) = index.upgrade().and_then(|i| i.writer.held_due(group)) else {
+                return;
+            };
+            tokio::time::sleep_until(at.into()).await;
+            let Some(i) = index.upgrade() else { return };
+            if i.writer.commit_if_due(group).await {
+                return;
+            }
+        }
     }
 
     /// Delete `.memd/index` entirely (the embedding cache is kept).

@@ -184,7 +184,8 @@ impl Terms {
     /// version the commit made, or [`Terms::behind`] drops them. Only
     /// when these are `before`'s rows and their vectors are kept, after
     /// the write too (a search whose vectors LanceDB lists would not find
-    /// the rows yet); false when not shown.
+    /// the rows yet); false when not shown. Writes shown from the same
+    /// version stack: one commit then makes them all ([`super::held`]).
     pub(super) fn ahead<'a>(
         &mut self,
         before: u64,
@@ -192,7 +193,9 @@ impl Terms {
         added: impl IntoIterator<Item = (Hit, &'a [f32])>,
     ) -> bool {
         let kept = self.vectors.is_some() || self.mapped.as_ref().is_some_and(|m| m.dim > 0);
-        if self.version != Some(before) || self.ahead.is_some() || !kept || !self.unmapped() {
+        // Rows shown ahead keep their version's label: a write from
+        // another version is refused here.
+        if self.version != Some(before) || !kept || !self.unmapped() {
             return false;
         }
         self.apply(deleted, added);
@@ -866,10 +869,23 @@ mod tests {
         let mut failed = Terms::new().unwrap();
         failed.load(7, base.clone(), Some(2));
         assert!(failed.ahead(7, deleted, hits()));
-        assert!(!failed.ahead(7, deleted, hits()), "one write at a time");
+        let more = row(4, "mint by the door");
+        let none: [(&str, &str); 0] = [];
+        let mint = || [(more.0.clone(), more.1.as_slice())];
+        assert!(
+            !failed.ahead(6, none, mint()),
+            "writes from another version"
+        );
+        assert!(failed.top("mint", 10).is_empty());
+        assert!(
+            failed.ahead(7, none, mint()),
+            "writes from one version stack"
+        );
+        assert_eq!(failed.top("mint", 10).len(), 1);
         failed.behind();
         assert_eq!(failed.version(), None, "to be loaded again");
         assert!(failed.top("basil", 10).is_empty());
+        assert!(failed.top("mint", 10).is_empty());
 
         let mut other = Terms::new().unwrap();
         other.load(6, base.clone(), Some(2));

@@ -24,6 +24,10 @@
 //! there (SIGKILL at the failpoint `index-shown`) leaves the table and the
 //! marks as a crash before the write does, and a write that fails takes
 //! the rows back, to be loaded from the table.
+//!
+//! A sync asked for by `remember` may also hold its rows back from the
+//! table, shown to searches, and commit them later with others in one
+//! add ([`super::held`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::ControlFlow;
@@ -33,6 +37,7 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 
 use super::fingerprints::{self, Prints, Seen};
+use super::held::Held;
 use super::row_hashes::{RowHashes, Stale};
 use super::rows::{self, Hashed};
 use super::search::Hit;
@@ -87,6 +92,18 @@ pub struct Writer {
     /// it runs: a search of files as they are then need not wait for the
     /// table ([`Writer::sync_to_read`]).
     shown: tokio::sync::watch::Sender<Option<Arc<Prints>>>,
+    /// Rows shown to searches and held back from the table ([`super::held`]).
+    held: Mutex<Option<Held>>,
+    /// The number of the last group of held rows.
+    groups: std::sync::atomic::AtomicU64,
+}
+
+/// What a sync that may hold its rows ([`super::held`]) holds them as.
+struct Holding<'a> {
+    /// The fingerprints the table holds once they are committed.
+    prints: &'a Arc<Prints>,
+    /// The sources marked as syncing.
+    marked: &'a [Source],
 }
 
 /// While a sync runs: what it shows ahead of its commit. Dropped (the sync
@@ -96,8 +113,14 @@ struct Showing<'a>(&'a Writer);
 
 impl Drop for Showing<'_> {
     fn drop(&mut self) {
-        self.0.shared.terms.lock().unwrap().behind();
-        self.0.shown.send_replace(None);
+        self.0.take_back();
+    }
+}
+
+impl Showing<'_> {
+    /// The rows shown stay shown, held ([`super::held`]).
+    fn keep(self) {
+        std::mem::forget(self);
     }
 }
 
@@ -127,7 +150,25 @@ impl Writer {
             days: Mutex::new(rows::DayRows::default()),
             synced: Mutex::new(None),
             shown: tokio::sync::watch::Sender::new(None),
+            held: Mutex::new(None),
+            groups: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Take back every row shown and not committed (held ones included),
+    /// to be loaded from the table.
+    fn take_back(&self) {
+        self.shared.terms.lock().unwrap().behind();
+        self.shown.send_replace(None);
+        self.held.lock().unwrap().take();
+    }
+
+    /// Whether searches are shown the rows of the files at `current`.
+    fn shows(&self, current: &Prints) -> bool {
+        self.shown
+            .borrow()
+            .as_ref()
+            .is_some_and(|s| **s == *current)
     }
 
     /// For the sole writer, a sync with nothing to do when the files are
@@ -135,7 +176,7 @@ impl Writer {
     /// or `Continue` with the fingerprints it took (none when not the sole
     /// writer, which takes them under the lock).
     fn nothing_to_sync(&self) -> Result<ControlFlow<SyncReport, Option<Arc<Prints>>>> {
-        if self.sole.is_none() {
+        if self.sole.is_none() || self.held.lock().unwrap().is_some() {
             return Ok(ControlFlow::Continue(None));
         }
         let current = crate::steps::timed_now("sync: fingerprints", || self.fingerprints())?;
@@ -180,12 +221,24 @@ impl Writer {
     /// Bring the index in step with every file that changed since the last
     /// sync.
     pub async fn sync(&self) -> Result<SyncReport> {
+        self.sync_as(false).await
+    }
+
+    /// [`Writer::sync`], whose rows may be held back from the table if
+    /// they are shown to searches ([`super::held`]; `remember`): the rows
+    /// held before are committed later, by the task [`super::Index::sync_shown`]
+    /// starts.
+    pub async fn sync_held(&self) -> Result<SyncReport> {
+        self.sync_as(true).await
+    }
+
+    async fn sync_as(&self, hold: bool) -> Result<SyncReport> {
         if let ControlFlow::Break(nothing) = self.nothing_to_sync()? {
             return Ok(nothing);
         }
         let asked = Instant::now();
         let one = self.shared.moving.lock().await;
-        self.sync_holding(one, asked).await
+        self.sync_holding(one, asked, hold).await
     }
 
     /// [`Writer::sync`] for a search: done as soon as a search finds the
@@ -204,13 +257,19 @@ impl Writer {
             ControlFlow::Continue(Some(current)) => current,
             ControlFlow::Continue(None) => self.fingerprints()?,
         };
+        if self.shows(&current) {
+            return Ok(SyncReport {
+                files_checked: current.len(),
+                ..SyncReport::default()
+            });
+        }
         let asked = Instant::now();
         let one = tokio::select! {
             biased;
             one = self.shared.moving.lock() => one,
             shown = self.shown_as(&current) => return Ok(shown),
         };
-        self.sync_holding(one, asked).await
+        self.sync_holding(one, asked, false).await
     }
 
     /// Once a sync shows searches the rows of the files at `current`
@@ -245,19 +304,149 @@ impl Writer {
         }
     }
 
-    /// Wait for the sync running now, if any, to end (a process about to
-    /// exit lets the table write that [`Writer::shown_by`] left running
-    /// land, so that the next process need not redo it).
+    /// Wait for the sync running now, if any, to end, and commit the rows
+    /// held (a process about to exit lets the table write that
+    /// [`Writer::shown_by`] left running land, so that the next process
+    /// need not redo it). A failure is a warning: the files are what
+    /// counts, and the next sync redoes the write.
     pub async fn idle(&self) {
-        drop(self.shared.moving.lock().await);
+        let _one = self.shared.moving.lock().await;
+        if self.held.lock().unwrap().is_some()
+            && let Err(e) = self.commit_now().await
+        {
+            tracing::warn!("index not updated yet: {e:#}");
+        }
     }
 
-    /// [`Writer::sync`] holding `_one` (the index's `moving` lock), asked
-    /// for at `asked`.
-    async fn sync_holding(
+    /// The group of rows held now, if no task waits to commit it yet: the
+    /// caller is that task ([`super::Index::sync_shown`]).
+    pub(super) fn watch_held(&self) -> Option<u64> {
+        match self.held.lock().unwrap().as_mut() {
+            Some(h) if !h.watched => {
+                h.watched = true;
+                Some(h.group)
+            }
+            _ => None,
+        }
+    }
+
+    /// When `group` is due to be committed ([`Held::due`]), while held.
+    pub(super) fn held_due(&self, group: u64) -> Option<Instant> {
+        match self.held.lock().unwrap().as_ref() {
+            Some(h) if h.group == group => Some(h.due()),
+            _ => None,
+        }
+    }
+
+    /// Commit `group` if it is held and due; false when it is not due yet.
+    /// A failure is a warning, as for [`Writer::idle`].
+    pub(super) async fn commit_if_due(&self, group: u64) -> bool {
+        let _one = self.shared.moving.lock().await;
+        match self.held_due(group) {
+            None => return true,
+            Some(at) if at > Instant::now() => return false,
+            Some(_) => {}
+        }
+        if let Err(e) = self.commit_now().await {
+            tracing::warn!("index not updated yet: {e:#}");
+        }
+        true
+    }
+
+    /// Commit the rows held, under the index lock, holding `moving`.
+    async fn commit_now(&self) -> Result<()> {
+        let _all = self.writing().await?;
+        self.commit_held_at_latest().await?;
+        Ok(())
+    }
+
+    /// With the index lock, at the table's latest version: commit the rows
+    /// held ([`Writer::keep_held_if_latest`]). Returns whether it
+    /// committed any.
+    async fn commit_held_at_latest(&self) -> Result<bool> {
+        self.keep_held_if_latest().await?;
+        self.commit_held().await
+    }
+
+    /// With the index lock, at the table's latest version: take back the
+    /// rows held if the table is no longer theirs to write
+    /// ([`super::held`]), to be synced from the files and the table:
+    /// - another process wrote the table since they were held (their files
+    ///   stay marked as syncing, and a process that syncs them adds them);
+    ///   the daemon's writer, which skips that check in its other writes,
+    ///   looks too, for a handle that writes past it (the tests' do);
+    /// - a daemon serves the directory now, for a writer among others: it
+    ///   is the table's sole writer from the version it opened, which it
+    ///   opens under the index lock ([`super::Index::open_sole`]).
+    async fn keep_held_if_latest(&self) -> Result<()> {
+        let before = match self.held.lock().unwrap().as_ref() {
+            Some(h) => h.before,
+            None => return Ok(()),
+        };
+        let served = match self.sole {
+            Some(_) => {
+                self.shared.table.inner.checkout_latest().await?;
+                false
+            }
+            None => crate::lock::is_held(&self.shared.layout.daemon_lock()),
+        };
+        if served || self.shared.table.version().await? != before {
+            self.take_back();
+        }
+        Ok(())
+    }
+
+    /// Commit the rows held in one add (holding `moving` and the index
+    /// lock, the table at the version they build on), then record their
+    /// fingerprints. A failure takes them back.
+    async fn commit_held(&self) -> Result<bool> {
+        let Some(held) = self.held.lock().unwrap().take() else {
+            return Ok(false);
+        };
+        let back = Showing(self);
+        let table = &self.shared.table.inner;
+        let added = table.add(held.batches).execute();
+        crate::steps::timed("sync: table add", added).await?;
+        *self.last_added.lock().unwrap() = Some(Instant::now());
+        let after = table.version().await?;
+        let before = held.before;
+        self.shared
+            .terms
+            .lock()
+            .unwrap()
+            .wrote(before, after, [], []);
+        self.known.lock().unwrap().same_rows(before, after);
+        self.days.lock().unwrap().same_rows(before, after);
+        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
+        crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
+        self.prune_if_due().await;
+        crate::steps::timed_now("sync: marks", || {
+            fingerprints::save_synced(&self.shared.layout, &held.prints)
+        })?;
+        *self.synced.lock().unwrap() = Some(held.prints);
+        drop(back);
+        Ok(true)
+    }
+
+    /// [`Writer::sync`] holding `one` (the index's `moving` lock), asked
+    /// for at `asked`; `hold`: its rows may be held ([`super::held`]).
+    /// Boxed, of a type named only by its output: the future of a sync is
+    /// deep, and the daemon's, which holds it, overflowed the compiler's
+    /// limit of trait checks.
+    fn sync_holding<'a>(
+        &'a self,
+        one: tokio::sync::MutexGuard<'a, ()>,
+        asked: Instant,
+        hold: bool,
+    ) -> futures::future::BoxFuture<'a, Result<SyncReport>> {
+        Box::pin(self.sync_unboxed(one, asked, hold))
+    }
+
+    async fn sync_unboxed(
         &self,
         _one: tokio::sync::MutexGuard<'_, ()>,
         asked: Instant,
+        hold: bool,
     ) -> Result<SyncReport> {
         // A sync that ran while this one waited (one a write started) may
         // have left nothing to do.
@@ -265,6 +454,10 @@ impl Writer {
             return Ok(nothing);
         }
         let _all = crate::steps::timed("sync: lock", self.writing()).await?;
+        match hold {
+            true => self.keep_held_if_latest().await?,
+            false => _ = self.commit_held_at_latest().await?,
+        }
         {
             let mut last = self.last_sync_start.lock().unwrap();
             if last.is_some_and(|t| t >= asked) {
@@ -273,7 +466,10 @@ impl Writer {
             *last = Some(Instant::now());
         }
         let mut report = SyncReport::default();
-        let mut prints = fingerprints::synced(&self.shared.layout);
+        let (mut prints, was_marked) = match self.held.lock().unwrap().as_ref() {
+            Some(h) => ((*h.prints).clone(), h.marked.clone()),
+            None => (fingerprints::synced(&self.shared.layout), Vec::new()),
+        };
         let current = self.fingerprints()?;
         report.files_checked = current.len();
         let changed: Vec<&Source> = current
@@ -287,23 +483,40 @@ impl Writer {
             .cloned()
             .collect();
         if changed.is_empty() && gone.is_empty() {
-            *self.synced.lock().unwrap() = Some(current);
+            if self.held.lock().unwrap().is_none() {
+                *self.synced.lock().unwrap() = Some(current);
+            }
             return Ok(report);
         }
-        crate::steps::timed_now("sync: marks", || {
-            let marked = changed.iter().copied().chain(&gone);
-            fingerprints::begin_sync(&self.shared.layout, marked)
-        })?;
-        let _showing = Showing(self);
-        self.write_changes(&changed, &gone, &current, &mut report)
-            .await?;
-        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
-        for source in changed {
-            prints.insert(source.clone(), current[source].clone());
+        let mut marked = was_marked.clone();
+        for source in changed.iter().copied().chain(&gone) {
+            if !marked.contains(source) {
+                marked.push(source.clone());
+            }
+        }
+        if marked != was_marked {
+            crate::steps::timed_now("sync: marks", || {
+                fingerprints::begin_sync(&self.shared.layout, marked.iter())
+            })?;
+        }
+        for source in &changed {
+            prints.insert((*source).clone(), current[*source].clone());
         }
         for source in &gone {
             prints.remove(source);
         }
+        let prints = Arc::new(prints);
+        let showing = Showing(self);
+        let holding = hold.then_some(Holding {
+            prints: &prints,
+            marked: &marked,
+        });
+        let written = self.write_changes((&changed, &gone), &current, holding, &mut report);
+        if !written.await? {
+            showing.keep();
+            return Ok(report);
+        }
+        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
         if report.rows_added > 0 {
             crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
         }
@@ -313,19 +526,21 @@ impl Writer {
         crate::steps::timed_now("sync: marks", || {
             fingerprints::save_synced(&self.shared.layout, &prints)
         })?;
-        *self.synced.lock().unwrap() = Some(Arc::new(prints));
+        *self.synced.lock().unwrap() = Some(prints);
+        drop(showing);
         Ok(report)
     }
 
     /// Write the rows of the `changed` and `gone` sources: one delete and
-    /// one add for the whole sync.
+    /// one add for the whole sync. With `holding`, rows only added are
+    /// held instead when they can be ([`Writer::hold`]): false then.
     async fn write_changes(
         &self,
-        changed: &[&Source],
-        gone: &[Source],
+        (changed, gone): (&[&Source], &[Source]),
         current: &Arc<Prints>,
+        holding: Option<Holding<'_>>,
         report: &mut SyncReport,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let wanted: HashSet<&Source> = changed.iter().copied().collect();
         let before = self.shared.table.version().await?;
         let shared = current
@@ -352,13 +567,36 @@ impl Writer {
         crate::steps::timed("sync: rows in the table", self.read_rows(&names)).await?;
         let embedded = self.embed_changes(&names, (desired, &tails), report);
         let Changes {
-            batches,
+            mut batches,
             stale,
             added,
             vectors,
         } = crate::steps::timed("sync: embedding", embedded).await?;
         report.files_synced = changed.len();
         report.rows_deleted = stale.values().map(Vec::len).sum();
+        let days: Vec<&str> = changed
+            .iter()
+            .filter_map(|s| match s {
+                Source::Day(day) => Some(day.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Some(to) = holding
+            && stale.is_empty()
+            && self.hold(before, (&added, &vectors), &mut batches, &days, to)
+        {
+            crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
+            return Ok(false);
+        }
+        let before = match self.commit_held().await? {
+            true => {
+                // Its commit lifted the marks of these sources too.
+                let marked = changed.iter().copied().chain(gone);
+                fingerprints::begin_sync(&self.shared.layout, marked)?;
+                self.shared.table.version().await?
+            }
+            false => before,
+        };
         let table = &self.shared.table.inner;
         self.show_ahead(before, &stale, &added, &vectors, current);
         crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
@@ -376,15 +614,66 @@ impl Writer {
             let wrote = || self.wrote((before, after), &stale, added, &vectors);
             crate::steps::timed_now("sync: words and hashes", wrote);
         }
-        let days: Vec<&str> = changed
-            .iter()
-            .filter_map(|s| match s {
-                Source::Day(day) => Some(day.as_str()),
-                _ => None,
-            })
-            .collect();
         self.days.lock().unwrap().synced(&days, before, after);
-        Ok(())
+        Ok(true)
+    }
+
+    /// Hold a sync's `added` rows (from version `before`) back from the
+    /// table, shown to searches ([`super::held`]), and take its `batches`;
+    /// false when they cannot be (the group is full or builds on another
+    /// version, or the words cannot show them).
+    fn hold(
+        &self,
+        before: u64,
+        (added, vectors): (&[Hashed], &[Vec<f32>]),
+        batches: &mut Vec<RecordBatch>,
+        days: &[&str],
+        to: Holding<'_>,
+    ) -> bool {
+        let fits = self
+            .held
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_none_or(|h| h.before == before && h.room_for(added.len()));
+        if added.is_empty() || !fits {
+            return false;
+        }
+        let no_rows: [(&str, &str); 0] = [];
+        let mut terms = self.shared.terms.lock().unwrap();
+        if !terms.ahead(before, no_rows, hits(added, vectors)) {
+            return false;
+        }
+        drop(terms);
+        self.shown.send_replace(Some(to.prints.clone()));
+        let rows = added.iter().map(|row| {
+            let source = row.0.source.rel().into_owned();
+            (source, row.0.id.to_string(), row.1.clone())
+        });
+        self.known.lock().unwrap().wrote(before, no_rows, rows);
+        self.days.lock().unwrap().synced(days, before, before);
+        let now = Instant::now();
+        let mut held = self.held.lock().unwrap();
+        let group = held.get_or_insert_with(|| Held {
+            group: self
+                .groups
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1,
+            before,
+            batches: Vec::new(),
+            rows: 0,
+            prints: to.prints.clone(),
+            marked: Vec::new(),
+            first: now,
+            last: now,
+            watched: false,
+        });
+        group.batches.append(batches);
+        group.rows += added.len();
+        group.prints = to.prints.clone();
+        group.marked = to.marked.to_vec();
+        group.last = now;
+        true
     }
 
     /// The rows to add (embedded, as batches) and the ids to delete, per
@@ -678,6 +967,7 @@ impl Writer {
     pub(crate) async fn reset(&self) -> Result<()> {
         let _one = self.shared.moving.lock().await;
         let _all = self.writing().await?;
+        self.take_back();
         *self.last_sync_start.lock().unwrap() = None;
         *self.synced.lock().unwrap() = None;
         self.shared.table.inner.delete("true").await?;
@@ -716,6 +1006,7 @@ impl Writer {
         {
             let _one = self.shared.moving.lock().await;
             let _all = self.writing().await?;
+            self.commit_held_at_latest().await?;
             self.keeping_rows(self.shared.table.purge()).await?;
             // It holds the rows' texts as of an older version.
             match std::fs::remove_file(self.shared.layout.index_words()) {
@@ -732,6 +1023,7 @@ impl Writer {
     pub async fn compact(&self) -> Result<()> {
         let _one = self.shared.moving.lock().await;
         let _all = self.writing().await?;
+        self.commit_held_at_latest().await?;
         self.keeping_rows(self.shared.table.compact()).await
     }
 }

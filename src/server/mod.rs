@@ -127,6 +127,10 @@ pub async fn serve(
     // The last handles on the memories go with `memories` here: each
     // gives up its lock and `daemon.json`.
     let held = memories.held();
+    for index in held.iter().filter_map(|o| o.index_if_open()) {
+        // Rows held back from the table are committed (`index::held`).
+        index.writer.idle().await;
+    }
     let opened: Vec<Weak<Opened>> = held.iter().map(Arc::downgrade).collect();
     let indexes = held.iter().filter_map(|o| o.index_if_open());
     let indexes: Vec<Weak<crate::index::Index>> = indexes.map(|i| Arc::downgrade(&i)).collect();

@@ -811,3 +811,77 @@ fn a_search_finds_a_fact_the_daemon_has_not_yet_written_to_the_table_as_it_will_
     let (passed, _, v) = crate::trust::check(dir);
     assert!(passed, "{v}");
 }
+
+/// A daemon serving a memory of one fact, holding rows back from the
+/// table for ten minutes (a test build's `MEMD_HELD_MS`), its words loaded
+/// by a first search; with a client.
+fn holding_daemon(layout: &memd::Layout) -> (Daemon, Http) {
+    write_config(layout, None, "");
+    crate::trust::add(&layout.root, "The user keeps bees in the garden");
+    let d = start(layout, &[("MEMD_HELD_MS", "600000")]);
+    let http = Http::new(&d, None);
+    let (code, hits) = http.get("/v1/search?q=bees%20garden");
+    assert!(code == 200 && hits.to_string().contains("bees"), "{hits}");
+    (d, http)
+}
+
+/// POST `text` as a fact that looks up similar entries (its rows held).
+fn add_similar(http: &Http, text: &str) {
+    let body = json!({"text": text, "similar": true});
+    assert_eq!(http.post("/v1/facts", body.to_string()).0, 200);
+}
+
+/// SIGTERM the daemon, which must then exit cleanly.
+fn stop_gracefully(mut d: Daemon) {
+    let pid = d.child.id().to_string();
+    let term = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(term.unwrap().success());
+    assert!(d.child.wait().unwrap().success());
+}
+
+/// A daemon's adds that look up similar entries hold their rows back from
+/// the table, shown to searches (`index::held`), and the daemon commits
+/// them when it stops: after a SIGTERM the table holds every fact and
+/// `memd check` sees nothing left to sync.
+#[test]
+fn a_daemon_stopped_commits_the_rows_it_held() {
+    let (_t, layout) = memory_dir();
+    let (d, http) = holding_daemon(&layout);
+    let dir = layout.root.clone();
+    for i in 0..5 {
+        add_similar(&http, &format!("Zqlily{i} flowers in June"));
+    }
+    let (_, hits) = http.get("/v1/search?q=Zqlily4");
+    assert!(hits.to_string().contains("Zqlily4 "), "{hits}");
+    let (passed, _, v) = crate::trust::check(&dir);
+    assert!(passed && crate::trust::unsynced_notes(&v) > 0, "held: {v}");
+    stop_gracefully(d);
+    let (passed, _, v) = crate::trust::check(&dir);
+    assert!(passed && crate::trust::unsynced_notes(&v) == 0, "{v}");
+    assert_eq!(v["index_rows"], 6, "{v}");
+}
+
+/// Rows a daemon holds back from the table (`index::held`) leave their day
+/// file marked as syncing, and a handle that writes past the daemon (the
+/// random test of user actions opens one) syncs that file and adds them:
+/// the daemon then takes its held rows back instead of adding them a
+/// second time (the random test found 2 rows for a fact).
+#[test]
+fn a_daemon_holding_rows_another_handle_indexed_adds_none_twice() {
+    let (_t, layout) = memory_dir();
+    let (d, http) = holding_daemon(&layout);
+    let dir = layout.root.clone();
+    for i in 0..2 {
+        add_similar(&http, &format!("Zqaster{i} flowers in May"));
+    }
+    run(async {
+        let memory = memd::Memory::open(&dir).unwrap();
+        let past = memd::index::Index::open(&memory).await.unwrap();
+        let synced = past.writer.sync().await.unwrap();
+        assert_eq!(synced.rows_added, 2, "{synced:?}");
+    });
+    stop_gracefully(d);
+    let (passed, kinds, v) = crate::trust::check(&dir);
+    assert!(passed, "{kinds:?} {v}");
+    assert_eq!(v["index_rows"], 3, "{v}");
+}

@@ -847,7 +847,8 @@ fn runs(steps: &serde_json::Value, name: &str) -> Option<u64> {
 /// mcp`'s handler in its own process: each search is one MCP call, and,
 /// as in `memd mcp` (not the table's sole writer), each search's sync
 /// takes the index lock and looks for a newer table version; each
-/// remember's sync adds its row.
+/// remember's sync embeds its row (and holds it back from the table for a
+/// later commit of many, as `memd mcp` does).
 #[test]
 fn bench_search_path_via_mcp_times_the_mcp_servers_steps() {
     let (lines, stdout) = search_path_lines(&["--via", "mcp", "--sizes", "20"]);
@@ -865,7 +866,7 @@ fn bench_search_path_via_mcp_times_the_mcp_servers_steps() {
     for step in ["HTTP handler", "HTTP hop (client wait less handler)"] {
         assert_eq!(runs(search, step), None, "{step}: {l}");
     }
-    assert_eq!(runs(&l["append_steps"], "sync: table add"), Some(2), "{l}");
+    assert_eq!(runs(&l["append_steps"], "sync: embedding"), Some(2), "{l}");
     assert!(runs(&l["append_steps"], "MCP call") >= Some(4), "{l}");
     assert!(
         l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
@@ -899,7 +900,7 @@ fn bench_search_path_times_each_step_of_a_search_at_each_size() {
         ] {
             assert_eq!(runs(search, step), Some(5), "{step}: {l}");
         }
-        assert_eq!(runs(&l["append_steps"], "sync: table add"), Some(2), "{l}");
+        assert_eq!(runs(&l["append_steps"], "sync: embedding"), Some(2), "{l}");
         assert!(
             l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
             "{l}"

@@ -79,6 +79,13 @@ pub fn check(dir: &Path) -> (bool, Vec<String>, Value) {
     (out.status.success(), kinds, v)
 }
 
+/// `memd check --json`'s notes of index rows of files changed since
+/// their sync.
+pub fn unsynced_notes(v: &Value) -> usize {
+    let notes = v["notes"].as_array().into_iter().flatten();
+    notes.filter(|n| n["kind"] == "index_unsynced").count()
+}
+
 fn core_md(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("MEMORY.md")).unwrap()
 }

@@ -59,6 +59,12 @@ pub enum Action {
         via: Via,
         batch: bool,
     },
+    /// Facts remembered through `memd mcp` after a recall (so that it
+    /// holds their rows back from the table, `index::held`), then the
+    /// server SIGKILLed.
+    AddMcpKilled {
+        text: u8,
+    },
     /// An add through the CLI that declares it supersedes an entry (picked
     /// among the entries in the file).
     AddUpdate {
@@ -218,6 +224,7 @@ impl Action {
             Action::Add { via: Via::Here, .. } => "add (in process / API)",
             Action::Add { via: Via::Cli, .. } => "add (CLI)",
             Action::Add { via: Via::Mcp, .. } => "add (MCP)",
+            Action::AddMcpKilled { .. } => "add (MCP, SIGKILLed holding the rows)",
             Action::AddUpdate { .. } => "add --supersedes (CLI)",
             Action::HandAppendFact { .. } => "hand: append a fact to a day file",
             Action::HandGarbage => "hand: invalid UTF-8 and a broken line in a day file",
@@ -347,6 +354,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via.clone(), any::<bool>())
             .prop_map(|(text, key, via, batch)| Action::Add { text, key, via, batch }),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(text, pick)| Action::AddUpdate { text, pick }),
+        1 => any::<u8>().prop_map(|text| Action::AddMcpKilled { text }),
         2 => any::<u8>().prop_map(|text| Action::HandAppendFact { text }),
         1 => Just(Action::HandGarbage),
         2 => any::<u8>().prop_map(|pick| Action::HandDeleteEntry { pick }),

@@ -144,6 +144,7 @@ impl World {
                 via,
                 batch,
             } => self.add(*text, *key, *via, *batch),
+            Action::AddMcpKilled { text } => self.add_mcp_killed(*text),
             Action::AddUpdate { text, pick } => self.add_update(*text, *pick),
             Action::HandAppendFact { text } => self.hand_append(actions::text(*text)),
             Action::HandGarbage => self.hand_garbage(),
@@ -235,11 +236,30 @@ impl World {
                 self.run(req)?.ids.iter().map(|i| i.to_string()).collect()
             }
             Via::Cli => self.cli_add(&texts, key.as_deref())?,
-            Via::Mcp => self.mcp_add(&texts, key.as_deref())?,
+            Via::Mcp => self.mcp_add(&texts, key.as_deref(), false)?,
         };
+        self.acked_adds(&ids, &texts);
+        Ok(())
+    }
+
+    /// Three facts remembered through `memd mcp`, which is then SIGKILLed
+    /// while it holds their rows back from the table: every fact it
+    /// acknowledged is in the files, and the next sync indexes it.
+    fn add_mcp_killed(&mut self, text: u8) -> anyhow::Result<()> {
+        let texts: Vec<String> = (0..3u8)
+            .map(|i| actions::text(text.wrapping_add(i * 5)).to_string())
+            .collect();
+        let ids = self.mcp_add(&texts, None, true)?;
+        self.acked_adds(&ids, &texts);
+        Ok(())
+    }
+
+    /// Record in the ledger the facts an add acknowledged (`ids`, for
+    /// `texts` in their order).
+    fn acked_adds(&mut self, ids: &[String], texts: &[String]) {
         // A key already written gives back the fact written with it (by
         // design, whatever the text): the ledger keeps what the archive says.
-        for (id, t) in ids.iter().zip(&texts) {
+        for (id, t) in ids.iter().zip(texts) {
             let text = self.fact_text(id);
             // An erased text said again is not written (memd says so).
             if text.is_none() && self.ledger.erased_text(t) {
@@ -247,7 +267,6 @@ impl World {
             }
             self.ledger.acked(id, &text.unwrap_or_else(|| t.clone()));
         }
-        Ok(())
     }
 
     /// `memd add TEXT --supersedes ID`: refused (exit 2, nothing written)
@@ -292,9 +311,21 @@ impl World {
         Ok(ids)
     }
 
-    fn mcp_add(&self, texts: &[String], key: Option<&str>) -> anyhow::Result<Vec<String>> {
+    /// `texts` remembered through `memd mcp`, closed when done, or, when
+    /// `killed`, SIGKILLed (after a recall first: the server then holds
+    /// the rows' words, and holds the facts' rows back from the table).
+    fn mcp_add(
+        &self,
+        texts: &[String],
+        key: Option<&str>,
+        killed: bool,
+    ) -> anyhow::Result<Vec<String>> {
         let (mut child, mut stdin, mut out) =
             crate::serving::spawn_mcp_with(&self.layout.root, &[]);
+        if killed {
+            let query = json!({"query": texts[0]});
+            tool_call((&mut stdin, &mut out), texts.len(), "recall", query)?;
+        }
         let mut ids = Vec::new();
         for (i, t) in texts.iter().enumerate() {
             let mut args = json!({ "text": t });
@@ -313,6 +344,9 @@ impl World {
                 "remember's text and structured content"
             );
             ids.push(id);
+        }
+        if killed {
+            child.kill()?;
         }
         drop(stdin);
         child.wait()?;
