@@ -37,7 +37,7 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 
 use super::fingerprints::{self, Prints, Seen};
-use super::held::Held;
+use super::held::{self, Held};
 use super::row_hashes::{RowHashes, Stale};
 use super::rows::{self, Hashed};
 use super::search::Hit;
@@ -488,17 +488,7 @@ impl Writer {
             }
             return Ok(report);
         }
-        let mut marked = was_marked.clone();
-        for source in changed.iter().copied().chain(&gone) {
-            if !marked.contains(source) {
-                marked.push(source.clone());
-            }
-        }
-        if marked != was_marked {
-            crate::steps::timed_now("sync: marks", || {
-                fingerprints::begin_sync(&self.shared.layout, marked.iter())
-            })?;
-        }
+        let marked = self.mark(was_marked, changed.iter().copied().chain(&gone))?;
         for source in &changed {
             prints.insert((*source).clone(), current[*source].clone());
         }
@@ -529,6 +519,27 @@ impl Writer {
         *self.synced.lock().unwrap() = Some(prints);
         drop(showing);
         Ok(report)
+    }
+
+    /// Mark `sources` as syncing, beside those the rows held marked
+    /// (`was_marked`): all the sources marked.
+    fn mark<'a>(
+        &self,
+        was_marked: Vec<Source>,
+        sources: impl Iterator<Item = &'a Source>,
+    ) -> Result<Vec<Source>> {
+        let mut marked = was_marked.clone();
+        for source in sources {
+            if !marked.contains(source) {
+                marked.push(source.clone());
+            }
+        }
+        if marked != was_marked {
+            crate::steps::timed_now("sync: marks", || {
+                fingerprints::begin_sync(&self.shared.layout, marked.iter())
+            })?;
+        }
+        Ok(marked)
     }
 
     /// Write the rows of the `changed` and `gone` sources: one delete and
@@ -588,15 +599,8 @@ impl Writer {
             crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
             return Ok(false);
         }
-        let before = match self.commit_held().await? {
-            true => {
-                // Its commit lifted the marks of these sources too.
-                let marked = changed.iter().copied().chain(gone);
-                fingerprints::begin_sync(&self.shared.layout, marked)?;
-                self.shared.table.version().await?
-            }
-            false => before,
-        };
+        let sources = changed.iter().copied().chain(gone);
+        let before = self.commit_held_first(sources, before).await?;
         let table = &self.shared.table.inner;
         self.show_ahead(before, &stale, &added, &vectors, current);
         crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
@@ -618,6 +622,22 @@ impl Writer {
         Ok(true)
     }
 
+    /// Before a sync that does not hold its rows writes the table: commit
+    /// the rows held, if any. Returns the version the sync then starts
+    /// from (`before` when none were held). The commit lifted the marks of
+    /// the sync's `sources` too, so they are marked again.
+    async fn commit_held_first(
+        &self,
+        sources: impl Iterator<Item = &Source>,
+        before: u64,
+    ) -> Result<u64> {
+        if !self.commit_held().await? {
+            return Ok(before);
+        }
+        fingerprints::begin_sync(&self.shared.layout, sources)?;
+        self.shared.table.version().await
+    }
+
     /// Hold a sync's `added` rows (from version `before`) back from the
     /// table, shown to searches ([`super::held`]), and take its `batches`;
     /// false when they cannot be (the group is full or builds on another
@@ -635,7 +655,9 @@ impl Writer {
             .lock()
             .unwrap()
             .as_ref()
-            .is_none_or(|h| h.before == before && h.room_for(added.len()));
+            .map_or(added.len() <= held::MAX_ROWS, |h| {
+                h.before == before && h.room_for(added.len())
+            });
         if added.is_empty() || !fits {
             return false;
         }
