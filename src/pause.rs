@@ -117,6 +117,20 @@ pub(crate) fn at(layout: &Layout, step: Step) {
     }
 }
 
+/// A setting a test build takes from the environment variable `name`
+/// (a wait a test cannot sit out); `None` when unset or unreadable.
+#[cfg(feature = "failpoints")]
+pub(crate) fn tuned<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
+/// Without the `failpoints` feature: never set.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn tuned<T: std::str::FromStr>(_name: &str) -> Option<T> {
+    None
+}
+
 /// Without the `failpoints` feature: nothing, and `MEMD_PAUSE_AT` is never
 /// read.
 #[cfg(not(feature = "failpoints"))]

@@ -95,12 +95,8 @@ impl Held {
 /// [`QUIET`] and [`AT_MOST`], which a test build may set both to
 /// `MEMD_HELD_MS`, so that a test can stop memd while rows are held.
 fn waits() -> (Duration, Duration) {
-    #[cfg(feature = "failpoints")]
-    if let Some(ms) = std::env::var("MEMD_HELD_MS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        return (Duration::from_millis(ms), Duration::from_millis(ms));
+    match crate::pause::tuned("MEMD_HELD_MS").map(Duration::from_millis) {
+        Some(both) => (both, both),
+        None => (QUIET, AT_MOST),
     }
-    (QUIET, AT_MOST)
 }

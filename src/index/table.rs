@@ -78,14 +78,8 @@ const VERSIONS_KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30
 /// [`VERSIONS_KEPT_FOR`], which a test build may shorten with
 /// `MEMD_VERSIONS_KEPT_SECONDS` (a test cannot wait five minutes).
 pub(super) fn versions_kept_for() -> std::time::Duration {
-    #[cfg(feature = "failpoints")]
-    if let Some(s) = std::env::var("MEMD_VERSIONS_KEPT_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        return std::time::Duration::from_secs(s);
-    }
-    VERSIONS_KEPT_FOR
+    crate::pause::tuned("MEMD_VERSIONS_KEPT_SECONDS")
+        .map_or(VERSIONS_KEPT_FOR, std::time::Duration::from_secs)
 }
 
 /// Versions a writer makes between its prunes ([`Table::prune`]) when no

@@ -98,14 +98,6 @@ pub struct Writer {
     groups: std::sync::atomic::AtomicU64,
 }
 
-/// What a sync that may hold its rows ([`super::held`]) holds them as.
-struct Holding<'a> {
-    /// The fingerprints the table holds once they are committed.
-    prints: &'a Arc<Prints>,
-    /// The sources marked as syncing.
-    marked: &'a [Source],
-}
-
 /// While a sync runs: what it shows ahead of its commit. Dropped (the sync
 /// ended, failed, or its future was dropped), it shows nothing more, and
 /// rows shown but not committed are taken back.
@@ -417,15 +409,27 @@ impl Writer {
             .wrote(before, after, [], []);
         self.known.lock().unwrap().same_rows(before, after);
         self.days.lock().unwrap().same_rows(before, after);
-        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
-        crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
-        self.prune_if_due().await;
-        crate::steps::timed_now("sync: marks", || {
-            fingerprints::save_synced(&self.shared.layout, &held.prints)
-        })?;
-        *self.synced.lock().unwrap() = Some(held.prints);
+        self.written(held.prints, (held.rows, 0)).await?;
         drop(back);
         Ok(true)
+    }
+
+    /// After a table write that added and deleted these many rows: keep
+    /// the table fast, drop old versions, and record `prints`, the
+    /// fingerprints the table now holds (lifting the sync's marks).
+    async fn written(&self, prints: Arc<Prints>, (added, deleted): (usize, usize)) -> Result<()> {
+        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
+        if added > 0 {
+            crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
+        }
+        if added > 0 || deleted > 0 {
+            self.prune_if_due().await;
+        }
+        crate::steps::timed_now("sync: marks", || {
+            fingerprints::save_synced(&self.shared.layout, &prints)
+        })?;
+        *self.synced.lock().unwrap() = Some(prints);
+        Ok(())
     }
 
     /// [`Writer::sync`] holding `one` (the index's `moving` lock), asked
@@ -466,9 +470,12 @@ impl Writer {
             *last = Some(Instant::now());
         }
         let mut report = SyncReport::default();
-        let (mut prints, was_marked) = match self.held.lock().unwrap().as_ref() {
-            Some(h) => ((*h.prints).clone(), h.marked.clone()),
-            None => (fingerprints::synced(&self.shared.layout), Vec::new()),
+        let (prints, was_marked) = match self.held.lock().unwrap().as_ref() {
+            Some(h) => (h.prints.clone(), h.marked.clone()),
+            None => (
+                Arc::new(fingerprints::synced(&self.shared.layout)),
+                Vec::new(),
+            ),
         };
         let current = self.fingerprints()?;
         report.files_checked = current.len();
@@ -489,34 +496,16 @@ impl Writer {
             return Ok(report);
         }
         let marked = self.mark(was_marked, changed.iter().copied().chain(&gone))?;
-        for source in &changed {
-            prints.insert((*source).clone(), current[*source].clone());
-        }
-        for source in &gone {
-            prints.remove(source);
-        }
-        let prints = Arc::new(prints);
         let showing = Showing(self);
-        let holding = hold.then_some(Holding {
-            prints: &prints,
-            marked: &marked,
-        });
+        let holding = hold.then_some(marked.as_slice());
         let written = self.write_changes((&changed, &gone), &current, holding, &mut report);
         if !written.await? {
             showing.keep();
             return Ok(report);
         }
-        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
-        if report.rows_added > 0 {
-            crate::steps::timed("sync: table indices", self.maintain_indices()).await?;
-        }
-        if report.rows_added > 0 || report.rows_deleted > 0 {
-            self.prune_if_due().await;
-        }
-        crate::steps::timed_now("sync: marks", || {
-            fingerprints::save_synced(&self.shared.layout, &prints)
-        })?;
-        *self.synced.lock().unwrap() = Some(prints);
+        // Written, the table holds the files as they are now.
+        let rows = (report.rows_added, report.rows_deleted);
+        self.written(current, rows).await?;
         drop(showing);
         Ok(report)
     }
@@ -543,13 +532,14 @@ impl Writer {
     }
 
     /// Write the rows of the `changed` and `gone` sources: one delete and
-    /// one add for the whole sync. With `holding`, rows only added are
-    /// held instead when they can be ([`Writer::hold`]): false then.
+    /// one add for the whole sync. With `holding` (the sources marked as
+    /// syncing, those of the rows held before among them), rows only added
+    /// are held instead when they can be ([`Writer::hold`]): false then.
     async fn write_changes(
         &self,
         (changed, gone): (&[&Source], &[Source]),
         current: &Arc<Prints>,
-        holding: Option<Holding<'_>>,
+        holding: Option<&[Source]>,
         report: &mut SyncReport,
     ) -> Result<bool> {
         let wanted: HashSet<&Source> = changed.iter().copied().collect();
@@ -592,9 +582,15 @@ impl Writer {
                 _ => None,
             })
             .collect();
-        if let Some(to) = holding
+        if let Some(marked) = holding
             && stale.is_empty()
-            && self.hold(before, (&added, &vectors), &mut batches, &days, to)
+            && self.hold(
+                before,
+                (&added, &vectors),
+                &mut batches,
+                &days,
+                (current, marked),
+            )
         {
             crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
             return Ok(false);
@@ -639,16 +635,17 @@ impl Writer {
     }
 
     /// Hold a sync's `added` rows (from version `before`) back from the
-    /// table, shown to searches ([`super::held`]), and take its `batches`;
-    /// false when they cannot be (the group is full or builds on another
-    /// version, or the words cannot show them).
+    /// table, shown to searches ([`super::held`]) as the rows of the files
+    /// at `prints` (`marked`: the sources marked as syncing), and take its
+    /// `batches`; false when they cannot be (the group is full or builds
+    /// on another version, or the words cannot show them).
     fn hold(
         &self,
         before: u64,
         (added, vectors): (&[Hashed], &[Vec<f32>]),
         batches: &mut Vec<RecordBatch>,
         days: &[&str],
-        to: Holding<'_>,
+        (prints, marked): (&Arc<Prints>, &[Source]),
     ) -> bool {
         let fits = self
             .held
@@ -667,7 +664,7 @@ impl Writer {
             return false;
         }
         drop(terms);
-        self.shown.send_replace(Some(to.prints.clone()));
+        self.shown.send_replace(Some(prints.clone()));
         let rows = added.iter().map(|row| {
             let source = row.0.source.rel().into_owned();
             (source, row.0.id.to_string(), row.1.clone())
@@ -684,7 +681,7 @@ impl Writer {
             before,
             batches: Vec::new(),
             rows: 0,
-            prints: to.prints.clone(),
+            prints: prints.clone(),
             marked: Vec::new(),
             first: now,
             last: now,
@@ -692,8 +689,8 @@ impl Writer {
         });
         group.batches.append(batches);
         group.rows += added.len();
-        group.prints = to.prints.clone();
-        group.marked = to.marked.to_vec();
+        group.prints = prints.clone();
+        group.marked = marked.to_vec();
         group.last = now;
         true
     }

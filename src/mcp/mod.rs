@@ -82,8 +82,9 @@ impl Scope {
         })
     }
 
-    /// Before the server exits: the syncs running in it end (a `remember`
-    /// is answered before its sync's table write, [`crate::index::Writer::shown_by`]).
+    /// Before the server exits: the syncs running in it end and the rows
+    /// held back from the table are committed (a `remember` is answered
+    /// before its table write, [`crate::index::Writer::shown_by`]).
     pub(crate) async fn idle(&self) {
         match self {
             Scope::One(o) => o.idle().await,

@@ -81,8 +81,9 @@ pub trait Holder: Send + Sync {
         Some(self.index().await)
     }
 
-    /// Before this process exits: the sync running on the index, if it is
-    /// open, ends ([`crate::index::Writer::idle`]).
+    /// Before this process exits (or lets the memory go): the sync running
+    /// on the index, if it is open, ends, and the rows it holds back from
+    /// the table are committed ([`crate::index::Writer::idle`]).
     async fn idle(&self) {
         if let Some(index) = self.index_if_open() {
             index.writer.idle().await;

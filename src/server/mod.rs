@@ -127,9 +127,9 @@ pub async fn serve(
     // The last handles on the memories go with `memories` here: each
     // gives up its lock and `daemon.json`.
     let held = memories.held();
-    for index in held.iter().filter_map(|o| o.index_if_open()) {
+    for o in &held {
         // Rows held back from the table are committed (`index::held`).
-        index.writer.idle().await;
+        o.idle().await;
     }
     let opened: Vec<Weak<Opened>> = held.iter().map(Arc::downgrade).collect();
     let indexes = held.iter().filter_map(|o| o.index_if_open());
