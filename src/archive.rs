@@ -15,9 +15,11 @@
 //! (it renders invisibly). Before it, `<!-- supersedes:e-1 e-2 -->` names
 //! the entries the fact declares no longer true (an update the agent
 //! knows it makes): the next run replaces them with the fact, keeping
-//! them as history. Level-2 headings carry the time and session of
-//! the facts below them: an append at another second, or of another
-//! session, starts a section of its own.
+//! them as history. It may name pending facts too (`2026-11-22#a1b2c3d4`):
+//! the next run folds them into the fact's entry as history. Level-2
+//! headings carry the time and session of the facts below them: an
+//! append at another second, or of another session, starts a section of
+//! its own.
 //!
 //! A fact's id is `DAY#HASH` where HASH hashes the normalised text, and the
 //! n-th occurrence of the same normalised text that day gets `.n`
@@ -65,6 +67,10 @@ pub struct Fact {
     /// The entries this fact declares it replaces (`supersedes`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<EntryId>,
+    /// The facts (pending when it was written) this fact declares it
+    /// replaces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes_facts: Vec<FactId>,
     /// 1-based line of the fact in its file.
     pub line: usize,
     /// The bytes of its list item's own text in the file (a nested list
@@ -227,6 +233,7 @@ fn parse_after(day: &str, src: &str, from: Option<(Day, Resume)>) -> (Day, Resum
                 time: above.time,
                 key: parsed.key,
                 supersedes: parsed.supersedes,
+                supersedes_facts: parsed.supersedes_facts,
                 line: line_of(start),
                 span: start..parsed.end,
             });
@@ -381,6 +388,7 @@ struct ItemText {
     category: Option<String>,
     key: Option<String>,
     supersedes: Vec<EntryId>,
+    supersedes_facts: Vec<FactId>,
     /// A redaction line's fact ([`redaction`]): it has no text.
     erased: Option<FactId>,
     /// The end of the item's own text in the file.
@@ -426,11 +434,12 @@ fn parse_item(raw: &str) -> Option<ItemText> {
             category: None,
             key,
             supersedes: Vec::new(),
+            supersedes_facts: Vec::new(),
             erased: Some(FactId::from(id)),
             end: 0,
         });
     }
-    let supersedes = take_supersedes(&mut text);
+    let (supersedes, supersedes_facts) = take_supersedes(&mut text);
 
     let mut category = None;
     if let Some(inner) = text.strip_prefix('[')
@@ -451,6 +460,7 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         category,
         key,
         supersedes,
+        supersedes_facts,
         erased: None,
         end: 0,
     })
@@ -541,24 +551,33 @@ fn line_starts(bytes: &[u8]) -> Vec<usize> {
 
 const SUPERSEDES_OPEN: &str = "<!-- supersedes:";
 
-/// Cut a trailing `<!-- supersedes:e-1 e-2 -->` off `text`: the entry ids
-/// it names. A comment whose words are not all entry ids is left in the
-/// text (a hand edit memd does not guess about stays as written).
-fn take_supersedes(text: &mut String) -> Vec<EntryId> {
+/// Cut a trailing `<!-- supersedes:e-1 2026-11-22#a1b2c3d4 -->` off
+/// `text`: the entry ids and the fact ids it names. A comment whose words
+/// are not all entry or fact ids is left in the text (a hand edit memd
+/// does not guess about stays as written).
+fn take_supersedes(text: &mut String) -> (Vec<EntryId>, Vec<FactId>) {
+    let none = (Vec::new(), Vec::new());
     if !text.ends_with("-->") {
-        return Vec::new();
+        return none;
     }
     let Some(at) = text.rfind(SUPERSEDES_OPEN) else {
-        return Vec::new();
+        return none;
     };
     let inner = &text[at + SUPERSEDES_OPEN.len()..text.len() - 3];
-    let ids: Vec<EntryId> = inner.split_whitespace().map(EntryId::from).collect();
-    if ids.is_empty() || !ids.iter().all(|id| EntryId::looks_like(id.as_str())) {
-        return Vec::new();
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let known = |w: &&str| EntryId::looks_like(w) || FactId::looks_like(w);
+    if words.is_empty() || !words.iter().all(known) {
+        return none;
     }
+    let (facts, entries): (Vec<&str>, Vec<&str>) =
+        words.into_iter().partition(|w| FactId::looks_like(w));
+    let named = (
+        entries.into_iter().map(EntryId::from).collect(),
+        facts.into_iter().map(FactId::from).collect(),
+    );
     text.truncate(at);
     text.truncate(text.trim_end().len());
-    ids
+    named
 }
 
 fn valid_category(c: &str) -> bool {
@@ -684,6 +703,8 @@ pub struct NewFact {
     pub key: Option<String>,
     /// Entries the fact declares it replaces (checked live by the caller).
     pub supersedes: Vec<EntryId>,
+    /// Pending facts the fact declares it replaces (checked by the caller).
+    pub supersedes_facts: Vec<FactId>,
 }
 
 /// The facts of one request: the same category, session and key for all;
@@ -711,6 +732,7 @@ pub fn new_facts(
                 }
             }),
             supersedes: Vec::new(),
+            supersedes_facts: Vec::new(),
         })
         .collect()
 }
@@ -811,8 +833,11 @@ fn format_line(f: &NewFact) -> String {
         line.push_str(&format!("[{c}] "));
     }
     line.push_str(&escape_leading(f.text.trim()));
-    if !f.supersedes.is_empty() {
-        let ids: Vec<&str> = f.supersedes.iter().map(|i| i.as_str()).collect();
+    if !f.supersedes.is_empty() || !f.supersedes_facts.is_empty() {
+        let entries = f.supersedes.iter().map(|i| i.as_str());
+        let ids: Vec<&str> = entries
+            .chain(f.supersedes_facts.iter().map(|i| i.as_str()))
+            .collect();
         line.push_str(&format!(" {SUPERSEDES_OPEN}{} -->", ids.join(" ")));
     }
     if let Some(k) = &f.key {

@@ -8,6 +8,7 @@
 //! with a newer, different fact on the same person.
 
 use crate::embed::cosine;
+use crate::update::{Verdict, Why};
 
 /// Least cosine at which two texts are taken to speak of the same thing,
 /// for the current-first order. `memd eval dedup` (EVALUATION.md) puts
@@ -70,6 +71,8 @@ pub(crate) trait Ranked {
     /// The day it was stated (`YYYY-MM-DD`: for an entry, its last
     /// update), `None` when it has none.
     fn day(&self) -> Option<&str>;
+    /// What it says (for a search hit, the row's text).
+    fn text(&self) -> &str;
     /// Whether it keeps its rank whatever its date (a pinned entry).
     fn fixed(&self) -> bool {
         false
@@ -86,10 +89,12 @@ pub(crate) trait Ranked {
 
 /// Raise, in `ranked` (best first, `vectors` aligned with it; an empty
 /// vector is compared with nothing), each of the `compared.newer` best
-/// stated on a later day than one of the `compared.older` best on the same
-/// thing to just above it: the older's score and a hair more. Newer items
-/// are raised in date order, so a chain of updates ends with the newest on
-/// top. The caller sorts again by score.
+/// that updates one of the `compared.older` best to just above it: the
+/// older's score and a hair more. Newer items are raised in date order,
+/// so a chain of updates ends with the newest on top. The caller sorts
+/// again by score.
+///
+/// Which pairs are one thing stated twice is [`same_thing`]'s to say.
 pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], compared: Compared) {
     let top = ranked.len().min(compared.older);
     let newer = ranked.len().min(compared.newer);
@@ -97,20 +102,10 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
     for a in 0..top {
         for b in 0..newer {
             let (old, new) = (&ranked[a], &ranked[b]);
-            let later = match (old.day(), new.day()) {
-                (Some(o), Some(n)) => n > o,
-                _ => false,
-            };
-            if a == b || old.fixed() || new.fixed() || !later {
+            if a == b || old.fixed() || new.fixed() {
                 continue;
             }
-            let (va, vb) = (&vectors[a], &vectors[b]);
-            if let (Some(mo), Some(mn)) = (old.matched(), new.matched())
-                && mn < mo * compared.match_ratio
-            {
-                continue;
-            }
-            if !va.is_empty() && !vb.is_empty() && cosine(va, vb) >= SAME_TOPIC_COSINE {
+            if same_thing(old, new, (&vectors[a], &vectors[b]), compared.match_ratio) {
                 pairs.push((a, b));
             }
         }
@@ -121,5 +116,63 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
         if ranked[new].score() <= floor {
             ranked[new].set_above(floor);
         }
+    }
+}
+
+/// Whether `new` states anew what `old` stated, and later, so that it
+/// must rank above it ([`states_anew`]), and a query (if any) matches the
+/// newer at least `match_ratio` as well as the older: a question about
+/// one fact is not answered with another.
+fn same_thing<T: Ranked>(old: &T, new: &T, (va, vb): (&[f32], &[f32]), match_ratio: f32) -> bool {
+    let cos = match va.is_empty() || vb.is_empty() {
+        true => None,
+        false => Some(cosine(va, vb)),
+    };
+    let anew = states_anew((old.text(), old.day()), (new.text(), new.day()), cos);
+    anew != Anew::No
+        && match (old.matched(), new.matched()) {
+            (Some(mo), Some(mn)) => mn >= mo * match_ratio,
+            _ => true,
+        }
+}
+
+/// How [`states_anew`] found that a text states anew what another did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anew {
+    /// It does not (or not later).
+    No,
+    /// The words say it is an update ([`crate::update`]).
+    ByWords,
+    /// The words do not tell; it was stated on a later day, at cosine
+    /// [`SAME_TOPIC_COSINE`] or more.
+    ByCosine,
+}
+
+/// Whether `new` (its text and day) states anew what `old` stated, and
+/// later, at cosine `cos` (`None`: not compared). The words decide first
+/// ([`crate::update`]): an update they see is one (on the same day too,
+/// when only the newer says a change: "User works at Acme", then "User now
+/// works at Globex"). Otherwise a text stated on a later day at cosine
+/// [`SAME_TOPIC_COSINE`] or more is: a second value of a many-valued thing
+/// ("likes swimming", then "likes hiking") is ordered after the first, a
+/// reorder that loses nothing, though the judge keeps both as facts of
+/// their own. The order of MEMORY.md and of search hits follows this.
+pub fn states_anew(
+    (old, old_day): (&str, Option<&str>),
+    (new, new_day): (&str, Option<&str>),
+    cos: Option<f32>,
+) -> Anew {
+    let (later, same_day) = match (old_day, new_day) {
+        (Some(o), Some(n)) => (n > o, n == o),
+        _ => (false, false),
+    };
+    match crate::update::judge(old, new, cos.unwrap_or(0.0)) {
+        Verdict::Update(Why::Said) if later || same_day => return Anew::ByWords,
+        Verdict::Update(Why::NewValue) if later => return Anew::ByWords,
+        _ => {}
+    }
+    match later && cos.is_some_and(|c| c >= SAME_TOPIC_COSINE) {
+        true => Anew::ByCosine,
+        false => Anew::No,
     }
 }

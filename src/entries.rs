@@ -495,6 +495,15 @@ impl Document {
     }
 
     /// Mutable access to an entry; the entry is re-rendered on save.
+    /// The entry whose `sources` hold fact `id` (the first in file
+    /// order), if one does.
+    pub fn holder(&self, id: &FactId) -> Option<&EntryId> {
+        self.entries()
+            .filter_map(|e| e.meta.as_ref())
+            .find(|m| m.sources.contains(id))
+            .map(|m| &m.id)
+    }
+
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
         self.blocks.iter_mut().find_map(|b| match b {
             Block::Entry { entry, raw } if entry.id().is_some_and(|e| e == id) => {

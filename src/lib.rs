@@ -66,7 +66,8 @@
 //! **Consolidation** is [`consolidate`], a pipeline with one file per
 //! stage: gate → plan (pending facts by [`pending`], restatements and near
 //! duplicates by the rule of [`duplicate`], clusters) → judge (an [`llm`]
-//! with the templates of [`prompts`], or the built-in judge) → reply (one
+//! with the templates of [`prompts`], or the built-in judge, which reads
+//! updates in the words by the rule of [`update`]) → reply (one
 //! typed `Reply` from either request shape, checked, repaired, checked) →
 //! apply → commit (journal, state) → promote (MEMORY.md, ordered as search
 //! hits are by [`current`]: of two on one thing, the later-stated first). A run takes a
@@ -122,7 +123,7 @@ pub mod clock;
 pub mod config;
 pub mod consolidate;
 pub mod core_md;
-pub(crate) mod current;
+pub mod current;
 pub mod duplicate;
 pub mod edit;
 pub mod embed;
@@ -159,6 +160,7 @@ pub mod steps;
 pub mod sync;
 pub mod text;
 pub mod tombstones;
+pub mod update;
 pub mod usage;
 pub mod versions;
 pub mod watch;

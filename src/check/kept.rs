@@ -48,6 +48,7 @@ impl Files<'_> {
         let unlabelled = deleted_by_hand::unlabelled(self.doc, &lineage, self.tombstones);
         self.facts_accounted((&by_hand, &unlabelled), report);
         self.declared_updates(report);
+        self.declared_fact_updates(report);
         self.entries_visible(report);
         self.journal_agrees(report);
         self.edits_landed(report);
@@ -179,6 +180,42 @@ impl Files<'_> {
                         f.id
                     );
                     let file = rel::archive_file(&f.day);
+                    report.note(Kind::SupersededLive, &file, Some(f.line), what);
+                }
+            }
+        }
+    }
+
+    /// Each decided fact that declared it supersedes pending facts: each
+    /// such fact still live is held by the same entry (the run folds them
+    /// into the declaring fact's entry as history). One pending beside it
+    /// is a problem (the run decides them together); one held by another
+    /// live entry a note, as for entries.
+    fn declared_fact_updates(&self, report: &mut Report) {
+        let holders = self.holders();
+        let rule = Pending::new(self.state, self.tombstones, self.doc);
+        let by_id: HashMap<&FactId, &Fact> = self.facts.iter().map(|f| (&f.id, f)).collect();
+        for f in self.facts.iter().filter(|f| !f.supersedes_facts.is_empty()) {
+            let Some(held) = holders.get(&f.id).and_then(|h| h.first()) else {
+                continue;
+            };
+            let file = rel::archive_file(&f.day);
+            for t in f.supersedes_facts.iter().filter_map(|t| by_id.get(t)) {
+                if !self.tombstones.covering(t.id.as_str(), &t.text).is_empty() {
+                    continue;
+                }
+                let other = holders.get(&t.id).and_then(|h| h.first());
+                if other.is_none() && rule.settled(t).is_none() {
+                    let what = format!(
+                        "fact {} declared it supersedes fact {} and is held by {held}, while {} is still pending: the run that decided it should have folded both",
+                        f.id, t.id, t.id
+                    );
+                    report.problem(Kind::SupersededPending, &file, Some(f.line), what);
+                } else if let Some(other) = other.filter(|o| *o != held) {
+                    let what = format!(
+                        "fact {} declared it supersedes fact {}, which entry {other} holds beside {held}: `memd forget {other}` if it is no longer true",
+                        f.id, t.id
+                    );
                     report.note(Kind::SupersededLive, &file, Some(f.line), what);
                 }
             }

@@ -51,6 +51,9 @@ pub enum Kind {
     /// entry is live beside the one holding the fact (a note: it was
     /// pinned or forgotten when the run decided, and is back since).
     SupersededLive,
+    /// A fact that declared it supersedes a pending fact is decided, and
+    /// that fact is still pending (the run decides them together).
+    SupersededPending,
     /// A live entry of the file that the entries resource (`GET
     /// /v1/entries`, `memd entries`, MCP `list_entries`) does not list as
     /// the file holds it, or a listed entry the file does not hold live.

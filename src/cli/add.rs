@@ -31,9 +31,11 @@ pub struct Args {
     /// Do not look up similar existing entries after the write.
     #[arg(long)]
     no_similar: bool,
-    /// An entry (e-…) this fact makes no longer true; repeat for several.
-    /// The next run replaces it with the fact, keeping it as history.
-    #[arg(long, value_name = "ENTRY")]
+    /// What this fact makes no longer true, by any id memd shows: an
+    /// entry (e-…), a MEMORY.md line (core:e-…) or a fact (DAY#…, pending
+    /// or in an entry); repeat for several. The next run replaces it with
+    /// the fact, keeping it as history.
+    #[arg(long, value_name = "ID")]
     supersedes: Vec<String>,
 }
 

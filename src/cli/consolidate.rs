@@ -141,6 +141,10 @@ fn held_back(r: &Report) -> String {
             "facts applied as the updates they declared (supersedes), the old text kept as history",
         ),
         (
+            r.judged_updates,
+            "facts the built-in judge read as updates, the old text kept as history",
+        ),
+        (
             r.failed_clusters,
             "clusters got no usable reply (facts stay pending)",
         ),

@@ -7,6 +7,10 @@
 //! remembered a fact and then said again that it is an update), and
 //! the targets of all of them are the update's targets.
 //!
+//! A fact may also name pending facts it supersedes: they join the update
+//! (their text kept as history, their facts as its sources), and a named
+//! fact an earlier run already put in an entry names that entry.
+//!
 //! A declaration is honoured only for live entries a person did not pin:
 //! a target forgotten or removed since, or pinned, is left out (a pin is
 //! the person's word, and outranks the agent's), and a fact with no
@@ -23,7 +27,7 @@ use super::plan::snapshot;
 use super::reply::repair::declared_history;
 use crate::archive::Fact;
 use crate::entries::Document;
-use crate::ids::EntryId;
+use crate::ids::{EntryId, FactId};
 use crate::text::normalize;
 use crate::tombstones::Tombstones;
 
@@ -40,10 +44,7 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
     let mut out = Declared::default();
     let mut claimed: HashSet<EntryId> = HashSet::new();
     let mut taken: HashSet<String> = HashSet::new();
-    let declaring: Vec<&Fact> = pending
-        .iter()
-        .filter(|f| !f.supersedes.is_empty())
-        .collect();
+    let declaring: Vec<&Fact> = pending.iter().filter(|f| declares(f)).collect();
     for f in &declaring {
         let text = normalize(&f.text);
         if taken.contains(&text) {
@@ -54,24 +55,36 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
             .filter(|p| normalize(&p.text) == text)
             .collect();
         let live = live_targets(&same, doc, stones);
-        if live.is_empty() {
+        let facts = fact_targets(&same, &pending, &text);
+        if live.is_empty() && facts.is_empty() {
             out.warnings.push(format!(
-                "fact {} declared it supersedes {}, and no live entry a person did not pin is among them: judged as any fact",
+                "fact {} declared it supersedes {}, and no live entry a person did not pin nor pending fact is among them: judged as any fact",
                 f.id,
-                ids(&f.supersedes)
+                ids(f)
             ));
             continue;
         }
-        if live.iter().any(|t| claimed.contains(t)) {
+        let facts_taken = facts.iter().any(|t| taken.contains(&normalize(&t.text)));
+        if live.iter().any(|t| claimed.contains(t)) || facts_taken {
             out.warnings.push(format!(
-                "fact {} supersedes an entry another fact of this run replaces: it waits for the next run",
+                "fact {} supersedes what another fact of this run replaces: it waits for the next run",
                 f.id
             ));
             taken.insert(text);
             continue;
         }
         claimed.extend(live.iter().cloned());
-        out.planned.push(plan(f, &same, &live, doc));
+        taken.extend(facts.iter().map(|t| normalize(&t.text)));
+        let with: Vec<&Fact> = facts
+            .iter()
+            .flat_map(|t| {
+                pending
+                    .iter()
+                    .filter(|p| normalize(&p.text) == normalize(&t.text))
+            })
+            .collect();
+        out.planned
+            .push(plan(f, (&same, &with), (&live, &facts), doc));
         taken.insert(text);
     }
     out.rest = pending
@@ -81,56 +94,98 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
     out
 }
 
+/// Whether `f` declares that it supersedes anything.
+fn declares(f: &Fact) -> bool {
+    !f.supersedes.is_empty() || !f.supersedes_facts.is_empty()
+}
+
+/// The pending facts the facts of one text (`text`, normalised) supersede,
+/// once each, in archive order; never one of that text.
+fn fact_targets<'a>(same: &[&Fact], pending: &'a [Fact], text: &str) -> Vec<&'a Fact> {
+    let named: HashSet<&FactId> = same.iter().flat_map(|f| &f.supersedes_facts).collect();
+    pending
+        .iter()
+        .filter(|p| named.contains(&p.id) && normalize(&p.text) != text)
+        .collect()
+}
+
 /// The entries the facts of one text supersede that are live and not
 /// pinned, once each: facts that say the same are one update, whichever of
-/// them named a target.
+/// them named a target. A named fact that an entry holds names that entry.
 fn live_targets(same: &[&Fact], doc: &Document, stones: &Tombstones) -> Vec<EntryId> {
+    let held = same
+        .iter()
+        .flat_map(|f| &f.supersedes_facts)
+        .filter_map(|id| doc.holder(id).cloned());
+    let named = same.iter().flat_map(|f| f.supersedes.iter().cloned());
     let mut out: Vec<EntryId> = Vec::new();
-    for id in same.iter().flat_map(|f| &f.supersedes) {
+    for id in named.chain(held) {
         let live = doc
             .get(id.as_str())
             .is_some_and(|e| e.meta.is_some() && !e.pinned())
             && !stones.names_entry(id.as_str());
-        if live && !out.contains(id) {
-            out.push(id.clone());
+        if live && !out.contains(&id) {
+            out.push(id);
         }
     }
     out
 }
 
-/// Replace the first target by `f` with every target's text as history;
-/// merge the others into it. A single target that already says `f` is a
-/// restatement (KEEP).
-fn plan(f: &Fact, same: &[&Fact], targets: &[EntryId], doc: &Document) -> Planned {
-    let from: Vec<_> = same.iter().map(|s| s.id.clone()).collect();
-    let days = same.iter().map(|s| s.day.clone()).collect();
+/// Replace the first target entry by `f` with every target's text as
+/// history (the entries', then the pending facts'); merge the other
+/// entries into it. With no entry, one new entry says `f` with the
+/// facts' texts as history. A single target entry that already says `f`
+/// is a restatement (KEEP). `with` are the pending facts folded in (the
+/// targets and the facts saying what they say).
+fn plan(
+    f: &Fact,
+    (same, with): (&[&Fact], &[&Fact]),
+    (targets, facts): (&[EntryId], &[&Fact]),
+    doc: &Document,
+) -> Planned {
+    let all: Vec<&Fact> = same.iter().chain(with).copied().collect();
+    let from: Vec<_> = all.iter().map(|s| s.id.clone()).collect();
     let group = Group {
         ids: from.clone(),
         text: f.text.clone(),
-        days,
+        days: all.iter().map(|s| s.day.clone()).collect(),
     };
     let entries: Vec<_> = targets
         .iter()
         .filter_map(|t| doc.get(t.as_str()).and_then(snapshot))
         .collect();
-    let first = targets[0].clone();
-    let olds: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+    let olds: Vec<&str> = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(facts.iter().map(|t| t.text.as_str()))
+        .collect();
     let mut ops = Vec::new();
-    if targets.len() == 1 && normalize(olds[0]) == normalize(&f.text) {
-        ops.push(Op::Keep {
-            target: first,
-            from,
-        });
-    } else {
-        ops.push(Op::Replace {
-            target: first.clone(),
+    match targets.first() {
+        None => ops.push(Op::Add {
             text: declared_history(&f.text, &olds),
             from,
-        });
-        ops.extend(targets[1..].iter().map(|t| Op::Remove {
-            target: t.clone(),
-            into: first.clone(),
-        }));
+        }),
+        Some(first)
+            if targets.len() == 1
+                && facts.is_empty()
+                && normalize(olds[0]) == normalize(&f.text) =>
+        {
+            ops.push(Op::Keep {
+                target: first.clone(),
+                from,
+            })
+        }
+        Some(first) => {
+            ops.push(Op::Replace {
+                target: first.clone(),
+                text: declared_history(&f.text, &olds),
+                from,
+            });
+            ops.extend(targets[1..].iter().map(|t| Op::Remove {
+                target: t.clone(),
+                into: first.clone(),
+            }));
+        }
     }
     let mut p = Planned::built_in(ops.remove(0), group, None);
     p.cluster = Cluster {
@@ -145,9 +200,11 @@ fn plan(f: &Fact, same: &[&Fact], targets: &[EntryId], doc: &Document) -> Planne
     p
 }
 
-fn ids(ids: &[EntryId]) -> String {
-    ids.iter()
+fn ids(f: &Fact) -> String {
+    f.supersedes
+        .iter()
         .map(|i| i.as_str())
+        .chain(f.supersedes_facts.iter().map(|i| i.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
 }

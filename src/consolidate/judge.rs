@@ -1,7 +1,8 @@
 //! Decide: the judge of each cluster — an LLM (one call per cluster,
 //! bounded concurrency, an invalid reply asked again naming what was
 //! wrong) or, with no LLM configured, the built-in judge (restatements
-//! in nearly the same words KEEP, everything else ADD; see `plan`).
+//! in nearly the same words KEEP, see `plan`; updates the words show
+//! REPLACE with history, see `judged`; everything else ADD).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -24,7 +25,8 @@ use crate::{Memory, Result, prompts};
 /// Who decides what the pending facts do to the entries.
 pub enum Judge {
     /// No LLM configured: restatements in nearly the same words KEEP
-    /// (`crate::duplicate`), everything else ADD.
+    /// (`crate::duplicate`), updates the words show REPLACE with history
+    /// (`crate::update`), everything else ADD.
     BuiltIn,
     Llm(llm::Client),
 }
@@ -66,8 +68,9 @@ impl Judge {
             format!("llm: {} at {}", config.llm.model, config.llm.base_url)
         } else {
             "built-in (no LLM configured: a fact merges into an entry or another fact that says \
-             it in nearly the same words, everything else is added; promotion ranks by recall \
-             and recency)"
+             it in nearly the same words, replaces one it updates by its words (\"now\", a new \
+             value) keeping the old text as history, and everything else is added; promotion \
+             ranks by recall and recency, current first)"
                 .into()
         }
     }
@@ -117,6 +120,23 @@ impl Planned {
             failures: 0,
             kept_out: Vec::new(),
         }
+    }
+}
+
+impl Planned {
+    /// The entries the decision's ops name.
+    pub(crate) fn entries_touched(&self) -> Vec<crate::ids::EntryId> {
+        let Decision::Ops(ops) = &self.decision else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for op in ops {
+            out.extend(op.target().cloned());
+            if let Op::Remove { into, .. } = op {
+                out.push(into.clone());
+            }
+        }
+        out
     }
 }
 
@@ -487,13 +507,15 @@ impl<'a> Decide<'a> {
             .map(|(g, t)| (g, t.forgotten_by()))
             .collect();
         match self.judge {
-            Judge::BuiltIn => planned.extend(near.rest.into_iter().map(|g| {
-                let add = Op::Add {
-                    text: g.text.clone(),
-                    from: g.ids.clone(),
-                };
-                Planned::built_in(add, g, None)
-            })),
+            Judge::BuiltIn => {
+                let taken = planned.iter().flat_map(Planned::entries_touched).collect();
+                let entries = self.inputs.snapshots();
+                let embedder = self.embedder()?;
+                let (judged, updates) =
+                    super::judged::plan(near.rest, &entries, &taken, embedder).await?;
+                report.judged_updates = updates;
+                planned.extend(judged);
+            }
             Judge::Llm(client) => planned.extend(self.ask(client, near.rest, report).await?),
         }
         for p in &planned {

@@ -52,6 +52,7 @@ pub(crate) mod declared;
 pub(crate) mod deleted_by_hand;
 mod gate;
 pub(crate) mod judge;
+mod judged;
 pub mod ops;
 pub(crate) mod plan;
 pub(crate) mod promote;

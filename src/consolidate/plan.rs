@@ -127,6 +127,7 @@ pub fn snapshot(e: &Entry) -> Option<Snapshot> {
 /// in the entry's `sources` (the hash is in the fact id), whatever the
 /// entry says now: a reworded or hand-edited entry still holds the fact
 /// (first entry in file order, if a past duplicate means several do).
+/// Not when the entry says it only as history ([`only_as_history`]).
 pub(crate) fn restatements(
     groups: Vec<Group>,
     doc: &Document,
@@ -151,9 +152,11 @@ pub(crate) fn restatements(
     let mut rest = Vec::new();
     for g in groups {
         let hash = g.ids.first().map_or("", |id| archive::id_hash(id));
-        let held = by_text
-            .get(&normalize(&g.text))
-            .or_else(|| by_source.get(hash));
+        let held = by_text.get(&normalize(&g.text)).or_else(|| {
+            by_source
+                .get(hash)
+                .filter(|s| !only_as_history(&s.text, &g.text))
+        });
         match held {
             Some(s) => {
                 let keep = Op::Keep {
@@ -166,6 +169,18 @@ pub(crate) fn restatements(
         }
     }
     (keeps, rest)
+}
+
+/// Whether `entry` says `fact` only in the history it keeps ("B
+/// (previously: A)" of "A"): a fact stating again what an update replaced
+/// says the old value is true again, which is for the judge to read as
+/// an update, not a restatement to keep into the entry.
+fn only_as_history(entry: &str, fact: &str) -> bool {
+    let now = crate::update::current_part(entry);
+    let fact = normalize(fact);
+    now.len() < entry.len()
+        && normalize(&entry[now.len()..]).contains(&fact)
+        && !normalize(now).contains(&fact)
 }
 
 /// Embed the pending groups and the entries, then cluster them.

@@ -123,6 +123,9 @@ impl crate::current::Ranked for Candidate {
     fn day(&self) -> Option<&str> {
         Some(&self.updated)
     }
+    fn text(&self) -> &str {
+        &self.text
+    }
     fn fixed(&self) -> bool {
         self.pinned
     }

@@ -124,6 +124,10 @@ pub struct Report {
     /// a judge.
     #[serde(default)]
     pub declared_updates: usize,
+    /// Facts the built-in judge folded into what they update
+    /// ([`crate::update`]), the old text kept as history.
+    #[serde(default)]
+    pub judged_updates: usize,
     /// Clusters with no usable reply this run (facts stay pending).
     pub failed_clusters: usize,
     /// The facts of those clusters: still pending, tried again next run

@@ -136,6 +136,7 @@ impl Reader {
                 .collect(),
         };
         let lets = |h: &Hit| h.score >= min_score;
-        self.finished([vector, text], (&qv, idf_sum), &lets, k)
+        let now = self.current_scores([&vector, &text], &qv).await?;
+        self.finished([vector, text], (&qv, idf_sum), (&lets, &now), k)
     }
 }

@@ -10,7 +10,7 @@ use lancedb::query::{QueryBase, Select};
 
 use super::Shared;
 use super::rows::RowKind;
-use super::search::{self, Hit, Ranked, SimilarEntry};
+use super::search::{self, CurrentScores, Hit, Ranked, SimilarEntry};
 use super::table::collect;
 use crate::Result;
 use crate::embed::cosine;
@@ -215,19 +215,52 @@ impl Reader {
         let with_vectors = self.with_vectors(text, &vector);
         let text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
+        let now = steps::timed("current parts", self.current_scores([&vector, &text], &qv)).await?;
         let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
-        self.finished([vector, text], (&qv, idf_sum), &lets, k)
+        self.finished([vector, text], (&qv, idf_sum), (&lets, &now), k)
+    }
+
+    /// For each candidate row that keeps history ("X (previously: Y)") or
+    /// says "now", how well what it states matches the query (cosine of
+    /// [`crate::update::statement`] with `qv`): its score is never less
+    /// than that, so that a question about the current value scores an
+    /// update at least as the new value stated plainly would, and the
+    /// history it keeps costs it nothing ([`search::finish`]). The
+    /// statements are embedded once (the embedder caches them).
+    pub(super) async fn current_scores(
+        &self,
+        lists: [&Ranked; 2],
+        qv: &[f32],
+    ) -> Result<CurrentScores> {
+        let mut rows: Vec<(RowId, String)> = Vec::new();
+        for (h, _) in lists.iter().flat_map(|l| &l.rows) {
+            let now = crate::update::statement(&h.text);
+            if now != h.text && !rows.iter().any(|(id, _)| *id == h.id) {
+                rows.push((h.id.clone(), now));
+            }
+        }
+        if rows.is_empty() {
+            return Ok(CurrentScores::new());
+        }
+        let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = self.shared.embedder.embed(&texts).await?;
+        Ok(rows
+            .into_iter()
+            .zip(vectors)
+            .map(|((id, _), v)| (id, cosine(qv, &v).clamp(0.0, 1.0)))
+            .collect())
     }
 
     /// The vector and full-text lists (the words' scores raw BM25, put
-    /// over `idf_sum` here) fused, tombstones and recency applied, the
+    /// over `idf_sum` here) fused, tombstones and recency applied, each
+    /// row's score at least its entry in `now` ([`Reader::current_scores`]), the
     /// hits `lets` refuses left out, near duplicates collapsed: at most
     /// `k` ([`search::fuse`], [`search::finish`]).
     pub(super) fn finished(
         &self,
         [vector, mut text]: [Ranked; 2],
         (qv, idf_sum): (&[f32], f32),
-        lets: &dyn Fn(&Hit) -> bool,
+        (lets, now): (&dyn Fn(&Hit) -> bool, &CurrentScores),
         k: usize,
     ) -> Result<Vec<Hit>> {
         for (h, _) in &mut text.rows {
@@ -239,7 +272,7 @@ impl Reader {
         let fused = steps::timed_now("fusion", || search::fuse([vector, text], qv));
         let half_life = self.shared.config.search.recency_half_life_days;
         Ok(steps::timed_now("collapse and finish", || {
-            search::finish(fused, &tombstones, (half_life, lets), k)
+            search::finish(fused, &tombstones, (half_life, lets, now), k)
         }))
     }
 

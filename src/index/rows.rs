@@ -81,9 +81,11 @@ pub struct Hit {
     /// meaning (cosine similarity of its embedding and the query's,
     /// below 0 read as 0) and its words (its BM25 score over the sum of the
     /// idf of the query's words: 1 when it holds each of them once, at a
-    /// usual length; more is read as 1). Hits are ordered by fusing the two
-    /// rankings ([`Hit::rank`]), so a lower score can come first. For a
-    /// similar entry, the cosine similarity.
+    /// usual length; more is read as 1), or of what it states as current
+    /// when it keeps history. Hits are ordered by fusing the two rankings
+    /// ([`Hit::rank`]); the score shown never rises down the list (a hit
+    /// shows at most the score of the hit above it), so it reads as the
+    /// order. For a similar entry, the cosine similarity.
     pub score: f32,
     /// What orders the hits (higher first): reciprocal rank fusion of the
     /// vector and word lists, with recency weighting. Not shown: its

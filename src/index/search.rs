@@ -170,10 +170,21 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
         .collect())
 }
 
+/// Which hits a search lets through (the cutoff, a narrowed search).
+pub(super) type Lets<'a> = &'a dyn Fn(&Hit) -> bool;
+
+/// What each row that keeps history or says "now" scores by what it
+/// states alone ([`super::reader::Reader::current_scores`]).
+pub(super) type CurrentScores = HashMap<RowId, f32>;
+
 /// Recency weighting, tombstones and the hits `lets` refuses left out
 /// (those scoring under the cutoff, or outside a narrowed search), best
 /// first with the later-stated of two hits on the same thing first
-/// ([`crate::current`]), near-identical hits collapsed; at most `k`.
+/// ([`crate::current`]), near-identical hits collapsed; at most `k`. A
+/// hit's score, as `lets` reads it and as shown, is at least what it
+/// states scores alone (`now`), while the order compares how well the
+/// texts themselves match; the scores shown never rise down the list:
+/// each hit shows at most the score of the one above it.
 ///
 /// Equal ranks go by score, then by id, so the order never depends on how
 /// the lists came back. By score first: a fact first in the full-text
@@ -185,13 +196,18 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
 pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
-    (half_life, lets): (f64, &dyn Fn(&Hit) -> bool),
+    (half_life, lets, now): (f64, Lets<'_>, &CurrentScores),
     k: usize,
 ) -> Vec<Hit> {
     let today = chrono::Local::now().date_naive();
+    let shown = |h: &Hit| now.get(&h.id).map_or(h.score, |s| h.score.max(*s));
     let mut hits: Vec<(Hit, Vec<f32>)> = fused
         .into_values()
-        .filter(|(h, _)| lets(h))
+        .filter(|(h, _)| {
+            let mut lifted = h.clone();
+            lifted.score = shown(h);
+            lets(&lifted)
+        })
         .filter(|(h, _)| !super::rows::hidden(tombstones, h.kind, &h.id, &h.text))
         .map(|(mut h, v)| {
             if half_life > 0.0
@@ -239,7 +255,16 @@ pub(super) fn finish(
             break;
         }
     }
-    kept.into_iter().map(|(h, _, _)| h).collect()
+    // A reader reads the scores as the order: a hit ranked below another
+    // shows at most that one's score.
+    let mut ceiling = f32::INFINITY;
+    kept.into_iter()
+        .map(|(mut h, _, _)| {
+            h.score = shown(&h).min(ceiling);
+            ceiling = h.score;
+            h
+        })
+        .collect()
 }
 
 /// The `n` rows nearest `qv` by LanceDB's exact scan, of the rows
@@ -275,6 +300,9 @@ pub struct SimilarEntry {
 impl crate::current::Ranked for Hit {
     fn day(&self) -> Option<&str> {
         self.day.as_deref()
+    }
+    fn text(&self) -> &str {
+        &self.text
     }
     fn score(&self) -> f64 {
         f64::from(self.rank)

@@ -82,7 +82,7 @@ const READ: Hints = Hints {
 pub(super) const TOOLS: &[Tool] = &[
     Tool {
         name: "remember",
-        description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes an entry no longer true (the user moved, changed jobs, changed their mind), pass that entry's id in `supersedes`: memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.",
+        description: "Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes something remembered no longer true (the user moved, changed jobs, changed their mind), pass its id in `supersedes` (any id recall or remember showed: an entry's, a core line's `core:e-…`, or a fact's): memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.",
         schema: || schema::<Add>(&["similar"]),
         output: object::<request::Added>,
         call: |t, args| Box::pin(remember(t, args)),

@@ -8,7 +8,7 @@ use super::similar::Similar;
 use super::target::{Request, Target, blocking};
 use crate::archive::{self, Appended};
 use crate::error::Result;
-use crate::ids::{EntryId, FactId};
+use crate::ids::{EntryId, FactId, RowId};
 use crate::index::search::SimilarEntry;
 
 /// Facts to append: `text`, or a batch in `texts`. A file write, durable
@@ -36,13 +36,16 @@ pub struct Add {
     /// facts; never blocks the write).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub similar: bool,
-    /// Entries (`e-…`) this fact makes no longer true: the user moved,
-    /// changed jobs, changed their mind. Each must be a live entry. The
-    /// next run replaces them with the fact and keeps what they said as
-    /// history ("new (previously: old)"), whichever judge runs. One fact
-    /// (`text`), not a batch.
+    /// What this fact makes no longer true (the user moved, changed jobs,
+    /// changed their mind), by any id memd shows: an entry's (`e-…`), a
+    /// MEMORY.md line's (`core:e-…`) or a fact's (`2026-11-29#…`, pending
+    /// or already in an entry). Each must be live in this memory. The
+    /// next run replaces the entries with the fact and folds the pending
+    /// facts into it, keeping what they said as history ("new
+    /// (previously: old)"), whichever judge runs. One fact (`text`), not a
+    /// batch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub supersedes: Vec<EntryId>,
+    pub supersedes: Vec<RowId>,
 }
 
 /// What an add did.
@@ -90,19 +93,78 @@ impl Add {
     }
 }
 
-/// Every id in `ids` names a live entry: in the entries file and
-/// forgotten by no tombstone (a clear error otherwise, before any write).
-fn live_entries(layout: &crate::Layout, ids: &[EntryId]) -> Result<()> {
+/// What a fact's `supersedes` names, resolved: live entries, and pending
+/// facts.
+#[derive(Debug, Default, PartialEq)]
+struct Superseded {
+    entries: Vec<EntryId>,
+    facts: Vec<FactId>,
+}
+
+/// Resolve the ids `supersedes` names for a fact saying `text`, before
+/// any write: a `MEMORY.md` line's id names its entry, a fact already in
+/// an entry names that entry, a pending fact names itself. An id nothing
+/// live in this memory has (unknown, forgotten, erased, another
+/// memory's) is refused as not found; a pending fact that says what the
+/// fact says (a fact superseding itself) as invalid. Nothing is written
+/// either way. (An entry that already says it is a restatement: the run
+/// keeps the fact into it.)
+fn resolve(layout: &crate::Layout, ids: &[RowId], text: &str) -> Result<Superseded> {
     let doc = crate::entries::Document::read(&layout.entries_file())?;
     let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+    let facts = match ids.iter().any(|id| FactId::looks_like(id.as_str())) {
+        true => archive::read_all(layout)?.0,
+        false => Vec::new(),
+    };
+    let gone = |id: &RowId| crate::Error::NoSuch {
+        what: format!(
+            "live entry or fact {id} in this memory to supersede (it is unknown, forgotten or erased; nothing was written)"
+        ),
+    };
+    let mut out = Superseded::default();
     for id in ids {
-        if doc.get(id.as_str()).is_none() || stones.names_entry(id.as_str()) {
-            return Err(crate::Error::Invalid(format!(
-                "supersedes {id}: no live entry has that id (`memd search` shows entries' ids; nothing was written)"
-            )));
-        }
+        let entry = match id.core_entry() {
+            Some(e) => e,
+            None if FactId::looks_like(id.as_str()) => {
+                let f = facts.iter().find(|f| f.id.as_str() == id.as_str());
+                let f = f.filter(|f| !stones.covers(f.id.as_str(), &f.text));
+                let f = f.ok_or_else(|| gone(id))?;
+                match doc.holder(&f.id) {
+                    Some(e) => e.clone(),
+                    None => {
+                        refuse_self(id, &f.text, text)?;
+                        push_new(&mut out.facts, f.id.clone());
+                        continue;
+                    }
+                }
+            }
+            None => EntryId::from(id.as_str()),
+        };
+        let e = doc
+            .get(entry.as_str())
+            .filter(|_| !stones.names_entry(entry.as_str()));
+        e.ok_or_else(|| gone(id))?;
+        push_new(&mut out.entries, entry);
     }
-    Ok(())
+    Ok(out)
+}
+
+fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// A fact cannot supersede a pending fact that says what it says: that is
+/// the fact itself, stated again (the run would keep it as its own
+/// history).
+fn refuse_self(id: &RowId, target: &str, text: &str) -> Result<()> {
+    match crate::text::normalize(target) == crate::text::normalize(text) {
+        true => Err(crate::Error::Invalid(format!(
+            "supersedes {id}: it says what this fact says, and a fact cannot supersede itself (nothing was written)"
+        ))),
+        false => Ok(()),
+    }
 }
 
 impl Request for Add {
@@ -132,9 +194,10 @@ impl Request for Add {
                     "supersedes goes with one fact (text), not a batch".into(),
                 ));
             }
-            let (l, ids) = (layout.clone(), self.supersedes.clone());
-            blocking(move || live_entries(&l, &ids)).await?;
-            facts[0].supersedes = self.supersedes;
+            let (l, ids, text) = (layout.clone(), self.supersedes, facts[0].text.clone());
+            let found = blocking(move || resolve(&l, &ids, &text)).await?;
+            facts[0].supersedes = found.entries;
+            facts[0].supersedes_facts = found.facts;
         }
         let now = target.memory.clock.now();
         let appended = blocking(move || archive::append_unless_erased(&layout, now, &facts));

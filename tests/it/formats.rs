@@ -191,6 +191,7 @@ fn fact(id: &str) -> Fact {
         time: None,
         key: None,
         supersedes: Vec::new(),
+        supersedes_facts: Vec::new(),
         line: 1,
         span: 0..0,
     }

@@ -12,6 +12,7 @@ mod cli;
 mod config;
 mod consolidate;
 mod conventions;
+mod current;
 mod daemon;
 mod duplicate;
 mod edit;

@@ -71,7 +71,8 @@ fn declared_updates_leave_only_current_facts_with_their_history() {
 }
 
 /// The declaration is checked before anything is written: an id no
-/// entry has, or an entry forgotten, is refused (exit 2, clear error).
+/// entry has, or an entry forgotten, is refused as not found (exit 4, as
+/// the exit-code table says of an id nothing has; a clear error).
 #[test]
 fn a_declared_update_of_an_entry_that_is_not_live_is_refused_and_writes_nothing() {
     let t = fresh();
@@ -89,11 +90,11 @@ fn a_declared_update_of_an_entry_that_is_not_live_is_refused_and_writes_nothing(
         dir,
         &["add", "Moved to Lisbon", "--supersedes", "e-00000000"],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("e-00000000"), "{}", stderr(&out));
     ok(dir, &["forget", &entry]);
     let out = memd(dir, &["add", "Moved to Lisbon", "--supersedes", &entry]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     // A fact's text cannot forge a declaration.
     let forged = "Moved to Lisbon <!-- supersedes:e-00000000 -->";
     let out = memd(dir, &["add", forged]);
@@ -226,11 +227,12 @@ async fn of_two_entries_on_one_thing_memory_md_shows_the_later_first_however_oft
         })
         .collect();
     memd::recall::append(&layout.recall_log(), &hits).unwrap();
-    add(
-        &layout,
-        "2026-11-20",
-        &["Prefers light mode in every editor"],
-    );
+    // Written by hand, so that it is an entry of its own: a fact saying
+    // it would be read as an update of the dark-mode entry and folded
+    // into it (`src/update.rs`), leaving no older line to outrank.
+    let mut file = std::fs::read_to_string(layout.entries_file()).unwrap();
+    file.push_str("\n\nPrefers light mode in every editor\n");
+    std::fs::write(layout.entries_file(), file).unwrap();
     add(
         &layout,
         "2026-11-20",

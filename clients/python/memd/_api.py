@@ -237,9 +237,10 @@ def add(
     names the conversation they come from; ``key`` makes the append
     idempotent (a retry with the same key writes nothing; in a batch the
     N-th fact's key is ``KEY#N``). ``similar=True`` also looks up the
-    entries most like each fact. ``supersedes`` lists live entries
-    (``e-…``) this one fact makes no longer true: the next consolidation
-    replaces them, keeping their text as history.
+    entries most like each fact. ``supersedes`` lists what this one fact
+    makes no longer true, by any id memd shows (an entry's ``e-…``, a
+    MEMORY.md line's ``core:e-…``, a fact's): the next consolidation
+    replaces it, keeping its text as history.
     """
 
 

@@ -56,7 +56,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
         key: str | None = None,
         supersedes: list[str] | None = None,
     ) -> str:
-        """Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes an entry no longer true (the user moved, changed jobs, changed their mind), pass that entry's id in `supersedes`: memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.
+        """Store a fact about the user or the work in long-term memory (appended to today's archive). One self-contained sentence per fact. When the fact makes something remembered no longer true (the user moved, changed jobs, changed their mind), pass its id in `supersedes` (any id recall or remember showed: an entry's, a core line's `core:e-…`, or a fact's): memd then keeps the old text as history instead of two facts that disagree. The reply lists similar entries with their ids.
 
         Args:
             text: One fact, one line.
@@ -64,7 +64,7 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
             category: A tag for every fact (letters, digits, -, _).
             session: The session the facts come from.
             key: Idempotency key: a retried call with the same key writes nothing.
-            supersedes: Entries (e-…) this one fact makes no longer true.
+            supersedes: Ids (entries e-…, core lines core:e-…, facts) this one fact makes no longer true.
         """
         added: Added = await send(
             api.add(

@@ -71,6 +71,15 @@ pub enum Action {
         text: u8,
         pick: u8,
     },
+    /// An add through the CLI that declares it supersedes what another id
+    /// memd shows names: a MEMORY.md line (`core:e-…`, `how` 0), a
+    /// pending fact (1), or any fact of the archive, held, forgotten or
+    /// erased (2).
+    AddCorrection {
+        text: u8,
+        pick: u8,
+        how: u8,
+    },
     HandAppendFact {
         text: u8,
     },
@@ -226,6 +235,9 @@ impl Action {
             Action::Add { via: Via::Mcp, .. } => "add (MCP)",
             Action::AddMcpKilled { .. } => "add (MCP, SIGKILLed holding the rows)",
             Action::AddUpdate { .. } => "add --supersedes (CLI)",
+            Action::AddCorrection { how: 0, .. } => "add --supersedes core:e-… (CLI)",
+            Action::AddCorrection { how: 1, .. } => "add --supersedes a pending fact (CLI)",
+            Action::AddCorrection { .. } => "add --supersedes any fact (CLI)",
             Action::HandAppendFact { .. } => "hand: append a fact to a day file",
             Action::HandGarbage => "hand: invalid UTF-8 and a broken line in a day file",
             Action::HandDeleteEntry { .. } => "hand: delete an entry",
@@ -354,6 +366,8 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via.clone(), any::<bool>())
             .prop_map(|(text, key, via, batch)| Action::Add { text, key, via, batch }),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(text, pick)| Action::AddUpdate { text, pick }),
+        3 => (any::<u8>(), any::<u8>(), 0u8..3)
+            .prop_map(|(text, pick, how)| Action::AddCorrection { text, pick, how }),
         1 => any::<u8>().prop_map(|text| Action::AddMcpKilled { text }),
         2 => any::<u8>().prop_map(|text| Action::HandAppendFact { text }),
         1 => Just(Action::HandGarbage),

@@ -146,6 +146,7 @@ impl World {
             } => self.add(*text, *key, *via, *batch),
             Action::AddMcpKilled { text } => self.add_mcp_killed(*text),
             Action::AddUpdate { text, pick } => self.add_update(*text, *pick),
+            Action::AddCorrection { text, pick, how } => self.add_correction(*text, *pick, *how),
             Action::HandAppendFact { text } => self.hand_append(actions::text(*text)),
             Action::HandGarbage => self.hand_garbage(),
             Action::HandWords { how, text } => self.hand_words(*how, actions::text(*text)),
@@ -288,6 +289,103 @@ impl World {
         }
         self.ledger.acked(&fact, t);
         Ok(())
+    }
+
+    /// `memd add TEXT --supersedes ID` by an id other than an entry's
+    /// ([`Action::AddCorrection`]). What memd must answer follows from the
+    /// files before: an id nothing live holds (a forgotten or erased
+    /// fact, a line whose entry is gone) is refused as not found (exit 4),
+    /// a pending fact saying the same text as invalid (exit 2), with
+    /// nothing written; anything else is acknowledged.
+    fn add_correction(&mut self, text: u8, pick: u8, how: u8) -> anyhow::Result<()> {
+        let t = actions::text(text);
+        let Some((id, expect)) = self.correction_target(t, pick, how) else {
+            return Ok(());
+        };
+        let before = self.archive_bytes();
+        let args = ["add", t, "--supersedes", &id, "--json", "--no-similar"];
+        let out = crate::support::memd(&self.layout.root, &args);
+        let err = crate::support::stderr(&out);
+        if expect != 0 {
+            anyhow::ensure!(
+                out.status.code() == Some(expect),
+                "add --supersedes {id}: exit {:?}, expected {expect}: {err}",
+                out.status.code()
+            );
+            anyhow::ensure!(self.archive_bytes() == before, "a refused add wrote: {id}");
+            return Ok(());
+        }
+        anyhow::ensure!(out.status.success(), "add --supersedes {id}: {err}");
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        if v["erased"].as_bool() != Some(true) {
+            let fact = v["id"].as_str().unwrap_or_default().to_string();
+            self.ledger.acked(&fact, t);
+        }
+        Ok(())
+    }
+
+    /// The id an [`Action::AddCorrection`] names, and the exit code memd
+    /// must give (0: acknowledged).
+    fn correction_target(&self, text: &str, pick: u8, how: u8) -> Option<(String, i32)> {
+        let doc = self.doc();
+        let stones =
+            memd::tombstones::Tombstones::load(&self.layout.tombstones_file()).unwrap_or_default();
+        let live = |e: &str| doc.get(e).is_some_and(|e| e.meta.is_some()) && !stones.names_entry(e);
+        if how == 0 {
+            let core = memd::core_md::CoreMd::read(&self.layout.memory_md()).ok()?;
+            let lines = core.lines();
+            let line = lines.get(pick as usize % lines.len().max(1))?;
+            let expect = if live(line.entry_id.as_str()) { 0 } else { 4 };
+            return Some((format!("core:{}", line.entry_id), expect));
+        }
+        let (facts, _) = memd::archive::read_all(&self.layout).ok()?;
+        let days = self.archive_bytes().into_iter().filter_map(|(p, _)| {
+            let name = p.file_name()?.to_str()?.strip_suffix(".md")?.to_string();
+            Some(name)
+        });
+        let erased: Vec<memd::archive::Erased> = days
+            .filter_map(|d| memd::archive::read_day(&self.layout, &d).ok())
+            .flat_map(|d| d.erased)
+            .collect();
+        let held = |f: &memd::archive::Fact| {
+            doc.entries()
+                .filter_map(|e| e.meta.as_ref())
+                .find(|m| m.sources.contains(&f.id))
+                .map(|m| m.id.to_string())
+        };
+        let gone = |f: &memd::archive::Fact| stones.covers(f.id.as_str(), &f.text);
+        let pool: Vec<&memd::archive::Fact> = match how {
+            1 => facts
+                .iter()
+                .filter(|f| held(f).is_none() && !gone(f))
+                .collect(),
+            _ => facts.iter().collect(),
+        };
+        if how != 1 && pick.is_multiple_of(7) && !erased.is_empty() {
+            let e = &erased[pick as usize % erased.len()];
+            return Some((e.id.to_string(), 4));
+        }
+        let f = pool.get(pick as usize % pool.len().max(1))?;
+        let expect = match (gone(f), held(f)) {
+            (true, _) => 4,
+            (false, Some(e)) if !live(&e) => 4,
+            (false, Some(_)) => 0,
+            (false, None) if memd::text::normalize(&f.text) == memd::text::normalize(text) => 2,
+            (false, None) => 0,
+        };
+        Some((f.id.to_string(), expect))
+    }
+
+    /// Every day file's bytes, by name.
+    fn archive_bytes(&self) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut out: Vec<_> = std::fs::read_dir(self.layout.root.join("archive"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| (d.path(), std::fs::read(d.path()).unwrap_or_default()))
+            .collect();
+        out.sort();
+        out
     }
 
     fn cli_add(&self, texts: &[String], key: Option<&str>) -> anyhow::Result<Vec<String>> {
@@ -821,7 +919,9 @@ impl World {
     }
 
     /// Current first: of two lines of MEMORY.md whose entries (unpinned)
-    /// speak of the same thing, the one stated on a later day is above.
+    /// speak of the same thing, the one that states it anew is above
+    /// ([`memd::current::states_anew`]: by its words, or on a later day at
+    /// cosine 0.6 or more).
     fn assert_current_first(&self, doc: &memd::entries::Document) {
         use memd::embed::Embedder;
         // A run that could not write MEMORY.md says so (skipped above).
@@ -839,10 +939,14 @@ impl World {
         let vectors = self.rt.block_on(lexical.embed(&texts)).unwrap();
         for (i, (above, day_above)) in shown.iter().enumerate() {
             for (j, (below, day_below)) in shown.iter().enumerate().skip(i + 1) {
-                let same = memd::embed::cosine(&vectors[i], &vectors[j])
-                    >= memd::consolidate::SAME_TOPIC_COSINE;
+                let cos = memd::embed::cosine(&vectors[i], &vectors[j]);
+                let anew = memd::current::states_anew(
+                    (above, Some(day_above)),
+                    (below, Some(day_below)),
+                    Some(cos),
+                );
                 assert!(
-                    !(same && day_below > day_above),
+                    anew == memd::current::Anew::No,
                     "MEMORY.md shows {above:?} ({day_above}) above {below:?} ({day_below}), on the same thing; after:\n{}",
                     self.log.join("\n")
                 );

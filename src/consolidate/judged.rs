@@ -1,0 +1,185 @@
+//! Updates the built-in judge sees in the words ([`crate::update`]): a
+//! pending fact that gives a new value for what an entry, or an earlier
+//! pending fact, states as current ("User works at Acme", then "User now
+//! works at Globex") is folded into it, the old text kept as history
+//! ("User now works at Globex (previously: User works at Acme)"), as a
+//! declared update is ([`super::declared`]). Every other fact is added as
+//! it is. Nothing is dropped: the old text stays in the entry, and every
+//! fact stays a source of the entry that holds it.
+//!
+//! Facts are taken in archive order, so of a chain stated within one run
+//! (Acme, Globex, Initech) the last is current and the others history.
+//! An entry a person pinned is never updated (a pin is the person's word),
+//! nor one another decision of the run already takes (a KEEP, a declared
+//! update): its text is what that decision expects.
+
+use std::collections::{HashMap, HashSet};
+
+use super::judge::Planned;
+use super::ops::{Group, Op, Snapshot};
+use super::reply::repair::declared_history;
+use crate::Result;
+use crate::embed::cache::Cached;
+use crate::embed::cosine;
+use crate::ids::EntryId;
+use crate::update::{self, Verdict};
+
+/// An entry or a new text the facts of the run may update.
+struct Item {
+    /// The entry, when the item is one.
+    entry: Option<Snapshot>,
+    /// The text the item will have (history included).
+    text: String,
+    /// Its facts of this run, merged into one group (oldest first).
+    group: Option<Group>,
+}
+
+/// The items of a run, and which of them each word could match
+/// ([`update::keys`]): a fact is compared only with the items it shares
+/// a key with, not with every entry.
+#[derive(Default)]
+struct Items {
+    all: Vec<Item>,
+    by_key: HashMap<String, Vec<usize>>,
+}
+
+impl Items {
+    fn push(&mut self, item: Item) {
+        self.index(self.all.len(), &item.text);
+        self.all.push(item);
+    }
+
+    fn index(&mut self, i: usize, text: &str) {
+        for k in update::keys(text) {
+            let at = self.by_key.entry(k).or_default();
+            if at.last() != Some(&i) {
+                at.push(i);
+            }
+        }
+    }
+
+    /// The items `text` may update by its words, whatever their cosine.
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = update::keys(text)
+            .iter()
+            .filter_map(|k| self.by_key.get(k))
+            .flatten()
+            .copied()
+            .filter(|&i| {
+                matches!(
+                    update::judge(&self.all[i].text, text, 1.0),
+                    Verdict::Update(_)
+                )
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// The built-in judge's decisions for `groups` (archive order): each an
+/// ADD, or a REPLACE of the entry it updates; with the number of facts
+/// decided as updates. `taken` holds the entries other decisions of the
+/// run touch. Only a fact the words say may be an update, and its
+/// candidates, are embedded (the embedder caches them).
+pub(crate) async fn plan(
+    groups: Vec<Group>,
+    entries: &[Snapshot],
+    taken: &HashSet<EntryId>,
+    embedder: &Cached,
+) -> Result<(Vec<Planned>, usize)> {
+    let mut items = Items::default();
+    for e in entries
+        .iter()
+        .filter(|e| !e.pinned && !taken.contains(&e.id))
+    {
+        items.push(Item {
+            entry: Some(e.clone()),
+            text: e.text.clone(),
+            group: None,
+        });
+    }
+    let mut updates = 0;
+    for g in groups {
+        match updated(&items, &g.text, embedder).await? {
+            Some(i) => {
+                updates += g.ids.len();
+                fold(&mut items.all[i], g);
+                let text = items.all[i].text.clone();
+                items.index(i, &text);
+            }
+            None => items.push(Item {
+                entry: None,
+                text: g.text.clone(),
+                group: Some(g),
+            }),
+        }
+    }
+    Ok((
+        items.all.into_iter().filter_map(decision).collect(),
+        updates,
+    ))
+}
+
+/// The item `text` updates: of those the rule calls updated at their
+/// cosine, the closest.
+async fn updated(items: &Items, text: &str, embedder: &Cached) -> Result<Option<usize>> {
+    let candidates = items.candidates(text);
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let texts: Vec<String> = std::iter::once(text.to_string())
+        .chain(
+            candidates
+                .iter()
+                .map(|&i| update::current_part(&items.all[i].text).to_string()),
+        )
+        .collect();
+    let vectors = embedder.embed(&texts).await?;
+    let best = candidates
+        .iter()
+        .zip(&vectors[1..])
+        .map(|(&i, v)| (i, cosine(&vectors[0], v)))
+        .filter(|&(i, cos)| {
+            matches!(
+                update::judge(&items.all[i].text, text, cos),
+                Verdict::Update(_)
+            )
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    Ok(best.map(|(i, _)| i))
+}
+
+/// `item` updated by the facts of `g`: `g`'s text current, the item's
+/// kept as history; `g`'s facts join the item's.
+fn fold(item: &mut Item, g: Group) {
+    item.text = declared_history(&g.text, &[&item.text]);
+    match &mut item.group {
+        Some(mine) => {
+            mine.ids.extend(g.ids);
+            mine.days.extend(g.days);
+            mine.text = g.text;
+        }
+        None => item.group = Some(g),
+    }
+}
+
+/// The decision an item stands for: none for an entry no fact updated.
+fn decision(item: Item) -> Option<Planned> {
+    let group = item.group?;
+    let from = group.ids.clone();
+    let Some(entry) = item.entry else {
+        let add = Op::Add {
+            text: item.text,
+            from,
+        };
+        return Some(Planned::built_in(add, group, None));
+    };
+    let replace = Op::Replace {
+        target: entry.id.clone(),
+        text: item.text,
+        from,
+    };
+    Some(Planned::built_in(replace, group, Some(entry)))
+}

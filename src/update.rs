@@ -1,0 +1,813 @@
+//! Whether a newer statement updates an older one, decided without an LLM:
+//! the built-in judge's update rule ([`crate::consolidate`] folds such a
+//! fact into the entry it updates, keeping the old text as history), and
+//! what the current-first order ([`crate::current`]) takes as "the same
+//! thing".
+//!
+//! A cosine line alone cannot tell an update from a second fact of the
+//! same kind: "User works at Acme" and "User now works at Globex" are as
+//! alike to MiniLM as "User likes swimming" and "User likes hiking", and
+//! only the first pair is an update. So the rule reads the words:
+//!
+//! - **A new value in the same frame.** The two texts say the same words
+//!   before and after one differing span (the frame: at least
+//!   [`FRAME_MIN_SHARE`] of the longer text, and the subject, its first
+//!   word, shared), and each side's span holds a value ("works at Acme" /
+//!   "works at Globex", "graduated in biology" / "graduated in mechanical
+//!   engineering"). That is an update, unless the word before the span is
+//!   one that takes many values ("likes", "has", "speaks", "visited": a
+//!   person likes many things, [`MANY_VALUED`]) and the newer text says
+//!   nothing of a change: then the two are [`Verdict::Distinct`], both
+//!   current.
+//! - **A change said in words.** The newer text says a change ("now", "no
+//!   longer", "moved to", "switched to", "instead", …, [`CHANGE_WORDS`])
+//!   that the older does not, and shares its subject and a content word
+//!   with it, or a slot of the same kind ("lives in" / "moved to",
+//!   [`SLOTS`]); a word that only may say a change ("not", "left",
+//!   "became", [`WEAK_CHANGE_WORDS`]) counts with a slot of the same kind
+//!   only. Or its frame holds with the subject changed ("Rebeka, not
+//!   Rhonya, interviewed Karnel").
+//!
+//! Anything else is [`Verdict::Unknown`]: the caller's cosine rule
+//! decides an order, and the built-in judge adds the fact beside. Which
+//! text is newer is the caller's to say (its day, or archive order).
+
+use std::collections::HashSet;
+
+/// What the rule says of an older and a newer text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The newer text gives a new value for what the older said: the older
+    /// is no longer current.
+    Update(Why),
+    /// The same frame with a value a subject can have many of, and no
+    /// change said: two current facts ("likes swimming", "likes hiking").
+    Distinct,
+    /// The words do not tell.
+    Unknown,
+}
+
+/// Which part of the rule found an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A new value in the same frame.
+    NewValue,
+    /// A change said in words.
+    Said,
+}
+
+/// Least share of the longer text's words that the frame (the words
+/// before and after the differing span) must hold. "User works at Acme" /
+/// "User works at Globex" share 3 of 4; "Nora Fishel is a violinist" /
+/// "Nora Fishel and Eliza Woodley run a podcast" share 2 of 8 and are two
+/// facts on one person.
+pub const FRAME_MIN_SHARE: f32 = 0.6;
+
+/// Least words the frame holds: two texts of two words that share one are
+/// not a frame.
+const FRAME_MIN_WORDS: usize = 2;
+
+/// Longest differing span on either side, in words, before the texts are
+/// taken to say different things rather than one thing with another
+/// value.
+const SPAN_MAX_WORDS: usize = 6;
+
+/// Least cosine between two texts for a change said in words to update
+/// the older when they share no frame: they must still speak of one
+/// thing.
+pub const SAID_MIN_COSINE: f32 = 0.45;
+
+/// Words dropped before texts are compared: articles, and the adverbs that
+/// only say a statement is current ("User now works at Globex" has the
+/// frame of "User works at Acme").
+const FILLER: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "now",
+    "currently",
+    "actually",
+    "presently",
+    "nowadays",
+    "still",
+    "recently",
+    "just",
+    "also",
+    "once",
+];
+
+/// Words and phrases by which a text says that something changed. A
+/// phrase is matched as whole words.
+pub const CHANGE_WORDS: &[&str] = &[
+    "now",
+    "no longer",
+    "not anymore",
+    "anymore",
+    "any more",
+    "any longer",
+    "nowadays",
+    "these days",
+    "moved to",
+    "moved from",
+    "switched",
+    "instead",
+    "rather than",
+    "used to",
+    "formerly",
+    "previously",
+    "has since",
+    "since then",
+    "correction",
+    "actually",
+    "got a new",
+    "has a new",
+];
+
+/// Words that may say a change, and as often say something else ("not",
+/// "left", "became"): they count where the texts share a frame, or a
+/// one-valued slot ([`SLOTS`]), never on a shared word alone ("User's
+/// sister never liked the cold" says nothing new of where she lives).
+pub const WEAK_CHANGE_WORDS: &[&str] = &[
+    "not",
+    "never",
+    "left",
+    "quit",
+    "stopped",
+    "gave up",
+    "became",
+    "has become",
+    "changed",
+    "changes",
+    "relocated",
+    "new",
+];
+
+/// The words of a negation and its auxiliary ("does not", "is no
+/// longer"), for a span that only negates.
+const NEGATION_WORDS: &[&str] = &[
+    "not", "no", "never", "longer", "anymore", "do", "does", "did", "is", "are", "was", "were",
+    "has", "have", "had", "can", "will",
+];
+
+/// Words after which a span names one of many values a subject can have
+/// (one of the last two words before it): a person likes, has, speaks and
+/// has been to many things at once.
+pub const MANY_VALUED: &[&str] = &[
+    "like",
+    "likes",
+    "liked",
+    "love",
+    "loves",
+    "loved",
+    "enjoy",
+    "enjoys",
+    "enjoyed",
+    "has",
+    "have",
+    "had",
+    "own",
+    "owns",
+    "owned",
+    "play",
+    "plays",
+    "played",
+    "playing",
+    "speak",
+    "speaks",
+    "visit",
+    "visits",
+    "visited",
+    "read",
+    "reads",
+    "watch",
+    "watches",
+    "watched",
+    "collect",
+    "collects",
+    "know",
+    "knows",
+    "met",
+    "meets",
+    "learn",
+    "learns",
+    "learning",
+    "studying",
+    "study",
+    "studies",
+    "practice",
+    "practices",
+    "practicing",
+    "practise",
+    "practises",
+    "and",
+    "or",
+    "with",
+    "also",
+    "both",
+    "been",
+    "interested",
+    "into",
+    "fan",
+    "friends",
+    "allergic",
+    "favourites",
+    "favorites",
+    "hobbies",
+    "hobby",
+    "pets",
+    "pet",
+    "kids",
+    "children",
+    "eats",
+    "eat",
+    "drinks",
+    "drink",
+    "wears",
+    "uses",
+    "use",
+    "cooks",
+    "makes",
+    "writes",
+    "attended",
+    "attends",
+    "tried",
+    "went",
+    "goes",
+];
+
+/// Slots a subject has one value of at a time, each as the words that
+/// name it: "User lives in Paris" and "User moved to Berlin" fill the
+/// same slot, so a change said in words updates one with the other.
+pub const SLOTS: &[&[&str]] = &[
+    &[
+        "lives",
+        "live",
+        "living",
+        "moved",
+        "relocated",
+        "resides",
+        "home",
+        "address",
+        "based",
+    ],
+    &[
+        "works", "work", "working", "job", "employer", "employed", "joined", "hired", "company",
+    ],
+    &["called", "named", "name"],
+    &[
+        "married",
+        "husband",
+        "wife",
+        "partner",
+        "girlfriend",
+        "boyfriend",
+        "dating",
+        "engaged",
+    ],
+    &["age", "old", "aged"],
+    &["drives", "car"],
+    &["role", "title", "position", "promoted"],
+];
+
+/// What the rule says of `older` and `newer`, whose embeddings have cosine
+/// `cosine`. History a text keeps ("… (previously: …)") is not compared:
+/// only what it states as current.
+pub fn judge(older: &str, newer: &str, cosine: f32) -> Verdict {
+    let (old_now, new_now) = (current_part(older), current_part(newer));
+    let (a, b) = (words(old_now), words(new_now));
+    if a.is_empty() || b.is_empty() || a == b {
+        return Verdict::Unknown;
+    }
+    let said = change_said(new_now).filter(|_| change_said(old_now).is_none());
+    let framed = without_contrast(b.clone(), &a);
+    let frame = Frame::of(&a, &framed);
+    if let Some(f) = &frame
+        && f.holds(&a)
+    {
+        if f.prefix == 0 {
+            // Another subject in the same frame: two facts ("Alice lives in
+            // Paris", "Bob lives in Paris"), unless the newer says the
+            // older's subject was wrong.
+            return match said.is_some() && f.values() {
+                true => Verdict::Update(Why::Said),
+                false => Verdict::Unknown,
+            };
+        }
+        if f.negates() {
+            return Verdict::Update(Why::Said);
+        }
+        if f.values() {
+            // The last two words before the span name what it is a value
+            // of ("likes to hike", "has been to Rome", "works at").
+            // "and" or "or" before it makes it an item of a list when
+            // it ends the statement ("likes cats and dogs"); before a
+            // shared rest it names a partner in one thing ("Ann and Bob
+            // wrote the paper on ethics").
+            let before = &a[f.prefix.saturating_sub(2)..f.prefix];
+            let list = |w: &String| ["and", "or"].contains(&w.as_str());
+            // After an action, a rest that names one thing ("interviewed
+            // Ann for the feature on women in science") makes the span a
+            // new value of that one thing; with none ("slicing an onion")
+            // it is one of many things done.
+            let many = before
+                .iter()
+                .any(|w| listed(MANY_VALUED, w) && (!list(w) || f.suffix == 0))
+                || before.last().is_some_and(|w| action(w)) && f.rest_content(&a) < 2;
+            return match (said.is_some(), many) {
+                (true, _) => Verdict::Update(Why::Said),
+                (false, true) => Verdict::Distinct,
+                (false, false) => Verdict::Update(Why::NewValue),
+            };
+        }
+    }
+    let more = match said {
+        None => false,
+        Some(Strength::Strong) => shares_more(&a, &b),
+        Some(Strength::Weak) => same_slot(&a, &b),
+    };
+    if more && cosine >= SAID_MIN_COSINE && shares_subject(&a, &b) {
+        return Verdict::Update(Why::Said);
+    }
+    Verdict::Unknown
+}
+
+/// The words by which a text may be found as the older of an update by
+/// the newer: the content words of what it states as current, and a key
+/// for each one-valued slot it names ([`SLOTS`]). [`judge`] never calls
+/// an update two texts that share none of these.
+pub fn keys(text: &str) -> HashSet<String> {
+    let w = words(current_part(text));
+    let mut out: HashSet<String> = w.iter().filter(|w| is_content(w)).cloned().collect();
+    for (i, slot) in SLOTS.iter().enumerate() {
+        if w.iter().any(|x| listed(slot, x)) {
+            out.insert(format!("slot#{i}"));
+        }
+    }
+    out
+}
+
+/// Words that only say a statement is current ("User now works at
+/// Globex"): left out of what a search compares with the query
+/// ([`statement`]).
+const CURRENCY: &[&str] = &["now", "currently", "presently", "nowadays"];
+
+/// What `text` states as current, as a search compares it with a
+/// query: [`current_part`] without the words that only say it is current
+/// ("User now works at Globex (previously: …)" states "User works at
+/// Globex"). `text` itself when that changes nothing.
+pub fn statement(text: &str) -> String {
+    let now = current_part(text);
+    let kept: Vec<&str> = now
+        .split(' ')
+        .filter(|w| {
+            let bare = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !CURRENCY.contains(&bare.as_str())
+        })
+        .collect();
+    kept.join(" ")
+}
+
+/// The part of `text` it states as current: before any history it keeps
+/// ("(previously: …)", "; previously …").
+pub fn current_part(text: &str) -> &str {
+    let lower = text.to_lowercase();
+    let cut = ["(previously:", "; previously", "(formerly", "; before:"]
+        .iter()
+        .filter_map(|m| lower.find(m))
+        .min();
+    // `to_lowercase` may change byte lengths outside ASCII: cut only where
+    // the original has a char boundary, else keep the whole text.
+    match cut {
+        Some(at) if text.is_char_boundary(at) => text[..at].trim_end(),
+        _ => text,
+    }
+}
+
+/// The words of `text` as the rule compares them: lowercased, a
+/// possessive "'s" kept as its own word, a plural or third-person "s"
+/// dropped ("likes" = "like", [`crate::duplicate::stem`]), [`FILLER`]
+/// dropped.
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in crate::text::fold(text).split(|c: char| !c.is_alphanumeric() && c != '\'') {
+        let w = w.trim_matches('\'');
+        if w.is_empty() || FILLER.contains(&w) {
+            continue;
+        }
+        match w.strip_suffix("'s") {
+            Some(owner) if !owner.is_empty() => {
+                out.push(owner.to_string());
+                out.push("'s".to_string());
+            }
+            _ if crate::text::content_words(w).is_empty() => out.push(w.to_string()),
+            _ => out.push(crate::duplicate::stem(w).to_string()),
+        }
+    }
+    out
+}
+
+/// `b` without a contrast that names words of `a` ("Rebeka, not Rhonya,
+/// interviewed Karnel": "not rhonya" goes), so that the frame of the
+/// rest can be compared with `a`: of the runs of `a`'s words after
+/// "not", the one whose removal leaves the most of the frame.
+fn without_contrast(b: Vec<String>, a: &[String]) -> Vec<String> {
+    let Some(at) = b.iter().position(|w| w == "not") else {
+        return b;
+    };
+    // "does not like" negates; "John, not Jon" contrasts.
+    if at > 0 && NEGATION_WORDS.contains(&b[at - 1].as_str()) {
+        return b;
+    }
+    let run = b[at + 1..].iter().take_while(|w| a.contains(w)).count();
+    let without = |n: usize| {
+        let mut c = b.clone();
+        c.drain(at..at + 1 + n);
+        c
+    };
+    let shared = |c: &[String]| Frame::of(a, c).map_or(0, |f| f.prefix + f.suffix);
+    let best = (1..=run).max_by_key(|&n| (shared(&without(n)), std::cmp::Reverse(n)));
+    match best {
+        Some(n) => without(n),
+        None => b,
+    }
+}
+
+/// How surely a word says a change ([`CHANGE_WORDS`],
+/// [`WEAK_CHANGE_WORDS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strength {
+    Strong,
+    Weak,
+}
+
+/// Whether, and how surely, `text` says in words that something changed
+/// (a negation, "Rebeka, not Rhonya", is a weak word).
+fn change_said(text: &str) -> Option<Strength> {
+    let folded = format!(" {} ", words_only(text));
+    let has = |list: &[&str]| list.iter().any(|c| folded.contains(&format!(" {c} ")));
+    if has(CHANGE_WORDS) {
+        Some(Strength::Strong)
+    } else if has(WEAK_CHANGE_WORDS) || folded.contains("n't ") {
+        Some(Strength::Weak)
+    } else {
+        None
+    }
+}
+
+/// Whether `text` says, in words, that something changed (surely or
+/// not).
+pub fn says_change(text: &str) -> bool {
+    change_said(text).is_some()
+}
+
+/// `text` folded to its words separated by single spaces (apostrophes
+/// kept), filler included.
+fn words_only(text: &str) -> String {
+    crate::text::fold(text)
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The subject of `w`: its first word, or what a possessive at its start
+/// owns ("User's manager is called Jon": "manager").
+fn subject(w: &[String]) -> &str {
+    match (w.get(1), w.get(2)) {
+        (Some(p), Some(owned)) if p == "'s" => owned,
+        _ => w.first().map_or("", String::as_str),
+    }
+}
+
+/// Whether the newer text speaks of the older's subject: it starts with
+/// the same word, or says the older's subject, or both start with a word
+/// of one slot (an agent's memory leaves the user unsaid: "Lives in
+/// Seattle", "Moved to Lisbon").
+fn shares_subject(a: &[String], b: &[String]) -> bool {
+    let slot_first = SLOTS.iter().any(|s| listed(s, &a[0]) && listed(s, &b[0]));
+    a[0] == b[0] || b.iter().any(|w| w == subject(a)) || slot_first
+}
+
+/// Whether the two say more in common than their subject: a content
+/// word besides the words they start with and the older's subject, or a
+/// one-valued slot of the same kind ([`SLOTS`]). "User's sister lives in
+/// Denver" and "User's sister never liked the cold" share only their
+/// subject.
+fn shares_more(a: &[String], b: &[String]) -> bool {
+    let start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let skip: HashSet<&str> = a[..start]
+        .iter()
+        .map(String::as_str)
+        .chain([subject(a)])
+        .collect();
+    let content = |w: &[String]| -> HashSet<String> {
+        w.iter()
+            .filter(|w| !skip.contains(w.as_str()) && is_content(w))
+            .cloned()
+            .collect()
+    };
+    !content(a).is_disjoint(&content(b)) || same_slot(a, b)
+}
+
+/// Whether a word of [`words`] carries content: not a stop word, a
+/// possessive or a word that says a change.
+fn is_content(w: &str) -> bool {
+    w != "'s"
+        && !CHANGE_WORDS.contains(&w)
+        && !WEAK_CHANGE_WORDS.contains(&w)
+        && !crate::text::content_words(w).is_empty()
+}
+
+/// Whether `w` reads as an action or a past event ("slicing", "watched"):
+/// what follows it is what was done, of which a subject does many.
+fn action(w: &str) -> bool {
+    w.len() > 4 && (w.ends_with("ing") || w.ends_with("ed")) && !listed(NAMING, w)
+}
+
+/// Words that give a name, not an action ("a book titled …").
+const NAMING: &[&str] = &[
+    "called",
+    "named",
+    "titled",
+    "entitled",
+    "nicknamed",
+    "known",
+];
+
+/// Whether `w` (a word of [`words`], stemmed) is one of `list`.
+fn listed(list: &[&str], w: &str) -> bool {
+    list.iter()
+        .any(|m| *m == w || crate::duplicate::stem(m) == w)
+}
+
+/// Whether both texts name the same one-valued slot ([`SLOTS`]).
+fn same_slot(a: &[String], b: &[String]) -> bool {
+    SLOTS.iter().any(|slot| {
+        let names = |w: &[String]| w.iter().any(|w| listed(slot, w));
+        names(a) && names(b)
+    })
+}
+
+/// Two word lists as one frame around one differing span.
+struct Frame<'a> {
+    /// Words the two share at the start.
+    prefix: usize,
+    /// Words they share at the end (after the prefix).
+    suffix: usize,
+    old_span: &'a [String],
+    new_span: &'a [String],
+    longer: usize,
+}
+
+impl<'a> Frame<'a> {
+    fn of(a: &'a [String], b: &'a [String]) -> Option<Frame<'a>> {
+        let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let room = a.len().min(b.len()) - prefix;
+        let suffix = a
+            .iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take(room)
+            .take_while(|(x, y)| x == y)
+            .count();
+        if a.is_empty() || b.is_empty() {
+            return None;
+        }
+        Some(Frame {
+            prefix,
+            suffix,
+            old_span: &a[prefix..a.len() - suffix],
+            new_span: &b[prefix..b.len() - suffix],
+            longer: a.len().max(b.len()),
+        })
+    }
+
+    /// The shared words (of `a`, the older) hold enough of the texts, say
+    /// something besides the subject ("User is tall" / "User is a runner"
+    /// share only "user is"), and the spans are short.
+    fn holds(&self, a: &[String]) -> bool {
+        let shared = self.prefix + self.suffix;
+        let subject = subject(a);
+        let mut frame = a[..self.prefix].iter().chain(&a[a.len() - self.suffix..]);
+        let says = frame.any(|w| w.as_str() != subject && is_content(w));
+        says && shared >= FRAME_MIN_WORDS
+            && shared as f32 >= FRAME_MIN_SHARE * self.longer as f32
+            && self.old_span.len() <= SPAN_MAX_WORDS
+            && self.new_span.len() <= SPAN_MAX_WORDS
+    }
+
+    /// How many content words the shared rest after the span holds.
+    fn rest_content(&self, a: &[String]) -> usize {
+        a[a.len() - self.suffix..]
+            .iter()
+            .filter(|w| is_content(w))
+            .count()
+    }
+
+    /// One text says the other with a negation added or taken away ("User
+    /// likes coffee" / "User does not like coffee"): the spans are a
+    /// negation (with its auxiliary) on one side and nothing on the other.
+    fn negates(&self) -> bool {
+        let negation = |s: &[String]| {
+            !s.is_empty()
+                && s.iter()
+                    .all(|w| NEGATION_WORDS.contains(&w.as_str()) || w.ends_with("n't"))
+                && s.iter()
+                    .any(|w| ["not", "no", "never"].contains(&w.as_str()) || w.ends_with("n't"))
+        };
+        (self.old_span.is_empty() && negation(self.new_span))
+            || (self.new_span.is_empty() && negation(self.old_span))
+    }
+
+    /// Both spans hold a value: a word that carries content and is not an
+    /// action ("watching" / "playing" cricket are two things done, not
+    /// one thing with two values). A span empty on one side is a detail
+    /// added or dropped, not a new value.
+    fn values(&self) -> bool {
+        // An action followed by the rest of the frame is a verb with its
+        // object ("watching cricket"); one that ends the statement names
+        // a thing ("likes swimming").
+        let acts = |w: &str| action(w) && self.suffix > 0;
+        let value = |s: &[String]| s.iter().any(|w| is_content(w) && !acts(w));
+        value(self.old_span) && value(self.new_span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(old: &str, new: &str) -> Verdict {
+        judge(old, new, 0.6)
+    }
+
+    #[test]
+    fn a_new_employer_updates_the_old_one_with_or_without_now() {
+        let old = "User works at Acme";
+        assert_eq!(
+            verdict(old, "User now works at Globex"),
+            Verdict::Update(Why::Said)
+        );
+        assert_eq!(
+            verdict(old, "User works at Globex"),
+            Verdict::Update(Why::NewValue)
+        );
+    }
+
+    #[test]
+    fn a_partner_named_anew_in_one_thing_updates_it_and_a_list_item_does_not() {
+        assert_eq!(
+            verdict(
+                "Dr. Yvonna Bakker and Antony Leigh co-authored a paper on ethics in data science",
+                "Dr. Yvonna Bakker and Manuel Smithe co-authored a paper on ethics in data science"
+            ),
+            Verdict::Update(Why::NewValue)
+        );
+        assert_eq!(
+            verdict("User likes cats and dogs", "User likes cats and birds"),
+            Verdict::Distinct
+        );
+    }
+
+    #[test]
+    fn a_second_liking_is_a_second_fact() {
+        assert_eq!(
+            verdict("User likes swimming", "User likes hiking"),
+            Verdict::Distinct
+        );
+        assert_eq!(
+            verdict("User has a dog named Rex", "User has a cat named Tom"),
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn a_liking_said_to_have_changed_updates_the_old_one() {
+        assert_eq!(
+            verdict("User likes swimming", "User no longer likes swimming"),
+            Verdict::Update(Why::Said)
+        );
+    }
+
+    #[test]
+    fn a_move_updates_where_the_user_lives() {
+        assert_eq!(
+            verdict("User lives in Paris", "User moved to Berlin"),
+            Verdict::Update(Why::Said)
+        );
+        assert_eq!(
+            verdict("Lives in Seattle", "Moved to Lisbon in May"),
+            Verdict::Update(Why::Said)
+        );
+    }
+
+    #[test]
+    fn a_correction_of_a_name_updates_it() {
+        assert_eq!(
+            verdict(
+                "User's manager is called Jon",
+                "Correction: the manager's name is John, not Jon"
+            ),
+            Verdict::Update(Why::Said)
+        );
+    }
+
+    #[test]
+    fn a_new_fact_on_the_same_person_is_not_an_update() {
+        assert_eq!(
+            verdict(
+                "User's sister lives in Denver",
+                "User's sister never liked the cold"
+            ),
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn another_subject_in_the_same_frame_is_another_fact() {
+        assert_eq!(
+            verdict("Alice lives in Paris", "Bob lives in Paris"),
+            Verdict::Unknown
+        );
+        assert_eq!(
+            verdict(
+                "Rhonya Hudsen once interviewed Karnel Grent for an outdoor magazine",
+                "Rebeka Rasmund, not Rhonya Hudsen, interviewed Karnel Grent for an outdoor magazine"
+            ),
+            Verdict::Update(Why::Said)
+        );
+    }
+
+    #[test]
+    fn two_facts_on_one_person_are_not_an_update() {
+        let a = "Nora Fishel is an accomplished violinist who has performed across Europe.";
+        let b = "Nora Fishel and Eliza Woodley collaborated on a charity event.";
+        assert_eq!(verdict(a, b), Verdict::Unknown);
+        assert_eq!(
+            verdict("User works at Acme", "User likes hiking"),
+            Verdict::Unknown
+        );
+        assert_eq!(
+            verdict("User works at Acme", "User now lives in Berlin"),
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn two_things_done_are_two_facts() {
+        assert_eq!(
+            verdict(
+                "A few men are watching cricket",
+                "A few men are playing cricket"
+            ),
+            Verdict::Unknown
+        );
+        assert_eq!(
+            verdict("A woman is slicing an onion", "A woman is slicing a potato"),
+            Verdict::Distinct
+        );
+        assert_eq!(
+            verdict("User is working at Acme", "User is working at Globex"),
+            Verdict::Update(Why::NewValue)
+        );
+    }
+
+    #[test]
+    fn a_negation_added_updates_the_statement() {
+        assert_eq!(
+            verdict("User likes coffee", "User does not like coffee"),
+            Verdict::Update(Why::Said)
+        );
+        assert_eq!(
+            verdict("User has a new neighbour", "User has a dog named Rex"),
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn a_detail_added_is_not_a_new_value() {
+        assert_eq!(
+            verdict("User works at Acme", "User works at Acme in Berlin"),
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn a_statement_is_its_current_part_without_now() {
+        let entry = "User now works at Globex (previously: User works at Acme)";
+        assert_eq!(statement(entry), "User works at Globex");
+        assert_eq!(statement("Lives in Oslo"), "Lives in Oslo");
+    }
+
+    #[test]
+    fn only_the_current_part_of_an_entry_is_compared() {
+        let entry = "User now works at Globex (previously: User works at Acme)";
+        assert_eq!(current_part(entry), "User now works at Globex");
+        assert_eq!(
+            verdict(entry, "User now works at Initech"),
+            Verdict::Update(Why::NewValue)
+        );
+    }
+}
