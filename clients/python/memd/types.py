@@ -248,6 +248,9 @@ class RunReport(Model):
     deleted_by_hand: int = 0
     skipped_hand_edited: int = 0
     declared_updates: int = 0
+    judged_updates: int = 0
+    """Facts the built-in judge read as updates by their words, the old
+    text kept as history."""
     failed_clusters: int = 0
     failed_facts: list[str] = field(default_factory=list)
     over_budget: bool = False
