@@ -186,11 +186,12 @@ impl Files<'_> {
         }
     }
 
-    /// Each decided fact that declared it supersedes pending facts: each
-    /// such fact still live is held by the same entry (the run folds them
-    /// into the declaring fact's entry as history). One pending beside it
-    /// is a problem (the run decides them together); one held by another
-    /// live entry a note, as for entries.
+    /// Each decided fact that declared it supersedes pending facts: the
+    /// run folds each such fact that is pending then into the declaring
+    /// fact's entry as history. One pending now beside the decided fact,
+    /// or held by another live entry, is a note, as for entries: it was
+    /// forgotten or under review when the run decided, and is back since
+    /// (the random test found both); the next run judges it as any fact.
     fn declared_fact_updates(&self, report: &mut Report) {
         let holders = self.holders();
         let rule = Pending::new(self.state, self.tombstones, self.doc);
@@ -207,10 +208,10 @@ impl Files<'_> {
                 let other = holders.get(&t.id).and_then(|h| h.first());
                 if other.is_none() && rule.settled(t).is_none() {
                     let what = format!(
-                        "fact {} declared it supersedes fact {} and is held by {held}, while {} is still pending: the run that decided it should have folded both",
-                        f.id, t.id, t.id
+                        "fact {} declared it supersedes fact {} and is held by {held}, while {} is pending (it was forgotten or under review when the run decided): the next run judges it as any fact; `memd forget {}` if it is no longer true",
+                        f.id, t.id, t.id, t.id
                     );
-                    report.problem(Kind::SupersededPending, &file, Some(f.line), what);
+                    report.note(Kind::SupersededPending, &file, Some(f.line), what);
                 } else if let Some(other) = other.filter(|o| *o != held) {
                     let what = format!(
                         "fact {} declared it supersedes fact {}, which entry {other} holds beside {held}: `memd forget {other}` if it is no longer true",

@@ -52,7 +52,8 @@ pub enum Kind {
     /// pinned or forgotten when the run decided, and is back since).
     SupersededLive,
     /// A fact that declared it supersedes a pending fact is decided, and
-    /// that fact is still pending (the run decides them together).
+    /// that fact is pending beside it (a note: it was forgotten or under
+    /// review when the run decided, and is back since).
     SupersededPending,
     /// A live entry of the file that the entries resource (`GET
     /// /v1/entries`, `memd entries`, MCP `list_entries`) does not list as

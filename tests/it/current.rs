@@ -384,3 +384,25 @@ fn supersedes_refuses_what_is_not_live_and_a_fact_superseding_itself() {
     );
     assert_eq!(archive(dir), before, "nothing was written");
 }
+
+/// Found by the random test: a pending fact that a later fact declared it
+/// supersedes, forgotten before the run and brought back after it, is
+/// pending beside the decided fact. That is the person's doing, as for an
+/// entry pinned or forgotten then: `memd check` notes it, and it is no
+/// problem.
+#[test]
+fn a_superseded_fact_forgotten_before_the_run_and_brought_back_is_a_note() {
+    let (_t, layout) = memory_dir();
+    let dir = &layout.root;
+    defaults(dir);
+    let mut s = Cli(dir);
+    let old = s.add("User lives in Paris", "s1", &[]).unwrap();
+    s.add("User lives in Berlin", "s2", &[&old]).unwrap();
+    ok(dir, &["forget", &old]);
+    s.consolidate();
+    ok(dir, &["forget", "--undo", &old]);
+    let (passed, problems, report) = check(dir);
+    assert!(passed, "{problems:?}");
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("superseded_pending"), "{report}");
+}
