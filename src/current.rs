@@ -8,7 +8,7 @@
 //! with a newer, different fact on the same person.
 
 use crate::embed::cosine;
-use crate::update::{Verdict, Why};
+use crate::update::{Read, Verdict, Why};
 
 /// Least cosine at which two texts are taken to speak of the same thing,
 /// for the current-first order. `memd eval dedup` (EVALUATION.md) puts
@@ -98,6 +98,11 @@ pub(crate) trait Ranked {
 pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], compared: Compared) {
     let top = ranked.len().min(compared.older);
     let newer = ranked.len().min(compared.newer);
+    // Each text read once, not once per pair.
+    let reads: Vec<Read> = ranked[..top.max(newer)]
+        .iter()
+        .map(|r| Read::of(r.text()))
+        .collect();
     let mut pairs: Vec<(usize, usize)> = Vec::new(); // (older, newer)
     for a in 0..top {
         for b in 0..newer {
@@ -105,7 +110,8 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
             if a == b || old.fixed() || new.fixed() {
                 continue;
             }
-            if same_thing(old, new, (&vectors[a], &vectors[b]), compared.match_ratio) {
+            let items = ((old, &reads[a]), (new, &reads[b]));
+            if same_thing(items, (&vectors[a], &vectors[b]), compared.match_ratio) {
                 pairs.push((a, b));
             }
         }
@@ -123,12 +129,16 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
 /// must rank above it ([`states_anew`]), and a query (if any) matches the
 /// newer at least `match_ratio` as well as the older: a question about
 /// one fact is not answered with another.
-fn same_thing<T: Ranked>(old: &T, new: &T, (va, vb): (&[f32], &[f32]), match_ratio: f32) -> bool {
+fn same_thing<T: Ranked>(
+    ((old, old_read), (new, new_read)): ((&T, &Read), (&T, &Read)),
+    (va, vb): (&[f32], &[f32]),
+    match_ratio: f32,
+) -> bool {
     let cos = match va.is_empty() || vb.is_empty() {
         true => None,
         false => Some(cosine(va, vb)),
     };
-    let anew = states_anew((old.text(), old.day()), (new.text(), new.day()), cos);
+    let anew = states_anew_read((old_read, old.day()), (new_read, new.day()), cos);
     anew != Anew::No
         && match (old.matched(), new.matched()) {
             (Some(mo), Some(mn)) => mn >= mo * match_ratio,
@@ -162,12 +172,24 @@ pub fn states_anew(
     (new, new_day): (&str, Option<&str>),
     cos: Option<f32>,
 ) -> Anew {
+    states_anew_read((&Read::of(old), old_day), (&Read::of(new), new_day), cos)
+}
+
+/// [`states_anew`] of texts already read.
+fn states_anew_read(
+    (old, old_day): (&Read, Option<&str>),
+    (new, new_day): (&Read, Option<&str>),
+    cos: Option<f32>,
+) -> Anew {
     let (later, same_day) = match (old_day, new_day) {
         (Some(o), Some(n)) => (n > o, n == o),
         _ => (false, false),
     };
-    match crate::update::judge(old, new, cos.unwrap_or(0.0)) {
-        Verdict::Update(Why::Said) if later || same_day => return Anew::ByWords,
+    if !later && !same_day {
+        return Anew::No;
+    }
+    match crate::update::judge_read(old, new, cos.unwrap_or(0.0)) {
+        Verdict::Update(Why::Said) => return Anew::ByWords,
         Verdict::Update(Why::NewValue) if later => return Anew::ByWords,
         _ => {}
     }

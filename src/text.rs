@@ -124,6 +124,14 @@ const STOP: &[&str] = &[
     "who", "whom", "both", "once", "though", "there", "then", "than",
 ];
 
+/// Whether `word` (lowercase, one word) is too common to say what a text
+/// is about: what [`content_words`] leaves out.
+pub(crate) fn is_stop(word: &str) -> bool {
+    let w = word.trim_matches('\'');
+    let w = w.strip_suffix("'s").unwrap_or(w);
+    w.is_empty() || STOP.contains(&w)
+}
+
 /// The words that carry a text's content: lowercased, apostrophes kept
 /// inside words, stop words dropped. Used where code must judge whether one
 /// text still says what another said (never whether two facts are the

@@ -273,16 +273,39 @@ pub const SLOTS: &[&[&str]] = &[
 /// `cosine`. History a text keeps ("… (previously: …)") is not compared:
 /// only what it states as current.
 pub fn judge(older: &str, newer: &str, cosine: f32) -> Verdict {
-    let (old_now, new_now) = (current_part(older), current_part(newer));
-    let (a, b) = (words(old_now), words(new_now));
+    judge_read(&Read::of(older), &Read::of(newer), cosine)
+}
+
+/// A text as [`judge`] reads it, read once: its words and whether it says
+/// a change (a caller comparing many pairs reads each text once).
+#[derive(Debug, Clone)]
+pub struct Read {
+    words: Vec<String>,
+    change: Option<Strength>,
+}
+
+impl Read {
+    /// What `text` states as current ([`current_part`]), read.
+    pub fn of(text: &str) -> Read {
+        let now = current_part(text);
+        Read {
+            words: words(now),
+            change: change_said(now),
+        }
+    }
+}
+
+/// [`judge`] of two texts already read.
+pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
+    let (a, b) = (&older.words, &newer.words);
     if a.is_empty() || b.is_empty() || a == b {
         return Verdict::Unknown;
     }
-    let said = change_said(new_now).filter(|_| change_said(old_now).is_none());
-    let framed = without_contrast(b.clone(), &a);
-    let frame = Frame::of(&a, &framed);
+    let said = newer.change.filter(|_| older.change.is_none());
+    let framed = without_contrast(b.clone(), a);
+    let frame = Frame::of(a, &framed);
     if let Some(f) = &frame
-        && f.holds(&a)
+        && f.holds(a)
     {
         if f.prefix == 0 {
             // Another subject in the same frame: two facts ("Alice lives in
@@ -312,7 +335,7 @@ pub fn judge(older: &str, newer: &str, cosine: f32) -> Verdict {
             let many = before
                 .iter()
                 .any(|w| listed(MANY_VALUED, w) && (!list(w) || f.suffix == 0))
-                || before.last().is_some_and(|w| action(w)) && f.rest_content(&a) < 2;
+                || before.last().is_some_and(|w| action(w)) && f.rest_content(a) < 2;
             return match (said.is_some(), many) {
                 (true, _) => Verdict::Update(Why::Said),
                 (false, true) => Verdict::Distinct,
@@ -322,10 +345,10 @@ pub fn judge(older: &str, newer: &str, cosine: f32) -> Verdict {
     }
     let more = match said {
         None => false,
-        Some(Strength::Strong) => shares_more(&a, &b),
-        Some(Strength::Weak) => same_slot(&a, &b),
+        Some(Strength::Strong) => shares_more(a, b),
+        Some(Strength::Weak) => same_slot(a, b),
     };
-    if more && cosine >= SAID_MIN_COSINE && shares_subject(&a, &b) {
+    if more && cosine >= SAID_MIN_COSINE && shares_subject(a, b) {
         return Verdict::Update(Why::Said);
     }
     Verdict::Unknown
@@ -401,7 +424,7 @@ fn words(text: &str) -> Vec<String> {
                 out.push(owner.to_string());
                 out.push("'s".to_string());
             }
-            _ if crate::text::content_words(w).is_empty() => out.push(w.to_string()),
+            _ if crate::text::is_stop(w) => out.push(w.to_string()),
             _ => out.push(crate::duplicate::stem(w).to_string()),
         }
     }
@@ -517,7 +540,7 @@ fn is_content(w: &str) -> bool {
     w != "'s"
         && !CHANGE_WORDS.contains(&w)
         && !WEAK_CHANGE_WORDS.contains(&w)
-        && !crate::text::content_words(w).is_empty()
+        && !crate::text::is_stop(w)
 }
 
 /// Whether `w` reads as an action or a past event ("slicing", "watched"):
