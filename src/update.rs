@@ -28,6 +28,14 @@
 //!   only. Or its frame holds with the subject changed ("Rebeka, not
 //!   Rhonya, interviewed Karnel").
 //!
+//! The LLM judge's per-fact request has a gate of its own on the updates
+//! a model proposes (`consolidate::reply::per_fact`, `about_same`): it is
+//! looser on purpose, since it only lets a model's decision stand (93.7%
+//! of Letta updates pass it, and 6% of related SICK pairs), where this
+//! rule decides alone. Its change words and its refusal of subjects it
+//! does not name ("A man…") were measured for that gate; sharing them
+//! here is to be measured before it is done.
+//!
 //! Anything else is [`Verdict::Unknown`]: the caller's cosine rule
 //! decides an order, and the built-in judge adds the fact beside. Which
 //! text is newer is the caller's to say (its day, or archive order).
@@ -354,19 +362,21 @@ pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
     Verdict::Unknown
 }
 
-/// The words by which a text may be found as the older of an update by
-/// the newer: the content words of what it states as current, and a key
-/// for each one-valued slot it names ([`SLOTS`]). [`judge`] never calls
-/// an update two texts that share none of these.
-pub fn keys(text: &str) -> HashSet<String> {
-    let w = words(current_part(text));
-    let mut out: HashSet<String> = w.iter().filter(|w| is_content(w)).cloned().collect();
-    for (i, slot) in SLOTS.iter().enumerate() {
-        if w.iter().any(|x| listed(slot, x)) {
-            out.insert(format!("slot#{i}"));
+impl Read {
+    /// The words by which the text may be found as the older of an
+    /// update by the newer: the content words of what it states as
+    /// current, and a key for each one-valued slot it names ([`SLOTS`]).
+    /// [`judge`] never calls an update two texts that share none of these.
+    pub fn keys(&self) -> HashSet<String> {
+        let w = &self.words;
+        let mut out: HashSet<String> = w.iter().filter(|w| is_content(w)).cloned().collect();
+        for (i, slot) in SLOTS.iter().enumerate() {
+            if w.iter().any(|x| listed(slot, x)) {
+                out.insert(format!("slot#{i}"));
+            }
         }
+        out
     }
-    out
 }
 
 /// Words that only say a statement is current ("User now works at

@@ -121,9 +121,7 @@ impl Planned {
             kept_out: Vec::new(),
         }
     }
-}
 
-impl Planned {
     /// The entries the decision's ops name.
     pub(crate) fn entries_touched(&self) -> Vec<crate::ids::EntryId> {
         let Decision::Ops(ops) = &self.decision else {

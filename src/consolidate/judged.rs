@@ -22,7 +22,7 @@ use crate::Result;
 use crate::embed::cache::Cached;
 use crate::embed::cosine;
 use crate::ids::EntryId;
-use crate::update::{self, Verdict};
+use crate::update::{self, Read, Verdict};
 
 /// An entry or a new text the facts of the run may update.
 struct Item {
@@ -30,12 +30,14 @@ struct Item {
     entry: Option<Snapshot>,
     /// The text the item will have (history included).
     text: String,
+    /// `text` as the update rule reads it.
+    read: Read,
     /// Its facts of this run, merged into one group (oldest first).
     group: Option<Group>,
 }
 
 /// The items of a run, and which of them each word could match
-/// ([`update::keys`]): a fact is compared only with the items it shares
+/// ([`Read::keys`]): a fact is compared only with the items it shares
 /// a key with, not with every entry.
 #[derive(Default)]
 struct Items {
@@ -45,12 +47,12 @@ struct Items {
 
 impl Items {
     fn push(&mut self, item: Item) {
-        self.index(self.all.len(), &item.text);
+        self.index(self.all.len(), &item.read);
         self.all.push(item);
     }
 
-    fn index(&mut self, i: usize, text: &str) {
-        for k in update::keys(text) {
+    fn index(&mut self, i: usize, read: &Read) {
+        for k in read.keys() {
             let at = self.by_key.entry(k).or_default();
             if at.last() != Some(&i) {
                 at.push(i);
@@ -58,24 +60,25 @@ impl Items {
         }
     }
 
-    /// The items `text` may update by its words, whatever their cosine.
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut out: Vec<usize> = update::keys(text)
+    /// The items `fact` may update by its words, whatever their cosine.
+    fn candidates(&self, fact: &Read) -> Vec<usize> {
+        let mut out: Vec<usize> = fact
+            .keys()
             .iter()
             .filter_map(|k| self.by_key.get(k))
             .flatten()
             .copied()
-            .filter(|&i| {
-                matches!(
-                    update::judge(&self.all[i].text, text, 1.0),
-                    Verdict::Update(_)
-                )
-            })
+            .filter(|&i| updates(&self.all[i].read, fact, 1.0))
             .collect();
         out.sort_unstable();
         out.dedup();
         out
     }
+}
+
+/// Whether the rule calls `newer` an update of `older` at `cosine`.
+fn updates(older: &Read, newer: &Read, cosine: f32) -> bool {
+    matches!(update::judge_read(older, newer, cosine), Verdict::Update(_))
 }
 
 /// The built-in judge's decisions for `groups` (archive order): each an
@@ -97,21 +100,24 @@ pub(crate) async fn plan(
         items.push(Item {
             entry: Some(e.clone()),
             text: e.text.clone(),
+            read: Read::of(&e.text),
             group: None,
         });
     }
     let mut updates = 0;
     for g in groups {
-        match updated(&items, &g.text, embedder).await? {
+        let read = Read::of(&g.text);
+        match updated(&items, (&g.text, &read), embedder).await? {
             Some(i) => {
                 updates += g.ids.len();
-                fold(&mut items.all[i], g);
-                let text = items.all[i].text.clone();
-                items.index(i, &text);
+                fold(&mut items.all[i], g, read);
+                let read = items.all[i].read.clone();
+                items.index(i, &read);
             }
             None => items.push(Item {
                 entry: None,
                 text: g.text.clone(),
+                read,
                 group: Some(g),
             }),
         }
@@ -122,10 +128,14 @@ pub(crate) async fn plan(
     ))
 }
 
-/// The item `text` updates: of those the rule calls updated at their
-/// cosine, the closest.
-async fn updated(items: &Items, text: &str, embedder: &Cached) -> Result<Option<usize>> {
-    let candidates = items.candidates(text);
+/// The item the fact (`text`, read) updates: of those the rule calls
+/// updated at their cosine, the closest.
+async fn updated(
+    items: &Items,
+    (text, read): (&str, &Read),
+    embedder: &Cached,
+) -> Result<Option<usize>> {
+    let candidates = items.candidates(read);
     if candidates.is_empty() {
         return Ok(None);
     }
@@ -141,20 +151,18 @@ async fn updated(items: &Items, text: &str, embedder: &Cached) -> Result<Option<
         .iter()
         .zip(&vectors[1..])
         .map(|(&i, v)| (i, cosine(&vectors[0], v)))
-        .filter(|&(i, cos)| {
-            matches!(
-                update::judge(&items.all[i].text, text, cos),
-                Verdict::Update(_)
-            )
-        })
+        .filter(|&(i, cos)| updates(&items.all[i].read, read, cos))
         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
     Ok(best.map(|(i, _)| i))
 }
 
-/// `item` updated by the facts of `g`: `g`'s text current, the item's
-/// kept as history; `g`'s facts join the item's.
-fn fold(item: &mut Item, g: Group) {
+/// `item` updated by the facts of `g` (its text read as `read`): `g`'s
+/// text current, the item's kept as history; `g`'s facts join the
+/// item's. What the rule reads of the item is then `g`'s text, which is
+/// its current part.
+fn fold(item: &mut Item, g: Group, read: Read) {
     item.text = declared_history(&g.text, &[&item.text]);
+    item.read = read;
     match &mut item.group {
         Some(mine) => {
             mine.ids.extend(g.ids);

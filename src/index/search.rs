@@ -203,10 +203,14 @@ pub(super) fn finish(
     let shown = |h: &Hit| now.get(&h.id).map_or(h.score, |s| h.score.max(*s));
     let mut hits: Vec<(Hit, Vec<f32>)> = fused
         .into_values()
-        .filter(|(h, _)| {
-            let mut lifted = h.clone();
-            lifted.score = shown(h);
-            lets(&lifted)
+        .filter(|(h, _)| match now.get(&h.id) {
+            // Only a row whose statement scores more is read lifted.
+            Some(s) if *s > h.score => {
+                let mut lifted = h.clone();
+                lifted.score = *s;
+                lets(&lifted)
+            }
+            _ => lets(h),
         })
         .filter(|(h, _)| !super::rows::hidden(tombstones, h.kind, &h.id, &h.text))
         .map(|(mut h, v)| {

@@ -347,12 +347,7 @@ impl World {
             .filter_map(|d| memd::archive::read_day(&self.layout, &d).ok())
             .flat_map(|d| d.erased)
             .collect();
-        let held = |f: &memd::archive::Fact| {
-            doc.entries()
-                .filter_map(|e| e.meta.as_ref())
-                .find(|m| m.sources.contains(&f.id))
-                .map(|m| m.id.to_string())
-        };
+        let held = |f: &memd::archive::Fact| doc.holder(&f.id).map(|e| e.to_string());
         let gone = |f: &memd::archive::Fact| stones.covers(f.id.as_str(), &f.text);
         let pool: Vec<&memd::archive::Fact> = match how {
             1 => facts
