@@ -536,6 +536,59 @@ pub(crate) fn redact(
     Ok(gone.len())
 }
 
+/// Put back facts of day `day` whose lines are redactions, each as
+/// `items` gives its list item (fact id → the item as a copy that holds
+/// it live wrote it): a redaction no erasure receipt accounts for is not
+/// an erasure (a remote's, [`crate::sync`]). Atomically and under the day
+/// file's lock, as [`redact`]; each redaction line's indent stays. Returns
+/// the ids put back.
+pub(crate) fn unredact(
+    layout: &Layout,
+    day: &str,
+    items: &std::collections::HashMap<FactId, String>,
+) -> Result<Vec<FactId>> {
+    let path = layout.archive_file(day);
+    let _lock = crate::atomic::open_locked(&path)
+        .with_context(|| format!("opening and locking {}", path.display()))?;
+    let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let parsed = parse(day, &decode(&raw).0);
+    let mut back: Vec<(&Erased, &String)> = parsed
+        .erased
+        .iter()
+        .filter_map(|e| items.get(&e.id).map(|item| (e, item)))
+        .collect();
+    if back.is_empty() {
+        return Ok(Vec::new());
+    }
+    back.sort_by_key(|(e, _)| std::cmp::Reverse(e.line));
+    let starts = line_starts(&raw);
+    let mut out = raw.clone();
+    for (e, item) in &back {
+        let from = starts[e.line - 1];
+        let end = starts.get(e.line).map_or(raw.len(), |&n| n);
+        let line = &raw[from..end];
+        let indent = line
+            .iter()
+            .take_while(|b| **b == b' ' || **b == b'\t')
+            .count();
+        let text_end = end
+            - line
+                .iter()
+                .rev()
+                .take_while(|b| **b == b'\n' || **b == b'\r')
+                .count();
+        out.splice(from + indent..text_end, item.trim_end().bytes());
+    }
+    crate::atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
+    Ok(back.iter().map(|(e, _)| e.id.clone()).collect())
+}
+
+/// The list item of fact `f` as `text` (the day file it was parsed from)
+/// holds it.
+pub(crate) fn item_of<'t>(f: &Fact, text: &'t str) -> &'t str {
+    text.get(f.span.clone()).unwrap_or_default()
+}
+
 /// The offset of each line's first byte.
 fn line_starts(bytes: &[u8]) -> Vec<usize> {
     std::iter::once(0)

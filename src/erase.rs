@@ -70,6 +70,18 @@ use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, core_md, recall, versions};
 
+/// Whether `t` occurs in `n` with no letter or digit joined to either of
+/// its ends: "yes" is not said in "yesterday", "koala-3321" is in "the
+/// code is koala-3321, said the user".
+fn said_within(n: &str, t: &str) -> bool {
+    !t.is_empty()
+        && n.match_indices(t).any(|(i, _)| {
+            let before = n[..i].chars().next_back();
+            let after = n[i + t.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+}
+
 /// What an erasure took out of the files.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Erasure {
@@ -104,20 +116,13 @@ struct Scope {
     hashes: BTreeSet<String>,
 }
 
-/// Shorter erased texts are matched whole; longer ones also inside another
-/// text (a query, a record's text). "yes" must not take "yesterday" with
-/// it, while a sentence said inside another is that sentence.
-const CONTAINED_FROM: usize = 12;
-
 impl Scope {
-    /// Whether `text` says an erased text.
+    /// Whether `text` says an erased text: whole, or inside it as words
+    /// of their own ([`said_within`]), whatever its length: an alarm code
+    /// erased is said in "The alarm code is KOALA-3321, said the user".
     fn holds(&self, text: &str) -> bool {
         let n = normalize(text);
-        self.hashes.contains(&erased_hash(&n))
-            || self
-                .texts
-                .iter()
-                .any(|t| t.len() >= CONTAINED_FROM && n.contains(t.as_str()))
+        self.hashes.contains(&erased_hash(&n)) || self.texts.iter().any(|t| said_within(&n, t))
     }
 
     /// Whether a chunk of a version of the entries file or of MEMORY.md

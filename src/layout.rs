@@ -24,6 +24,9 @@ pub mod rel {
     pub const TOMBSTONES: &str = ".tombstones.jsonl";
     pub const RECALL_LOG: &str = ".recall_log.jsonl";
     pub const USAGE: &str = ".llm_usage.jsonl";
+    /// Under a root (not a memory): one ledger per memory,
+    /// `.memd/usage/NAME.jsonl`, out of every tenant's reach.
+    pub const TENANT_LEDGERS: &str = ".memd/usage";
     pub const STATE: &str = ".consolidation_state.json";
     pub const RUNTIME: &str = ".memd";
     pub const INDEX: &str = ".memd/index";
@@ -124,12 +127,20 @@ impl schemars::JsonSchema for Source {
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
+    /// Where its LLM calls are counted, when not in the memory itself: a
+    /// memory under `serve --root` is counted in the root's
+    /// [`rel::TENANT_LEDGERS`], which the tenant cannot write
+    /// ([`crate::server::tenant`]).
+    ledger: Option<PathBuf>,
 }
 
 impl Layout {
     /// A layout for `root` without checking anything (for `init`).
     pub fn new(root: impl Into<PathBuf>) -> Layout {
-        Layout { root: root.into() }
+        Layout {
+            root: root.into(),
+            ledger: None,
+        }
     }
 
     /// The memory directory at `root`, or an error if it is not one.
@@ -197,8 +208,15 @@ impl Layout {
     pub fn recall_log(&self) -> PathBuf {
         self.at(rel::RECALL_LOG)
     }
+    /// Where its LLM calls are counted ([`crate::usage`]).
     pub fn usage_file(&self) -> PathBuf {
-        self.at(rel::USAGE)
+        self.ledger.clone().unwrap_or_else(|| self.at(rel::USAGE))
+    }
+
+    /// This layout with its LLM calls counted at `ledger` instead.
+    pub fn with_ledger(mut self, ledger: PathBuf) -> Layout {
+        self.ledger = Some(ledger);
+        self
     }
     pub fn state_file(&self) -> PathBuf {
         self.at(rel::STATE)

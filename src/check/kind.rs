@@ -62,10 +62,14 @@ pub enum Kind {
     /// An erasure that did not finish: a file still holds a text it
     /// erased, or the entry it erased (running it again finishes it).
     EraseUnfinished,
-    /// An archive line that says an erased text again (a note: a person
-    /// wrote it; it is kept out, and erasing its id takes it out of the
-    /// file).
+    /// An archive line that says an erased text again (a person or a
+    /// remote wrote it: kept out, but the text the erasure took is on
+    /// disk again; erasing its id takes it out of the file).
     ErasedSaidAgain,
+    /// A redaction line that no erasure receipt names: a fact taken out
+    /// of the archive with nothing saying why (a remote's or a hand
+    /// edit's; a sync puts it back when a copy holds it live).
+    RedactedWithoutReceipt,
     /// A run that called the LLM when the day's budget was already spent
     /// (`[llm] max_tokens_per_day`).
     PastBudget,

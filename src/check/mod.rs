@@ -187,16 +187,33 @@ fn synced(layout: &Layout, report: &mut Report) {
         );
         report.note(Kind::SyncDrivers, ".gitattributes", None, what);
     }
+    if health.interrupted {
+        let what = "a sync stopped after git merged and before it committed the merge: run `memd sync` to finish it";
+        report.problem(
+            Kind::SyncUnfinished,
+            ".git/MERGE_HEAD",
+            None,
+            what.to_string(),
+        );
+    }
+    for line in health.other_merges {
+        let what = format!(
+            "{line:?} gives memd's files another merge (a remote's, or a hand edit); memd's own lines in .git/info/attributes win over it, so memd's merges still run"
+        );
+        report.note(Kind::SyncDrivers, ".gitattributes", None, what);
+    }
 }
 
-/// Each erasure finished ([`crate::erase::check`]); a line saying an
-/// erased text again, a note.
+/// Each erasure finished ([`crate::erase::check`]) and each redaction
+/// receipted; a line saying an erased text again is a problem too (the
+/// text is on disk again).
 fn erasures(
     layout: &Layout,
     files: (&Document, &[archive::Fact], &[crate::journal::Record]),
     tombstones: &Tombstones,
     report: &mut Report,
 ) -> Result<()> {
+    redactions_receipted(layout, tombstones, report)?;
     if tombstones.receipts().next().is_none() {
         return Ok(());
     }
@@ -216,7 +233,38 @@ fn erasures(
         let what = format!(
             "fact {id} says an erased text again (kept out; `memd forget --erase {id}` takes it out of the file)"
         );
-        report.note(Kind::ErasedSaidAgain, &file, Some(line), what);
+        report.problem(Kind::ErasedSaidAgain, &file, Some(line), what);
+    }
+    Ok(())
+}
+
+/// Each redaction line named by an erasure receipt: one that is not took
+/// a fact out with nothing saying why.
+fn redactions_receipted(
+    layout: &Layout,
+    tombstones: &Tombstones,
+    report: &mut Report,
+) -> Result<()> {
+    let named: std::collections::HashSet<&crate::ids::FactId> = tombstones
+        .receipts()
+        .flat_map(|t| t.sources.iter())
+        .collect();
+    for day in layout.archive_days()? {
+        // Parsed only when it holds a redaction at all.
+        let raw = std::fs::read(layout.archive_file(&day)).unwrap_or_default();
+        if !raw.windows(12).any(|w| w == b"<!-- erased:") {
+            continue;
+        }
+        for e in archive::read_day(layout, &day)?.erased {
+            if !named.contains(&e.id) {
+                let what = format!(
+                    "fact {} was taken out by a redaction line that no erasure receipt names (a remote's or a hand edit's): put its line back from a copy that holds it (`memd sync` does when one does), or erase it with `memd forget --erase {}` on the copy that holds it",
+                    e.id, e.id
+                );
+                let file = rel::archive_file(&day);
+                report.problem(Kind::RedactedWithoutReceipt, &file, Some(e.line), what);
+            }
+        }
     }
     Ok(())
 }

@@ -176,6 +176,8 @@ impl Request for Add {
         summary: "Append facts to today's archive (`text` or `texts`)",
     };
 
+    const NEEDS: &'static [&'static [&'static str]] = &[&["text", "texts"]];
+
     fn needs_index(&self) -> bool {
         false
     }

@@ -91,6 +91,8 @@ impl Request for Search {
         summary: "Hybrid search (vector and full text) over facts, entries and MEMORY.md",
     };
 
+    const NEEDS: &'static [&'static [&'static str]] = &[&["query"]];
+
     fn needs_index(&self) -> bool {
         true
     }

@@ -30,6 +30,11 @@ pub trait Request:
     /// bytes.
     const MEDIA: Option<&'static str> = None;
 
+    /// Fields of which at least one must be given, each group on its own
+    /// (its type makes them optional: a CLI flag, a default, or one of two
+    /// shapes). The OpenAPI description says so ([`crate::server`]).
+    const NEEDS: &'static [&'static [&'static str]] = &[];
+
     /// Whether it needs the index (a search, a sync, a run's embeddings);
     /// otherwise it reads and writes files only, which any process may.
     fn needs_index(&self) -> bool;

@@ -259,8 +259,9 @@ pub fn list(layout: &Layout) -> Result<Items> {
 
 /// Accept (`[x]`) or reject (take out) the items of `ids` (or, with
 /// `all`, of every open proposal) in REVIEW.md, as a person would; the ids
-/// changed. An id that names no open proposal is an error, and nothing is
-/// changed.
+/// changed. An id that names no proposal, or one decided the other way
+/// (or withdrawn), is an error, and nothing is changed; one decided the
+/// same way already is left as it is.
 pub fn decide(
     memory: &crate::Memory,
     ids: &[ProposalId],
@@ -271,17 +272,30 @@ pub fn decide(
     let _lock = crate::entries::lock(layout)?;
     let props = Proposals::load(layout)?;
     let open: HashSet<&ProposalId> = props.open().map(|p| &p.item).collect();
-    let chosen: Vec<ProposalId> = match all {
+    let mut chosen: Vec<ProposalId> = match all {
         true => props.open().map(|p| p.item.clone()).collect(),
         false => ids.to_vec(),
     };
-    if let Some(bad) = chosen.iter().find(|id| !open.contains(id)) {
-        let what = match props.decided.get(bad) {
-            Some(d) => format!("proposal {bad} was carried out already ({:?})", d.decision),
-            None => format!("proposal {bad} (`memd review` lists the open ones)"),
+    for bad in chosen.iter().filter(|id| !open.contains(id)) {
+        let Some(d) = props.decided.get(bad) else {
+            let what = format!("open proposal {bad} (the review lists the open ones)");
+            return Err(crate::Error::NoSuch { what });
         };
-        return Err(crate::Error::NoSuch { what });
+        let said = match d.decision {
+            Decision::Accepted if accept => continue,
+            Decision::Rejected if !accept => continue,
+            Decision::Accepted => "accepted and applied already",
+            Decision::Rejected => "rejected already (its facts were kept word for word)",
+            Decision::Withdrawn => {
+                "withdrawn (one of its facts was forgotten or erased since, the others are pending again)"
+            }
+        };
+        return Err(crate::Error::Invalid(format!(
+            "proposal {bad} was {said}: a decision is carried out once, and nothing was changed"
+        )));
     }
+    // The same decision again (a retried request) changes nothing.
+    chosen.retain(|id| open.contains(id));
     let path = layout.review_md();
     sheet::edit(&path, |sheet| {
         for id in &chosen {

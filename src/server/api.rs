@@ -96,23 +96,34 @@ pub(crate) fn router(state: Shared) -> Router {
     let mut mount = Mount(Router::new());
     request::each(&mut mount);
     let memory = mount.0.route("/healthz", get(memory_health));
-    let app = match state.memories.root_dir() {
-        None => Router::new()
-            .nest("/v1", memory)
-            .merge(super::page::routes()),
-        Some(_) => Router::new()
-            .route("/v1/memories", get(memories))
-            .nest("/v1/m/{name}", memory)
-            .route("/", get(super::page::memories))
-            // A nested `/` is `/m/{name}` alone; the page's links end in `/`.
-            .route("/m/{name}/", get(super::page::index))
-            .nest("/m/{name}", super::page::routes()),
+    let (app, login) = match state.memories.root_dir() {
+        None => (
+            Router::new()
+                .nest("/v1", memory)
+                .merge(super::page::routes()),
+            Router::new().route("/login", super::page::login_route()),
+        ),
+        Some(_) => (
+            Router::new()
+                .route("/v1/memories", get(memories))
+                .nest("/v1/m/{name}", memory)
+                .route("/", get(super::page::memories))
+                // A nested `/` is `/m/{name}` alone; the page's links end in `/`.
+                .route("/m/{name}/", get(super::page::index))
+                .nest("/m/{name}", super::page::routes()),
+            Router::new().route("/m/{name}/login", super::page::login_route()),
+        ),
     };
     app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .route("/v1/openapi.json", get(openapi))
+        // Every route above asks for the token; the login form, merged
+        // after, is the one route that does not.
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), token))
+        .merge(login)
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), screen))
+        .layer(axum::middleware::from_fn(super::page::headers))
         .with_state(state)
 }
 
@@ -132,37 +143,49 @@ impl request::Each for Mount {
     }
 }
 
-/// Refuse what [`super::guard`] refuses, before any route runs.
-async fn guard(
+/// Refuse a request from another host or another site's page, before
+/// any route runs ([`super::guard::refuse_page`]).
+async fn screen(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    req: HttpRequest,
+    next: Next,
+) -> Response {
+    let allowed = &s.config.server.allowed_origins;
+    match super::guard::refuse_page(req.headers(), s.bound, allowed) {
+        Some((code, msg)) => refused(code, msg),
+        None => next.run(req).await,
+    }
+}
+
+/// Refuse a request to a route that asks for a token without one (the
+/// daemon's, or the memory's own), once the router matched the route.
+async fn token(
     axum::extract::State(s): axum::extract::State<Shared>,
     req: HttpRequest,
     next: Next,
 ) -> Response {
     let path = req.uri().path().to_string();
     let own = memory_in(&path).and_then(|m| s.tokens.get(&m).cloned());
-    // The page's login form is open to all who pass the other checks.
-    let login = super::page::is_login(&path);
     let check = super::guard::Check {
-        bound: s.bound,
-        allowed_origins: &s.config.server.allowed_origins,
         tokens: s
             .token
             .iter()
             .chain(own.iter())
-            .filter(|_| !login)
             .map(String::as_str)
             .collect(),
         many: s.memories.root_dir().is_some(),
     };
     match check.refuse(req.headers()) {
-        Some((401, _)) if super::page::is_page(&path) => super::page::refused(&path),
-        Some((code, msg)) => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
-            tracing::info!(status = code, "request refused: {msg}");
-            ApiError::new(status, msg).into_response()
-        }
+        Some(_) if super::page::is_page(&path) => super::page::refused(&path),
+        Some((code, msg)) => refused(code, msg),
         None => next.run(req).await,
     }
+}
+
+fn refused(code: u16, msg: String) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
+    tracing::info!(status = code, "request refused: {msg}");
+    ApiError::new(status, msg).into_response()
 }
 
 /// The memory a path names, if it is under `/v1/m/`: decoded as the router

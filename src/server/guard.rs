@@ -12,7 +12,9 @@
 //! - with a token, `Authorization: Bearer <token>`, compared in constant
 //!   time, or the cookie the web page's login form set for that token
 //!   ([`SESSION_COOKIE`]: HttpOnly, SameSite=Strict, so no other site's
-//!   page sends it).
+//!   page sends it). The token is asked by every route the router serves
+//!   but the login form's own (`/login`, `/m/{name}/login`), which the
+//!   router matches; no path is let through because of how it looks.
 //!
 //! The web page ([`super::page`]) is a page too: its own origin (the
 //! `Origin` that names the `Host` it asked) is allowed, so its forms POST,
@@ -27,24 +29,19 @@ use std::net::{IpAddr, SocketAddr};
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 
-/// What a request is checked against.
+/// The tokens a route asks for: any one of them opens it.
 pub(crate) struct Check<'a> {
-    /// The address the daemon is bound to.
-    pub bound: SocketAddr,
-    pub allowed_origins: &'a [String],
-    /// The tokens any one of which opens the route (none: no token is
-    /// needed): the daemon's, and under a root the memory's own.
+    /// The daemon's token, and under a root the memory's own (none: no
+    /// token is needed).
     pub tokens: Vec<&'a str>,
     /// Whether the daemon serves many memories (for the message).
     pub many: bool,
 }
 
 impl Check<'_> {
-    /// Why a request with `headers` is refused, if it is.
+    /// Why a request with `headers` is refused for want of a token, if it
+    /// is.
     pub(crate) fn refuse(&self, headers: &HeaderMap) -> Option<(u16, String)> {
-        if let Some(refused) = refuse_page(headers, self.bound, self.allowed_origins) {
-            return Some(refused);
-        }
         let opens = |t: &&str| bears(headers, t) || has_session(headers, t);
         if self.tokens.is_empty() || self.tokens.iter().any(opens) {
             return None;
@@ -60,8 +57,9 @@ impl Check<'_> {
 }
 
 /// Why a request is refused as coming from a page or another host, if it
-/// is.
-fn refuse_page(
+/// is: asked of every request, whatever its route (the login form's
+/// included).
+pub(crate) fn refuse_page(
     headers: &HeaderMap,
     bound: SocketAddr,
     allowed_origins: &[String],

@@ -442,8 +442,10 @@ impl Root {
         {
             return Ok(config.clone());
         }
-        let config = Config::load(&layout.root)?;
-        tenant::allowed(&self.root_config()?, name, &config)?;
+        let mut config = Config::load(&layout.root)?;
+        let root = self.root_config()?;
+        tenant::allowed(&root, name, &config)?;
+        tenant::bind_budget(&root, &mut config);
         all.insert(name.to_string(), (stamp, config.clone()));
         Ok(config)
     }

@@ -77,10 +77,12 @@ impl request::Each for Paths {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let required: Vec<&str> = params["required"]
+        let mut required: Vec<&str> = params["required"]
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        // A group of one is a field that must be given.
+        required.extend(R::NEEDS.iter().filter(|g| g.len() == 1).map(|g| g[0]));
         let in_path: Vec<&str> = route.path_fields().collect();
         let mut parameters: Vec<Value> = in_path
             .iter()
@@ -93,7 +95,7 @@ impl request::Each for Paths {
                 query.map(|k| parameter(k, "query", required.contains(&k.as_str()), &properties)),
             );
         } else {
-            body = Some(body_of(params.clone(), &in_path));
+            body = Some(body_of(needing(params.clone(), R::NEEDS), &in_path));
         }
         let reply = match R::MEDIA {
             Some(media) => json!({
@@ -144,11 +146,32 @@ fn body_of(mut schema: Value, in_path: &[&str]) -> Value {
     if let Some(req) = schema.get_mut("required").and_then(|v| v.as_array_mut()) {
         req.retain(|r| !in_path.iter().any(|f| r == f));
     }
-    let required = schema["required"].as_array().is_some_and(|r| !r.is_empty());
+    let required = schema["required"].as_array().is_some_and(|r| !r.is_empty())
+        || schema.get("anyOf").is_some();
     json!({
         "required": required,
         "content": { "application/json": { "schema": schema } },
     })
+}
+
+/// `schema` saying what [`Request::NEEDS`] says: a field of a group of
+/// one in `required`, a group of more as `anyOf` of each field required.
+fn needing(mut schema: Value, needs: &[&[&str]]) -> Value {
+    for group in needs {
+        match group {
+            [one] => {
+                let req = schema["required"].as_array().cloned().unwrap_or_default();
+                let mut req: Vec<Value> = req;
+                req.push(json!(one));
+                schema["required"] = Value::Array(req);
+            }
+            many => {
+                let each: Vec<Value> = many.iter().map(|f| json!({ "required": [f] })).collect();
+                schema["anyOf"] = Value::Array(each);
+            }
+        }
+    }
+    schema
 }
 
 fn ok(schema: Value) -> Value {

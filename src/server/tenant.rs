@@ -24,6 +24,13 @@
 //!   otherwise every request on that memory is refused, naming the key,
 //!   and its loop does not run. So a tenant cannot make the daemon send
 //!   `MEMD_TOKEN` (or any other variable) anywhere.
+//! - **Limits** ([`bind_budget`]): the root pays for the LLM, so the
+//!   root's `[llm] max_tokens_per_day` binds every memory (a memory's own
+//!   may be lower, never higher), and each memory's calls are counted in
+//!   the root's `.memd/usage/NAME.jsonl` ([`ledger`]), which no tenant can
+//!   write or delete: a tenant that edits its own files neither raises its
+//!   budget nor spends it again. (A ledger a memory kept in its own
+//!   directory before is not read: that is the tenant's file.)
 //! - **Identity** ([`identity`]): an open memory remembers its
 //!   directory's device and inode. A directory deleted or replaced while
 //!   open is noticed at the next request, closed, and opened again (a
@@ -159,15 +166,39 @@ pub fn allowed(root: &Config, name: &str, config: &Config) -> Result<()> {
     }
 }
 
-/// The layout of memory `name` under `root`, checked (name, links).
+/// The root's budget binds memory `config`: its `max_tokens_per_day` is
+/// the lower of its own and the root's, 0 (no limit) counting as no bound.
+pub fn bind_budget(root: &Config, config: &mut Config) {
+    let (own, roots) = (config.llm.daily_budget(), root.llm.daily_budget());
+    let bound = match (own, roots) {
+        (Some(o), Some(r)) => o.min(r),
+        (o, r) => o.or(r).unwrap_or(0),
+    };
+    config.llm.max_tokens_per_day = bound;
+}
+
+/// Where memory `name` under `root` has its LLM calls counted: in the
+/// root, out of the tenant's reach (see the module doc).
+pub fn ledger(root: &Path, name: &str) -> std::path::PathBuf {
+    root.join(crate::layout::rel::TENANT_LEDGERS)
+        .join(format!("{name}.jsonl"))
+}
+
+/// The layout of memory `name` under `root`, checked (name, links), its
+/// LLM calls counted in the root's [`ledger`].
 /// When it does not exist: made as `memd init` does, with `root/memd.toml`
 /// (if any) as its configuration, when `create`; else `NoSuch`.
 pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
     let name = canonical(name)?;
     let dir = root.join(&name);
     confined(&dir)?;
+    let ledger = ledger(root, &name);
+    if let Some(parent) = ledger.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
     if Layout::is_memory(&dir) {
-        return Layout::open(&dir);
+        return Ok(Layout::open(&dir)?.with_ledger(ledger));
     }
     if dir.exists() && !dir.is_dir() {
         return Err(Error::Invalid(format!(
@@ -186,5 +217,5 @@ pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
             .with_context(|| format!("copying {}", template.display()))?;
     }
     tracing::info!(memory = %name, "memory created");
-    Ok(layout)
+    Ok(layout.with_ledger(ledger))
 }

@@ -25,10 +25,16 @@
 //! rewrote (force-pushed) is merged like any other: nothing of either side
 //! is dropped, and the reply says it.
 //!
+//! **Trust.** A remote is untrusted: its data is merged, its authority
+//! never taken ([`authority`]: configuration, git's own files, links);
+//! a redaction it sends is taken only with its erasure receipt
+//! ([`settle`]).
+//!
 //! The daemon syncs on a timer when `[sync] interval_seconds` is set.
 
 pub mod merge;
 
+mod authority;
 mod day;
 mod lines;
 mod settle;
@@ -202,6 +208,7 @@ pub(crate) fn prepare(dir: &Path, remote: Option<&str>) -> Result<Repo> {
     let mut attributes: Vec<&str> = attributes.iter().map(String::as_str).collect();
     attributes.extend(BUILT_IN);
     write_lines_missing(&dir.join(".gitattributes"), &attributes)?;
+    authority::own_attributes(&repo, &attributes)?;
     if let Some(url) = remote {
         match repo.ok(&["remote", "get-url", "origin"]) {
             true => repo.run(&["remote", "set-url", "origin", url])?,
@@ -222,6 +229,12 @@ pub struct Health {
     pub unfinished: Vec<(String, String)>,
     /// Merge drivers `.gitattributes` names that git's config lacks.
     pub missing_drivers: Vec<String>,
+    /// A merge git made that no commit finished (a sync killed after
+    /// git merged): the next `memd sync` finishes it.
+    pub interrupted: bool,
+    /// Lines of `.gitattributes` that give memd's files another merge
+    /// (memd's own, in `.git/info/attributes`, win over them).
+    pub other_merges: Vec<String>,
 }
 
 /// `None` when `dir` was never set up by `memd sync` (its
@@ -240,6 +253,8 @@ pub fn health(dir: &Path) -> Option<Health> {
     let mut out = Health {
         unfinished: Vec::new(),
         missing_drivers: Vec::new(),
+        interrupted: false,
+        other_merges: other_merges(&attributes),
     };
     for kind in merge::Kind::ALL {
         let key = format!("merge.memd-{}.driver", kind.name());
@@ -255,8 +270,27 @@ pub fn health(dir: &Path) -> Option<Health> {
             .lines()
             .map(|f| (f.to_string(), "a sync's merge left this file in conflict: edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then run `memd sync`".to_string()))
             .collect();
+        out.interrupted = out.unfinished.is_empty();
     }
     Some(out)
+}
+
+/// The lines of a `.gitattributes` text that set a merge other than
+/// memd's own for a path memd merges.
+fn other_merges(attributes: &str) -> Vec<String> {
+    let ours: Vec<&str> = ATTRIBUTES.iter().map(|(p, _)| *p).collect();
+    attributes
+        .lines()
+        .map(str::trim)
+        .filter(|l| !BUILT_IN.contains(l))
+        .filter(|l| {
+            let mut words = l.split_whitespace();
+            let path = words.next().unwrap_or_default();
+            let merges = |w: &str| w.starts_with("merge") || w == "-merge" || w == "binary";
+            ours.contains(&path) && words.any(|w| merges(w) && !w.starts_with("merge=memd-"))
+        })
+        .map(String::from)
+        .collect()
 }
 
 /// Add each of `lines` that `path` lacks (a person's lines stay).

@@ -91,7 +91,15 @@ fn commit_and_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()
             &tracking,
         ])?;
         out.merged = true;
-        if !merged.status.success() {
+        let put_back = super::authority::keep_local(repo)?;
+        // A conflict over what a remote may not set is settled by putting
+        // this machine's back: when that was the only one, the merge goes on.
+        let settled = !put_back.is_empty()
+            && repo
+                .run(&["diff", "--name-only", "--diff-filter=U"])?
+                .is_empty();
+        out.notes.extend(put_back);
+        if !merged.status.success() && !settled {
             return left_to_the_person(repo, out, &super::said(&merged));
         }
     }
@@ -131,6 +139,8 @@ fn has_markers(path: &std::path::Path) -> bool {
 /// Settle the merge across files, finish the other side's erasures, and
 /// commit it.
 fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
+    // Again for a merge an earlier sync left (killed after git merged).
+    out.notes.extend(super::authority::keep_local(repo)?);
     at(&memory.layout, Step::SyncMerged);
     let settled = super::settle::settle(memory, |rev, path| repo.show(rev, path))?;
     let counts = [
@@ -163,6 +173,11 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
         if n > 0 {
             out.settled.push(format!("{n} {what}"));
         }
+    }
+    for f in &settled.unredacted {
+        out.notes.push(format!(
+            "fact {f}: a redaction line came without the erasure receipt that names it; the fact's line was put back (an erasure is taken only with its receipt)"
+        ));
     }
     for id in &settled.erasures {
         match crate::erase::erase(memory, id) {

@@ -41,6 +41,10 @@
 //!   text written again by hand after the erasure is a person's, and
 //!   `memd check` names it).
 //!
+//! - **A redaction without its receipt** ([`unreceipted`]) is not an
+//!   erasure: the fact's line is put back as a side holding it live has
+//!   it.
+//!
 //! Every change here is made under the entries lock, with its version
 //! recorded ([`crate::versions::Writing`]).
 
@@ -75,6 +79,9 @@ pub(crate) struct Settled {
     pub pending_again: usize,
     /// Ids to erase again (entry or fact), each once.
     pub erasures: Vec<String>,
+    /// Facts a redaction line took out with no erasure receipt naming
+    /// them, put back ([`unreceipted`]).
+    pub unredacted: Vec<FactId>,
 }
 
 /// `show(rev, path)`: a file as commit `rev` holds it, `HEAD` (ours) or
@@ -92,7 +99,8 @@ pub(crate) fn settle(
     let stamp = crate::journal::Stamp::new(memory.clock);
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
-    // Settling changes no day file: the facts are read once.
+    out.unredacted = unreceipted(layout, &stones, &show)?;
+    // Settling changes no other day file: the facts are read once.
     let (facts, _) = archive::read_all(layout)?;
     let (doc, undecided) = entries(memory, doc, (&stones, &facts), &mut out)?;
     decided(layout, (&doc, &stones), (&facts, &undecided), &mut out)?;
@@ -222,6 +230,45 @@ fn receipt_id(t: &Tombstone) -> Option<String> {
         .or_else(|| t.sources.first().map(|f| f.to_string()))
 }
 
+/// A redaction is an erasure's only with its receipt: a redaction line
+/// the merge brought whose fact no receipt of the merged tombstones names
+/// (a remote's, or a hand edit's on one side) is put back as the side
+/// that holds the fact live has it (ours first). One neither side holds
+/// live stays, and `memd check` names it.
+fn unreceipted(
+    layout: &crate::Layout,
+    stones: &Tombstones,
+    show: &impl Fn(&str, &str) -> Option<String>,
+) -> Result<Vec<FactId>> {
+    let named: HashSet<&FactId> = stones.receipts().flat_map(|t| t.sources.iter()).collect();
+    let mut back = Vec::new();
+    for day in layout.archive_days()? {
+        let parsed = archive::read_day(layout, &day)?;
+        let lacking: HashSet<&FactId> = parsed
+            .erased
+            .iter()
+            .map(|e| &e.id)
+            .filter(|id| !named.contains(id))
+            .collect();
+        if lacking.is_empty() {
+            continue;
+        }
+        let mut items: HashMap<FactId, String> = HashMap::new();
+        for rev in ["HEAD", "MERGE_HEAD"] {
+            let path = format!("{}{day}.md", crate::layout::rel::ARCHIVE);
+            let text = show(rev, &path).unwrap_or_default();
+            for f in archive::parse(&day, &text).facts {
+                if lacking.contains(&f.id) && !items.contains_key(&f.id) {
+                    let item = archive::item_of(&f, &text).to_string();
+                    items.insert(f.id, item);
+                }
+            }
+        }
+        back.extend(archive::unredact(layout, &day, &items)?);
+    }
+    Ok(back)
+}
+
 /// Erasures that reached a side holding a fact of their text written
 /// there before they arrived (that side's commit holds the fact and not
 /// the receipt): ids to finish on the merge, since an erasure takes every
@@ -240,14 +287,16 @@ fn erasures_arrived(
         all.filter(|t: &Tombstone| t.reason == Reason::Erase)
             .collect()
     };
-    let mut days: HashMap<(&str, String), HashSet<FactId>> = HashMap::new();
+    // By text, not by id: a fact's id counts the earlier facts of its
+    // text in its file, which a redaction line merged in above it changes.
+    let mut days: HashMap<(&str, String), HashSet<String>> = HashMap::new();
     let mut wrote = |rev: &'static str, f: &archive::Fact| {
-        let ids = days.entry((rev, f.day.clone())).or_insert_with(|| {
+        let said = days.entry((rev, f.day.clone())).or_insert_with(|| {
             let text = show(rev, &format!("{}{}.md", crate::layout::rel::ARCHIVE, f.day));
             let day = archive::parse(&f.day, &text.unwrap_or_default());
-            day.facts.into_iter().map(|f| f.id).collect()
+            day.facts.iter().map(|f| erased_hash(&f.text)).collect()
         });
-        ids.contains(&f.id)
+        said.contains(&erased_hash(&f.text))
     };
     let mut due = BTreeSet::new();
     let (ours, theirs) = (receipts("HEAD"), receipts("MERGE_HEAD"));

@@ -234,3 +234,29 @@ fn mcp_tool_schemas_are_the_request_types_schemas() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn the_openapi_document_says_a_fact_needs_text_or_texts_and_a_search_needs_its_query() {
+    let (_t, layout) = memory_dir();
+    write_config(&layout, None, "");
+    let d = start_in_process(&layout);
+    let (_, doc) = Http::at(&d.base, None).get("/v1/openapi.json");
+    let facts = &doc["paths"]["/v1/facts"]["post"]["requestBody"];
+    assert_eq!(facts["required"], true, "{facts}");
+    let any_of = &facts["content"]["application/json"]["schema"]["anyOf"];
+    assert_eq!(
+        any_of,
+        &serde_json::json!([{"required": ["text"]}, {"required": ["texts"]}]),
+        "{facts}"
+    );
+    let params = doc["paths"]["/v1/search"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let query = params.iter().find(|p| p["name"] == "query").unwrap();
+    assert_eq!(query["required"], true, "{query}");
+    // And the API holds to it.
+    let http = Http::at(&d.base, None);
+    assert_eq!(http.post("/v1/facts", "{}").0, 400);
+    assert_eq!(http.get("/v1/search").0, 400);
+    d.stop();
+}

@@ -95,7 +95,8 @@ fn an_erased_entry_and_its_history_are_in_no_file_and_never_come_back() {
     assert_eq!(v["written"], false, "{v}");
     assert_eq!(files_holding(dir, SECRET), Vec::<String>::new());
     // Written again by hand, it stays out of the entries, of search and
-    // of a rebuilt index; check notes it, and erasing it takes it out.
+    // of a rebuilt index; check calls it a problem (the text is on disk
+    // again), and erasing it takes it out.
     let day = std::fs::read_dir(dir.join("archive"))
         .unwrap()
         .next()
@@ -113,8 +114,11 @@ fn an_erased_entry_and_its_history_are_in_no_file_and_never_come_back() {
             .iter()
             .all(|t| !t.contains(SECRET))
     );
-    let report = ok(dir, &["check", "--json"]);
-    assert!(report.contains("erased_said_again"), "{report}");
+    let (passed, kinds, _) = crate::trust::check(dir);
+    assert!(
+        !passed && kinds.iter().any(|k| k == "erased_said_again"),
+        "{kinds:?}"
+    );
     let layout = memd::Layout::open(dir).unwrap();
     let (facts, _) = memd::archive::read_all(&layout).unwrap();
     let said = facts
@@ -234,8 +238,8 @@ fn a_text_written_again_after_its_erasure_gets_an_id_of_its_own() {
 
 /// An erased entry's text written again by hand on another day is kept
 /// out by the next run without the run's journal record saying it (the
-/// record of a fact an erasure keeps out holds no text): `memd check`
-/// stays clean, and only the line the person wrote holds the text.
+/// record of a fact an erasure keeps out holds no text): only the line
+/// the person wrote holds the text, which `memd check` names.
 #[test]
 fn an_erased_text_written_again_on_another_day_is_kept_out_without_the_journal_saying_it() {
     let tmp = fresh();
@@ -250,7 +254,8 @@ fn an_erased_text_written_again_on_another_day_is_kept_out_without_the_journal_s
     consolidate(dir);
     assert!(entries(dir).iter().all(|(_, t, _)| !t.contains(SECRET)));
     assert_eq!(files_holding(dir, SECRET), ["archive/2020-02-02.md"]);
-    crate::support::assert_checks_clean(dir, "an erased text written again");
+    let (_, kinds, _) = crate::trust::check(dir);
+    assert_eq!(kinds, ["erased_said_again"], "the line alone");
 }
 
 #[test]
@@ -430,4 +435,31 @@ fn an_erasure_in_a_git_repository_names_the_commits_holding_the_text_and_rewrite
     let plain = fresh();
     let id = with_secret_entry(plain.path());
     assert!(erase(plain.path(), &id).get("git").is_none());
+}
+
+/// An erasure takes every occurrence of its text, or refuses naming what
+/// holds it: a short text said inside a longer fact is said there too.
+#[test]
+fn an_erased_text_said_inside_a_longer_fact_is_refused_by_name_and_then_taken_out_everywhere() {
+    let t = fresh();
+    let dir = t.path();
+    let code = add(dir, "KOALA-3321");
+    let longer = add(dir, "The alarm code is KOALA-3321, said the user");
+    add(dir, "The user waters the koala-shaped plant daily");
+    let out = memd(dir, &["forget", "--erase", &code]);
+    assert!(!out.status.success(), "the erasure went ahead");
+    assert!(stderr(&out).contains(&longer), "{}", stderr(&out));
+    let stones = std::fs::read_to_string(dir.join(".tombstones.jsonl")).unwrap_or_default();
+    assert!(!stones.contains("erase"), "nothing was written: {stones}");
+    erase(dir, &longer);
+    erase(dir, &code);
+    for needle in ["KOALA-3321", "koala-3321"] {
+        assert_eq!(files_holding(dir, needle), Vec::<String>::new(), "{needle}");
+    }
+    assert!(
+        found(dir, "koala-shaped plant")
+            .iter()
+            .any(|t| t.contains("plant")),
+        "a fact that shares a word, not the text, stays"
+    );
 }

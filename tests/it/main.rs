@@ -5,6 +5,7 @@
 mod api;
 mod archive;
 mod asof;
+mod boundaries;
 mod browser;
 mod budget;
 mod check;

@@ -318,15 +318,21 @@ fn the_command_line_lists_accepts_and_rejects_and_an_item_accepted_twice_is_appl
     got.sort();
     assert_eq!(got, vec!["Allergic to peanuts", "Plays the violin"]);
 
-    // Accepted again: through the command line, a clear refusal; by
-    // putting its item back, taken out again and applied once.
+    // Accepted again through the command line: nothing to do (a retry);
+    // rejected after it was accepted, or accepted after it was rejected:
+    // a clear refusal saying what was decided; by putting its item back,
+    // taken out again and applied once.
     let out = memd(dir, &["review", "accept", &violin]);
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("carried out already"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (verb, id, said) in [
+        ("reject", &violin, "accepted and applied already"),
+        ("accept", &peanuts, "rejected already"),
+    ] {
+        let out = memd(dir, &["review", verb, id]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(said) && !err.contains("there is no"), "{err}");
+    }
     std::fs::write(
         layout.review_md(),
         format!(

@@ -19,7 +19,7 @@ fn remote() -> (tempfile::TempDir, String) {
     (t, url)
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -394,6 +394,13 @@ fn a_sync_killed_at_any_step_is_finished_by_the_next() {
             pause_and_kill(b, &["sync"], step),
             "sync exited before {step}"
         );
+        if step != "sync-committed" {
+            let (passed, kinds, _) = check(b);
+            assert!(
+                !passed && kinds.iter().any(|k| k == "sync_unfinished"),
+                "check is loud about a merge left uncommitted at {step}: {kinds:?}"
+            );
+        }
         both_sync_and_hold_both_changes(a, b);
     }
 }
@@ -645,4 +652,177 @@ fn a_memory_inside_another_repository_is_never_synced_with_it() {
     let clone = tempfile::tempdir().unwrap();
     git(clone.path(), &["clone", "--quiet", &url, "."]);
     assert!(!clone.path().join("private.txt").exists());
+}
+
+/// A clone of the remote that a stranger commits to with plain git.
+fn stranger(url: &str) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    git(t.path(), &["clone", "--quiet", url, "."]);
+    git(t.path(), &["config", "user.email", "stranger@example.com"]);
+    git(t.path(), &["config", "user.name", "stranger"]);
+    t
+}
+
+/// Commit everything in `dir` and push it to the remote's main.
+fn push_all(dir: &Path) {
+    git(dir, &["add", "--all", "."]);
+    git(dir, &["commit", "--quiet", "--no-verify", "-m", "stranger"]);
+    git(dir, &["push", "--quiet", "origin", "HEAD:main"]);
+}
+
+#[test]
+fn a_remote_neither_configures_this_machine_nor_switches_memds_merges_off() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    let evil = stranger(&url);
+    let e = evil.path();
+    std::fs::write(
+        e.join("memd.toml"),
+        "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"x\"\napi_key_env = \"HOME\"\n",
+    )
+    .unwrap();
+    std::fs::write(e.join(".gitattributes"), "archive/*.md merge=binary\n").unwrap();
+    std::fs::write(e.join(".gitignore"), "archive/\n").unwrap();
+    push_all(e);
+    let config = std::fs::read_to_string(a.join("memd.toml")).unwrap();
+    let said = sync(a);
+    assert!(
+        said.contains("memd.toml"),
+        "the sync says what it did not take: {said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(a.join("memd.toml")).unwrap(),
+        config
+    );
+    assert_eq!(git(a, &["show", "HEAD:memd.toml"]), config);
+    let attributes = std::fs::read_to_string(a.join(".gitattributes")).unwrap();
+    assert!(!attributes.contains("merge=binary"), "{attributes}");
+    // The day's file changed on both machines still merges by memd's driver.
+    add(a, "User keeps bees");
+    add(b, "User reads sci-fi");
+    sync(a);
+    both_sync_and_hold_both_changes(a, b);
+}
+
+#[test]
+fn a_remotes_links_are_never_followed_out_of_the_memory() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let a = a.path();
+    let outside = tempfile::tempdir().unwrap();
+    let (core, entries_file) = (
+        outside.path().join("core.md"),
+        outside.path().join("entries.md"),
+    );
+    std::fs::write(&core, "a file of someone else's\n").unwrap();
+    std::fs::write(&entries_file, "- The stranger's entry\n").unwrap();
+    let evil = stranger(&url);
+    let e = evil.path();
+    let day = std::fs::read_dir(e.join("archive"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let day = format!("archive/{}", day.file_name().to_string_lossy());
+    for (link, to) in [
+        ("MEMORY.md", &core),
+        ("consolidated/memory.md", &entries_file),
+        (day.as_str(), &entries_file),
+    ] {
+        std::fs::remove_file(e.join(link)).unwrap();
+        std::os::unix::fs::symlink(to, e.join(link)).unwrap();
+    }
+    push_all(e);
+    // This machine wrote that day too: a file here, a link there.
+    add(a, "User grows tomatoes");
+    let said = sync(a);
+    assert!(said.contains("MEMORY.md"), "{said}");
+    for link in ["MEMORY.md", "consolidated/memory.md", day.as_str()] {
+        let m = std::fs::symlink_metadata(a.join(link)).unwrap();
+        assert!(!m.file_type().is_symlink(), "{link} is a link");
+    }
+    assert!(found(a, "tomatoes").iter().any(|t| t.contains("tomatoes")));
+    add(a, "User keeps bees");
+    consolidate(a);
+    assert_eq!(
+        std::fs::read_to_string(&core).unwrap(),
+        "a file of someone else's\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&entries_file).unwrap(),
+        "- The stranger's entry\n"
+    );
+    assert!(entries(a).iter().all(|(_, t, _)| !t.contains("stranger")));
+    assert_clean(a);
+}
+
+#[test]
+fn a_redaction_without_its_erasure_receipt_is_put_back_and_check_names_it() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let a = a.path();
+    let layout = memd::Layout::open(a).unwrap();
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    let tea = facts.iter().find(|f| f.text.contains("green tea")).unwrap();
+    let evil = stranger(&url);
+    let e = evil.path();
+    let day = e.join(format!("archive/{}.md", tea.day));
+    let text = std::fs::read_to_string(&day).unwrap();
+    let line = text.lines().nth(tea.line - 1).unwrap().to_string();
+    assert!(line.contains("green tea"), "{line}");
+    let redacted = format!("- <!-- erased:{} 2026-11-29T00:00:00Z -->", tea.id);
+    std::fs::write(&day, text.replace(&line, &redacted)).unwrap();
+    let (_, kinds, _) = check(e);
+    assert!(
+        kinds.iter().any(|k| k == "redacted_without_receipt"),
+        "{kinds:?}"
+    );
+    push_all(e);
+    let said = sync(a);
+    assert!(said.contains("put back"), "{said}");
+    let now = std::fs::read_to_string(a.join(format!("archive/{}.md", tea.day))).unwrap();
+    assert!(now.contains(&line), "{now}");
+    assert!(
+        found(a, "green tea")
+            .iter()
+            .any(|t| t.contains("green tea"))
+    );
+    assert_clean(a);
+}
+
+/// An erasure on a copy that never pushed, of a text the other copy wrote
+/// and pushed as a fact of its own: after both sync, neither copy's files
+/// nor the remote's tip hold the text.
+#[test]
+fn an_erasure_made_before_a_copy_ever_pushed_takes_the_other_copys_same_text_too() {
+    const SECRET: &str = "ORCHID-7731";
+    let (remote, url) = remote();
+    let (a, b) = (fresh(), fresh());
+    let (a, b) = (a.path(), b.path());
+    add(b, &format!("The vault code is {SECRET}"));
+    ok(b, &["sync", "--remote", &url]);
+    let mine = add(a, &format!("The vault code is {SECRET}"));
+    ok(a, &["forget", "--erase", &mine]);
+    ok(a, &["sync", "--remote", &url]);
+    sync(b);
+    sync(a);
+    for dir in [a, b] {
+        let holding: Vec<String> = tree(dir)
+            .into_iter()
+            .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(SECRET))
+            .map(|(p, _)| p)
+            .collect();
+        assert!(
+            holding.is_empty(),
+            "{} holds it in {holding:?}",
+            dir.display()
+        );
+        assert_clean(dir);
+    }
+    let tip = git(remote.path(), &["ls-tree", "-r", "--name-only", "main"]);
+    for file in tip.lines() {
+        let text = git(remote.path(), &["show", &format!("main:{file}")]);
+        assert!(!text.contains(SECRET), "the remote's {file} holds it");
+    }
 }

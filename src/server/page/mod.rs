@@ -46,7 +46,6 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/runs/{run}", get(run))
         .route("/runs/{run}/undo", post(undo))
         .route("/archive", get(archive))
-        .route("/login", get(login_form).post(login))
         .route("/style.css", get(style))
 }
 
@@ -408,9 +407,38 @@ pub(crate) fn is_page(path: &str) -> bool {
     !(path.starts_with("/v1/") || path == "/v1" || path.starts_with("/healthz"))
 }
 
-/// Whether a path is the page's login (let through without a token).
-pub(crate) fn is_login(path: &str) -> bool {
-    path == "/login" || (path.starts_with("/m/") && path.ends_with("/login"))
+/// The login form's route: the one route the router serves without a
+/// token ([`super::api::router`] mounts it at `/login` or
+/// `/m/{name}/login`).
+pub(crate) fn login_route() -> axum::routing::MethodRouter<Shared> {
+    get(login_form).post(login)
+}
+
+/// Headers on every reply: no other site may frame the page or guess a
+/// reply's type, and nothing memd sends is kept in a shared cache (a
+/// page and an API reply carry a user's facts). The stylesheet alone may
+/// be cached. The referrer goes to the page's own origin alone: with none
+/// at all a browser sends a form's POST as `Origin: null`, which the guard
+/// refuses.
+pub(crate) async fn headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let style = req.uri().path().ends_with("/style.css");
+    let mut reply = next.run(req).await;
+    let h = reply.headers_mut();
+    let set = |h: &mut axum::http::HeaderMap, name, value: &'static str| {
+        h.entry(name).or_insert(HeaderValue::from_static(value));
+    };
+    set(h, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set(h, header::X_FRAME_OPTIONS, "DENY");
+    set(h, header::REFERRER_POLICY, "same-origin");
+    set(
+        h,
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    if !style {
+        set(h, header::CACHE_CONTROL, "no-store");
+    }
+    reply
 }
 
 /// The login form, for a page request the token check refused.

@@ -160,17 +160,25 @@ fn run(seed: u64, cases: u32, steps: usize) -> Result<u32, String> {
 /// Every user action, in random sequences, never loses or hides a fact.
 #[test]
 fn random_sequences_of_user_actions_never_lose_or_hide_a_fact() {
+    soaked((CI_SEED, CI_CASES, CI_STEPS), run);
+}
+
+/// `one(seed, cases, steps)` from the CI budget `ci`, or as the
+/// environment says (see the module doc): with `MEMD_RANDOM_MINUTES`,
+/// seed after seed until the time is up. Reports what it covered, and
+/// fails with every failure.
+pub(crate) fn soaked(ci: (u64, u32, usize), one: fn(u64, u32, usize) -> Result<u32, String>) {
     let seed = std::env::var("MEMD_RANDOM_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if std::env::var("MEMD_RANDOM_MINUTES").is_ok() {
             rand_seed()
         } else {
-            CI_SEED
+            ci.0
         });
     let minutes: f64 = env_or("MEMD_RANDOM_MINUTES", 0.0);
-    let cases = env_or("MEMD_RANDOM_CASES", CI_CASES);
-    let steps = env_or("MEMD_RANDOM_STEPS", CI_STEPS);
+    let cases = env_or("MEMD_RANDOM_CASES", ci.1);
+    let steps = env_or("MEMD_RANDOM_STEPS", ci.2);
     let started = std::time::Instant::now();
     let deadline = std::time::Duration::from_secs_f64(minutes * 60.0);
     let mut failures = Vec::new();
@@ -178,7 +186,7 @@ fn random_sequences_of_user_actions_never_lose_or_hide_a_fact() {
     let mut seed_now = seed;
     loop {
         eprintln!("random test: seed {seed_now}, {cases} sequences of up to {steps} steps");
-        match run(seed_now, cases, steps) {
+        match one(seed_now, cases, steps) {
             Ok(n) => sequences += n as u64,
             Err(f) => {
                 eprintln!("{f}");

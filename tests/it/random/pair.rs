@@ -10,6 +10,14 @@
 //! - every acknowledged fact is pending, held or forgotten by a user
 //!   action, and nothing forgotten came back (the oracle, with both
 //!   ledgers merged).
+//!
+//! A stranger who can push to the remote is a hostile actor
+//! ([`PairAction::Stranger`]): between syncs it commits a configuration
+//! that names its own LLM address and a secret, git files that switch
+//! memd's merges off, links to a file outside both copies, or a
+//! redaction without its erasure receipt. After every sync, besides the
+//! oracle: each copy's `memd.toml` is its own, no file of a copy is a
+//! link, and the outside file is as it was.
 
 use std::path::Path;
 
@@ -33,6 +41,9 @@ pub enum PairAction {
     On(usize, Action),
     /// `memd sync` on a copy.
     Sync(usize),
+    /// A stranger's commit pushed to the remote: what it changes (`how`)
+    /// and what it picks (a file, a fact).
+    Stranger { how: u8, pick: u8 },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -56,6 +67,7 @@ impl ReferenceStateMachine for PairModel {
             4 => actions::strategy(d0).prop_map(|a| PairAction::On(0, a)),
             4 => actions::strategy(d1).prop_map(|a| PairAction::On(1, a)),
             3 => (0..2usize).prop_map(PairAction::Sync),
+            1 => (any::<u8>(), any::<u8>()).prop_map(|(how, pick)| PairAction::Stranger { how, pick }),
         ]
         .boxed()
     }
@@ -63,7 +75,7 @@ impl ReferenceStateMachine for PairModel {
     fn preconditions(state: &PairShape, action: &PairAction) -> bool {
         match action {
             PairAction::On(i, a) => super::allowed(state.daemon[*i], a),
-            PairAction::Sync(_) => true,
+            PairAction::Sync(_) | PairAction::Stranger { .. } => true,
         }
     }
 
@@ -82,6 +94,12 @@ impl ReferenceStateMachine for PairModel {
 pub struct Pair {
     sides: [World; 2],
     _remote: tempfile::TempDir,
+    url: String,
+    /// A directory outside both copies: the stranger's links point into
+    /// it, and nothing may write there.
+    outside: tempfile::TempDir,
+    /// Each copy's `memd.toml` as its user wrote it.
+    configs: [Vec<u8>; 2],
     /// Each copy's ledger as of its last push.
     published: [Ledger; 2],
 }
@@ -103,9 +121,17 @@ impl Pair {
             let out = crate::support::memd(&w.layout.root, &["sync", "--remote", &url]);
             assert!(out.status.success(), "{}", crate::support::stderr(&out));
         }
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join(CANARY), CANARY_TEXT).unwrap();
+        let configs = sides
+            .each_ref()
+            .map(|w| std::fs::read(w.layout.config_file()).unwrap());
         let mut pair = Pair {
             sides,
             _remote: remote,
+            url,
+            outside,
+            configs,
             published: [Ledger::default(), Ledger::default()],
         };
         pair.sync(0);
@@ -138,7 +164,153 @@ impl Pair {
         }
         w.ledger.merge(&self.published[1 - i]);
         self.published[i] = w.ledger.clone();
+        self.trusted_nothing(i);
     }
+
+    /// What a stranger's commits must never have made of copy `i`: its
+    /// configuration another's, a link among its files, a write outside.
+    fn trusted_nothing(&self, i: usize) {
+        let root = &self.sides[i].layout.root;
+        let log = || self.sides[i].log.join("\n");
+        let config = std::fs::read(self.sides[i].layout.config_file()).unwrap_or_default();
+        assert!(
+            config == self.configs[i],
+            "copy {i}'s memd.toml was taken from the remote\n{}",
+            log()
+        );
+        let canary = std::fs::read_to_string(self.outside.path().join(CANARY)).unwrap_or_default();
+        assert_eq!(
+            canary,
+            CANARY_TEXT,
+            "a file outside the copies was written\n{}",
+            log()
+        );
+        let mut todo = vec![root.clone()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let t = e.file_type().unwrap();
+                assert!(
+                    !t.is_symlink(),
+                    "{} is a link after a sync\n{}",
+                    e.path().display(),
+                    log()
+                );
+                if t.is_dir() && e.file_name() != ".git" {
+                    todo.push(e.path());
+                }
+            }
+        }
+    }
+
+    /// A stranger's commit to the remote (see the module doc): `how`
+    /// chooses what it changes, `pick` which file or fact.
+    fn stranger(&mut self, how: u8, pick: u8) -> String {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        let git = |args: &[&str]| {
+            crate::sync::git(dir, args);
+        };
+        git(&["clone", "--quiet", &self.url, "."]);
+        git(&["config", "user.email", "stranger@example.com"]);
+        git(&["config", "user.name", "stranger"]);
+        let canary = self.outside.path().join(CANARY);
+        let what = match how % 5 {
+            0 => {
+                let config = "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"stolen\"\napi_key_env = \"HOME\"\n";
+                std::fs::write(dir.join("memd.toml"), config).unwrap();
+                "memd.toml naming its own LLM and a secret".to_string()
+            }
+            1 => {
+                let off = "archive/*.md merge=binary\n*.jsonl -merge\nMEMORY.md merge=binary\n";
+                std::fs::write(dir.join(".gitattributes"), off).unwrap();
+                std::fs::write(dir.join(".gitignore"), "archive/\n*.jsonl\n").unwrap();
+                "git files switching memd's merges off".to_string()
+            }
+            2 => {
+                let files = data_files(dir);
+                let file = &files[pick as usize % files.len()];
+                std::fs::remove_file(dir.join(file)).unwrap();
+                std::os::unix::fs::symlink(&canary, dir.join(file)).unwrap();
+                format!("{file} a link outside")
+            }
+            3 => {
+                std::fs::create_dir_all(dir.join("archive")).unwrap();
+                std::fs::write(dir.join("archive/.gitattributes"), "*.md merge=binary\n").unwrap();
+                let _ = std::fs::remove_file(dir.join("notes.md"));
+                std::os::unix::fs::symlink(&canary, dir.join("notes.md")).unwrap();
+                "a nested .gitattributes and a new link".to_string()
+            }
+            _ => match self.redact_on(dir, pick) {
+                Some(id) => format!("a redaction of {id} without its receipt"),
+                None => return "nothing to redact".into(),
+            },
+        };
+        git(&["add", "--all", "."]);
+        let mut same = std::process::Command::new("git");
+        same.arg("-C")
+            .arg(dir)
+            .args(["diff", "--cached", "--quiet"]);
+        if same.status().unwrap().success() {
+            return format!("{what} (the remote had it already)");
+        }
+        git(&["commit", "--quiet", "--no-verify", "-m", "stranger"]);
+        git(&["push", "--quiet", "origin", "HEAD:main"]);
+        what
+    }
+
+    /// Turn the line of a fact both copies hold live (so the one that syncs
+    /// first has it to put back) into a redaction line, in clone `dir`.
+    fn redact_on(&self, dir: &Path, pick: u8) -> Option<String> {
+        let live = |root: &Path| -> Vec<memd::archive::Fact> {
+            let layout = memd::Layout::new(root);
+            memd::archive::read_all(&layout)
+                .map(|(f, _)| f)
+                .unwrap_or_default()
+        };
+        let theirs = live(dir);
+        let (a, b) = (
+            live(&self.sides[0].layout.root),
+            live(&self.sides[1].layout.root),
+        );
+        let both: Vec<&memd::archive::Fact> = theirs
+            .iter()
+            .filter(|f| a.iter().any(|x| x.id == f.id) && b.iter().any(|x| x.id == f.id))
+            .collect();
+        let f = both.get(pick as usize % both.len().max(1))?;
+        let path = dir.join(format!("archive/{}.md", f.day));
+        let text = std::fs::read_to_string(&path).ok()?;
+        let line = text.lines().nth(f.line - 1)?;
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let redacted = format!("{indent}- <!-- erased:{} 2026-11-29T00:00:00Z -->", f.id);
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[f.line - 1] = &redacted;
+        std::fs::write(&path, lines.join("\n") + "\n").ok()?;
+        Some(f.id.to_string())
+    }
+}
+
+/// The file outside both copies the stranger's links point at.
+const CANARY: &str = "canary.md";
+const CANARY_TEXT: &str = "- a fact of someone else's\n";
+
+/// The data files of a clone a stranger may turn into links.
+fn data_files(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = ["MEMORY.md", "consolidated/memory.md", ".tombstones.jsonl"]
+        .iter()
+        .filter(|f| dir.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect();
+    for e in std::fs::read_dir(dir.join("archive"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().ends_with(".md") {
+            out.push(format!("archive/{}", e.file_name().to_string_lossy()));
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Each file a merge left in conflict, with both sides' lines kept and
@@ -186,6 +358,13 @@ impl StateMachineTest for Pair {
                 pair.sync(i);
                 pair.sides[i].check(false);
             }
+            PairAction::Stranger { how, pick } => {
+                super::covered("stranger");
+                let what = pair.stranger(how, pick);
+                for w in &mut pair.sides {
+                    w.log.push(format!("Stranger: {what}"));
+                }
+            }
         }
         pair
     }
@@ -224,9 +403,12 @@ impl StateMachineTest for Pair {
 /// bring back nothing.
 #[test]
 fn two_copies_synced_through_git_converge_and_never_lose_or_bring_back_a_fact() {
-    let seed = super::env_or("MEMD_RANDOM_SEED", CI_SEED);
-    let cases = super::env_or("MEMD_RANDOM_CASES", CI_CASES);
-    let steps = super::env_or("MEMD_RANDOM_STEPS", CI_STEPS);
+    super::soaked((CI_SEED, CI_CASES, CI_STEPS), run);
+}
+
+/// One proptest run of `cases` two-copy sequences from `seed`: `Err` with
+/// the minimal failing sequence.
+fn run(seed: u64, cases: u32, steps: usize) -> Result<u32, String> {
     let config = Config {
         cases,
         rng_seed: RngSeed::Fixed(seed),
@@ -240,15 +422,18 @@ fn two_copies_synced_through_git_converge_and_never_lose_or_bring_back_a_fact() 
         Pair::test_sequential(config.clone(), init, actions, seen);
         Ok(())
     });
-    if let Err(TestError::Fail(why, (_, actions, _))) = &result {
-        let steps: Vec<String> = actions.iter().map(|a| format!("  {a:?}")).collect();
-        panic!(
-            "seed {seed}: {why}\nminimal sequence ({} steps):\n{}",
-            actions.len(),
-            steps.join("\n")
-        );
+    match result {
+        Ok(()) => Ok(cases),
+        Err(TestError::Fail(why, (_, actions, _))) => {
+            let steps: Vec<String> = actions.iter().map(|a| format!("  {a:?}")).collect();
+            Err(format!(
+                "seed {seed}: {why}\nminimal sequence ({} steps):\n{}",
+                actions.len(),
+                steps.join("\n")
+            ))
+        }
+        Err(e) => Err(format!("seed {seed}: {e}")),
     }
-    result.unwrap();
 }
 
 /// Run one two-copy sequence as the random test does (how a minimal
