@@ -358,5 +358,7 @@ def test_review_of_proposed_ops(tmp_path: Any) -> None:
         assert (done.carried.accepted, done.carried.rejected) == ([bees], [go])
         assert sorted(e.text for e in api.entries()) == ["The user keeps bees", "The user plays go"]
         assert api.status().review_open == 0
-        with pytest.raises(NotFoundError):
-            api.review(action="accept", ids=[bees])
+        # Decided the same way again: nothing to do; the other way: refused.
+        api.review(action="accept", ids=[bees])
+        with pytest.raises(InvalidError, match="accepted and applied already"):
+            api.review(action="reject", ids=[bees])
