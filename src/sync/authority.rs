@@ -19,6 +19,7 @@
 //! drivers are named in `.git/info/attributes` too, which git reads before
 //! any `.gitattributes` and which no merge touches ([`own_attributes`]).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::Repo;
@@ -32,50 +33,92 @@ fn steers(path: &str) -> bool {
         || path.split('/').any(|part| part.starts_with(".git"))
 }
 
-/// Whether the merge's index holds `path` as a link or a submodule (any
-/// stage: a conflict's side counts too).
-fn linked(repo: &Repo, path: &str) -> Result<bool> {
-    let staged = repo.run(&["ls-files", "--stage", "--", path])?;
+/// What git prints, as it prints it (not trimmed: a name may start or end
+/// with a space).
+fn raw(repo: &Repo, args: &[&str]) -> Result<String> {
+    let out = repo.output(args)?;
+    if !out.status.success() {
+        return repo.run(args);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The paths of `paths` the merge's index holds as a link or a submodule
+/// (any stage: a conflict's side counts too): one `git ls-files`.
+fn linked(repo: &Repo, paths: &[&str]) -> Result<HashSet<String>> {
+    let mut args = vec!["ls-files", "-z", "--stage", "--"];
+    args.extend(paths);
+    let staged = raw(repo, &args)?;
     Ok(staged
-        .lines()
-        .any(|l| l.starts_with("120000 ") || l.starts_with("160000 ")))
+        .split('\0')
+        .filter(|l| l.starts_with("120000 ") || l.starts_with("160000 "))
+        .filter_map(|l| l.split_once('\t').map(|(_, p)| p.to_string()))
+        .collect())
+}
+
+/// The paths of `paths` that commit `rev` holds: one `git ls-tree`.
+fn held(repo: &Repo, rev: &str, paths: &[&str]) -> Result<HashSet<String>> {
+    let mut args = vec![
+        "ls-tree",
+        "-z",
+        "-r",
+        "--name-only",
+        "--full-tree",
+        rev,
+        "--",
+    ];
+    args.extend(paths);
+    Ok(raw(repo, &args)?.split('\0').map(String::from).collect())
 }
 
 /// Put back what the merge in progress took from the remote that a remote
 /// may not set (see the module doc); one line for each, for the reply.
 pub(super) fn keep_local(repo: &Repo) -> Result<Vec<String>> {
-    let changed = repo.run(&["diff", "--cached", "--name-only", "--no-renames", "HEAD"])?;
+    // NUL-separated: a name git would quote (a tab, a newline, a space at
+    // either end) is matched as it is.
+    let args = [
+        "diff",
+        "-z",
+        "--cached",
+        "--name-only",
+        "--no-renames",
+        "HEAD",
+    ];
+    let changed = raw(repo, &args)?;
+    let changed: Vec<&str> = changed.split('\0').filter(|p| !p.is_empty()).collect();
+    if changed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let links = linked(repo, &changed)?;
+    let (ours, theirs) = (
+        held(repo, "HEAD", &changed)?,
+        held(repo, "MERGE_HEAD", &changed)?,
+    );
     let mut said = Vec::new();
-    for path in changed.lines().map(str::trim).filter(|p| !p.is_empty()) {
-        if made_by_git(repo, path) {
+    for path in changed {
+        let here = ours.contains(path);
+        if !here && !theirs.contains(path) {
             // A side of a conflict of types (a file on one side, a link on
-            // the other) that git set aside under a name of its own: the
-            // path it came from is put back whole.
-            put_back(repo, path)?;
+            // the other) that git set aside under a name of its own
+            // (`FILE~HEAD`): the path it came from is put back whole.
+            put_back(repo, path, false)?;
             continue;
         }
         let why = match steers(path) {
             true => "configuration and git's own files come from this machine",
-            false if linked(repo, path)? => "links and submodules are never taken from a remote",
+            false if links.contains(path) => "links and submodules are never taken from a remote",
             false => continue,
         };
-        put_back(repo, path)?;
+        put_back(repo, path, here)?;
         said.push(format!("{path}: the remote's change was not taken ({why})"));
     }
     Ok(said)
 }
 
-/// Whether `path` is in neither side of the merge: a name git gave a side
-/// of a conflict it could not record at its own path (`FILE~HEAD`).
-fn made_by_git(repo: &Repo, path: &str) -> bool {
-    let holds = |rev: &str| repo.ok(&["cat-file", "-e", &format!("{rev}:{path}")]);
-    !holds("HEAD") && !holds("MERGE_HEAD")
-}
-
-/// `path` as HEAD (this machine's last commit) holds it, in the index and
-/// the working tree; taken out of both when HEAD holds none.
-fn put_back(repo: &Repo, path: &str) -> Result<()> {
-    if repo.ok(&["cat-file", "-e", &format!("HEAD:{path}")]) {
+/// `path` as HEAD (this machine's last commit) holds it (`here`), in the
+/// index and the working tree; taken out of both when HEAD holds none.
+fn put_back(repo: &Repo, path: &str, here: bool) -> Result<()> {
+    if here {
         remove_link(&repo.top.join(path))?;
         repo.run(&["checkout", "HEAD", "--", path])?;
         return Ok(());

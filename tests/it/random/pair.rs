@@ -236,8 +236,10 @@ impl Pair {
             3 => {
                 std::fs::create_dir_all(dir.join("archive")).unwrap();
                 std::fs::write(dir.join("archive/.gitattributes"), "*.md merge=binary\n").unwrap();
-                let _ = std::fs::remove_file(dir.join("notes.md"));
-                std::os::unix::fs::symlink(&canary, dir.join("notes.md")).unwrap();
+                // A name git quotes, with a space first and a tab in it.
+                let odd = dir.join(" notes\tof.md");
+                let _ = std::fs::remove_file(&odd);
+                std::os::unix::fs::symlink(&canary, &odd).unwrap();
                 "a nested .gitattributes and a new link".to_string()
             }
             _ => match self.redact_on(dir, pick) {
