@@ -583,6 +583,23 @@ pub(crate) fn unredact(
     Ok(back.iter().map(|(e, _)| e.id.clone()).collect())
 }
 
+/// Append `bytes` to day `day`'s file as they are, under its lock, on a
+/// line of their own (a merge's facts put back: [`crate::sync`]).
+pub(crate) fn append_raw(layout: &Layout, day: &str, bytes: &[u8]) -> Result<()> {
+    let path = layout.archive_file(day);
+    let mut file = crate::atomic::open_locked(&path)
+        .with_context(|| format!("opening and locking {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut buf = Vec::new();
+    if !raw.is_empty() && !raw.ends_with(b"\n") {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(bytes);
+    crate::atomic::append_whole_then(&mut file, len, &buf, true)
+        .with_context(|| format!("appending to {}", path.display()))
+}
+
 /// The list item of fact `f` as `text` (the day file it was parsed from)
 /// holds it.
 pub(crate) fn item_of<'t>(f: &Fact, text: &'t str) -> &'t str {

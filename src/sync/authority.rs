@@ -11,7 +11,11 @@
 //!   ignore could keep this machine's new facts out of every commit;
 //! - **links and submodules**: a link at `MEMORY.md` would make memd write
 //!   a file outside the memory, and one at `consolidated/memory.md` read
-//!   one in as entries.
+//!   one in as entries;
+//! - **deletions of what is only appended to**: a day file of the archive,
+//!   the tombstones, the journal, the versions and the review's record
+//!   (facts leave the archive only by an erasure's redaction, with its
+//!   receipt).
 //!
 //! After git merges (and before memd reads any merged file), each such
 //! path the merge changed is put back as this machine had it, or taken out
@@ -31,6 +35,17 @@ fn steers(path: &str) -> bool {
     path == "memd.toml"
         || path.starts_with(".memd/")
         || path.split('/').any(|part| part.starts_with(".git"))
+}
+
+/// Whether `path` is a file memd only ever appends to (an erasure
+/// redacts in place, never deletes): an archive day file or one of the
+/// logs a forget, a run or a review is recorded in.
+fn append_only(path: &str) -> bool {
+    use crate::layout::rel;
+    let day = path
+        .strip_prefix(rel::ARCHIVE)
+        .is_some_and(|f| f.ends_with(".md") && !f.contains('/'));
+    day || [rel::TOMBSTONES, rel::JOURNAL, rel::VERSIONS, rel::PROPOSALS].contains(&path)
 }
 
 /// What git prints, as it prints it (not trimmed: a name may start or end
@@ -107,6 +122,9 @@ pub(super) fn keep_local(repo: &Repo) -> Result<Vec<String>> {
         let why = match steers(path) {
             true => "configuration and git's own files come from this machine",
             false if links.contains(path) => "links and submodules are never taken from a remote",
+            false if here && !theirs.contains(path) && append_only(path) => {
+                "the archive and memd's logs are only ever appended to: a remote cannot delete them"
+            }
             false => continue,
         };
         put_back(repo, path, here)?;
@@ -155,7 +173,26 @@ pub(super) fn own_attributes(repo: &Repo, lines: &[&str]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::steers;
+    use super::{append_only, steers};
+
+    #[test]
+    fn the_archives_days_and_memds_logs_are_append_only_and_the_rest_is_not() {
+        for p in [
+            "archive/2026-11-29.md",
+            ".tombstones.jsonl",
+            "consolidated/journal.jsonl",
+        ] {
+            assert!(append_only(p), "{p}");
+        }
+        for p in [
+            "archive/x/2026-11-29.md",
+            "MEMORY.md",
+            "consolidated/memory.md",
+            "memd.toml",
+        ] {
+            assert!(!append_only(p), "{p}");
+        }
+    }
 
     #[test]
     fn configuration_and_gits_own_files_in_any_folder_steer_and_data_does_not() {

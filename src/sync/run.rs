@@ -174,6 +174,11 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
             out.settled.push(format!("{n} {what}"));
         }
     }
+    for f in &settled.kept {
+        out.notes.push(format!(
+            "fact {f}: the merge took it out of its day file; it was appended again (the archive is only ever appended to)"
+        ));
+    }
     for f in &settled.unredacted {
         out.notes.push(format!(
             "fact {f}: a redaction line came without the erasure receipt that names it; the fact's line was put back (an erasure is taken only with its receipt)"

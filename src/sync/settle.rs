@@ -43,7 +43,8 @@
 //!
 //! - **A redaction without its receipt** ([`unreceipted`]) is not an
 //!   erasure: the fact's line is put back as a side holding it live has
-//!   it.
+//!   it; **a fact taken out** of a day file otherwise is appended again
+//!   ([`archive_kept`]).
 //!
 //! Every change here is made under the entries lock, with its version
 //! recorded ([`crate::versions::Writing`]).
@@ -82,6 +83,9 @@ pub(crate) struct Settled {
     /// Facts a redaction line took out with no erasure receipt naming
     /// them, put back ([`unreceipted`]).
     pub unredacted: Vec<FactId>,
+    /// Facts this copy held that the merge took out of a day file,
+    /// appended again ([`archive_kept`]).
+    pub kept: Vec<FactId>,
 }
 
 /// `show(rev, path)`: a file as commit `rev` holds it, `HEAD` (ours) or
@@ -99,7 +103,9 @@ pub(crate) fn settle(
     let stamp = crate::journal::Stamp::new(memory.clock);
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
+    // Redactions first: a line put back is a fact the merge kept.
     out.unredacted = unreceipted(layout, &stones, &show)?;
+    out.kept = archive_kept(layout, &stones, &show)?;
     // Settling changes no other day file: the facts are read once.
     let (facts, _) = archive::read_all(layout)?;
     let (doc, undecided) = entries(memory, doc, (&stones, &facts), &mut out)?;
@@ -228,6 +234,50 @@ fn receipt_id(t: &Tombstone) -> Option<String> {
         .as_ref()
         .map(|e| e.to_string())
         .or_else(|| t.sources.first().map(|f| f.to_string()))
+}
+
+/// The archive is only ever appended to, by a merge too: a fact this
+/// copy's last commit holds that the merged day file no longer says (a
+/// remote that took lines out, or whose link or deletion put back this
+/// copy's older file over lines the remote had brought) is appended again
+/// under its heading's time, its text as this copy wrote it. One an
+/// erasure receipt names is gone by right. Counted by text, not by id
+/// (an id counts the earlier facts of its text in the file).
+fn archive_kept(
+    layout: &crate::Layout,
+    stones: &Tombstones,
+    show: &impl Fn(&str, &str) -> Option<String>,
+) -> Result<Vec<FactId>> {
+    let named: HashSet<&FactId> = stones.receipts().flat_map(|t| t.sources.iter()).collect();
+    let mut kept = Vec::new();
+    for day in layout.archive_days()? {
+        let path = format!("{}{day}.md", crate::layout::rel::ARCHIVE);
+        let Some(head) = show("HEAD", &path) else {
+            continue;
+        };
+        let mut left: HashMap<String, usize> = HashMap::new();
+        for f in archive::read_day(layout, &day)?.facts {
+            *left.entry(crate::text::normalize(&f.text)).or_default() += 1;
+        }
+        let mut missing = String::new();
+        for f in archive::parse(&day, &head).facts {
+            let n = left.entry(crate::text::normalize(&f.text)).or_default();
+            match *n {
+                0 if !named.contains(&f.id) => {
+                    let time = f.time.as_deref().unwrap_or("00:00:00");
+                    let item = archive::item_of(&f, &head).trim_end();
+                    missing.push_str(&format!("\n## {time}\n{item}\n"));
+                    kept.push(f.id);
+                }
+                0 => {}
+                _ => *n -= 1,
+            }
+        }
+        if !missing.is_empty() {
+            archive::append_raw(layout, &day, missing.as_bytes())?;
+        }
+    }
+    Ok(kept)
 }
 
 /// A redaction is an erasure's only with its receipt: a redaction line

@@ -826,3 +826,76 @@ fn an_erasure_made_before_a_copy_ever_pushed_takes_the_other_copys_same_text_too
         assert!(!text.contains(SECRET), "the remote's {file} holds it");
     }
 }
+
+#[test]
+fn a_remote_that_deletes_the_archive_and_the_logs_deletes_nothing_here() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let a = a.path();
+    ok(a, &["forget", &entry_saying(a, "green tea")]);
+    sync(a);
+    let before = tree(a);
+    let evil = stranger(&url);
+    let e = evil.path();
+    git(
+        e,
+        &[
+            "rm",
+            "--quiet",
+            "-r",
+            "archive",
+            ".tombstones.jsonl",
+            "consolidated/journal.jsonl",
+        ],
+    );
+    git(e, &["commit", "--quiet", "--no-verify", "-m", "stranger"]);
+    git(e, &["push", "--quiet", "origin", "HEAD:main"]);
+    let said = sync(a);
+    assert!(said.contains("cannot delete"), "{said}");
+    let after = tree(a);
+    for (path, bytes) in before
+        .iter()
+        .filter(|(p, _)| p.starts_with("archive/") || p.ends_with(".jsonl"))
+    {
+        assert_eq!(
+            after.get(path),
+            Some(bytes),
+            "{path} was deleted or changed"
+        );
+    }
+    assert!(found(a, "Seattle").iter().any(|t| t.contains("Seattle")));
+    assert!(
+        found(a, "green tea")
+            .iter()
+            .all(|t| !t.contains("green tea")),
+        "the forget holds"
+    );
+    assert_clean(a);
+}
+
+#[test]
+fn a_remote_that_takes_a_fact_out_of_a_day_file_takes_nothing_from_this_copy() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let a = a.path();
+    let evil = stranger(&url);
+    let e = evil.path();
+    let day = std::fs::read_dir(e.join("archive"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&day).unwrap();
+    let kept: String = text
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("Seattle"))
+        .collect();
+    assert_ne!(kept, text);
+    std::fs::write(&day, kept).unwrap();
+    push_all(e);
+    let said = sync(a);
+    assert!(said.contains("appended again"), "{said}");
+    assert!(found(a, "Seattle").iter().any(|t| t.contains("Seattle")));
+    assert_clean(a);
+}

@@ -14,8 +14,9 @@
 //! A stranger who can push to the remote is a hostile actor
 //! ([`PairAction::Stranger`]): between syncs it commits a configuration
 //! that names its own LLM address and a secret, git files that switch
-//! memd's merges off, links to a file outside both copies, or a
-//! redaction without its erasure receipt. After every sync, besides the
+//! memd's merges off, links to a file outside both copies, deletions of
+//! the archive or of memd's logs, or a redaction without its erasure
+//! receipt. After every sync, besides the
 //! oracle: each copy's `memd.toml` is its own, no file of a copy is a
 //! link, and the outside file is as it was.
 
@@ -100,6 +101,12 @@ pub struct Pair {
     outside: tempfile::TempDir,
     /// Each copy's `memd.toml` as its user wrote it.
     configs: [Vec<u8>; 2],
+    /// Whether the remote's tip may lack what each copy published: a
+    /// stranger committed after that copy's last push (a remote can
+    /// always withhold, as a history rewritten can; what it cannot do is
+    /// take a fact from a copy that has it). The other copy is held to a
+    /// copy's ledger once that copy has pushed again.
+    withheld: [bool; 2],
     /// Each copy's ledger as of its last push.
     published: [Ledger; 2],
 }
@@ -132,6 +139,7 @@ impl Pair {
             url,
             outside,
             configs,
+            withheld: [false; 2],
             published: [Ledger::default(), Ledger::default()],
         };
         pair.sync(0);
@@ -162,8 +170,11 @@ impl Pair {
             w.log.push(format!("  -> sync busy: {said}"));
             return;
         }
-        w.ledger.merge(&self.published[1 - i]);
+        if !self.withheld[1 - i] {
+            w.ledger.merge(&self.published[1 - i]);
+        }
         self.published[i] = w.ledger.clone();
+        self.withheld[i] = false;
         self.trusted_nothing(i);
     }
 
@@ -214,7 +225,7 @@ impl Pair {
         git(&["config", "user.email", "stranger@example.com"]);
         git(&["config", "user.name", "stranger"]);
         let canary = self.outside.path().join(CANARY);
-        let what = match how % 5 {
+        let what = match how % 6 {
             0 => {
                 let config = "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"stolen\"\napi_key_env = \"HOME\"\n";
                 std::fs::write(dir.join("memd.toml"), config).unwrap();
@@ -242,6 +253,31 @@ impl Pair {
                 std::os::unix::fs::symlink(&canary, &odd).unwrap();
                 "a nested .gitattributes and a new link".to_string()
             }
+            4 => {
+                if pick % 4 == 3 {
+                    return self.take_a_line(dir, pick);
+                }
+                let gone = match pick % 3 {
+                    0 => vec!["archive".to_string()],
+                    1 => data_files(dir)
+                        .into_iter()
+                        .filter(|f| f.starts_with("archive/"))
+                        .take(1)
+                        .collect(),
+                    _ => vec![
+                        ".tombstones.jsonl".into(),
+                        "consolidated/journal.jsonl".into(),
+                    ],
+                };
+                for g in &gone {
+                    let _ = std::process::Command::new("git")
+                        .arg("-C")
+                        .arg(dir)
+                        .args(["rm", "--quiet", "-r", "--ignore-unmatch", g])
+                        .status();
+                }
+                format!("{gone:?} deleted")
+            }
             _ => match self.redact_on(dir, pick) {
                 Some(id) => format!("a redaction of {id} without its receipt"),
                 None => return "nothing to redact".into(),
@@ -258,6 +294,37 @@ impl Pair {
         git(&["commit", "--quiet", "--no-verify", "-m", "stranger"]);
         git(&["push", "--quiet", "origin", "HEAD:main"]);
         what
+    }
+
+    /// Take a fact's line out of a day file in clone `dir` (no redaction:
+    /// just gone), committed and pushed.
+    fn take_a_line(&self, dir: &Path, pick: u8) -> String {
+        let days: Vec<String> = data_files(dir)
+            .into_iter()
+            .filter(|f| f.starts_with("archive/"))
+            .collect();
+        let Some(day) = days.get(pick as usize % days.len().max(1)) else {
+            return "no day file to take a line from".into();
+        };
+        let text = std::fs::read_to_string(dir.join(day)).unwrap_or_default();
+        let items: Vec<&str> = text.split_inclusive('\n').collect();
+        let facts: Vec<usize> = (0..items.len())
+            .filter(|i| items[*i].starts_with("- "))
+            .collect();
+        let Some(&at) = facts.get(pick as usize % facts.len().max(1)) else {
+            return format!("no fact in {day} to take out");
+        };
+        let kept: String = (0..items.len())
+            .filter(|i| *i != at)
+            .map(|i| items[i])
+            .collect();
+        std::fs::write(dir.join(day), kept).unwrap();
+        crate::sync::git(
+            dir,
+            &["commit", "--quiet", "--no-verify", "-am", "stranger"],
+        );
+        crate::sync::git(dir, &["push", "--quiet", "origin", "HEAD:main"]);
+        format!("a fact's line taken out of {day}")
     }
 
     /// Turn the line of a fact both copies hold live (so the one that syncs
@@ -363,6 +430,7 @@ impl StateMachineTest for Pair {
             PairAction::Stranger { how, pick } => {
                 super::covered("stranger");
                 let what = pair.stranger(how, pick);
+                pair.withheld = [true, true];
                 for w in &mut pair.sides {
                     w.log.push(format!("Stranger: {what}"));
                 }
