@@ -130,17 +130,27 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// One proptest run of `cases` sequences from `seed`: `Err` with the
 /// minimal failing sequence.
 fn run(seed: u64, cases: u32, steps: usize) -> Result<u32, String> {
+    run_machine::<World>((seed, cases, steps), 200)
+}
+
+/// One proptest run of state machine `M`: `cases` sequences of up to
+/// `steps` steps from `seed`, a failing one shrunk at most `shrink` times
+/// (or `MEMD_RANDOM_SHRINK`); `Err` with the minimal failing sequence.
+pub(crate) fn run_machine<M: StateMachineTest>(
+    (seed, cases, steps): (u64, u32, usize),
+    shrink: u32,
+) -> Result<u32, String> {
     let config = Config {
         cases,
         rng_seed: RngSeed::Fixed(seed),
         failure_persistence: None,
-        max_shrink_iters: env_or("MEMD_RANDOM_SHRINK", 200),
+        max_shrink_iters: env_or("MEMD_RANDOM_SHRINK", shrink),
         ..Config::default()
     };
     let mut runner = TestRunner::new(config.clone());
-    let strategy = Model::sequential_strategy(1..steps);
+    let strategy = M::Reference::sequential_strategy(1..steps);
     let result = runner.run(&strategy, |(init, actions, seen)| {
-        World::test_sequential(config.clone(), init, actions, seen);
+        M::test_sequential(config.clone(), init, actions, seen);
         Ok(())
     });
     match result {

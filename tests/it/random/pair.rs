@@ -23,7 +23,6 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
 use super::actions::{self, Action};
@@ -476,34 +475,9 @@ fn two_copies_synced_through_git_converge_and_never_lose_or_bring_back_a_fact() 
     super::soaked((CI_SEED, CI_CASES, CI_STEPS), run);
 }
 
-/// One proptest run of `cases` two-copy sequences from `seed`: `Err` with
-/// the minimal failing sequence.
+/// One proptest run of `cases` two-copy sequences from `seed`.
 fn run(seed: u64, cases: u32, steps: usize) -> Result<u32, String> {
-    let config = Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        max_shrink_iters: super::env_or("MEMD_RANDOM_SHRINK", 100),
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new(config.clone());
-    let strategy = PairModel::sequential_strategy(1..steps);
-    let result = runner.run(&strategy, |(init, actions, seen)| {
-        Pair::test_sequential(config.clone(), init, actions, seen);
-        Ok(())
-    });
-    match result {
-        Ok(()) => Ok(cases),
-        Err(TestError::Fail(why, (_, actions, _))) => {
-            let steps: Vec<String> = actions.iter().map(|a| format!("  {a:?}")).collect();
-            Err(format!(
-                "seed {seed}: {why}\nminimal sequence ({} steps):\n{}",
-                actions.len(),
-                steps.join("\n")
-            ))
-        }
-        Err(e) => Err(format!("seed {seed}: {e}")),
-    }
+    super::run_machine::<Pair>((seed, cases, steps), 100)
 }
 
 /// Run one two-copy sequence as the random test does (how a minimal
