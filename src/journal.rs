@@ -181,10 +181,16 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
             Op::Remove | Op::Forget | Op::HandRemove => l.alive = false,
             Op::Suppress => {}
             // An undo or an edit states what the entry holds now, whole.
-            // (One whose text an erasure took says nothing of it.)
-            Op::Undo | Op::Edit if r.erased.is_some() && r.after.is_none() => {}
+            // One whose text an erasure took still says by its metadata
+            // whether the entry is there after it (an undo of the run that
+            // added it: not), and says nothing without it.
+            Op::Undo | Op::Edit
+                if r.erased.is_some()
+                    && r.after.is_none()
+                    && r.meta_before.is_none()
+                    && r.meta_after.is_none() => {}
             Op::Undo | Op::Edit => {
-                l.alive = r.after.is_some();
+                l.alive = r.after.is_some() || r.meta_after.is_some();
                 l.sources = r
                     .meta_after
                     .iter()

@@ -240,8 +240,9 @@ fn receipt_id(t: &Tombstone) -> Option<String> {
 /// copy's last commit holds that the merged day file no longer says (a
 /// remote that took lines out, or whose link or deletion put back this
 /// copy's older file over lines the remote had brought) is appended again
-/// under its heading's time, its text as this copy wrote it. One an
-/// erasure receipt names is gone by right. Counted by text, not by id
+/// under its heading's time, its text as this copy wrote it, and so is a
+/// redaction line of ours it lost. One an erasure receipt names is gone by
+/// right. Counted by text, not by id
 /// (an id counts the earlier facts of its text in the file).
 fn archive_kept(
     layout: &crate::Layout,
@@ -255,12 +256,14 @@ fn archive_kept(
         let Some(head) = show("HEAD", &path) else {
             continue;
         };
+        let merged = archive::read_day(layout, &day)?;
         let mut left: HashMap<String, usize> = HashMap::new();
-        for f in archive::read_day(layout, &day)?.facts {
+        for f in &merged.facts {
             *left.entry(crate::text::normalize(&f.text)).or_default() += 1;
         }
+        let ours = archive::parse(&day, &head);
         let mut missing = String::new();
-        for f in archive::parse(&day, &head).facts {
+        for f in ours.facts {
             let n = left.entry(crate::text::normalize(&f.text)).or_default();
             match *n {
                 0 if !named.contains(&f.id) => {
@@ -271,6 +274,21 @@ fn archive_kept(
                 }
                 0 => {}
                 _ => *n -= 1,
+            }
+        }
+        // A redaction line of ours the merge lost goes back too (one
+        // whose fact the merge says live is redacted again below, by its
+        // receipt: erasures_due).
+        let erased: HashSet<&FactId> = merged
+            .erased
+            .iter()
+            .map(|e| &e.id)
+            .chain(merged.facts.iter().map(|f| &f.id))
+            .collect();
+        for e in ours.erased.iter().filter(|e| !erased.contains(&e.id)) {
+            if let Some(line) = head.lines().nth(e.line - 1) {
+                missing.push_str(&format!("\n{}\n", line.trim_start()));
+                kept.push(e.id.clone());
             }
         }
         if !missing.is_empty() {

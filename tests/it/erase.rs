@@ -463,3 +463,23 @@ fn an_erased_text_said_inside_a_longer_fact_is_refused_by_name_and_then_taken_ou
         "a fact that shares a word, not the text, stays"
     );
 }
+
+#[test]
+fn an_entry_a_run_added_and_an_undo_took_out_is_not_called_deleted_by_hand_once_its_text_is_erased()
+{
+    let dir = fresh();
+    let d = dir.path();
+    let fact = add(d, &format!("The locker code is {SECRET}"));
+    let run = consolidate(d);
+    ok(d, &["undo", &run]);
+    erase(d, &fact);
+    add(d, "The user likes rain");
+    consolidate(d);
+    let journal = std::fs::read_to_string(d.join("consolidated/journal.jsonl")).unwrap();
+    assert!(
+        !journal.contains("HAND_REMOVE"),
+        "an entry no person deleted was recorded as deleted by hand:\n{journal}"
+    );
+    let stones = std::fs::read_to_string(d.join(".tombstones.jsonl")).unwrap();
+    assert!(!stones.contains("deleted by hand"), "{stones}");
+}

@@ -899,3 +899,35 @@ fn a_remote_that_takes_a_fact_out_of_a_day_file_takes_nothing_from_this_copy() {
     assert!(found(a, "Seattle").iter().any(|t| t.contains("Seattle")));
     assert_clean(a);
 }
+
+#[test]
+fn a_remote_that_takes_a_redaction_line_out_leaves_the_erasure_in_force_here() {
+    let (_remote, url) = remote();
+    let (a, _b) = two_machines(&url);
+    let a = a.path();
+    let secret = add(a, "The gate code is HERON-5150");
+    ok(a, &["forget", "--erase", &secret]);
+    sync(a);
+    let evil = stranger(&url);
+    let e = evil.path();
+    let mut taken = 0;
+    for day in std::fs::read_dir(e.join("archive")).unwrap().flatten() {
+        let text = std::fs::read_to_string(day.path()).unwrap();
+        let kept: String = text
+            .split_inclusive('\n')
+            .filter(|l| !l.contains(&secret))
+            .collect();
+        taken += usize::from(kept != text);
+        std::fs::write(day.path(), kept).unwrap();
+    }
+    assert_eq!(taken, 1, "the stranger took the redaction line out");
+    push_all(e);
+    sync(a);
+    let redacted = tree(a)
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("archive/"))
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(&format!("erased:{secret}")))
+        .count();
+    assert_eq!(redacted, 1, "the redaction line is back, once");
+    assert_clean(a);
+}

@@ -44,6 +44,9 @@ pub struct Ledger {
     /// Forgets taken back (`forget --undo`, an undo of an undo): in the
     /// two-copy mode, the other copy's ledger may still hold them.
     lifted: BTreeSet<String>,
+    /// Forgets (and entries deleted by hand) of the other copy that may
+    /// have arrived while the remote withheld part of what it published.
+    heard: BTreeSet<String>,
 }
 
 impl Ledger {
@@ -204,6 +207,7 @@ impl Ledger {
     pub fn merge(&mut self, other: &Ledger) {
         self.acked.extend(other.acked.clone());
         self.lifted.extend(other.lifted.iter().cloned());
+        self.heard.extend(other.heard.iter().cloned());
         for (by, (ids, texts)) in &other.forgotten {
             let slot = self.forgotten.entry(by.clone()).or_default();
             for id in ids {
@@ -263,6 +267,39 @@ impl Ledger {
         }
     }
 
+    /// What the other copy published may have arrived in part (the remote
+    /// withheld some of it: [`super::pair`]'s stranger): every fact whose
+    /// fate the other's ledger would change is left to `memd check`, and
+    /// the other's forgets may explain a tombstone.
+    pub fn may_hear(&mut self, other: &Ledger) {
+        let mut merged = self.clone();
+        merged.merge(other);
+        let said = |l: &Ledger| -> HashSet<String> {
+            let mut s = l.forgotten_texts();
+            s.extend(l.deleted_texts.iter().cloned());
+            s.extend(l.erased_texts.iter().cloned());
+            s
+        };
+        let (before, after) = (said(self), said(&merged));
+        let (was, now) = (self.forgotten_ids(), merged.forgotten_ids());
+        let changed: Vec<String> = self
+            .acked
+            .iter()
+            .filter(|(id, t)| {
+                let n = normalize(t);
+                was.contains(id.as_str()) != now.contains(id.as_str())
+                    || merged.uncertain.contains(*id)
+                    || merged.erased.contains(*id) != self.erased.contains(*id)
+                    || before.contains(&n) != after.contains(&n)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.uncertain.extend(changed);
+        self.heard.extend(other.forgotten.keys().cloned());
+        self.heard.extend(other.hand_deleted.iter().cloned());
+        self.heard.extend(other.heard.iter().cloned());
+    }
+
     /// Whether every tombstone that keeps out a kept fact is memd's rule
     /// for restatements (near duplicates included) of something the user
     /// forgot and has not taken back: that forget keeps it out, by design.
@@ -273,7 +310,11 @@ impl Ledger {
     fn restates_forgotten(&self, stones: &Tombstones, id: &str, text: &str) -> bool {
         let covering = stones.covering(id, text);
         let facts = self.forgotten_ids();
-        let forgot = |n: &str| self.forgotten.contains_key(n) || self.hand_deleted.contains(n);
+        let forgot = |n: &str| {
+            self.forgotten.contains_key(n)
+                || self.hand_deleted.contains(n)
+                || self.heard.contains(n)
+        };
         !covering.is_empty()
             && covering.iter().all(|t| {
                 let entry = t.entry.as_ref().map(|e| e.as_str());
