@@ -26,8 +26,13 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     memd::embed::onnx::no_telemetry_before_threads();
-    match cli::run(cli::Cli::parse()) {
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return clap_said(&e),
+    };
+    match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if cli::out::closed(&e) => cli::out::end_as_a_pipe_does(),
         Err(e) => {
             eprintln!("memd: {e:#}");
             let kind = e
@@ -37,6 +42,18 @@ fn main() -> ExitCode {
             exit_code(kind)
         }
     }
+}
+
+/// What clap says of the arguments (help, a version, a usage error),
+/// with its exit code; its output closed by the reader ends memd as any
+/// command's does ([`cli::out`]).
+fn clap_said(e: &clap::Error) -> ExitCode {
+    if let Err(io) = e.print()
+        && io.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        cli::out::end_as_a_pipe_does();
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// Exit codes, documented in docs/CLI.md (one table for every command): 1 a failure, 2 a request that

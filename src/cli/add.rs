@@ -79,25 +79,25 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         if json {
             // Every fact says what was found like it, if only nothing.
             a.similar.get_or_insert_with(Vec::new);
-            println!("{}", serde_json::to_value(&a)?);
+            outln!("{}", serde_json::to_value(&a)?)?;
             continue;
         }
         if a.fact.written {
-            println!("{}", a.fact.id);
+            outln!("{}", a.fact.id)?;
         } else {
-            println!("{} (already written under this key)", a.fact.id);
+            outln!("{} (already written under this key)", a.fact.id)?;
         }
         for s in a.similar.into_iter().flatten() {
             let how = match s.same {
                 true => "same as entry (consolidation will merge it)",
                 false => "similar entry (if the fact replaces it: --supersedes ID)",
             };
-            println!(
+            outln!(
                 "  {how} {} ({:.2}): {}",
                 s.hit.id,
                 s.hit.score,
                 super::one_line(&s.hit.text)
-            );
+            )?;
         }
     }
     Ok(())

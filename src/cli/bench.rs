@@ -226,7 +226,7 @@ fn with_embedder(dir: &Path, name: &str) -> Result<Config> {
 }
 
 fn print_line(r: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string(r)?);
+    outln!("{}", serde_json::to_string(r)?)?;
     Ok(())
 }
 
@@ -355,18 +355,23 @@ async fn index(
 fn append(at: &Path, singles: usize, batch_size: usize, batches: usize, json: bool) -> Result<()> {
     let r = bench::append(at, singles, batch_size, batches)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }
-    println!("append benchmark in {}", r.dir);
-    println!(
+    outln!("append benchmark in {}", r.dir)?;
+    outln!(
         "single fact (lock, write, fsync): n={} p50={:.3} ms p99={:.3} ms max={:.3} ms",
-        r.single_appends, r.single_p50_ms, r.single_p99_ms, r.single_max_ms
-    );
-    println!(
+        r.single_appends,
+        r.single_p50_ms,
+        r.single_p99_ms,
+        r.single_max_ms
+    )?;
+    outln!(
         "batch ({} x {} facts, one fsync each): {:.0} facts/s",
-        r.batches, r.batch_size, r.batch_facts_per_second
-    );
+        r.batches,
+        r.batch_size,
+        r.batch_facts_per_second
+    )?;
     Ok(())
 }
 

@@ -1,6 +1,5 @@
 //! `memd core`: MEMORY.md, the core memory, as the agent sees it.
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
@@ -25,7 +24,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     if !args.json {
         // Byte for byte: a byte that is not UTF-8 is the user's, not ours
         // to replace.
-        std::io::stdout().write_all(&text.0)?;
+        super::out::write(&text.0)?;
         return Ok(());
     }
     let layout = memd::Layout::open(dir)?;
@@ -37,6 +36,6 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         .map(|l| serde_json::json!({"id": l.entry_id, "text": l.text, "day": l.date}))
         .collect();
     let out = serde_json::json!({"markdown": markdown, "lines": lines});
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    outln!("{}", serde_json::to_string_pretty(&out)?)?;
     Ok(())
 }

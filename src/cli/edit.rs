@@ -47,16 +47,16 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     };
     let edited = super::run_at(dir, req, false)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&edited)?);
+        outln!("{}", serde_json::to_string_pretty(&edited)?)?;
         return Ok(());
     }
     match &edited.run {
-        Some(run) => println!(
+        Some(run) => outln!(
             "{}: {} (run {run}; `memd undo {run}` takes it back)",
             edited.entry.id,
             super::one_line(&edited.entry.text)
-        ),
-        None => println!("{}: already as asked, nothing changed", edited.entry.id),
+        )?,
+        None => outln!("{}: already as asked, nothing changed", edited.entry.id)?,
     }
     Ok(())
 }

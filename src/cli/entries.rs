@@ -35,8 +35,8 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     if let Some(id) = args.id {
         let e = super::run_at(dir, GetEntry { id }, false)?;
         match args.json {
-            true => println!("{}", serde_json::to_string_pretty(&e)?),
-            false => print!("{}", whole(&e)),
+            true => outln!("{}", serde_json::to_string_pretty(&e)?)?,
+            false => out!("{}", whole(&e))?,
         }
         return Ok(());
     }
@@ -47,13 +47,28 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         unreviewed: args.unreviewed.then_some(true),
         edited: args.edited.then_some(true),
     };
+    let filtered = req.category.is_some()
+        || req.session.is_some()
+        || req.since.is_some()
+        || req.unreviewed.is_some()
+        || req.edited.is_some();
     let all = super::run_at(dir, req, false)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?)?;
         return Ok(());
     }
+    // Said, as `memd search` says "no results": an empty answer is not
+    // a command that did nothing.
+    if all.is_empty() {
+        return match filtered {
+            true => outln!("no entries match"),
+            false => outln!(
+                "no entries yet: facts become entries when consolidation runs (`memd consolidate --force` runs it now)"
+            ),
+        };
+    }
     for e in &all {
-        println!("{}  {}  {}", e.id, e.updated, super::one_line(&e.text));
+        outln!("{}  {}  {}", e.id, e.updated, super::one_line(&e.text))?;
     }
     Ok(())
 }

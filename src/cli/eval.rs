@@ -243,23 +243,30 @@ fn locomo(
     let run = memd::eval::locomo::run(data, config, conversations, sessions, min_scores);
     let r = super::runtime()?.block_on(run)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "LoCoMo: {} conversations, {} sessions, judge {}",
-        r.conversations, r.sessions, r.judge
-    );
-    println!(
+        r.conversations,
+        r.sessions,
+        r.judge
+    )?;
+    outln!(
         "compression: {} facts -> {} entries ({:.2} facts per entry)",
-        r.facts, r.entries, r.compression
-    );
-    println!(
+        r.facts,
+        r.entries,
+        r.compression
+    )?;
+    outln!(
         "evidence recall@10: {}/{} = {:.3} ({} questions without observation evidence skipped)",
-        r.found_at_10, r.questions, r.recall_at_10, r.questions_skipped
-    );
+        r.found_at_10,
+        r.questions,
+        r.recall_at_10,
+        r.questions_skipped
+    )?;
     for c in &r.cutoffs {
-        println!(
+        outln!(
             "min_score {:.2}: recall@10 {}/{} = {:.3}, {:.2} hits a question; questions about somebody else: {:.2} hits, {:.0}% given none",
             c.min_score,
             c.found_at_10,
@@ -268,62 +275,75 @@ fn locomo(
             c.hits_per_question,
             c.hits_per_foreign_question,
             100.0 * c.foreign_answered_empty
-        );
+        )?;
     }
     print_cost(
         r.llm_calls,
         (r.prompt_tokens, r.completion_tokens),
         r.wall_seconds,
-    );
-    Ok(())
+    )
 }
 
 /// The last line of every evaluation: what the judge cost.
-fn print_cost(calls: usize, (prompt, completion): (u64, u64), wall_seconds: f64) {
-    println!(
+fn print_cost(calls: usize, (prompt, completion): (u64, u64), wall_seconds: f64) -> Result<()> {
+    outln!(
         "LLM calls {calls}, prompt tokens {prompt}, completion tokens {completion}, wall {wall_seconds:.1} s"
-    );
+    )
 }
 
 fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(r)?);
+        outln!("{}", serde_json::to_string_pretty(r)?)?;
         return Ok(());
     }
     let u = &r.updates;
-    println!(
+    outln!(
         "consolidation on Letta sets {:?}, judge {}",
-        r.sets, r.judge
-    );
-    println!(
+        r.sets,
+        r.judge
+    )?;
+    outln!(
         "ingest: {} facts -> {} entries; false merges {}; ingest failed (still pending) {}",
-        r.facts, r.entries_after_ingest, r.false_merges, r.ingest_failed
-    );
-    println!(
+        r.facts,
+        r.entries_after_ingest,
+        r.false_merges,
+        r.ingest_failed
+    )?;
+    outln!(
         "updates ({} rows): kept as history {}, current only {}, added beside the stale entry {}, still pending {}, lost {}",
-        r.update_rows, u.history, u.current_only, u.beside, u.pending, u.lost
-    );
+        r.update_rows,
+        u.history,
+        u.current_only,
+        u.beside,
+        u.pending,
+        u.lost
+    )?;
     for line in &r.outcomes {
-        println!("  {line}");
+        outln!("  {line}")?;
     }
-    println!(
+    outln!(
         "the set's question searched after each update: top hit states the new answer as current {} of {}; old answer among the 10 hits {}",
-        r.current_top, r.update_rows, r.before_found
-    );
-    println!(
+        r.current_top,
+        r.update_rows,
+        r.before_found
+    )?;
+    outln!(
         "questions about facts the update left alone: top hit states the fact {} of {}",
-        r.others_top, r.others_asked
-    );
-    println!(
+        r.others_top,
+        r.others_asked
+    )?;
+    outln!(
         "facts lost {}; other entries touched {}; entries with invented content {}; invalid judge replies {}",
-        r.facts_lost, r.others_touched, r.invented, r.invalid_replies
-    );
+        r.facts_lost,
+        r.others_touched,
+        r.invented,
+        r.invalid_replies
+    )?;
     print_cost(
         r.llm_calls,
         (r.prompt_tokens, r.completion_tokens),
         r.wall_seconds,
-    );
-    Ok(())
+    )
 }
 
 /// The embedder an evaluation without a judge measures: the directory's
@@ -345,25 +365,25 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
     let cache = cache_dir();
     let r = super::runtime()?.block_on(memd::eval::dedup::run(data, embedder, &cache))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "tier-2 merge rule on labelled pairs, embedder {}",
         r.embedder
-    );
+    )?;
     for (i, s) in r.sources.iter().enumerate() {
         let label = if s.same { "same" } else { "different" };
         let [q1, q2, q3] = s.cosine_quartiles;
-        println!(
+        outln!(
             "  s{}: {} ({label}, {} pairs; cosine quartiles {q1:.2} {q2:.2} {q3:.2})",
             i + 1,
             s.name,
             s.pairs
-        );
+        )?;
     }
     let heads: Vec<String> = (1..=r.sources.len()).map(|i| format!("s{i}")).collect();
-    println!(
+    outln!(
         "{:<9} {:<5} {:>6}  {:>6} {:>6}  {}",
         "words",
         "stem",
@@ -371,7 +391,7 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
         "same",
         "false",
         heads.join(" ")
-    );
+    )?;
     for row in &r.rows {
         let shipped = if row.rule == r.shipped {
             "  <- shipped"
@@ -379,7 +399,7 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
             ""
         };
         let per: Vec<String> = row.merged.iter().map(|n| n.to_string()).collect();
-        println!(
+        outln!(
             "{:<9} {:<5} {:>6.2}  {:>6} {:>6}  {}{shipped}",
             format!("{:?}", row.rule.words).to_lowercase(),
             row.rule.stem,
@@ -387,9 +407,9 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
             row.merges_of_same,
             row.false_merges,
             per.join(" ")
-        );
+        )?;
     }
-    println!("share of pairs memd add would show as similar (cosine at least):");
+    outln!("share of pairs memd add would show as similar (cosine at least):")?;
     for t in &r.shown {
         let per: Vec<String> = t.share.iter().map(|v| format!("{v:.2}")).collect();
         let shipped = if t.min_cosine == r.similar_min {
@@ -397,36 +417,44 @@ fn dedup(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()
         } else {
             ""
         };
-        println!("  {:.2}  {}{shipped}", t.min_cosine, per.join(" "));
+        outln!("  {:.2}  {}{shipped}", t.min_cosine, per.join(" "))?;
     }
-    print_parts(&r);
-    Ok(())
+    print_parts(&r)
 }
 
 /// The leading-clause table of `memd eval dedup`.
-fn print_parts(r: &memd::eval::dedup::DedupReport) {
-    println!(
+fn print_parts(r: &memd::eval::dedup::DedupReport) -> Result<()> {
+    outln!(
         "leading-clause merges (a text folded into one that says it and more), pairs both ways round:"
-    );
-    println!(
+    )?;
+    outln!(
         "  {:>6}  {:>13} {:>17} {:>6} {:>5}",
-        "cosine", "sick-entailed", "sick-not-entailed", "letta", "mrpc"
-    );
+        "cosine",
+        "sick-entailed",
+        "sick-not-entailed",
+        "letta",
+        "mrpc"
+    )?;
     for p in &r.parts {
         let shipped = match p.min_cosine == r.part_shipped {
             true => "  <- shipped",
             false => "",
         };
-        println!(
+        outln!(
             "  {:>6.2}  {:>13} {:>17} {:>6} {:>5}{shipped}",
-            p.min_cosine, p.sick_entailed, p.sick_not_entailed, p.letta, p.mrpc
-        );
+            p.min_cosine,
+            p.sick_entailed,
+            p.sick_not_entailed,
+            p.letta,
+            p.mrpc
+        )?;
     }
     if let Some(p) = r.parts.iter().find(|p| p.min_cosine == r.part_shipped) {
         for (whole, part) in &p.mrpc_merged {
-            println!("  mrpc merged: {part:?}  into  {whole:?}");
+            outln!("  mrpc merged: {part:?}  into  {whole:?}")?;
         }
     }
+    Ok(())
 }
 
 fn neighbours(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Result<()> {
@@ -435,23 +463,25 @@ fn neighbours(dir: &Path, data: &Path, kind: Option<String>, json: bool) -> Resu
     let reports =
         super::runtime()?.block_on(memd::eval::neighbours(data, embedder, &cache_dir()))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+        outln!("{}", serde_json::to_string_pretty(&reports)?)?;
         return Ok(());
     }
-    println!("neighbour recall, embedder {name}");
-    println!(
+    outln!("neighbour recall, embedder {name}")?;
+    outln!(
         "{:<30} {:>6} {:>7}  recall@1/5/8/20",
-        "source", "pool", "queries"
-    );
+        "source",
+        "pool",
+        "queries"
+    )?;
     for r in reports {
         let rec: Vec<String> = r.recall.iter().map(|(_, v)| format!("{v:.3}")).collect();
-        println!(
+        outln!(
             "{:<30} {:>6} {:>7}  {}",
             r.source,
             r.pool,
             r.queries,
             rec.join(" / ")
-        );
+        )?;
     }
     Ok(())
 }

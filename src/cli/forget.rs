@@ -44,23 +44,23 @@ fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
     let ask = Candidates { text: text.clone() };
     let found = super::runtime()?.block_on(target.run(ask))?;
     if args.json && !args.yes {
-        println!("{}", serde_json::to_string_pretty(&found)?);
+        outln!("{}", serde_json::to_string_pretty(&found)?)?;
         return Ok(None);
     }
     if args.json {
         return Ok(Some(found.into_iter().map(|c| c.id).collect()));
     }
     if found.is_empty() {
-        println!("nothing matches {text:?}");
+        outln!("nothing matches {text:?}")?;
         return Ok(None);
     }
     for c in &found {
-        println!("{:<5}  {}  {}", c.kind, c.id, super::one_line(&c.text));
+        outln!("{:<5}  {}  {}", c.kind, c.id, super::one_line(&c.text))?;
     }
     if !args.yes {
-        println!(
+        outln!(
             "\nnothing forgotten yet: `memd forget ID` forgets one, `--match {text:?} --yes` all of these"
-        );
+        )?;
         return Ok(None);
     }
     Ok(Some(found.into_iter().map(|c| c.id).collect()))
@@ -91,7 +91,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     for id in ids {
         let g = rt.block_on(target.run(Forget { id }))?;
         if !json {
-            println!("forgot {} {}: {}", g.kind, g.id, super::one_line(&g.text));
+            outln!("forgot {} {}: {}", g.kind, g.id, super::one_line(&g.text))?;
         }
         gone.push(g);
     }
@@ -133,7 +133,7 @@ fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result
     for id in ids {
         let e = rt.block_on(target.run(Erase { id }))?;
         if !json {
-            println!(
+            outln!(
                 "erased {}: {} entr{}, {} fact line{} redacted, {} journal record{} and {} recall{} without its text",
                 e.id,
                 e.entries.len(),
@@ -144,9 +144,9 @@ fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result
                 super::plural(e.journal_records),
                 e.recalls,
                 super::plural(e.recalls),
-            );
+            )?;
             if let Some(g) = &e.git {
-                print!("{}", git_said(g));
+                out!("{}", git_said(g))?;
             }
         }
         gone.push(e);

@@ -20,12 +20,12 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     let id = args.id.clone();
     let records = super::run_at(dir, History { id: args.id }, false)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&records)?);
+        outln!("{}", serde_json::to_string_pretty(&records)?)?;
     } else if records.is_empty() {
-        println!("no journal records for {id}");
+        outln!("no journal records for {id}")?;
     } else {
         for r in &records {
-            print!("{}", render(r));
+            out!("{}", render(r))?;
         }
     }
     Ok(())

@@ -2,6 +2,20 @@
 //! `Args` and a `run` (after jj's `cli/src/commands/`). Commands print;
 //! the library returns data.
 
+/// `println!` and `print!` for the commands: a write error is returned
+/// (standard output closed by its reader as [`out::Closed`]), never a
+/// panic.
+macro_rules! outln {
+    ($($t:tt)*) => {
+        $crate::cli::out::print(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cli::out::print(format_args!($($t)*))
+    };
+}
+
 mod add;
 #[cfg(feature = "lab")]
 mod bench;
@@ -18,6 +32,7 @@ mod history;
 mod init;
 mod log;
 mod mcp;
+pub mod out;
 mod reindex;
 mod review;
 mod runs;
@@ -217,9 +232,9 @@ fn embedder_kind(name: &str) -> Result<memd::config::EmbedderKind> {
 /// Print `value` as pretty JSON with `--json`, else as `text` renders it.
 fn emit<T: serde::Serialize>(json: bool, value: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(value)?);
+        outln!("{}", serde_json::to_string_pretty(value)?)?;
     } else {
-        print!("{}", text(value));
+        out!("{}", text(value))?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use memd::request::Search;
 pub struct Args {
     /// What to look for, in words.
     query: String,
-    /// How many hits (default: [search] default_k).
+    /// How many hits, 1 to 100 (default: [search] default_k).
     #[arg(short, long)]
     k: Option<usize>,
     /// Leave out what MEMORY.md already holds (its lines and the entries
@@ -55,14 +55,14 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     };
     let hits = super::run_at(dir, search, false)?.hits();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&hits)?);
+        outln!("{}", serde_json::to_string_pretty(&hits)?)?;
     } else if hits.is_empty() {
-        println!("no results");
+        outln!("no results")?;
     } else {
         for h in hits {
             let text = super::one_line(&h.text);
             let day = h.day.as_deref().unwrap_or("");
-            println!("{:.2}  {:<5}  {day:<10}  {}  {text}", h.score, h.kind, h.id);
+            outln!("{:.2}  {:<5}  {day:<10}  {}  {text}", h.score, h.kind, h.id)?;
         }
     }
     Ok(())

@@ -29,7 +29,7 @@ pub struct Args {
 pub fn run(dir: &Path, args: Args) -> Result<()> {
     let shown = super::run_at(dir, Show { as_of: args.as_of }, false)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&shown)?);
+        outln!("{}", serde_json::to_string_pretty(&shown)?)?;
         return Ok(());
     }
     let parts = match args.file.as_deref() {
@@ -40,7 +40,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             ("MEMORY.md, generated lines", &shown.core),
         ],
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = Vec::new();
     let mut unknowable = Vec::new();
     for (title, then) in parts {
         if !title.is_empty() {
@@ -54,7 +54,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             Then::Unknowable { why, .. } => unknowable.push(why.clone()),
         }
     }
-    out.flush()?;
+    super::out::write(&out)?;
     if !shown.forgotten_since.is_empty() && args.file.as_deref() != Some("core") {
         let ids: Vec<&str> = shown.forgotten_since.iter().map(|e| e.as_str()).collect();
         eprintln!(

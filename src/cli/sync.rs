@@ -29,22 +29,22 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         false,
     )?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&synced)?);
+        outln!("{}", serde_json::to_string_pretty(&synced)?)?;
     } else {
         if let Some(c) = &synced.committed {
-            println!("committed: {c}");
+            outln!("committed: {c}")?;
         }
         if synced.merged {
-            println!("merged origin/{}", synced.branch);
+            outln!("merged origin/{}", synced.branch)?;
         }
         for s in synced.settled.iter().chain(&synced.notes) {
-            println!("{s}");
+            outln!("{s}")?;
         }
         for id in &synced.erased_again {
-            println!("erased again here (erased on the other side): {id}");
+            outln!("erased again here (erased on the other side): {id}")?;
         }
         if synced.pushed {
-            println!("pushed to {} ({})", synced.remote, synced.branch);
+            outln!("pushed to {} ({})", synced.remote, synced.branch)?;
         }
     }
     if synced.conflicts.is_empty() {

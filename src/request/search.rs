@@ -160,9 +160,9 @@ impl Search {
             crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
         })?;
         let default = target.memory.config.search.default_k as usize;
-        if self.k == Some(0) {
+        if let Some(k) = self.k.filter(|k| !(1..=MAX_K).contains(k)) {
             return Err(crate::Error::Invalid(format!(
-                "k is how many hits to return: 1 to {MAX_K} (0 asks for none)"
+                "k is how many hits to return: 1 to {MAX_K} (asked for {k})"
             )));
         }
         let k = self.k.unwrap_or(default).clamp(1, MAX_K);

@@ -64,7 +64,14 @@ impl ApiError {
     }
 
     fn bad(msg: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, msg)
+        ApiError::unread(StatusCode::BAD_REQUEST, msg)
+    }
+
+    /// A request memd could not read as one (its query, its body, its
+    /// content type, its size): `invalid`, as a request that cannot
+    /// succeed as given is everywhere, whatever its status.
+    fn unread(status: StatusCode, msg: impl Into<String>) -> ApiError {
+        ApiError(status, msg.into(), Some(Kind::Invalid))
     }
 }
 
@@ -210,8 +217,9 @@ async fn handle<R: Request>(
     params: RawPathParams,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Reply {
+    let body = body.map_err(|e| ApiError::unread(e.status(), e.body_text()))?;
     let handled = handled::<R>(state, params, uri, headers, body);
     crate::steps::timed("HTTP handler", handled).await
 }
@@ -275,7 +283,7 @@ fn from_body<R: Request>(
         true => json!({}),
         false => {
             if !json_content(headers) {
-                return Err(ApiError::new(
+                return Err(ApiError::unread(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     "Expected request with `Content-Type: application/json`",
                 ));
@@ -286,7 +294,7 @@ fn from_body<R: Request>(
         }
     };
     let Some(fields) = value.as_object_mut() else {
-        return Err(ApiError::new(
+        return Err(ApiError::unread(
             StatusCode::UNPROCESSABLE_ENTITY,
             "the request body must be a JSON object",
         ));
@@ -295,7 +303,7 @@ fn from_body<R: Request>(
         fields.insert(k.clone(), Value::String(v.clone()));
     }
     serde_json::from_value(value).map_err(|e| {
-        ApiError::new(
+        ApiError::unread(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("Failed to deserialize the JSON body into the target type: {e}"),
         )

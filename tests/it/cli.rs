@@ -774,3 +774,23 @@ fn a_shipped_build_never_reads_memd_pause_at() {
     );
     assert_eq!(memd::archive::read_all(&layout).unwrap().0.len(), 1);
 }
+
+#[test]
+fn an_empty_listing_of_entries_says_so_and_how_facts_become_entries() {
+    let t = crate::trust::fresh();
+    let dir = t.path();
+    crate::trust::add(dir, "The user keeps bees");
+    let said = crate::trust::ok(dir, &["entries"]);
+    assert!(
+        said.contains("no entries yet") && said.contains("consolidate"),
+        "{said:?}"
+    );
+    let said = crate::trust::ok(dir, &["entries", "--category", "nothing-here"]);
+    assert_eq!(said.trim(), "no entries match");
+    let json: serde_json::Value =
+        serde_json::from_str(&crate::trust::ok(dir, &["entries", "--json"])).unwrap();
+    assert_eq!(json, serde_json::json!([]));
+    crate::trust::consolidate(dir);
+    let said = crate::trust::ok(dir, &["entries"]);
+    assert!(said.contains("bees"), "{said:?}");
+}

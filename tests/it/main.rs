@@ -30,6 +30,7 @@ mod limits;
 mod mcp;
 mod offline;
 mod page;
+mod pipe;
 mod random;
 mod review;
 mod root;

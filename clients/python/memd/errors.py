@@ -3,9 +3,9 @@
 The daemon answers a failed request with a 4xx or 5xx status and a JSON body
 ``{"error": "...", "kind": "..."}``. ``kind`` is memd's own kind of failure
 (``invalid``, ``busy``, ``not_found``, ``corrupt``, ``unfinished``,
-``other``: the CLI's exit codes); replies the daemon makes before a request
-is read (a body that is not the request, a refused token or origin, an
-unknown route) carry no kind. Each error is a :class:`MemdError`; the
+``other``: the CLI's exit codes). A request the daemon cannot read as one (a
+body that is not the request, 400, 413, 415 or 422) is ``invalid``; only a
+refused token or origin and an unknown route carry no kind. Each error is a :class:`MemdError`; the
 subclasses say what a caller usually wants to tell apart.
 """
 
