@@ -70,6 +70,10 @@ use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, core_md, recall, versions};
 
+/// What every surface says of a text the user erased that is added
+/// again: it is not written (the receipt keeps it out for good).
+pub const NOT_WRITTEN_AGAIN: &str = "the user erased this text, and it stays out for good";
+
 /// Whether `t` occurs in `n` with no letter or digit joined to either of
 /// its ends: "yes" is not said in "yesterday", "koala-3321" is in "the
 /// code is koala-3321, said the user".

@@ -82,10 +82,14 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             outln!("{}", serde_json::to_value(&a)?)?;
             continue;
         }
-        if a.fact.written {
-            outln!("{}", a.fact.id)?;
-        } else {
-            outln!("{} (already written under this key)", a.fact.id)?;
+        match (a.fact.written, a.fact.erased) {
+            (true, _) => outln!("{}", a.fact.id)?,
+            (false, true) => outln!(
+                "{} (not written: {})",
+                a.fact.id,
+                memd::erase::NOT_WRITTEN_AGAIN
+            )?,
+            (false, false) => outln!("{} (already written under this key)", a.fact.id)?,
         }
         for s in a.similar.into_iter().flatten() {
             let how = match s.same {

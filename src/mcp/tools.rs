@@ -187,7 +187,7 @@ pub(super) const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "consolidate",
-        description: "Fold recently remembered facts into the consolidated memory now.",
+        description: "Fold recently remembered facts into the consolidated memory. Without force it runs only when enough time and facts have gathered since the last run, and its report's skipped says why it did not; force: true runs it now.",
         schema: || schema::<Consolidate>(&[]),
         output: object::<consolidate::Report>,
         call: |t, args| Box::pin(consolidate(t, args)),
@@ -275,6 +275,14 @@ async fn remember(target: &Target, args: Map<String, Value>) -> Result<Answered>
     for f in &added.facts {
         if !out.is_empty() {
             out.push('\n');
+        }
+        if f.fact.erased {
+            out.push_str(&format!(
+                "not remembered: {} (the id it would have had: {})",
+                crate::erase::NOT_WRITTEN_AGAIN,
+                f.fact.id
+            ));
+            continue;
         }
         out.push_str(&format!("remembered as {}", f.fact.id));
         for s in f.similar.iter().flatten() {

@@ -500,3 +500,81 @@ fn completions_and_the_man_page_name_every_command() {
         );
     }
 }
+
+/// The MCP tools `memd mcp` lists, by name, in order.
+fn mcp_tool_names(dir: &Path) -> Vec<String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new(memd_bin())
+        .arg("--dir")
+        .arg(dir)
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let asks = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for a in asks {
+        writeln!(stdin, "{a}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == 2)
+        .unwrap();
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The names in backticks of the paragraph of `doc` that starts with
+/// `opening`, less the command itself.
+fn named_in(doc: &str, opening: &str) -> Vec<String> {
+    let at = doc
+        .find(opening)
+        .unwrap_or_else(|| panic!("{opening:?} not found"));
+    let para = doc[at..].split("\n\n").next().unwrap();
+    para.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_readme_api_md_and_help_name_every_mcp_tool_the_binary_serves() {
+    let t = fresh();
+    let served = mcp_tool_names(t.path());
+    assert!(served.len() >= 10, "{served:?}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let readme = named_in(&read("README.md"), "`memd mcp` gives an agent the tools");
+    let api = named_in(
+        &read("docs/API.md"),
+        "`memd mcp` is a Model Context Protocol server",
+    );
+    for (doc, named) in [("README.md", readme), ("docs/API.md", api)] {
+        assert_eq!(
+            named, served,
+            "{doc} names other MCP tools than memd serves"
+        );
+    }
+    let help = crate::trust::ok(t.path(), &["--help"]);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("mcp "))
+        .unwrap();
+    let listed = line.split("(tools: ").nth(1).unwrap().trim_end_matches(')');
+    let listed: Vec<String> = listed.split(", ").map(str::to_string).collect();
+    assert_eq!(listed, served, "memd --help names other MCP tools");
+}

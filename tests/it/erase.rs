@@ -234,6 +234,11 @@ fn a_text_written_again_after_its_erasure_gets_an_id_of_its_own() {
         out["written"], false,
         "an erased text is not written again: {out}"
     );
+    let said = ok(dir, &["add", &secret]);
+    assert!(
+        said.contains("not written: the user erased this text"),
+        "an erased text is not said to be written under a key: {said}"
+    );
 }
 
 /// An erased entry's text written again by hand on another day is kept

@@ -74,6 +74,34 @@ fn mcp_speaks_json_rpc_over_stdio() {
     assert!(hint("edit_entry", "destructiveHint") && hint("edit_entry", "idempotentHint"));
     assert!(!hint("remember", "readOnlyHint") && !hint("remember", "destructiveHint"));
     assert!(hint("consolidate", "destructiveHint") && !hint("consolidate", "openWorldHint"));
+    // `consolidate` is gated unless forced, and says so before and after.
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let about = tools.iter().find(|t| t["name"] == "consolidate").unwrap()["description"]
+        .as_str()
+        .unwrap();
+    assert!(about.contains("Without force it runs only when"), "{about}");
+    let r = ask(json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+        "params": {"name": "consolidate", "arguments": {}}}))
+    .unwrap();
+    let said = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        said.starts_with("not run:") && said.contains("force: true"),
+        "{r}"
+    );
+    // A text the user erased is not remembered again, and the reply says so.
+    let remember = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "The alarm code is OSPREY-2291"}}})
+    };
+    let r = ask(remember(31)).unwrap();
+    let secret = r["result"]["structuredContent"]["facts"][0]["id"].clone();
+    let r = ask(json!({"jsonrpc": "2.0", "id": 32, "method": "tools/call",
+        "params": {"name": "erase", "arguments": {"id": secret}}}))
+    .unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let r = ask(remember(33)).unwrap();
+    let said = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.starts_with("not remembered: the user erased"), "{r}");
     let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
     .unwrap();

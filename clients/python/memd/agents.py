@@ -3,7 +3,8 @@
 :func:`memory_tools` gives the tools memd's MCP server offers an agent,
 under the same names and with the same meaning, answered through the HTTP
 API: ``remember`` (store facts), ``recall`` (search), ``forget`` (an entry
-or a pending fact, for good) and ``core_memory`` (MEMORY.md)::
+or a pending fact, for good), ``erase`` (forgotten, and its text taken out
+of every file) and ``core_memory`` (MEMORY.md)::
 
     from agents import Agent
     from memd import AsyncClient
@@ -22,13 +23,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeVar
 
-from agents import FunctionTool, RunContextWrapper, function_tool
+try:
+    from agents import FunctionTool, RunContextWrapper, function_tool
+except ImportError as missing:
+    raise ImportError(
+        "memd.agents needs the OpenAI Agents SDK: pip install 'memd-client[agents]'"
+    ) from missing
 
 from . import _api as api
 from ._api import Call
 from .client import AsyncClient, Client
 from .errors import MemdError
-from .types import Added, Candidate, Found
+from .types import Added, Candidate, Erasure, Found
 
 __all__ = ["memory_tools"]
 
@@ -36,7 +42,7 @@ T = TypeVar("T")
 
 
 def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
-    """The tools ``remember``, ``recall``, ``forget`` and ``core_memory``,
+    """The tools ``remember``, ``recall``, ``forget``, ``erase`` and ``core_memory``,
     sending their requests through ``client`` (a blocking client's calls
     run in a worker thread)."""
 
@@ -127,11 +133,24 @@ def memory_tools(client: AsyncClient | Client) -> list[FunctionTool]:
         return f"forgot {gone.kind} {gone.id}: {gone.text}"
 
     @tool
+    async def erase(id: str) -> str:
+        """Erase an entry (e-…) or a pending fact (DAY#HASH): forgotten for good and its text taken out of every file memd keeps (the archive, history, index). Only when the user asks that something be deleted for good (a secret, personal data); it cannot be undone.
+
+        Args:
+            id: An entry id (e-…) or a pending fact's id (DAY#HASH).
+        """
+        gone: Erasure = await send(api.erase(id))
+        return (
+            f"erased {gone.id}: its text is out of every file "
+            f"(entries: {len(gone.entries)}, facts: {len(gone.facts)})"
+        )
+
+    @tool
     async def core_memory() -> str:
         """The always-relevant memory (MEMORY.md) to keep in mind for this conversation: the person's notes, then one line per entry with the day it was last stated and its id (for forget and supersedes)."""
         return await send(api.core(compact=True))
 
-    return [remember, recall, forget, core_memory]
+    return [remember, recall, forget, erase, core_memory]
 
 
 def _explain(context: RunContextWrapper[Any], error: Exception) -> str:
@@ -147,6 +166,12 @@ def _remembered(added: Added, *, declared: bool) -> str:
     """What ``remember`` answers: each fact's id and the entries like it."""
     lines: list[str] = []
     for fact in added.facts:
+        if fact.erased:
+            lines.append(
+                "not remembered: the user erased this text, and it stays out "
+                f"for good (the id it would have had: {fact.id})"
+            )
+            continue
         lines.append(f"remembered as {fact.id}")
         similar = fact.similar or []
         for s in similar:

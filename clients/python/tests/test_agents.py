@@ -19,7 +19,7 @@ from memd.agents import memory_tools
 
 from .conftest import Daemon, init, memd_bin, memd_env
 
-NAMES = ["remember", "recall", "forget", "core_memory"]
+NAMES = ["remember", "recall", "forget", "erase", "core_memory"]
 
 
 @pytest.fixture
@@ -58,6 +58,31 @@ async def test_remember_recall_forget(tools: dict[str, FunctionTool], memd: Clie
     assert gone == f"forgot fact {fact_id}: The user's sister is called Ines"
     assert memd.candidates("sister is called Ines") == []
     assert "Ines" not in await invoke(tools["recall"], query="sister", min_score=0)
+
+
+async def test_erase_takes_the_text_out_as_memds_mcp_tool_does(tools: dict[str, FunctionTool], memd: Client) -> None:
+    said = await invoke(tools["remember"], text="The alarm code is OSPREY-2291")
+    [fact_id] = re.findall(r"^remembered as (\S+)$", said, re.MULTILINE)
+    gone = await invoke(tools["erase"], id=fact_id)
+    assert gone == f"erased {fact_id}: its text is out of every file (entries: 0, facts: 1)"
+    assert "OSPREY" not in await invoke(tools["recall"], query="alarm code", min_score=0)
+    again = await invoke(tools["remember"], text="The alarm code is OSPREY-2291")
+    assert again.startswith("not remembered: the user erased this text"), again
+    assert memd.candidates("OSPREY") == []
+
+
+def test_without_the_sdk_the_import_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.delitem(sys.modules, "memd.agents")
+    monkeypatch.setitem(sys.modules, "agents", None)
+    with pytest.raises(ImportError, match=r"pip install 'memd-client\[agents\]'"):
+        importlib.import_module("memd.agents")
+    monkeypatch.delitem(sys.modules, "memd.langgraph", raising=False)
+    monkeypatch.setitem(sys.modules, "langgraph.store.base", None)
+    with pytest.raises(ImportError, match=r"pip install 'memd-client\[langgraph\]'"):
+        importlib.import_module("memd.langgraph")
 
 
 async def test_remember_a_batch_and_similar_entries(tools: dict[str, FunctionTool], memd: Client) -> None:
