@@ -93,7 +93,7 @@ fn render(r: &Report) -> String {
     if !r.proposed.is_empty() {
         let n = r.proposed.len();
         out.push_str(&format!(
-            "{n} op{} proposed in consolidated/REVIEW.md, none applied: mark one [x] to accept it, delete it to reject it, then `memd review apply`\n",
+            "{n} op{} proposed in consolidated/REVIEW.md, waiting for your decision (not applied): mark one [x] to accept it, delete it to reject it, then `memd review apply`\n",
             super::plural(n)
         ));
     }
@@ -127,34 +127,42 @@ fn held_back(r: &Report) -> String {
             s.fact, s.text
         ));
     }
+    // (count, the noun for one, for more, what became of them)
     let counted = [
         (
             r.deleted_by_hand,
-            "entries deleted by hand: recorded as forgotten (tombstoned with their facts)",
+            ("entry", "entries"),
+            "deleted by hand: recorded as forgotten (tombstoned with their facts)",
         ),
         (
             r.skipped_hand_edited,
-            "ops skipped: their entry was edited by hand during the run (facts stay pending)",
+            ("op", "ops"),
+            "skipped: their entry was edited by hand during the run (facts stay pending)",
         ),
         (
             r.declared_updates,
-            "facts applied as the updates they declared (supersedes), the old text kept as history",
+            ("fact", "facts"),
+            "applied as a declared update (supersedes), the old text kept as history",
         ),
         (
             r.judged_updates,
-            "facts the built-in judge read as updates, the old text kept as history",
+            ("fact", "facts"),
+            "the built-in judge read as an update, the old text kept as history",
         ),
         (
             r.failed_clusters,
-            "clusters got no usable reply (facts stay pending)",
+            ("cluster", "clusters"),
+            "got no usable reply (facts stay pending)",
         ),
         (
             r.fallback_facts,
-            "facts added verbatim and marked unreviewed",
+            ("fact", "facts"),
+            "added verbatim and marked unreviewed",
         ),
     ];
-    for (n, what) in counted.into_iter().filter(|(n, _)| *n > 0) {
-        out.push_str(&format!("{n} {what}\n"));
+    for (n, (one, many), what) in counted.into_iter().filter(|(n, ..)| *n > 0) {
+        let noun = if n == 1 { one } else { many };
+        out.push_str(&format!("{n} {noun} {what}\n"));
     }
     out
 }

@@ -794,3 +794,21 @@ fn an_empty_listing_of_entries_says_so_and_how_facts_become_entries() {
     let said = crate::trust::ok(dir, &["entries"]);
     assert!(said.contains("bees"), "{said:?}");
 }
+
+#[test]
+fn a_run_counts_what_it_did_in_words_that_agree_with_the_count() {
+    let t = crate::trust::fresh();
+    let dir = t.path();
+    crate::trust::add(dir, "User works at Acme");
+    crate::trust::consolidate(dir);
+    let (entry, ..) = crate::trust::entries(dir).remove(0);
+    crate::trust::ok(
+        dir,
+        &["add", "User now works at Globex", "--supersedes", &entry],
+    );
+    let said = crate::trust::ok(dir, &["consolidate", "--force"]);
+    assert!(
+        said.contains("\n1 fact applied as a declared update (supersedes)"),
+        "{said}"
+    );
+}
