@@ -32,10 +32,10 @@ pub enum Error {
         pid: Option<u32>,
         listen: Option<String>,
     },
-    /// No entry or archive fact has this id.
-    #[error(
-        "no entry or archive fact has the id {id:?} (`memd forget --match TEXT` lists candidates)"
-    )]
+    /// No entry or archive fact has this id. Said in no surface's words:
+    /// each surface adds how its caller finds ids (the CLI `memd forget
+    /// --match`, MCP `recall`).
+    #[error("no entry or archive fact has the id {id:?}")]
     NotFound { id: String },
     /// Something else named that does not exist (a run, a memory).
     #[error("there is no {what}")]

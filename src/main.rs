@@ -34,11 +34,19 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if cli::out::closed(&e) => cli::out::end_as_a_pipe_does(),
         Err(e) => {
-            eprintln!("memd: {e:#}");
             let kind = e
                 .chain()
                 .find_map(|c| c.downcast_ref::<memd::Error>())
                 .map_or(Kind::Other, memd::Error::kind);
+            // How to find an id, in the command line's words (memd's
+            // errors name no surface's commands).
+            let hint = match kind {
+                Kind::NotFound => {
+                    " (`memd forget --match TEXT` lists entries and facts by their words; `memd runs` lists runs)"
+                }
+                _ => "",
+            };
+            eprintln!("memd: {e:#}{hint}");
             exit_code(kind)
         }
     }

@@ -320,7 +320,8 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
                     "isError": false
                 }),
                 Err(e) => {
-                    json!({"content": [{"type": "text", "text": format!("{e:#}")}], "isError": true})
+                    let text = format!("{e:#}{}", found_by(&e));
+                    json!({"content": [{"type": "text", "text": text}], "isError": true})
                 }
             }
         }
@@ -405,4 +406,13 @@ async fn read_line(
         n > 0 && !buf.ends_with(b"\n")
     } {}
     Ok(Line::TooLong)
+}
+
+/// How a model finds the id a failed call named, in this surface's words
+/// (memd's errors name no surface's commands).
+fn found_by(e: &crate::Error) -> &'static str {
+    match e.kind() == crate::error::Kind::NotFound {
+        true => " (recall finds entries and facts by their words, with their ids)",
+        false => "",
+    }
 }

@@ -148,7 +148,12 @@ fn an_unknown_id_is_not_found_everywhere_and_a_k_out_of_range_is_refused() {
     let dir = t.path();
     let fact = add(dir, "Has a dog called Rex");
     for args in [["history", "e-00000bad"], ["forget", "e-00000bad"]] {
-        assert_eq!(memd(dir, &args).status.code(), Some(4), "{args:?}");
+        let out = memd(dir, &args);
+        assert_eq!(out.status.code(), Some(4), "{args:?}");
+        assert!(
+            stderr(&out).contains("`memd forget --match TEXT`"),
+            "{out:?}"
+        );
     }
     // A pending fact has no history yet, and is no error.
     let out = memd(dir, &["history", &fact]);

@@ -102,6 +102,16 @@ fn mcp_speaks_json_rpc_over_stdio() {
     let r = ask(remember(33)).unwrap();
     let said = r["result"]["content"][0]["text"].as_str().unwrap();
     assert!(said.starts_with("not remembered: the user erased"), "{r}");
+    // An id that names nothing: said in MCP's words, never a CLI command.
+    let r = ask(json!({"jsonrpc": "2.0", "id": 34, "method": "tools/call",
+        "params": {"name": "get_entry", "arguments": {"id": "e-00000bad"}}}))
+    .unwrap();
+    let said = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        said.contains("recall finds") && !said.contains("memd "),
+        "{said}"
+    );
     let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
     .unwrap();
