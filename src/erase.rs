@@ -76,8 +76,9 @@ pub const NOT_WRITTEN_AGAIN: &str = "the user erased this text, and it stays out
 
 /// Whether `t` occurs in `n` with no letter or digit joined to either of
 /// its ends: "yes" is not said in "yesterday", "koala-3321" is in "the
-/// code is koala-3321, said the user".
-fn said_within(n: &str, t: &str) -> bool {
+/// code is koala-3321, said the user". Both normalised
+/// ([`crate::text::normalize`]).
+pub fn said_within(n: &str, t: &str) -> bool {
     !t.is_empty()
         && n.match_indices(t).any(|(i, _)| {
             let before = n[..i].chars().next_back();
@@ -393,6 +394,11 @@ fn scope(
         s.facts.extend(t.sources.iter().cloned());
         s.hashes.extend(t.hashes.iter().cloned());
     }
+    // The facts an entry holds now are its erasure's only the first time:
+    // run again (after a crash, or on a merge), the receipt names them.
+    // A fact another copy folded into the entry since (an update of it)
+    // says something else: it stays, pending again with the entry gone.
+    let mut held: BTreeSet<FactId> = BTreeSet::new();
     if EntryId::looks_like(id) {
         s.entry = Some(EntryId::from(id));
         s.entries = crate::forget::lineage_ids(records, id)
@@ -404,8 +410,7 @@ fn scope(
         {
             known = true;
             s.texts.insert(normalize(&e.text));
-            s.facts
-                .extend(e.meta.iter().flat_map(|m| m.sources.iter().cloned()));
+            held.extend(e.meta.iter().flat_map(|m| m.sources.iter().cloned()));
         }
         for r in records.iter().filter(|r| s.entries.contains(&r.entry)) {
             known = true;
@@ -415,7 +420,10 @@ fn scope(
                     .flatten()
                     .map(|t| normalize(t)),
             );
-            s.facts.extend(r.sources.iter().cloned());
+            held.extend(r.sources.iter().cloned());
+        }
+        if receipts.is_empty() {
+            s.facts.extend(held);
         }
     } else if let Some(f) = facts.iter().find(|f| f.id == id) {
         known = true;

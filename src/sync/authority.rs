@@ -26,7 +26,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::Repo;
+use super::{Repo, merge};
 use crate::error::{Context, Result};
 
 /// Whether `path` (relative to the top, `/`-separated) is one a remote may
@@ -128,6 +128,12 @@ pub(super) fn keep_local(repo: &Repo) -> Result<Vec<String>> {
             false => continue,
         };
         put_back(repo, path, here)?;
+        if links.contains(path) && here && merge_last_file(repo, path)? {
+            said.push(format!(
+                "{path}: the remote's link was not taken ({why}); what the remote last held there as a file was merged"
+            ));
+            continue;
+        }
         said.push(format!("{path}: the remote's change was not taken ({why})"));
     }
     Ok(said)
@@ -148,6 +154,57 @@ fn put_back(repo: &Repo, path: &str, here: bool) -> Result<()> {
         std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
     }
     Ok(())
+}
+
+/// The merge memd's drivers give `path`, if any ([`super::ATTRIBUTES`]).
+fn merge_kind(path: &str) -> Option<merge::Kind> {
+    super::ATTRIBUTES
+        .iter()
+        .find(|(pattern, _)| match pattern.strip_suffix("*.md") {
+            Some(dir) => path
+                .strip_prefix(dir)
+                .is_some_and(|f| f.ends_with(".md") && !f.contains('/')),
+            None => *pattern == path,
+        })
+        .map(|(_, kind)| *kind)
+}
+
+/// A data file the remote turned into a link, put back as this machine
+/// had it ([`put_back`]), then merged with what the remote last held at
+/// `path` as a file (against the two sides' merge base), by memd's own
+/// driver: the link is refused, the facts and entries the other copies
+/// pushed before it are not (a run would otherwise read an entry the
+/// journal names and the file lacks as deleted by hand). Whether it merged
+/// (false: no such file, no driver, or a conflict, and HEAD's stays).
+fn merge_last_file(repo: &Repo, path: &str) -> Result<bool> {
+    let Some(kind) = merge_kind(path) else {
+        return Ok(false);
+    };
+    let revs = raw(repo, &["rev-list", "MERGE_HEAD", "--", path])?;
+    let is_file = |rev: &str| {
+        raw(repo, &["ls-tree", rev, "--", path]).is_ok_and(|l| l.starts_with("100644 "))
+    };
+    let Some(theirs) = revs.lines().find(|rev| is_file(rev)) else {
+        return Ok(false);
+    };
+    let base = repo
+        .run(&["merge-base", "HEAD", theirs])
+        .unwrap_or_default();
+    let blob = |rev: &str| -> Vec<u8> {
+        repo.output(&["show", &format!("{rev}:{path}")])
+            .ok()
+            .filter(|o| o.status.success() && !rev.is_empty())
+            .map(|o| o.stdout)
+            .unwrap_or_default()
+    };
+    let file = repo.top.join(path);
+    let ours = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let Some(merged) = merge::clean(kind, &blob(&base), &ours, &blob(theirs)) else {
+        return Ok(false);
+    };
+    crate::atomic::write(&file, &merged)?;
+    repo.run(&["add", "--", path])?;
+    Ok(true)
 }
 
 /// Remove `p` when it is a link (never what it points at).

@@ -103,6 +103,20 @@ pub fn run(kind: Kind, base: &Path, ours: &Path, theirs: &Path) -> Result<Merged
     }
 }
 
+/// The merge of `o`, `a` and `b` when it is clean and whole in memory;
+/// `None` for a conflict and for MEMORY.md (whose person's text merges as
+/// text, through files).
+pub(super) fn clean(kind: Kind, o: &[u8], a: &[u8], b: &[u8]) -> Option<Vec<u8>> {
+    match kind {
+        Kind::Archive => Some(super::day::merge(o, a, b)),
+        Kind::Jsonl => Some(super::lines::merge(o, a, b)),
+        Kind::Entries => entries(o, a, b).ok(),
+        Kind::Core => None,
+        Kind::State => state(o, a, b).ok(),
+        Kind::Versions => crate::versions::merge(o, a, b),
+    }
+}
+
 /// `git merge-file` into `ours`, with conflict markers. Returns whether
 /// it left a conflict.
 fn text_merge(base: &Path, ours: &Path, theirs: &Path) -> Result<bool> {

@@ -931,3 +931,90 @@ fn a_remote_that_takes_a_redaction_line_out_leaves_the_erasure_in_force_here() {
     assert_eq!(redacted, 1, "the redaction line is back, once");
     assert_clean(a);
 }
+
+/// The random test's case: the other copy consolidated a fact into an
+/// entry and pushed; a stranger then turned the entries file and a day
+/// file into links. This copy refuses the links and still takes what the
+/// other copy pushed before them: its entry and its fact, nothing
+/// recorded as deleted by hand, nothing forgotten.
+#[test]
+fn a_remote_that_links_a_data_file_still_brings_what_the_other_copy_pushed_before() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    add(b, "User collects stamps");
+    consolidate(b);
+    sync(b);
+    let evil = stranger(&url);
+    let e = evil.path();
+    let outside = tempfile::tempdir().unwrap();
+    let elsewhere = outside.path().join("else.md");
+    std::fs::write(&elsewhere, "- someone else's\n").unwrap();
+    let days: Vec<String> = std::fs::read_dir(e.join("archive"))
+        .unwrap()
+        .flatten()
+        .map(|d| format!("archive/{}", d.file_name().to_string_lossy()))
+        .collect();
+    for link in days
+        .iter()
+        .map(String::as_str)
+        .chain(["consolidated/memory.md"])
+    {
+        std::fs::remove_file(e.join(link)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, e.join(link)).unwrap();
+    }
+    push_all(e);
+    let said = sync(a);
+    assert!(said.contains("was merged"), "{said}");
+    assert!(
+        entries(a).iter().any(|(_, t, _)| t.contains("stamps")),
+        "{:?}",
+        entries(a)
+    );
+    let stones = std::fs::read_to_string(a.join(".tombstones.jsonl")).unwrap_or_default();
+    assert!(!stones.contains("deleted by hand"), "{stones}");
+    assert!(found(a, "stamps").iter().any(|t| t.contains("stamps")));
+    assert_clean(a);
+    sync(b);
+    assert_clean(b);
+    assert!(entries(b).iter().any(|(_, t, _)| t.contains("stamps")));
+}
+
+/// The erasure's twin of the test above: an entry erased on one machine
+/// while the other declared an update of it. The erasure takes the old
+/// text everywhere; the update is the user's own later word, and stays.
+#[test]
+fn an_entry_erased_on_one_machine_takes_its_text_but_not_the_update_the_other_declared() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    let seattle = entry_saying(a, "Seattle");
+    ok(a, &["forget", "--erase", &seattle]);
+    moved_to_portland(b, &seattle);
+    consolidate(b);
+    sync(a);
+    sync(b);
+    sync(a);
+    assert_same(a, b);
+    for dir in [a, b] {
+        let holding: Vec<String> = tree(dir)
+            .into_iter()
+            .filter(|(p, bytes)| {
+                !p.starts_with(".git") && String::from_utf8_lossy(bytes).contains("Seattle")
+            })
+            .map(|(p, _)| p)
+            .collect();
+        assert!(
+            holding.is_empty(),
+            "{} holds it in {holding:?}",
+            dir.display()
+        );
+        assert!(
+            found(dir, "Portland")
+                .iter()
+                .any(|t| t.contains("Portland")),
+            "the update was erased with the entry it updated"
+        );
+        assert_clean(dir);
+    }
+}

@@ -243,10 +243,13 @@ impl Ledger {
         self.hand_deleted.extend(other.hand_deleted.iter().cloned());
         self.erased.extend(other.erased.iter().cloned());
         self.erased_texts.extend(other.erased_texts.iter().cloned());
-        // An erasure takes every fact of its text: the other copy's too,
-        // written before the erasure reached it.
+        // An erasure takes every fact that says its text (a longer one
+        // too): the other copy's as well, written before the erasure
+        // reached it.
         for (id, t) in &self.acked {
-            if self.erased_texts.contains(&normalize(t)) {
+            let n = normalize(t);
+            let says = |e: &String| memd::erase::said_within(&n, e);
+            if self.erased_texts.contains(&n) || self.erased_texts.iter().any(says) {
                 self.erased.insert(id.clone());
             }
         }

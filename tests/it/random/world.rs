@@ -503,7 +503,7 @@ impl World {
         }
         let req = || memd::request::Search {
             query: Some(text.to_string()),
-            k: Some(1000),
+            k: Some(100),
             min_score: Some(0.0),
             ..Default::default()
         };
