@@ -497,7 +497,7 @@ fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
     let out = memd(dir, &["consolidate", "--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("1 entries deleted by hand"),
+        stdout(&out).contains("1 entry deleted by hand"),
         "{}",
         stdout(&out)
     );
