@@ -278,9 +278,9 @@ async fn remember(target: &Target, args: Map<String, Value>) -> Result<Answered>
         }
         if f.fact.erased {
             out.push_str(&format!(
-                "not remembered: {} (the id it would have had: {})",
-                crate::erase::NOT_WRITTEN_AGAIN,
-                f.fact.id
+                "not remembered as {}: {}",
+                f.fact.id,
+                crate::erase::NOT_WRITTEN_AGAIN
             ));
             continue;
         }

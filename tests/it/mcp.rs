@@ -101,7 +101,10 @@ fn mcp_speaks_json_rpc_over_stdio() {
     assert_eq!(r["result"]["isError"], false, "{r}");
     let r = ask(remember(33)).unwrap();
     let said = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(said.starts_with("not remembered: the user erased"), "{r}");
+    assert!(
+        said.starts_with("not remembered as ") && said.contains("the user erased"),
+        "{r}"
+    );
     // An id that names nothing: said in MCP's words, never a CLI command.
     let r = ask(json!({"jsonrpc": "2.0", "id": 34, "method": "tools/call",
         "params": {"name": "get_entry", "arguments": {"id": "e-00000bad"}}}))

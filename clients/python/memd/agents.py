@@ -168,8 +168,7 @@ def _remembered(added: Added, *, declared: bool) -> str:
     for fact in added.facts:
         if fact.erased:
             lines.append(
-                "not remembered: the user erased this text, and it stays out "
-                f"for good (the id it would have had: {fact.id})"
+                f"not remembered as {fact.id}: the user erased this text, and it stays out for good"
             )
             continue
         lines.append(f"remembered as {fact.id}")
