@@ -212,6 +212,15 @@ fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
     assert_clean(a);
 }
 
+/// The files of memory `dir` ([`tree`]) whose bytes say `text`.
+fn files_saying(dir: &Path, text: &str) -> Vec<String> {
+    tree(dir)
+        .into_iter()
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(text))
+        .map(|(path, _)| path)
+        .collect()
+}
+
 /// B syncs, then A, then B: both hold the same files, and no file, no
 /// search and no check of either says `secret`.
 fn synced_without_saying(a: &Path, b: &Path, secret: &str) {
@@ -220,11 +229,7 @@ fn synced_without_saying(a: &Path, b: &Path, secret: &str) {
     sync(b);
     assert_same(a, b);
     for dir in [a, b] {
-        let holding: Vec<String> = tree(dir)
-            .into_iter()
-            .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(secret))
-            .map(|(path, _)| path)
-            .collect();
+        let holding = files_saying(dir, secret);
         assert!(holding.is_empty(), "{holding:?} hold the erased text");
         assert_clean(dir);
         assert!(!found(dir, secret).iter().any(|t| t.contains(secret)));
@@ -808,11 +813,7 @@ fn an_erasure_made_before_a_copy_ever_pushed_takes_the_other_copys_same_text_too
     sync(b);
     sync(a);
     for dir in [a, b] {
-        let holding: Vec<String> = tree(dir)
-            .into_iter()
-            .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(SECRET))
-            .map(|(p, _)| p)
-            .collect();
+        let holding = files_saying(dir, SECRET);
         assert!(
             holding.is_empty(),
             "{} holds it in {holding:?}",
@@ -997,13 +998,7 @@ fn an_entry_erased_on_one_machine_takes_its_text_but_not_the_update_the_other_de
     sync(a);
     assert_same(a, b);
     for dir in [a, b] {
-        let holding: Vec<String> = tree(dir)
-            .into_iter()
-            .filter(|(p, bytes)| {
-                !p.starts_with(".git") && String::from_utf8_lossy(bytes).contains("Seattle")
-            })
-            .map(|(p, _)| p)
-            .collect();
+        let holding = files_saying(dir, "Seattle");
         assert!(
             holding.is_empty(),
             "{} holds it in {holding:?}",
