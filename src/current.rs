@@ -95,7 +95,13 @@ pub(crate) trait Ranked {
 /// again by score.
 ///
 /// Which pairs are one thing stated twice is [`same_thing`]'s to say.
-pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], compared: Compared) {
+/// Returns those pairs, as (older, newer) indices into `ranked` before
+/// the caller sorts it.
+pub(crate) fn raise_newer<T: Ranked>(
+    ranked: &mut [T],
+    vectors: &[Vec<f32>],
+    compared: Compared,
+) -> Vec<(usize, usize)> {
     let top = ranked.len().min(compared.older);
     let newer = ranked.len().min(compared.newer);
     // Each text read once, not once per pair.
@@ -117,12 +123,13 @@ pub(crate) fn raise_newer<T: Ranked>(ranked: &mut [T], vectors: &[Vec<f32>], com
         }
     }
     pairs.sort_by(|x, y| ranked[x.1].day().cmp(&ranked[y.1].day()));
-    for (old, new) in pairs {
+    for &(old, new) in &pairs {
         let floor = ranked[old].score();
         if ranked[new].score() <= floor {
             ranked[new].set_above(floor);
         }
     }
+    pairs
 }
 
 /// Whether `new` states anew what `old` stated, and later, so that it

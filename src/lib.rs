@@ -134,6 +134,7 @@ pub mod error;
 pub mod eval;
 pub mod forget;
 pub mod git;
+pub mod history;
 pub(crate) mod http;
 pub mod ids;
 pub mod index;

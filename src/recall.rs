@@ -102,14 +102,59 @@ pub struct Usage {
     pub count: u32,
     pub last: String,
     pub distinct_queries: u32,
-    /// Recalls weighted by age (half-life [`WEIGHT_HALF_LIFE_DAYS`]): what
-    /// promotion ranks by, so that what mattered last month fades.
+    /// What promotion ranks by ([`Usage::weight_of`]), so that what
+    /// mattered last month fades and one question asked again and again
+    /// does not outweigh many questions.
     pub weight: f64,
+    /// Each query (normalised): the searches that returned the id (each
+    /// search once, at its time), and the age of the latest in days.
+    #[serde(skip)]
+    queries: HashMap<String, (HashSet<String>, f64)>,
 }
 
 pub(crate) const WEIGHT_HALF_LIFE_DAYS: f64 = 14.0;
 
-/// Summarise the log by id, each recall weighed by its age at `now`.
+impl Usage {
+    /// `other`'s recalls added to these (an entry's own row, its
+    /// MEMORY.md line and its facts': one search that returned two of
+    /// them is one recall of the entry).
+    pub fn merge(&mut self, other: &Usage) {
+        for (q, (searches, age)) in &other.queries {
+            let mine = self
+                .queries
+                .entry(q.clone())
+                .or_insert_with(|| (HashSet::new(), f64::INFINITY));
+            mine.0.extend(searches.iter().cloned());
+            mine.1 = mine.1.min(*age);
+        }
+        self.last = self.last.clone().max(other.last.clone());
+        self.settle();
+    }
+
+    /// Count, distinct queries and weight again from `queries`.
+    fn settle(&mut self) {
+        self.count = self.queries.values().map(|(s, _)| s.len() as u32).sum();
+        self.distinct_queries = self.queries.len() as u32;
+        self.weight = self
+            .queries
+            .values()
+            .map(|(s, age)| Usage::weight_of(s.len(), *age))
+            .sum();
+    }
+
+    /// What one query adds to an entry's weight: its latest recall,
+    /// halved every [`WEIGHT_HALF_LIFE_DAYS`], times `1 + ln(searches)`.
+    /// Each further search of the same question adds less: an agent that
+    /// asks one question every turn would otherwise keep whatever that
+    /// question finds in MEMORY.md for good, the stale answer included.
+    pub fn weight_of(searches: usize, age_days: f64) -> f64 {
+        let decay = 0.5f64.powf(age_days / WEIGHT_HALF_LIFE_DAYS);
+        decay * (1.0 + (searches.max(1) as f64).ln())
+    }
+}
+
+/// Summarise the log by id, each recall weighed by its age at `now`
+/// ([`Usage::weight_of`]).
 pub fn summary(
     path: &Path,
     now: chrono::DateTime<chrono::FixedOffset>,
@@ -117,26 +162,21 @@ pub fn summary(
     let (hits, _) =
         jsonl::read::<Hit>(path).with_context(|| format!("reading {}", path.display()))?;
     let mut usage: HashMap<RowId, Usage> = HashMap::new();
-    let mut queries: HashMap<RowId, HashSet<String>> = HashMap::new();
     for h in hits {
         let u = usage.entry(h.id.clone()).or_default();
-        u.count += 1;
         let age_days = chrono::DateTime::parse_from_rfc3339(&h.ts)
             .map(|t| (now - t).num_seconds().max(0) as f64 / 86_400.0)
             .unwrap_or(365.0);
-        u.weight += 0.5f64.powf(age_days / WEIGHT_HALF_LIFE_DAYS);
+        let q = u
+            .queries
+            .entry(crate::text::normalize(&h.query))
+            .or_insert_with(|| (HashSet::new(), f64::INFINITY));
+        q.0.insert(h.ts.clone());
+        q.1 = q.1.min(age_days);
         if h.ts > u.last {
-            u.last = h.ts.clone();
-        }
-        queries
-            .entry(h.id)
-            .or_default()
-            .insert(crate::text::normalize(&h.query));
-    }
-    for (id, q) in queries {
-        if let Some(u) = usage.get_mut(&id) {
-            u.distinct_queries = q.len() as u32;
+            u.last = h.ts;
         }
     }
+    usage.values_mut().for_each(Usage::settle);
     Ok(usage)
 }

@@ -290,6 +290,8 @@ pub fn judge(older: &str, newer: &str, cosine: f32) -> Verdict {
 pub struct Read {
     words: Vec<String>,
     change: Option<Strength>,
+    /// It opens on someone it does not name ([`unnamed_subject`]).
+    unnamed: bool,
 }
 
 impl Read {
@@ -299,6 +301,7 @@ impl Read {
         Read {
             words: words(now),
             change: change_said(now),
+            unnamed: unnamed_subject(now),
         }
     }
 }
@@ -307,6 +310,11 @@ impl Read {
 pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
     let (a, b) = (&older.words, &newer.words);
     if a.is_empty() || b.is_empty() || a == b {
+        return Verdict::Unknown;
+    }
+    // "A man is riding a horse" / "A man is riding a bike": nothing says
+    // the two are one man.
+    if older.unnamed || newer.unnamed {
         return Verdict::Unknown;
     }
     let said = newer.change.filter(|_| older.change.is_none());
@@ -403,12 +411,14 @@ pub fn statement(text: &str) -> String {
 }
 
 /// The part of `text` it states as current: before any history it keeps
-/// ("(previously: …)", "; previously …").
+/// ("(since DAY; previously: …)", [`crate::history`]; "(previously: …)",
+/// "; previously …").
 pub fn current_part(text: &str) -> &str {
     let lower = text.to_lowercase();
     let cut = ["(previously:", "; previously", "(formerly", "; before:"]
         .iter()
         .filter_map(|m| lower.find(m))
+        .chain(crate::history::opens_at(text))
         .min();
     // `to_lowercase` may change byte lengths outside ASCII: cut only where
     // the original has a char boundary, else keep the whole text.
@@ -513,6 +523,24 @@ fn subject(w: &[String]) -> &str {
         _ => w.first().map_or("", String::as_str),
     }
 }
+
+/// Whether `text` is about someone it does not name: it opens with an
+/// indefinite article, a number or a quantifier ("A man…", "Two dogs…",
+/// "Some children…", "Someone…").
+pub(crate) fn unnamed_subject(text: &str) -> bool {
+    let first = text
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    UNNAMED.contains(&first.as_str())
+}
+
+const UNNAMED: &[&str] = &[
+    "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "several", "some", "many", "few", "various", "numerous", "someone", "somebody", "people",
+];
 
 /// Whether the newer text speaks of the older's subject: it starts with
 /// the same word, or says the older's subject, or both start with a word
@@ -759,6 +787,25 @@ mod tests {
     }
 
     #[test]
+    fn two_statements_about_someone_unnamed_are_two_facts() {
+        assert_eq!(
+            verdict(
+                "Three men are practicing karate in a field",
+                "Three men are practicing karate in a gym"
+            ),
+            Verdict::Unknown
+        );
+        assert_eq!(
+            verdict("A man is playing a harp", "A man is now playing a flute"),
+            Verdict::Unknown
+        );
+        assert_eq!(
+            verdict("The user plays the harp", "The user now plays the flute"),
+            Verdict::Update(Why::Said)
+        );
+    }
+
+    #[test]
     fn another_subject_in_the_same_frame_is_another_fact() {
         assert_eq!(
             verdict("Alice lives in Paris", "Bob lives in Paris"),
@@ -798,7 +845,7 @@ mod tests {
             Verdict::Unknown
         );
         assert_eq!(
-            verdict("A woman is slicing an onion", "A woman is slicing a potato"),
+            verdict("Maria is slicing an onion", "Maria is slicing a potato"),
             Verdict::Distinct
         );
         assert_eq!(

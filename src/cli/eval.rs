@@ -265,9 +265,29 @@ fn locomo(
         r.recall_at_10,
         r.questions_skipped
     )?;
+    outln!(
+        "MEMORY.md has the evidence of {}/{} questions; after every other question was searched, of {}/{} of the rest",
+        r.core_covered,
+        r.questions,
+        r.core_covered_after_use,
+        r.core_held_out
+    )?;
+    let all = r
+        .cutoffs
+        .iter()
+        .find(|c| c.min_score == 0.0)
+        .map(|c| c.evidence_hits);
     for c in &r.cutoffs {
+        let dropped = all
+            .map(|a| {
+                format!(
+                    ", {:.1}% of evidence hits dropped",
+                    100.0 * (1.0 - c.evidence_hits as f64 / a.max(1) as f64)
+                )
+            })
+            .unwrap_or_default();
         outln!(
-            "min_score {:.2}: recall@10 {}/{} = {:.3}, {:.2} hits a question; questions about somebody else: {:.2} hits, {:.0}% given none",
+            "min_score {:.2}: recall@10 {}/{} = {:.3}{dropped}, {:.2} hits a question; questions about somebody else: {:.2} hits, {:.0}% given none",
             c.min_score,
             c.found_at_10,
             r.questions,
@@ -331,6 +351,12 @@ fn print_consolidation(r: &memd::eval::letta::LettaReport, json: bool) -> Result
         "questions about facts the update left alone: top hit states the fact {} of {}",
         r.others_top,
         r.others_asked
+    )?;
+    outln!(
+        "right top hits under the default min_score {}: {} of {}",
+        memd::config::MIN_SCORE,
+        r.right_under_cutoff,
+        r.current_top + r.others_top
     )?;
     outln!(
         "facts lost {}; other entries touched {}; entries with invented content {}; invalid judge replies {}",

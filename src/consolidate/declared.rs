@@ -154,21 +154,26 @@ fn plan(
         .iter()
         .filter_map(|t| doc.get(t.as_str()).and_then(snapshot))
         .collect();
-    let olds: Vec<&str> = entries
+    let olds: Vec<(&str, Option<&str>)> = entries
         .iter()
-        .map(|e| e.text.as_str())
-        .chain(facts.iter().map(|t| t.text.as_str()))
+        .map(|e| (e.text.as_str(), Some(e.first_seen.as_str())))
+        .chain(
+            facts
+                .iter()
+                .map(|t| (t.text.as_str(), Some(t.day.as_str()))),
+        )
         .collect();
+    let now = crate::history::Stated::new(&f.text, Some(&f.day));
     let mut ops = Vec::new();
     match targets.first() {
         None => ops.push(Op::Add {
-            text: declared_history(&f.text, &olds),
+            text: declared_history(&now, &olds),
             from,
         }),
         Some(first)
             if targets.len() == 1
                 && facts.is_empty()
-                && normalize(olds[0]) == normalize(&f.text) =>
+                && normalize(olds[0].0) == normalize(&f.text) =>
         {
             ops.push(Op::Keep {
                 target: first.clone(),
@@ -178,7 +183,7 @@ fn plan(
         Some(first) => {
             ops.push(Op::Replace {
                 target: first.clone(),
-                text: declared_history(&f.text, &olds),
+                text: declared_history(&now, &olds),
                 from,
             });
             ops.extend(targets[1..].iter().map(|t| Op::Remove {

@@ -2,7 +2,8 @@
 //! pending fact that gives a new value for what an entry, or an earlier
 //! pending fact, states as current ("User works at Acme", then "User now
 //! works at Globex") is folded into it, the old text kept as history
-//! ("User now works at Globex (previously: User works at Acme)"), as a
+//! ("User now works at Globex (since 2026-11-20; previously: User works
+//! at Acme, since 2026-11-18)", [`crate::history`]), as a
 //! declared update is ([`super::declared`]). Every other fact is added as
 //! it is. Nothing is dropped: the old text stays in the entry, and every
 //! fact stays a source of the entry that holds it.
@@ -21,6 +22,7 @@ use super::reply::repair::declared_history;
 use crate::Result;
 use crate::embed::cache::Cached;
 use crate::embed::cosine;
+use crate::history::Stated;
 use crate::ids::EntryId;
 use crate::update::{self, Read, Verdict};
 
@@ -34,6 +36,9 @@ struct Item {
     read: Read,
     /// Its facts of this run, merged into one group (oldest first).
     group: Option<Group>,
+    /// The day its current text was first stated, when its text does not
+    /// say ([`crate::history`]): a new text's fact day, an entry's first.
+    day: Option<String>,
 }
 
 /// The items of a run, and which of them each word could match
@@ -102,6 +107,7 @@ pub(crate) async fn plan(
             text: e.text.clone(),
             read: Read::of(&e.text),
             group: None,
+            day: Some(e.first_seen.clone()),
         });
     }
     let mut updates = 0;
@@ -118,6 +124,7 @@ pub(crate) async fn plan(
                 entry: None,
                 text: g.text.clone(),
                 read,
+                day: g.days.last().cloned(),
                 group: Some(g),
             }),
         }
@@ -161,7 +168,9 @@ async fn updated(
 /// item's. What the rule reads of the item is then `g`'s text, which is
 /// its current part.
 fn fold(item: &mut Item, g: Group, read: Read) {
-    item.text = declared_history(&g.text, &[&item.text]);
+    let now = Stated::new(&g.text, g.days.last().map(String::as_str));
+    item.text = declared_history(&now, &[(&item.text, item.day.as_deref())]);
+    item.day = now.day;
     item.read = read;
     match &mut item.group {
         Some(mine) => {

@@ -105,6 +105,10 @@ pub struct LettaReport {
     pub others_asked: usize,
     /// ...whose top hit states the fact asked about.
     pub others_top: usize,
+    /// Of the right top hits (`current_top` and `others_top`), those
+    /// scoring under the default `[search] min_score`
+    /// ([`crate::config::MIN_SCORE`]): what the default cutoff would hide.
+    pub right_under_cutoff: usize,
     /// Entries written by the judge (after an ingest, or changed by an
     /// update) that say what no fact of the set says ([`faithful::invented`]).
     pub invented: usize,
@@ -159,6 +163,9 @@ const HISTORY_OPENERS: &[&str] = &["previously", "formerly", "before that", "unt
 /// current statement, because the history is what such a question
 /// matches, and the entry that holds it says the new value first.
 fn statement(text: &str) -> &str {
+    if let Some(at) = crate::history::opens_at(text) {
+        return text[..at].trim_end();
+    }
     let lower = text.to_lowercase();
     // Lowercasing can change byte offsets (a few non-ASCII letters); then
     // the text is taken whole rather than cut at a wrong place.
@@ -281,11 +288,20 @@ async fn searched(
     Ok(match (says_new, says_old) {
         (true, _) => {
             report.current_top += 1;
+            report.right_under_cutoff += under_cutoff(&hits);
             "top hit current"
         }
         (false, true) => "top hit stale",
         (false, false) => "top hit other",
     })
+}
+
+/// 1 when the top hit scores under the default cutoff, else 0.
+fn under_cutoff(hits: &[crate::index::search::Hit]) -> usize {
+    usize::from(
+        hits.first()
+            .is_some_and(|h| h.score < crate::config::MIN_SCORE),
+    )
 }
 
 /// The 10 best hits for `question`, however little they match.
@@ -524,6 +540,7 @@ impl SetRun {
                 .any(|f| coverage(f, now) >= CARRIED)
             {
                 report.others_top += 1;
+                report.right_under_cutoff += under_cutoff(&hits);
             }
         }
         Ok(())

@@ -37,6 +37,15 @@ pub struct LocomoReport {
     pub questions_skipped: usize,
     pub found_at_10: usize,
     pub recall_at_10: f64,
+    /// MEMORY.md after the last session: the questions whose evidence
+    /// entry has a line there, nothing searched yet (a bulk import).
+    pub core_covered: usize,
+    /// The same after every other question was searched (logged, as an
+    /// agent's recalls are) and MEMORY.md promoted again: of the questions
+    /// not searched, those whose evidence entry has a line.
+    pub core_covered_after_use: usize,
+    /// The questions not searched before `core_covered_after_use`.
+    pub core_held_out: usize,
     /// With `--min-scores`: the search cutoff at each score asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cutoffs: Vec<Cutoff>,
@@ -56,6 +65,9 @@ pub struct Cutoff {
     pub min_score: f32,
     pub found_at_10: usize,
     pub recall_at_10: f64,
+    /// Hits in the top 10 that carry a question's evidence (a fact, its
+    /// entry or its line): what the cutoff must not drop.
+    pub evidence_hits: usize,
     /// Hits per question, of at most 10.
     pub hits_per_question: f64,
     pub foreign_questions: usize,
@@ -146,6 +158,8 @@ pub async fn run(
             ingested,
         };
         asked.ask(conv, &index, &mut report).await?;
+        let memory = crate::Memory::new(layout.clone(), config.clone());
+        asked.core(conv, (&memory, &index), &mut report).await?;
         let foreign = &all[(i + 1) % all.len()];
         cutoffs(&asked, (conv, foreign), &index, &mut report.cutoffs).await?;
         report.conversations += 1;
@@ -230,6 +244,8 @@ async fn cutoffs(
                 .search_unlogged_above(q, 10, c.min_score)
                 .await?;
             c.hits += hits.len();
+            let evidence = hits.iter().filter(|h| rows.contains(h.id.as_str()));
+            c.evidence_hits += evidence.count();
             if hits.iter().any(|h| rows.contains(h.id.as_str())) {
                 c.found_at_10 += 1;
             }
@@ -282,6 +298,46 @@ impl Questions<'_> {
             }
         }
         Ok(())
+    }
+
+    /// MEMORY.md's coverage of the questions' evidence, before and after
+    /// use ([`LocomoReport::core_covered`]).
+    async fn core(
+        &self,
+        conv: &Value,
+        (memory, index): (&crate::Memory, &Index),
+        report: &mut LocomoReport,
+    ) -> Result<()> {
+        let scored: Vec<(String, HashSet<String>)> = conv["qa"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|qa| Some((qa["question"].as_str()?.to_string(), self.rows(qa)?)))
+            .collect();
+        let covered = |rows: &HashSet<String>, core: &HashSet<String>| !rows.is_disjoint(core);
+        let core = self.core_rows(memory)?;
+        report.core_covered += scored.iter().filter(|(_, r)| covered(r, &core)).count();
+        for (q, _) in scored.iter().step_by(2) {
+            index.reader.search(q, 10).await?;
+        }
+        let embedder = memory.cached_embedder()?;
+        crate::consolidate::promote::run(memory, self.doc, None, Some(&embedder)).await?;
+        let core = self.core_rows(memory)?;
+        for (_, rows) in scored.iter().skip(1).step_by(2) {
+            report.core_held_out += 1;
+            report.core_covered_after_use += usize::from(covered(rows, &core));
+        }
+        Ok(())
+    }
+
+    /// The entry ids MEMORY.md has a line for.
+    fn core_rows(&self, memory: &crate::Memory) -> Result<HashSet<String>> {
+        let core = crate::core_md::CoreMd::read(&memory.layout.memory_md())?;
+        Ok(core
+            .lines()
+            .into_iter()
+            .map(|l| l.entry_id.to_string())
+            .collect())
     }
 
     /// The rows that answer a scored question (see [`Questions::ask`]);

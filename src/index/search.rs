@@ -240,7 +240,7 @@ pub(super) fn finish(
         newer: k,
         match_ratio: crate::current::SEARCH_MATCH_RATIO,
     };
-    crate::current::raise_newer(&mut ranked, &vectors, compared);
+    let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
     let mut hits: Vec<(Hit, Vec<f32>)> = ranked.into_iter().zip(vectors).collect();
     hits.sort_by(by_score);
     // Collapse near-identical hits (a fact and the entry or core line that

@@ -227,6 +227,14 @@ fn replay(s: &mut dyn Surface, dir: &Path) {
         3,
         "all three facts are its sources: {jobs:?}"
     );
+    let day = crate::support::archive_day(dir);
+    assert_eq!(
+        jobs[0].1,
+        format!(
+            "User now works at Initech (since {day}; previously: User now works at Globex, since {day}; User works at Acme, since {day})"
+        ),
+        "each value with the day it was first stated"
+    );
     assert!(check(dir).0, "{}", check(dir).2);
 }
 
@@ -298,15 +306,16 @@ fn supersedes_takes_a_core_line_a_pending_fact_and_a_held_fact() {
     let all = entries(dir);
     let car: Vec<_> = all.iter().filter(|e| e.1.contains("drives")).collect();
     assert_eq!(car.len(), 1, "{all:?}");
+    let day = crate::support::archive_day(dir);
     assert_eq!(
         car[0].1,
-        "User drives a Tesla (previously: User drives a Volvo)"
+        format!("User drives a Tesla (since {day}; previously: User drives a Volvo, since {day})")
     );
     let home: Vec<_> = all.iter().filter(|e| e.1.contains("lives")).collect();
     assert_eq!(home.len(), 1, "{all:?}");
     assert_eq!(
         home[0].1,
-        "User lives in Berlin (previously: User lives in Paris)"
+        format!("User lives in Berlin (since {day}; previously: User lives in Paris, since {day})")
     );
     assert!(home[0].2.contains(&paris), "{home:?}");
     // A fact already in an entry names that entry.
@@ -321,7 +330,8 @@ fn supersedes_takes_a_core_line_a_pending_fact_and_a_held_fact() {
     assert!(
         car[0]
             .1
-            .starts_with("User drives a bicycle now (previously: User drives a Tesla")
+            .starts_with(&format!("User drives a bicycle now (since {day}; previously: User drives a Tesla, since {day}; User drives a Volvo, since {day})")),
+        "{car:?}"
     );
     assert!(check(dir).0, "{}", check(dir).2);
 }

@@ -46,6 +46,23 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// A fresh, initialised memory directory.
+/// The newest day file of `dir`'s archive, as `YYYY-MM-DD`: the day a
+/// fact added through the command line today was stated.
+pub fn archive_day(dir: &Path) -> String {
+    let mut days: Vec<String> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .filter_map(|f| {
+            f.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".md")
+                .map(str::to_string)
+        })
+        .collect();
+    days.sort();
+    days.pop().expect("a day file")
+}
+
 pub fn memory_dir() -> (tempfile::TempDir, memd::Layout) {
     let tmp = tempfile::tempdir().unwrap();
     let layout = memd::memory::init(tmp.path()).unwrap();

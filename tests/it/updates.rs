@@ -46,8 +46,10 @@ fn declared_updates_leave_only_current_facts_with_their_history() {
         holder(dir, &new_job),
         (
             e_job.clone(),
-            "Works at Microsoft on the Azure team (previously: Works at Google as a data engineer)"
-                .to_string()
+            format!(
+                "Works at Microsoft on the Azure team (since {day}; previously: Works at Google as a data engineer, since {day})",
+                day = crate::support::archive_day(dir)
+            )
         )
     );
     assert_eq!(
@@ -58,7 +60,10 @@ fn declared_updates_leave_only_current_facts_with_their_history() {
     let (id, text) = holder(dir, &moved);
     assert_eq!(id, e_city);
     assert!(text.starts_with("Moved to San Francisco"), "{text}");
-    assert!(text.contains("(previously: Lives in Seattle)"), "{text}");
+    assert!(
+        text.contains("; previously: Lives in Seattle, since "),
+        "{text}"
+    );
     assert_eq!(entries(dir).len(), 3, "{:?}", entries(dir));
     let core = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
     for old in ["- Works at Google", "- Lives in Seattle"] {
@@ -126,9 +131,10 @@ async fn a_declared_update_is_applied_without_asking_the_llm() {
         ok(&dir, &["consolidate", "--force"]);
         let (id, text) = holder(&dir, &moved);
         assert_eq!(id, entry);
+        let day = crate::support::archive_day(&dir);
         assert_eq!(
             text,
-            "Moved to San Francisco last month (previously: Lives in Seattle)"
+            format!("Moved to San Francisco last month (since {day}; previously: Lives in Seattle, since {day})")
         );
         assert!(check(&dir).0, "{}", check(&dir).2);
     })
@@ -184,37 +190,7 @@ async fn a_run_whose_judge_failed_exits_6_naming_the_facts_it_left_pending() {
 #[tokio::test]
 async fn of_two_entries_on_one_thing_memory_md_shows_the_later_first_however_often_the_older_was_recalled()
  {
-    use crate::consolidate::{add, entries, entry_with};
-    use memd::clock::Clock;
-    use memd::config::Config;
-    let (_t, layout) = crate::support::memory_dir();
-    std::fs::write(
-        layout.config_file(),
-        "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\n",
-    )
-    .unwrap();
-    let config = Config::load(&layout.root).unwrap();
-    let memory = crate::support::memory(&layout, &config);
-    let at = |day: &str| {
-        let t = chrono::DateTime::parse_from_rfc3339(&format!("{day}T12:00:00+00:00")).unwrap();
-        memory.clone().at(Clock::Fixed(t))
-    };
-    let opts = || memd::consolidate::Options {
-        force: true,
-        ..Default::default()
-    };
-    add(
-        &layout,
-        "2026-11-01",
-        &["Prefers dark mode in every editor"],
-    );
-    add(&layout, "2026-11-01", &["Plays the violin in a quartet"]);
-    memd::consolidate::run(&at("2026-11-01"), opts())
-        .await
-        .unwrap();
-    let all = entries(&layout);
-    let dark = entry_with(&all, "dark mode").id().unwrap().clone();
-    let violin = entry_with(&all, "violin").id().unwrap().clone();
+    let (_t, layout, at, dark, violin) = dark_and_violin(30).await;
     let hits: Vec<memd::recall::Hit> = (0..20)
         .flat_map(|i| {
             [&dark, &violin].map(|id| memd::recall::Hit {
@@ -233,14 +209,12 @@ async fn of_two_entries_on_one_thing_memory_md_shows_the_later_first_however_oft
     let mut file = std::fs::read_to_string(layout.entries_file()).unwrap();
     file.push_str("\n\nPrefers light mode in every editor\n");
     std::fs::write(layout.entries_file(), file).unwrap();
-    add(
-        &layout,
+    note_and_run(
+        (&layout, &at),
         "2026-11-20",
         &["Drinks black coffee every morning"],
-    );
-    memd::consolidate::run(&at("2026-11-20"), opts())
-        .await
-        .unwrap();
+    )
+    .await;
     let core = std::fs::read_to_string(layout.memory_md()).unwrap();
     let line = |needle: &str| {
         core.lines()
@@ -260,6 +234,172 @@ async fn of_two_entries_on_one_thing_memory_md_shows_the_later_first_however_oft
         core.contains("- Prefers dark mode in every editor · 2026-11-01 <!-- e-"),
         "{core}"
     );
+}
+
+/// A memory for the promotion tests below: lexical embedder, MEMORY.md
+/// of `max_lines`, runs at noon of a fixed day.
+fn promotion_memory(
+    max_lines: u32,
+) -> (
+    tempfile::TempDir,
+    memd::Layout,
+    impl Fn(&str) -> memd::Memory,
+) {
+    use memd::clock::Clock;
+    let (t, layout) = crate::support::memory_dir();
+    std::fs::write(
+        layout.config_file(),
+        format!(
+            "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\n[promotion]\nmax_lines = {max_lines}\n"
+        ),
+    )
+    .unwrap();
+    let config = memd::config::Config::load(&layout.root).unwrap();
+    let memory = crate::support::memory(&layout, &config);
+    let at = move |day: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(&format!("{day}T12:00:00+00:00")).unwrap();
+        memory.clone().at(Clock::Fixed(t))
+    };
+    (t, layout, at)
+}
+
+/// A memory of [`promotion_memory`] with two entries from 2026-11-01, on
+/// dark mode and on the violin, and their ids.
+async fn dark_and_violin(
+    max_lines: u32,
+) -> (
+    tempfile::TempDir,
+    memd::Layout,
+    impl Fn(&str) -> memd::Memory,
+    memd::ids::EntryId,
+    memd::ids::EntryId,
+) {
+    use crate::consolidate::{entries, entry_with};
+    let (t, layout, at) = promotion_memory(max_lines);
+    let two = [
+        "Prefers dark mode in every editor",
+        "Plays the violin in a quartet",
+    ];
+    note_and_run((&layout, &at), "2026-11-01", &two).await;
+    let all = entries(&layout);
+    let dark = entry_with(&all, "dark mode").id().unwrap().clone();
+    let violin = entry_with(&all, "violin").id().unwrap().clone();
+    (t, layout, at, dark, violin)
+}
+
+/// `texts` noted on `day`, and a run at noon that day.
+async fn note_and_run(
+    (layout, at): (&memd::Layout, &impl Fn(&str) -> memd::Memory),
+    day: &str,
+    texts: &[&str],
+) {
+    crate::consolidate::add(layout, day, texts);
+    let opts = memd::consolidate::Options {
+        force: true,
+        ..Default::default()
+    };
+    memd::consolidate::run(&at(day), opts).await.unwrap();
+}
+
+/// A bulk import: twenty facts on one thing in nearly the same words and
+/// five on five other things, all on one day, none recalled yet. Ranked
+/// by id (random), MEMORY.md's five lines would be mostly the one thing;
+/// it shows the five things.
+#[tokio::test]
+async fn after_a_bulk_import_memory_md_shows_lines_on_different_things_not_the_first_by_id() {
+    use crate::consolidate::entries;
+    let (_t, layout, at) = promotion_memory(5);
+    let artists = [
+        "Coltrane",
+        "Monk",
+        "Mingus",
+        "Parker",
+        "Davis",
+        "Evans",
+        "Hancock",
+        "Corea",
+        "Jarrett",
+        "Shorter",
+        "Rollins",
+        "Blakey",
+        "Silver",
+        "Hubbard",
+        "Morgan",
+        "Dolphy",
+        "Coleman",
+        "Gillespie",
+        "Basie",
+        "Ellington",
+    ];
+    let records: Vec<String> = artists
+        .iter()
+        .map(|a| format!("The user likes {a} records on vinyl"))
+        .collect();
+    let others = [
+        "The user's daughter is called Maya",
+        "Works as a nurse at the city hospital",
+        "Is allergic to penicillin",
+        "Drives a green Volvo estate",
+        "Grows tomatoes on the allotment",
+    ];
+    let mut all: Vec<&str> = records.iter().map(String::as_str).collect();
+    all.extend(others);
+    note_and_run((&layout, &at), "2026-11-01", &all).await;
+    assert_eq!(entries(&layout).len(), 25, "each fact an entry of its own");
+    let core = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
+    let lines: Vec<String> = core.lines().into_iter().map(|l| l.text).collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let on_records = lines
+        .iter()
+        .filter(|l| l.contains("records on vinyl"))
+        .count();
+    assert_eq!(
+        on_records, 1,
+        "one line on the records, four on other things: {lines:?}"
+    );
+}
+
+/// One question asked every turn (fifty searches) found one entry; eight
+/// different questions found another. With one line, MEMORY.md shows
+/// what many questions needed: a question asked again adds less each time,
+/// so what it found first does not stay in every prompt for good. A
+/// search that found both an entry and its MEMORY.md line is one recall.
+#[tokio::test]
+async fn one_question_asked_every_turn_does_not_outweigh_many_different_questions() {
+    let (_t, layout, at, dark, violin) = dark_and_violin(1).await;
+    let hit = |i: usize, query: String, id: memd::ids::RowId| memd::recall::Hit {
+        ts: format!("2026-11-19T09:{:02}:{:02}Z", i / 60, i % 60),
+        query,
+        id,
+        kind: "entry".into(),
+        rank: 1,
+    };
+    let mut hits: Vec<memd::recall::Hit> = (0..50)
+        .flat_map(|i| {
+            let q = || "which theme does the user like".to_string();
+            [
+                hit(i, q(), memd::ids::RowId::entry(&dark)),
+                hit(i, q(), memd::ids::RowId::core(&dark)),
+            ]
+        })
+        .collect();
+    hits.extend((0..8).map(|i| {
+        hit(
+            i,
+            format!("music question {i}"),
+            memd::ids::RowId::entry(&violin),
+        )
+    }));
+    memd::recall::append(&layout.recall_log(), &hits).unwrap();
+    note_and_run(
+        (&layout, &at),
+        "2026-11-20",
+        &["Drinks black coffee every morning"],
+    )
+    .await;
+    let core = memd::core_md::CoreMd::read(&layout.memory_md()).unwrap();
+    let lines: Vec<String> = core.lines().into_iter().map(|l| l.text).collect();
+    assert_eq!(lines, ["Plays the violin in a quartet"]);
 }
 
 /// Every hit says the day it was stated, in the text output and in JSON,

@@ -337,7 +337,7 @@ fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<
 /// one Letta set, 6.0% of the SICK related-but-neutral pairs.
 fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static str> {
     let entry = &cluster.entries[e].text;
-    if unnamed_subject(fact) || unnamed_subject(entry) {
+    if crate::update::unnamed_subject(fact) || crate::update::unnamed_subject(entry) {
         return Err("one of them is about someone unnamed, so both can be true");
     }
     let common = common_words(cluster);
@@ -459,24 +459,6 @@ fn common_words(cluster: &Cluster) -> HashSet<String> {
         .map(|(w, _)| w)
         .collect()
 }
-
-/// Whether `text` is about someone it does not name: it opens with an
-/// indefinite article, a number or a quantifier ("A man…", "Two dogs…",
-/// "Some children…", "Someone…").
-fn unnamed_subject(text: &str) -> bool {
-    let first = text
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase();
-    UNNAMED.contains(&first.as_str())
-}
-
-const UNNAMED: &[&str] = &[
-    "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "several", "some", "many", "few", "various", "numerous", "someone", "somebody", "people",
-];
 
 /// Whether `text` says that something changed, or was never or is only so.
 fn says_change(text: &str) -> bool {

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use super::faithful::{PAST_MARKERS, negated, replace_becomes_add, says, unfaithful};
 use super::parse::{Kind, Proposed};
 use crate::consolidate::ops::{Cluster, Op};
+use crate::history;
 use crate::text::{content_word_list, coverage};
 
 /// Least share of an entry's content words a REPLACE that writes its own
@@ -26,8 +27,6 @@ use crate::text::{content_word_list, coverage};
 /// back. A REPLACE without words of the past must keep every word (see
 /// [`with_history`]).
 pub(crate) const REPLACE_MIN_COVERAGE: f32 = 0.6;
-
-const HISTORY_OPEN: &str = " (previously: ";
 
 /// The facts' own words, for a judge's text that invented some.
 pub(crate) fn verbatim(groups: &[usize], cluster: &Cluster) -> String {
@@ -119,7 +118,8 @@ pub fn with_history(new: &str, old: &str) -> String {
     if typo_fix {
         return new.to_string();
     }
-    format!("{new}{HISTORY_OPEN}{})", flat_history(old))
+    let undated = history::Stated::new(new, None);
+    history::write(&undated, &history::flatten(old, None))
 }
 
 /// Whether `text` says something of several together ("both",
@@ -168,25 +168,17 @@ fn contrasted(text: &str) -> Vec<String> {
 /// clause of its own.
 const CONTRAST_WORDS: usize = 3;
 
-/// `old` as one item of a history list: an `old` that has history of its
-/// own is flattened ("value; older values").
-fn flat_history(old: &str) -> String {
-    let old = old.replace('\n', " ");
-    let old = old.trim();
-    match old.split_once(HISTORY_OPEN) {
-        Some((value, older)) if older.ends_with(')') => {
-            format!("{}; {}", value.trim(), &older[..older.len() - 1])
-        }
-        _ => old.to_string(),
-    }
-}
-
-/// The text of a declared update ([`crate::consolidate::declared`]): `new`,
-/// with every `old` it supersedes kept as history, always (the agent said
-/// it is an update; what was true before stays readable).
-pub fn declared_history(new: &str, olds: &[&str]) -> String {
-    let history: Vec<String> = olds.iter().map(|o| flat_history(o)).collect();
-    format!("{}{HISTORY_OPEN}{})", new.trim(), history.join("; "))
+/// The text of a declared update ([`crate::consolidate::declared`]) or
+/// of one the built-in judge reads in the words: `now`, with every `old`
+/// it supersedes (its text, and the day it was first stated when its text
+/// does not say) kept as history, always (what was true before stays
+/// readable), dated ([`history`]).
+pub fn declared_history(now: &history::Stated, olds: &[(&str, Option<&str>)]) -> String {
+    let items: Vec<history::Stated> = olds
+        .iter()
+        .flat_map(|(text, day)| history::flatten(text, *day))
+        .collect();
+    history::write(now, &items)
 }
 
 /// The ops a checked reply stands for, rewritten as the module doc says.

@@ -916,33 +916,52 @@ impl World {
     /// Current first: of two lines of MEMORY.md whose entries (unpinned)
     /// speak of the same thing, the one that states it anew is above
     /// ([`memd::current::states_anew`]: by its words, or on a later day at
-    /// cosine 0.6 or more).
+    /// cosine 0.6 or more); and a line whose entry another (unpinned)
+    /// entry states anew is shown only with that entry's line above it:
+    /// MEMORY.md never shows what was true without what is.
     fn assert_current_first(&self, doc: &memd::entries::Document) {
         use memd::embed::Embedder;
         // A run that could not write MEMORY.md says so (skipped above).
         let core = memd::core_md::CoreMd::read(&self.layout.memory_md()).unwrap();
-        let shown: Vec<(String, String)> = core
+        let shown: Vec<String> = core
             .lines()
             .iter()
-            .filter_map(|l| doc.get(l.entry_id.as_str()))
+            .map(|l| l.entry_id.to_string())
+            .collect();
+        // Each live unpinned entry: its text, its day, and its line's
+        // place in MEMORY.md if it has one.
+        let live: Vec<(String, String, Option<usize>)> = doc
+            .entries()
+            .filter(|e| !e.text.trim().is_empty())
             .filter_map(|e| e.meta.as_ref().map(|m| (e, m)))
             .filter(|(_, m)| !m.pinned)
-            .map(|(e, m)| (e.text.clone(), m.updated.clone()))
+            .map(|(e, m)| {
+                let at = shown.iter().position(|s| s.as_str() == m.id.as_str());
+                (e.text.clone(), m.updated.clone(), at)
+            })
             .collect();
-        let texts: Vec<String> = shown.iter().map(|s| s.0.clone()).collect();
+        let texts: Vec<String> = live.iter().map(|s| s.0.clone()).collect();
         let lexical = memd::embed::lexical::Lexical;
         let vectors = self.rt.block_on(lexical.embed(&texts)).unwrap();
-        for (i, (above, day_above)) in shown.iter().enumerate() {
-            for (j, (below, day_below)) in shown.iter().enumerate().skip(i + 1) {
+        for (i, (old, old_day, old_at)) in live.iter().enumerate() {
+            let Some(old_at) = old_at else { continue };
+            for (j, (new, new_day, new_at)) in live.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
                 let cos = memd::embed::cosine(&vectors[i], &vectors[j]);
                 let anew = memd::current::states_anew(
-                    (above, Some(day_above)),
-                    (below, Some(day_below)),
+                    (old, Some(old_day)),
+                    (new, Some(new_day)),
                     Some(cos),
                 );
+                if anew == memd::current::Anew::No {
+                    continue;
+                }
                 assert!(
-                    anew == memd::current::Anew::No,
-                    "MEMORY.md shows {above:?} ({day_above}) above {below:?} ({day_below}), on the same thing; after:\n{}",
+                    new_at.is_some_and(|n| n < *old_at),
+                    "MEMORY.md shows {old:?} ({old_day}) {} {new:?} ({new_day}), which states it anew; after:\n{}",
+                    if new_at.is_some() { "above" } else { "without" },
                     self.log.join("\n")
                 );
             }
