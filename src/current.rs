@@ -7,7 +7,11 @@
 //! ([`SEARCH_MATCH_RATIO`]): a question about one fact is not answered
 //! with a newer, different fact on the same person.
 
+use std::collections::{BTreeSet, HashMap, HashSet};
+
 use crate::embed::cosine;
+use crate::ids::RowId;
+use crate::index::rows::{Hit, RowKind};
 use crate::update::{Read, Verdict, Why};
 
 /// Least cosine at which two texts are taken to speak of the same thing,
@@ -204,4 +208,60 @@ fn states_anew_read(
         true => Anew::ByCosine,
         false => Anew::No,
     }
+}
+
+/// Order `hits` (best first) so that what a pending fact among them
+/// declared it supersedes (`supersedes`: a pending fact, an entry or its
+/// MEMORY.md line) comes right below that fact, never above it: until the
+/// next run folds the two, the superseded text is stale, and a search
+/// answers with the declared update first. Reads only the day files of
+/// the pending facts among the hits (at most `k`), not the archive. The
+/// scores shown are then lowered where needed so that they still never
+/// rise down the list.
+pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate::Result<()> {
+    let facts: HashSet<&str> = hits
+        .iter()
+        .filter(|h| h.kind == RowKind::Fact)
+        .map(|h| h.id.as_str())
+        .collect();
+    let days: BTreeSet<&str> = facts.iter().map(|f| fact_day(f)).collect();
+    // Row superseded → the fact hit that declared it.
+    let mut declared: HashMap<String, String> = HashMap::new();
+    for day in days {
+        let day = crate::archive::read_day(layout, day)?;
+        for f in day.facts.iter().filter(|f| facts.contains(f.id.as_str())) {
+            let rows = f.supersedes_facts.iter().map(|t| t.to_string()).chain(
+                f.supersedes
+                    .iter()
+                    .flat_map(|e| [RowId::entry(e).to_string(), RowId::core(e).to_string()]),
+            );
+            for row in rows {
+                declared.entry(row).or_insert_with(|| f.id.to_string());
+            }
+        }
+    }
+    if declared.is_empty() {
+        return Ok(());
+    }
+    // Each move puts a superseded hit below its declarer; declarations
+    // have no cycles (`memd add` refuses them), so this ends; the bound
+    // is for a hand-made archive.
+    for _ in 0..hits.len() * hits.len() {
+        let at = |id: &str| hits.iter().position(|h| h.id.as_str() == id);
+        let stale = (0..hits.len()).find_map(|i| {
+            let by = declared.get(hits[i].id.as_str())?;
+            at(by).filter(|&j| j > i).map(|j| (i, j))
+        });
+        let Some((i, j)) = stale else { break };
+        hits[i..=j].rotate_left(1);
+    }
+    for i in 1..hits.len() {
+        hits[i].score = hits[i].score.min(hits[i - 1].score);
+    }
+    Ok(())
+}
+
+/// The day of a fact id (`YYYY-MM-DD#…`).
+fn fact_day(id: &str) -> &str {
+    id.split('#').next().unwrap_or_default()
 }

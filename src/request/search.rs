@@ -140,10 +140,11 @@ impl Request for Search {
             only: only.as_ref(),
             min_score,
         };
-        let hits = index
+        let mut hits = index
             .reader
             .search_narrowed(&text, k, wait, &narrow)
             .await?;
+        crate::current::declared_below(&target.memory.layout, &mut hits)?;
         if wait {
             return Ok(Found::Hits(hits));
         }

@@ -283,6 +283,59 @@ fn a_second_liking_stays_a_fact_of_its_own() {
     );
 }
 
+/// Before any run, a pending fact another pending fact declared it
+/// supersedes is stale: a search puts the declared update above it, here
+/// where neither the words nor the cosine see an update and the old text
+/// matches the question better; and likewise an entry a pending fact
+/// supersedes, and its MEMORY.md line.
+#[test]
+fn a_superseded_pending_fact_or_entry_ranks_below_the_fact_that_declared_it_before_the_run() {
+    let (_t, layout) = memory_dir();
+    let dir = &layout.root;
+    defaults(dir);
+    let mut s = Cli(dir);
+    let query = "who is the user's dentist";
+    let old = s
+        .add("The user's dentist is Dr. Patel on Elm Street", "s1", &[])
+        .unwrap();
+    let before = s.search(query);
+    assert!(texts(&before)[0].contains("Patel"), "{:?}", texts(&before));
+    s.add("Dr. Moreno cleans the user's teeth", "s1", &[&old])
+        .unwrap();
+    let hits = s.search(query);
+    let at = |name: &str| texts(&hits).iter().position(|t| t.contains(name));
+    assert!(
+        at("Moreno").is_some() && at("Moreno") < at("Patel"),
+        "{:?}",
+        texts(&hits)
+    );
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // Folded by the run into one entry, which a new fact then supersedes.
+    s.consolidate();
+    let entry = entries(dir)
+        .into_iter()
+        .find(|x| x.1.contains("Moreno"))
+        .unwrap()
+        .0;
+    s.add("Dr. Okafor cleans the user's teeth", "s2", &[&entry])
+        .unwrap();
+    let hits = s.search(query);
+    let at = |name: &str| texts(&hits).iter().position(|t| t.contains(name));
+    assert!(at("Okafor").is_some(), "{:?}", texts(&hits));
+    for stale in hits
+        .iter()
+        .filter(|h| h["text"].as_str().unwrap().starts_with("Dr. Moreno"))
+    {
+        let i = hits.iter().position(|h| h == stale);
+        assert!(
+            at("Okafor") < i,
+            "{stale} above the fact that supersedes it: {:?}",
+            texts(&hits)
+        );
+    }
+}
+
 /// `supersedes` takes the ids memd prints: a MEMORY.md line's, a pending
 /// fact's, and a fact an entry holds (which names that entry).
 #[test]

@@ -304,7 +304,7 @@ async fn note_and_run(
 /// A bulk import: twenty facts on one thing in nearly the same words and
 /// five on five other things, all on one day, none recalled yet. Ranked
 /// by id (random), MEMORY.md's five lines would be mostly the one thing;
-/// it shows the five things.
+/// it shows five different things.
 #[tokio::test]
 async fn after_a_bulk_import_memory_md_shows_lines_on_different_things_not_the_first_by_id() {
     use crate::consolidate::entries;
@@ -353,9 +353,11 @@ async fn after_a_bulk_import_memory_md_shows_lines_on_different_things_not_the_f
         .iter()
         .filter(|l| l.contains("records on vinyl"))
         .count();
-    assert_eq!(
-        on_records, 1,
-        "one line on the records, four on other things: {lines:?}"
+    // Which five of the six things depends on the entries' ids (random)
+    // when every score ties; never two lines on one thing.
+    assert!(
+        on_records <= 1,
+        "at most one line on the records, the rest on other things: {lines:?}"
     );
 }
 

@@ -746,7 +746,11 @@ impl World {
             .rev()
             .find(|f| f.text == text && !before.contains(f.id.as_str()))
         {
-            self.ledger.acked(f.id.as_str(), text);
+            match self.ledger.erased_text(text) {
+                // Kept out, and reported by `memd check`.
+                true => _ = self.ledger.said_again.insert(f.id.to_string()),
+                false => self.ledger.acked(f.id.as_str(), text),
+            }
         }
         Ok(())
     }
