@@ -23,7 +23,7 @@ Mapping
   every field is kept. If the item already holds that value, nothing is
   written. Otherwise the fact *supersedes* the entries that hold this item
   alone, so the next consolidation replaces them and memd keeps the old
-  text as history (``new (previously: old)``). If the item still has a
+  text as history (``new (since DAY; previously: old, since DAY)``). If the item still has a
   pending fact (put since the last consolidation), the store first runs a
   consolidation (``force``) so the order of the two values is kept (with
   ``consolidate_on_update=False`` the daemon's next run makes both values
@@ -42,7 +42,7 @@ Mapping
   and returns the newest: a pending fact before an entry, an entry that
   holds this item alone before a shared one, then the latest day, then the
   latest in the file. The value is the text read back: a JSON object as it
-  was put, else ``{"text": ...}``; a ``(previously: …)`` history memd added
+  was put, else ``{"text": ...}``; a ``(since …; previously: …)`` history memd added
   is left out (``Client.history`` has it). A consolidation with an LLM
   judge may rephrase a fact: the store returns what memd holds.
   ``created_at`` and ``updated_at`` are days (midnight UTC): memd dates
@@ -87,6 +87,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -125,7 +126,9 @@ MAX_K = 100
 """memd's most hits per search."""
 
 _PLAIN = frozenset(string.ascii_letters + string.digits + "-")
-_HISTORY = " (previously: "
+_HISTORY = re.compile(r" \((?:since \d{4}-\d{2}-\d{2}; )?previously: ")
+"""Where memd's history of a replaced entry opens: ``new (previously: old)``,
+or, dated, ``new (since DAY; previously: old, since DAY)``."""
 
 
 class MemdStore(BaseStore):
@@ -381,9 +384,10 @@ def value_of(text: str) -> dict[str, Any]:
         except ValueError:
             value, end = None, 0
         rest = text[end:]
-        if isinstance(value, dict) and (not rest or rest.startswith(_HISTORY)):
+        if isinstance(value, dict) and (not rest or _HISTORY.match(rest)):
             return value
-    at = text.find(_HISTORY)
+    found = _HISTORY.search(text)
+    at = found.start() if found else -1
     current = text[:at] if at > 0 and text.endswith(")") else text
     return {"text": current}
 

@@ -107,7 +107,9 @@ async def test_supersedes(tools: dict[str, FunctionTool], memd: Client) -> None:
     [entry] = [e for e in memd.entries() if "bakery" in e.text]
     await invoke(tools["remember"], text="The user now works at a library", supersedes=[entry.id])
     memd.consolidate(force=True)
-    assert memd.get_entry(entry.id).text.startswith("The user now works at a library (previously:")
+    text = memd.get_entry(entry.id).text
+    assert text.startswith("The user now works at a library (since "), text
+    assert "; previously: The user works at a bakery, since " in text
 
 
 async def test_core_memory(tools: dict[str, FunctionTool], memd: Client) -> None:

@@ -99,7 +99,8 @@ def test_an_update_replaces_the_value(store: Both, memd: Client) -> None:
     assert store.get(where, "city").value == {"text": "The user lives in York"}
     memd.consolidate(force=True)
     [entry] = memd.entries(category=category_of(where), session="city")
-    assert entry.text.startswith("The user lives in York (previously: ")
+    assert entry.text.startswith("The user lives in York (since ")
+    assert "; previously: The user lives in Leeds, since " in entry.text
     assert store.get(where, "city").value == {"text": "The user lives in York"}
     store.put(where, "city", {"text": "The user lives in Hull"})
     memd.consolidate(force=True)
@@ -261,6 +262,7 @@ def test_categories_that_are_no_namespace() -> None:
         {"text": "{not json"},
         {"text": "two\nlines"},
         {"text": "a (previously: b)"},
+        {"text": "a (since 2026-01-02; previously: b, since 2026-01-01)"},
         {"content": "x", "kind": "Memory"},
         {"text": 3},
     ],
