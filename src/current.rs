@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::embed::cosine;
-use crate::ids::RowId;
+use crate::ids::{FactId, RowId};
 use crate::index::rows::{Hit, RowKind};
 use crate::update::{Read, Verdict, Why};
 
@@ -224,11 +224,14 @@ pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate:
         .filter(|h| h.kind == RowKind::Fact)
         .map(|h| h.id.as_str())
         .collect();
-    let days: BTreeSet<&str> = facts.iter().map(|f| fact_day(f)).collect();
+    let days: BTreeSet<String> = facts
+        .iter()
+        .map(|f| FactId::from(*f).day().to_string())
+        .collect();
     // Row superseded → the fact hit that declared it.
     let mut declared: HashMap<String, String> = HashMap::new();
     for day in days {
-        for f in declaring(layout, day)? {
+        for f in crate::archive::declaring(layout, &day)? {
             // The fact's id parsed from its line alone lacks the count of
             // the same text earlier that day (`.2`): its hash decides.
             let by = facts
@@ -266,35 +269,8 @@ pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate:
     Ok(())
 }
 
-/// The day of a fact id (`YYYY-MM-DD#…`).
-fn fact_day(id: &str) -> &str {
-    id.split('#').next().unwrap_or_default()
-}
-
 /// A fact id without the count of the same text earlier that day:
 /// `DAY#HASH` of `DAY#HASH.2`.
 fn text_hash(id: &str) -> &str {
     id.split_once('.').map_or(id, |(h, _)| h)
-}
-
-/// The facts of `day` that declare what they supersede, each parsed from
-/// its line alone: a day of 10,000 facts is read and scanned, not parsed
-/// (a whole parse hashes every fact: 50 ms a search, `memd bench
-/// search-path --sizes 10000 --per-day 10000`).
-fn declaring(layout: &crate::Layout, day: &str) -> crate::Result<Vec<crate::archive::Fact>> {
-    use crate::error::Context;
-    let path = layout.archive_file(day);
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    const MARK: &[u8] = b"<!-- supersedes:";
-    if memchr::memmem::find(&bytes, MARK).is_none() {
-        return Ok(Vec::new());
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let marked = text.lines().filter(|l| l.contains("<!-- supersedes:"));
-    Ok(marked
-        .flat_map(|l| crate::archive::parse(day, l).facts)
-        .collect())
 }

@@ -244,11 +244,9 @@ async fn cutoffs(
                 .search_unlogged_above(q, 10, c.min_score)
                 .await?;
             c.hits += hits.len();
-            let evidence = hits.iter().filter(|h| rows.contains(h.id.as_str()));
-            c.evidence_hits += evidence.count();
-            if hits.iter().any(|h| rows.contains(h.id.as_str())) {
-                c.found_at_10 += 1;
-            }
+            let evidence = hits.iter().filter(|h| rows.contains(h.id.as_str())).count();
+            c.evidence_hits += evidence;
+            c.found_at_10 += usize::from(evidence > 0);
         }
     }
     let questions = foreign["qa"].as_array().into_iter().flatten();

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::{Kind, Proposed, Reply};
 use crate::consolidate::ops::{Aliases, Cluster};
 use crate::text::content_words;
+use crate::update::unnamed_subject;
 
 /// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
 /// decision per fact, in order; a fact may be the same as an entry or an
@@ -337,7 +338,7 @@ fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<
 /// one Letta set, 6.0% of the SICK related-but-neutral pairs.
 fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static str> {
     let entry = &cluster.entries[e].text;
-    if crate::update::unnamed_subject(fact) || crate::update::unnamed_subject(entry) {
+    if unnamed_subject(fact) || unnamed_subject(entry) {
         return Err("one of them is about someone unnamed, so both can be true");
     }
     let common = common_words(cluster);
