@@ -1,12 +1,13 @@
 """Write all-MiniLM-L6-v2 as an ONNX graph from the safetensors weights that
 fetch-model.sh installs, for memd's ONNX Runtime embedder (src/embed/onnx.rs).
 
-The graph is BERT as candle runs it (src/embed/minilm.rs): embeddings and
-their LayerNorm, then per layer self-attention with an additive mask,
-LayerNorm, a feed-forward with exact (erf) GELU, LayerNorm. Its one output
-is `last_hidden_state` [batch, seq, hidden]; memd mean-pools and normalises
-it itself, the same code for both runtimes. No torch and no network: it
-needs the PyPI packages onnx, numpy and safetensors.
+The graph is BERT as candle's implementation runs it: embeddings and their
+LayerNorm, then per layer self-attention with an additive mask, LayerNorm, a
+feed-forward with exact (erf) GELU, LayerNorm. Its one output is
+`last_hidden_state` [batch, seq, hidden]; memd mean-pools and normalises it
+itself (src/embed/minilm.rs). A test holds its vectors to ones recorded from
+candle (tests/it/fixtures/minilm-reference.json). No torch and no network:
+it needs the PyPI packages onnx, numpy and safetensors.
 
 usage: python3 minilm-onnx.py MODEL_DIR   (writes MODEL_DIR/model.onnx)
 """

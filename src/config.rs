@@ -188,21 +188,22 @@ pub enum EmbedderKind {
     Lexical,
 }
 
-/// What runs the minilm model. Both give the same vectors (cosine at least
-/// 0.999, tested), so the index and the embedding cache are shared.
+/// What runs the minilm model: ONNX Runtime. The key stays so that a
+/// configuration written before candle was removed still loads: its
+/// `candle` is read as `auto` (the same model, the same vectors, so the
+/// index and the embedding cache are kept).
 #[derive(
     Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
-    /// ONNX Runtime when `./scripts/fetch-model.sh` installed it beside the
-    /// model, else candle.
+    /// ONNX Runtime.
     #[default]
+    #[serde(alias = "candle")]
     Auto,
-    /// ONNX Runtime's CPU kernels (about 5x faster; `memd bench embed`).
+    /// ONNX Runtime's CPU kernels, from the library `memd setup` installs
+    /// beside the model.
     Onnx,
-    /// candle, compiled into memd: needs nothing but the weights.
-    Candle,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -387,7 +388,7 @@ const DOCS: &[(&str, &str, &str)] = &[
     (
         "embedder",
         "runtime",
-        "minilm on onnx (ONNX Runtime, ~5x faster), candle (built in) or auto (onnx when fetch-model.sh installed it)",
+        "auto or onnx: minilm runs on ONNX Runtime (`candle`, from before candle was removed, is read as auto)",
     ),
     (
         "embedder",

@@ -211,12 +211,6 @@ impl From<arrow_schema::ArrowError> for Error {
     }
 }
 
-impl From<candle_core::Error> for Error {
-    fn from(e: candle_core::Error) -> Error {
-        Error::Embed(Box::new(e))
-    }
-}
-
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Error {
         Error::Service(e.to_string())

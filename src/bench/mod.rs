@@ -661,7 +661,7 @@ async fn client_load(http: reqwest::Client, base: String, c: usize, until: Insta
 #[derive(Debug, Serialize)]
 pub struct EmbedReport {
     pub embedder: String,
-    /// For minilm: what ran it (candle or onnx).
+    /// For minilm: what ran it (onnx).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
     pub texts: usize,
@@ -675,34 +675,6 @@ pub struct EmbedReport {
 /// The texts `bench embed` embeds.
 fn embed_texts(n: usize) -> Vec<String> {
     (0..n).map(|i| synthetic_fact(i * 13 + 5)).collect()
-}
-
-/// How alike two embedders' vectors are for the same texts.
-#[derive(Debug, Serialize)]
-pub struct AgreementReport {
-    pub texts: usize,
-    pub min_cosine: f32,
-    pub mean_cosine: f32,
-}
-
-/// The cosine of `a`'s and `b`'s vectors for each of the benchmark's texts.
-pub async fn agreement(
-    texts: usize,
-    a: std::sync::Arc<dyn crate::embed::Embedder>,
-    b: std::sync::Arc<dyn crate::embed::Embedder>,
-) -> Result<AgreementReport> {
-    let all = embed_texts(texts);
-    let (va, vb) = (a.embed(&all).await?, b.embed(&all).await?);
-    let cos: Vec<f32> = va
-        .iter()
-        .zip(&vb)
-        .map(|(x, y)| crate::embed::cosine(x, y))
-        .collect();
-    Ok(AgreementReport {
-        texts,
-        min_cosine: cos.iter().copied().fold(f32::INFINITY, f32::min),
-        mean_cosine: cos.iter().sum::<f32>() / cos.len().max(1) as f32,
-    })
 }
 
 /// Embedding throughput without the cache: `texts` synthetic facts in calls

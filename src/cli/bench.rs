@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Subcommand;
 
 use memd::bench;
@@ -46,11 +46,6 @@ enum What {
         batch: usize,
         #[arg(long, default_value = "minilm")]
         embedder: String,
-        /// For minilm: the runtimes to measure side by side, in this order,
-        /// each on the same texts; with two, also how alike their vectors
-        /// are.
-        #[arg(long, value_delimiter = ',', default_value = "candle,onnx")]
-        runtimes: Vec<String>,
     },
     /// Consolidation time outside the LLM (a scripted one that answers at
     /// once), LLM calls per run and prompt tokens per fact.
@@ -250,8 +245,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             texts,
             batch,
             embedder,
-            runtimes,
-        } => rt.block_on(embed(dir, texts, batch, &embedder, &runtimes)),
+        } => rt.block_on(embed(dir, texts, batch, &embedder)),
         What::Consolidate {
             entries,
             facts,
@@ -375,34 +369,13 @@ fn append(at: &Path, singles: usize, batch_size: usize, batches: usize, json: bo
     Ok(())
 }
 
-/// `bench embed`: for minilm, each runtime of `runtimes` in turn on the same
-/// texts, then how alike the first two's vectors are.
-async fn embed(
-    dir: &Path,
-    texts: usize,
-    batch: usize,
-    embedder: &str,
-    runtimes: &[String],
-) -> Result<()> {
+/// `bench embed`: the embedder `embedder` names, on the benchmark's texts.
+async fn embed(dir: &Path, texts: usize, batch: usize, embedder: &str) -> Result<()> {
     let config = with_embedder(dir, embedder)?;
-    if config.embedder.kind != memd::config::EmbedderKind::Minilm {
-        let embedder = memd::embed::from_config(&config.embedder)?;
-        return print_line(&bench::embed(texts, batch, embedder).await?);
+    let embedder = memd::embed::from_config(&config.embedder)?;
+    let mut r = bench::embed(texts, batch, embedder).await?;
+    if config.embedder.kind == memd::config::EmbedderKind::Minilm {
+        r.runtime = Some("onnx".into());
     }
-    let model = memd::embed::minilm::model_dir(&config.embedder);
-    let mut loaded = Vec::new();
-    for name in runtimes {
-        let runtime = serde_json::from_value(serde_json::Value::String(name.clone()))
-            .context("--runtimes takes candle, onnx or auto")?;
-        loaded.push((name, memd::embed::minilm_on(runtime, &model)?));
-    }
-    for (name, e) in &loaded {
-        let mut r = bench::embed(texts, batch, e.clone()).await?;
-        r.runtime = Some(name.to_string());
-        print_line(&r)?;
-    }
-    if let [(_, a), (_, b)] = loaded.as_slice() {
-        print_line(&bench::agreement(texts, a.clone(), b.clone()).await?)?;
-    }
-    Ok(())
+    print_line(&r)
 }

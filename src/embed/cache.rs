@@ -31,8 +31,8 @@ use super::Embedder;
 use crate::Result;
 
 /// Texts embedded per call: the unit of progress shown and of work kept if
-/// embedding fails part-way (about a second on candle, a third of one on
-/// ONNX Runtime: `memd bench embed`).
+/// embedding fails part-way (about a third of a second on ONNX Runtime:
+/// `memd bench embed`).
 const CHUNK: usize = 256;
 
 type Key = [u8; 16];

