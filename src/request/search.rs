@@ -57,25 +57,28 @@ pub struct Search {
     pub as_of: Option<String>,
 }
 
-/// The hits, best first; without waiting, also what the index does not
-/// cover yet.
+/// The hits, best first, and what the index does not cover yet: one shape
+/// whether the search waited for the index or not.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum Found {
-    Hits(Vec<Hit>),
-    AsIs {
-        hits: Vec<Hit>,
-        /// `{"files_behind": [...]}` while files wait to be indexed.
-        indexing: Option<serde_json::Value>,
-    },
+pub struct Found {
+    pub hits: Vec<Hit>,
+    /// `{"files_behind": [...]}` while files wait to be indexed (only
+    /// without waiting); null when the hits cover every file.
+    pub indexing: Option<serde_json::Value>,
 }
 
 impl Found {
-    /// The hits, either way.
-    pub fn hits(self) -> Vec<Hit> {
-        match self {
-            Found::Hits(h) | Found::AsIs { hits: h, .. } => h,
+    /// The hits of a search that covers every file.
+    fn all(hits: Vec<Hit>) -> Found {
+        Found {
+            hits,
+            indexing: None,
         }
+    }
+
+    /// The hits.
+    pub fn hits(self) -> Vec<Hit> {
+        self.hits
     }
 }
 
@@ -146,10 +149,10 @@ impl Request for Search {
             .await?;
         crate::current::declared_below(&target.memory.layout, &mut hits)?;
         if wait {
-            return Ok(Found::Hits(hits));
+            return Ok(Found::all(hits));
         }
         let indexing = (!behind.is_empty()).then(|| serde_json::json!({ "files_behind": behind }));
-        Ok(Found::AsIs { hits, indexing })
+        Ok(Found { hits, indexing })
     }
 }
 
@@ -197,7 +200,7 @@ impl Search {
         let rows = super::target::blocking(move || crate::index::rows_as_of(&layout, at)).await?;
         let index = target.index().await?;
         let hits = index.reader.search_rows(&text, rows, k, min_score).await?;
-        Ok(Found::Hits(hits))
+        Ok(Found::all(hits))
     }
 
     /// With a category, session or day given: the rows that may come back

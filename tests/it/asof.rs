@@ -210,7 +210,7 @@ fn the_api_takes_as_of_for_show_and_search() {
         q(&before)
     ));
     assert_eq!(status, 200, "{v}");
-    let texts: Vec<&str> = v
+    let texts: Vec<&str> = v["hits"]
         .as_array()
         .unwrap()
         .iter()

@@ -76,7 +76,7 @@ impl Surface for Api {
         let q: String = url_encoded(query);
         let (status, v) = self.0.get(&format!("/v1/search?q={q}"));
         assert_eq!(status, 200, "{v}");
-        v.as_array().unwrap().clone()
+        v["hits"].as_array().unwrap().clone()
     }
 
     fn consolidate(&mut self) {

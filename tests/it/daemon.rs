@@ -148,7 +148,7 @@ async fn the_http_api_adds_searches_consolidates_and_forgets() {
         assert_eq!(r["ids"].as_array().unwrap().len(), 2);
         assert_eq!(status()["pending_facts"], 2);
         let (_, hits) = c.get("/v1/search?q=sourdough%20starter&k=3");
-        assert!(hits[0]["text"].as_str().unwrap().contains("Bubbles"), "{hits}");
+        assert!(hits["hits"][0]["text"].as_str().unwrap().contains("Bubbles"), "{hits}");
 
         // Bad requests: a clear JSON error, nothing written.
         let (code, msg) = c.post("/v1/facts", json!({"text": ""}).to_string());
@@ -447,7 +447,7 @@ async fn the_index_stays_equal_to_the_files_across_processes() {
     .await
     .unwrap();
     assert_eq!(code, 200);
-    assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+    assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
     drop(d);
 }
 
@@ -499,6 +499,11 @@ async fn searches_stay_answerable_while_a_bulk_post_is_indexed() {
 
         let (code, waited) = http.get("/v1/search?q=noted%20item%207");
         assert_eq!(code, 200, "{waited}");
+        // One shape, waited for or not: the hits, and what is not indexed.
+        assert!(
+            waited["hits"].is_array() && waited["indexing"].is_null(),
+            "{waited}"
+        );
         assert!(waited.to_string().contains("slowtoken item 7"), "{waited}");
         let (_, after) = http.get("/v1/search?q=green%20canoe&wait=false");
         assert!(after["indexing"].is_null(), "{after}");
@@ -553,7 +558,7 @@ fn the_http_api_lists_runs_and_undoes_one() {
     let (_, memory) = c.get("/v1/memory");
     assert!(!memory.as_str().unwrap().contains("Bubbles"), "{memory}");
     let (_, hits) = c.get("/v1/search?q=sourdough%20starter&k=5");
-    let kinds: Vec<&str> = hits
+    let kinds: Vec<&str> = hits["hits"]
         .as_array()
         .unwrap()
         .iter()
@@ -737,7 +742,8 @@ fn a_daemon_honours_review_turned_on_while_it_runs_and_its_routes_carry_out_a_de
     assert_eq!(c.get("/v1/status").1["entries"], 1);
     let (_, hits) = c.get("/v1/search?q=bees%20roof&k=5");
     assert!(
-        hits.as_array()
+        hits["hits"]
+            .as_array()
             .unwrap()
             .iter()
             .any(|h| h["kind"] == "entry" || h["kind"] == "core"),
@@ -771,7 +777,7 @@ fn a_search_finds_a_fact_the_daemon_has_not_yet_written_to_the_table_as_it_will_
     let hits = |c: &Http| -> Vec<(String, String)> {
         let (code, v) = c.get("/v1/search?q=Zqbasil%20tomatoes&k=10&min_score=0");
         assert_eq!(code, 200, "{v}");
-        let hits = v.as_array().unwrap_or_else(|| panic!("{v}"));
+        let hits = v["hits"].as_array().unwrap_or_else(|| panic!("{v}"));
         let pair = |h: &Value| (h["id"].to_string(), h["text"].to_string());
         hits.iter().map(pair).collect()
     };

@@ -302,7 +302,7 @@ fn a_search_can_be_narrowed_by_category_session_and_day() {
     let c = crate::serving::Http::at(&d.base, None);
     let (code, hits) = c.get("/v1/search?q=sourdough%20padel&category=kitchen&min_score=0");
     assert_eq!(code, 200, "{hits}");
-    let hits = hits.as_array().unwrap();
+    let hits = hits["hits"].as_array().unwrap();
     assert!(!hits.is_empty(), "{hits:?}");
     assert!(
         hits.iter()

@@ -306,8 +306,10 @@ pub(crate) fn open_options(max_open: usize) -> memd::server::Options {
     }
 }
 
-pub(crate) fn texts(hits: &Value) -> Vec<String> {
-    hits.as_array()
+/// The hits' texts of a `/v1/search` reply.
+pub(crate) fn texts(found: &Value) -> Vec<String> {
+    found["hits"]
+        .as_array()
         .unwrap()
         .iter()
         .map(|h| h["text"].as_str().unwrap().to_string())

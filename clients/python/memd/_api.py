@@ -36,7 +36,6 @@ from .types import (
     EntryView,
     Erasure,
     Found,
-    Hit,
     Memories,
     Model,
     Record,
@@ -185,11 +184,8 @@ def many(model: type[M]) -> Reader[list[M]]:
 
 
 def _found(r: httpx.Response) -> Found:
-    """A search's reply: the hits, as an array (``wait``) or an object."""
-    data = r.json()
-    if isinstance(data, list):
-        return Found(hits=[Hit.from_json(h) for h in data], raw={"hits": data})
-    return Found.from_json(data)
+    """A search's reply: the hits, and what the index does not cover yet."""
+    return Found.from_json(r.json())
 
 
 def _similar(r: httpx.Response) -> list[list[SimilarEntry]]:

@@ -210,9 +210,7 @@ async fn search(State(s): State<Shared>, params: RawPathParams, Query(q): Query<
                 as_of: given(&q.as_of),
                 ..Default::default()
             };
-            match at.run(&s, req).await? {
-                request::Found::Hits(h) | request::Found::AsIs { hits: h, .. } => h,
-            }
+            at.run(&s, req).await?.hits
         }
     };
     Ok(html(views::search(&at, (&q.q, &q.as_of), &hits)))
