@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 ./scripts/fetch-model.sh
-cargo build --locked --features lab,failpoints
+# memd as a user runs it: no `lab`, no `failpoints`. The dependencies are
+# the ones scripts/test.sh builds (one profile, features of memd's own
+# only), and `cargo install --locked --path . --profile dev` then installs
+# this very build without compiling anything.
+cargo build --locked --bin memd
 target="${CARGO_TARGET_DIR:-target}"
 memd="$target/debug/memd"
 work="$(mktemp -d)"

@@ -35,7 +35,9 @@ with zipfile.ZipFile(wheel) as z:
 PY
 fi
 
-if [ ! -s "$dir/onnxruntime/libonnxruntime.so" ]; then
+# A packaged memd carries the library (lib/memd/ beside its bin/): `memd
+# setup` says so with MEMD_ORT_BUNDLED, and nothing is fetched for it.
+if [ -z "${MEMD_ORT_BUNDLED:-}" ] && [ ! -s "$dir/onnxruntime/libonnxruntime.so" ]; then
   echo "memd setup: fetching ONNX Runtime $ORT_VERSION into $dir/onnxruntime" >&2
   python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp/ort" "onnxruntime==$ORT_VERSION"
   python3 - "$tmp/ort" "$dir/onnxruntime" <<'PY'

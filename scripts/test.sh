@@ -6,10 +6,14 @@
 # use; `failpoints` the test failpoints of the SIGKILL tests; Chromium and
 # ChromeDriver the web page's browser tests (scripts/install-browser.sh).
 # Then the Python tests (clients/python/run-tests.sh: a virtualenv under the
-# target directory). The binary as `cargo install` builds it (no features;
-# only memd itself is compiled again, not the dependencies) is kept beside
-# as `memd-shipped`, for the test that a shipped memd never reads
-# MEMD_PAUSE_AT. Each step prints how long it took, to stderr.
+# target directory). The binary as a user installs it (no features, as
+# the demo and `cargo install --profile dev` build it; the dependencies
+# are compiled once for both builds) is kept beside as `memd-shipped`, for
+# the test that a shipped memd never reads MEMD_PAUSE_AT, and packaged
+# (scripts/package.sh: the tarball and the wheel, into $target/dist), for
+# the tests that install them. Each step prints how long it took, to
+# stderr; each build writes cargo's --timings report, and
+# scripts/build-timings.py prints where the builds' time went.
 #
 # Clippy runs as the compiler of memd's own crates in the test build
 # (RUSTC_WORKSPACE_WRAPPER and CLIPPY_ARGS, which is how `cargo clippy`
@@ -34,11 +38,18 @@ step ./scripts/fetch-model.sh
 step ./scripts/install-browser.sh
 step cargo fmt --check
 target="${CARGO_TARGET_DIR:-target}"
-step cargo build --locked --bin memd
+reports="$target/cargo-timings"
+before="$(ls "$reports"/cargo-timing-*.html 2>/dev/null || true)"
+step cargo build --locked --bin memd --timings
 cp "$target/debug/memd" "$target/debug/memd-shipped"
+step ./scripts/package.sh "$target/dist"
+export MEMD_DIST="$(cd "$target/dist" && pwd)"
 export RUSTC_WORKSPACE_WRAPPER=clippy-driver
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-step cargo test --locked --features lab,failpoints --no-run
+step cargo test --locked --features lab,failpoints --no-run --timings
+# This run's two reports (older runs' are left where they are).
+mapfile -t new < <(comm -13 <(echo "$before" | sort) <(ls "$reports"/cargo-timing-*.html | sort))
+python3 scripts/build-timings.py "${new[@]}" >&2
 # With cargo-nextest a test that hangs is named and stopped
 # (.config/nextest.toml); without it, cargo's own test runner.
 if cargo nextest --version >/dev/null 2>&1; then

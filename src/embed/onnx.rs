@@ -28,9 +28,24 @@ pub fn model_file(dir: &Path) -> PathBuf {
     dir.join("model.onnx")
 }
 
-/// The ONNX Runtime library fetch-model.sh installs.
+/// The ONNX Runtime library: the one fetch-model.sh installs beside the
+/// model, else the one a packaged memd carries ([`bundled_library`]), else
+/// (for messages) where fetch-model.sh would put it.
 pub fn library_file(dir: &Path) -> PathBuf {
-    dir.join("onnxruntime").join("libonnxruntime.so")
+    let fetched = dir.join("onnxruntime").join("libonnxruntime.so");
+    if fetched.is_file() {
+        return fetched;
+    }
+    bundled_library().unwrap_or(fetched)
+}
+
+/// The library a packaged memd (the tarball, or the wheel) carries:
+/// `lib/memd/libonnxruntime.so` under the prefix whose `bin/` holds the
+/// running executable, when it is there.
+pub fn bundled_library() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let lib = exe.parent()?.parent()?.join("lib/memd/libonnxruntime.so");
+    lib.is_file().then_some(lib)
 }
 
 /// Whether both files are there.
@@ -161,6 +176,7 @@ fn quick_file(dir: &Path) -> Option<PathBuf> {
 /// file), and older saved graphs removed.
 fn save_quick(env: &Environment, dir: &Path, path: &Path) -> Result<()> {
     let folder = path.parent().unwrap_or(dir);
+    std::fs::create_dir_all(folder).map_err(|e| err!("{}: {e}", folder.display()))?;
     static SAVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = folder.join(format!(".model-{}-{n}.ort.tmp", std::process::id()));

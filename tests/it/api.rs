@@ -260,3 +260,49 @@ fn the_openapi_document_says_a_fact_needs_text_or_texts_and_a_search_needs_its_q
     assert_eq!(http.get("/v1/search").0, 400);
     d.stop();
 }
+
+/// (method, path) with every `{param}` written `{}`.
+fn shape(method: &str, path: &str) -> (String, String) {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in path.chars() {
+        match c {
+            '{' => (inside, out) = (true, out + "{}"),
+            '}' => inside = false,
+            c if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    (method.to_lowercase(), out)
+}
+
+/// docs/API.md's list of routes names each route the request types define
+/// (the ones the server serves and OpenAPI describes) and nothing else but
+/// the health check and the description itself.
+#[test]
+fn api_md_lists_every_route_the_binary_serves_and_no_other() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/API.md")).unwrap();
+    let routes = doc.split("\n## Routes\n").nth(1).expect("a Routes section");
+    let routes = routes.split("\n## ").next().unwrap();
+    let listed: std::collections::BTreeSet<(String, String)> = routes
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|l| {
+            let (method, rest) = l.split_once(' ')?;
+            let path = rest.split(['`', '?', ' ']).next()?;
+            Some(shape(method, path))
+        })
+        .collect();
+    let served: std::collections::BTreeSet<(String, String)> = defined("/v1")
+        .iter()
+        .map(|(m, p)| shape(m, p))
+        .chain([shape("get", "/healthz"), shape("get", "/v1/openapi.json")])
+        .collect();
+    let missing: Vec<_> = served.difference(&listed).collect();
+    let unknown: Vec<_> = listed.difference(&served).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "docs/API.md lacks {missing:?} and lists {unknown:?}, which memd does not serve"
+    );
+}

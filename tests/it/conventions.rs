@@ -583,3 +583,33 @@ fn the_readme_api_md_and_help_name_every_mcp_tool_the_binary_serves() {
     let listed: Vec<String> = listed.split(", ").map(str::to_string).collect();
     assert_eq!(listed, served, "memd --help names other MCP tools");
 }
+
+/// docs/CLI.md names every command `memd --help` lists (`memd CMD`).
+#[test]
+fn cli_md_names_every_command_the_binary_has() {
+    let t = fresh();
+    let help = crate::trust::ok(t.path(), &["--help"]);
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 20, "{commands:?}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/CLI.md")).unwrap();
+    let unnamed: Vec<&&str> = commands
+        .iter()
+        .filter(|c| {
+            !doc.contains(&format!("memd {c} "))
+                && !doc.contains(&format!("memd {c}`"))
+                && !doc.contains(&format!("memd {c}\n"))
+        })
+        .collect();
+    assert!(unnamed.is_empty(), "docs/CLI.md does not name {unnamed:?}");
+}

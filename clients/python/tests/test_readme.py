@@ -166,6 +166,12 @@ def check_cargo_install(w: list[str]) -> None:
     cargo = (REPO / "Cargo.toml").read_text()
     assert re.search(r'^\s*name\s*=\s*"memd"', cargo, re.M), "Cargo.toml's package is not memd"
     assert (REPO / "src/main.rs").is_file(), "no binary for cargo install to build"
+    # It installs the demo's build: the same profile and no features.
+    assert "[profile.dev]" in cargo, "no dev profile for cargo install --profile dev"
+    demo = (REPO / "scripts/demo.sh").read_text()
+    assert re.search(r"^cargo build --locked --bin memd$", demo, re.M), (
+        "scripts/demo.sh does not build memd as cargo install does (no features)"
+    )
 
 
 def check_pip_install(w: list[str]) -> None:
@@ -203,7 +209,7 @@ def check_claude_mcp_add(w: list[str]) -> None:
 CHECKED = [
     (["./scripts/demo.sh"], check_demo),
     (["./scripts/test.sh"], check_tests),
-    (["cargo", "install", "--path", "."], check_cargo_install),
+    (["cargo", "install", "--locked", "--path", ".", "--profile", "dev"], check_cargo_install),
     (["pip", "install", "./clients/python"], check_pip_install),
     (["claude", "mcp", "add"], check_claude_mcp_add),
 ]
