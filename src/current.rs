@@ -236,7 +236,7 @@ pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate:
             // the same text earlier that day (`.2`): its hash decides.
             let by = facts
                 .iter()
-                .find(|h| text_hash(h) == text_hash(f.id.as_str()));
+                .find(|h| FactId::from(**h).first_of_text() == f.id.first_of_text());
             let Some(by) = by else { continue };
             let rows = f.supersedes_facts.iter().map(|t| t.to_string()).chain(
                 f.supersedes
@@ -267,10 +267,4 @@ pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate:
         hits[i].score = hits[i].score.min(hits[i - 1].score);
     }
     Ok(())
-}
-
-/// A fact id without the count of the same text earlier that day:
-/// `DAY#HASH` of `DAY#HASH.2`.
-fn text_hash(id: &str) -> &str {
-    id.split_once('.').map_or(id, |(h, _)| h)
 }

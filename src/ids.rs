@@ -191,6 +191,12 @@ impl FactId {
         }
     }
 
+    /// The id without the count of the same text said earlier that day:
+    /// `DAY#HASH` of `DAY#HASH.2` (what a line parsed alone is called).
+    pub fn first_of_text(&self) -> &str {
+        self.0.split_once('.').map_or(&self.0, |(h, _)| h)
+    }
+
     /// The day the fact was written on (`YYYY-MM-DD`).
     pub fn day(&self) -> &str {
         self.0.split('#').next().unwrap_or_default()

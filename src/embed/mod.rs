@@ -40,7 +40,7 @@ pub trait Embedder: Send + Sync {
 /// The embedder the configuration asks for.
 pub fn from_config(cfg: &config::Embedder) -> Result<Arc<dyn Embedder>> {
     Ok(match cfg.kind {
-        EmbedderKind::Minilm => minilm_on(cfg.runtime, &minilm::model_dir(cfg))?,
+        EmbedderKind::Minilm => Arc::new(onnx::OnnxMiniLm::load(&minilm::model_dir(cfg))?),
         EmbedderKind::Openai => Arc::new(openai::OpenAi::new(cfg)?),
         EmbedderKind::Lexical => Arc::new(lexical::Lexical),
     })
@@ -66,7 +66,8 @@ impl Model {
         let dir = (cfg.kind == EmbedderKind::Minilm).then(|| minilm::model_dir(cfg));
         Model {
             kind: cfg.kind,
-            runtime: dir.as_deref().map(|d| resolve_runtime(cfg.runtime, d)),
+            // Every `runtime` setting runs minilm on ONNX Runtime.
+            runtime: dir.is_some().then_some(config::Runtime::Onnx),
             dir: dir.map(|d| d.display().to_string()),
             name: (cfg.kind == EmbedderKind::Openai).then(|| cfg.model.clone()),
             missing: missing(cfg),
@@ -81,18 +82,6 @@ pub fn missing(cfg: &config::Embedder) -> Option<String> {
         EmbedderKind::Minilm => onnx::missing(&minilm::model_dir(cfg)),
         EmbedderKind::Openai | EmbedderKind::Lexical => None,
     }
-}
-
-/// What `runtime` means for the model in `dir`: ONNX Runtime, whatever
-/// the setting (`auto`, and `candle` from before candle was removed, are
-/// read as ONNX Runtime: the same model, the same vectors).
-pub fn resolve_runtime(_runtime: config::Runtime, _dir: &std::path::Path) -> config::Runtime {
-    config::Runtime::Onnx
-}
-
-/// The minilm model in `dir` on `runtime` ([`resolve_runtime`]).
-pub fn minilm_on(_runtime: config::Runtime, dir: &std::path::Path) -> Result<Arc<dyn Embedder>> {
-    Ok(Arc::new(onnx::OnnxMiniLm::load(dir)?))
 }
 
 /// Scale `v` to unit length (a zero vector stays zero).

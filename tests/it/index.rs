@@ -675,13 +675,12 @@ fn reference_vectors() -> Vec<(String, Vec<f32>)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_onnx_runtime_gives_the_reference_vectors_in_the_same_order() {
-    use memd::config::Runtime;
     let dir = embed::minilm::model_dir(&Config::default().embedder);
     assert!(
         embed::onnx::available(&dir),
         "the test suite installs ONNX Runtime beside the model: ./scripts/fetch-model.sh"
     );
-    let onnx = embed::minilm_on(Runtime::Auto, &dir).unwrap();
+    let onnx = embed::from_config(&Config::default().embedder).unwrap();
     assert_eq!(
         onnx.id(),
         "minilm-l6-v2",
@@ -782,7 +781,12 @@ fn without_onnx_runtime_the_minilm_embedder_says_what_to_fetch_whatever_the_runt
     crate::support::link_model_files(tmp.path(), &files);
     let old: memd::config::Embedder = toml::from_str("runtime = \"candle\"").unwrap();
     for runtime in [Runtime::Auto, Runtime::Onnx, old.runtime] {
-        let err = embed::minilm_on(runtime, tmp.path())
+        let cfg = memd::config::Embedder {
+            runtime,
+            model_dir: tmp.path().display().to_string(),
+            ..Default::default()
+        };
+        let err = embed::from_config(&cfg)
             .err()
             .expect("no ONNX Runtime")
             .to_string();
