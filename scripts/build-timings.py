@@ -6,7 +6,8 @@ or two profiles, which is a build done twice).
     python3 scripts/build-timings.py REPORT.html [REPORT.html ...]
 
 scripts/test.sh prints this after its builds, so a CI log says where a
-cold build's time went (docs/DEVELOPMENT.md keeps a cold run's figures).
+cold build's time went (docs/internals/DEVELOPMENT.md keeps a cold run's
+figures).
 """
 
 import collections

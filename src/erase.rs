@@ -66,6 +66,7 @@ use crate::error::{Error, Result};
 use crate::ids::{EntryId, FactId, given};
 use crate::journal::{self, Record, Stamp};
 use crate::pause::{Step, at};
+use crate::remedy::Remedy;
 use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, core_md, recall, versions};
@@ -576,7 +577,10 @@ fn redact(layout: &Layout, scope: &Scope, facts: &[Fact], ts: &str) -> Result<()
 /// that erasure. By ids, as the journal's records are checked: a person
 /// who writes an erased text again after the erasure writes an entry of
 /// another id (its versions are theirs, as a line said again is).
-pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> Option<String> {
+pub(crate) fn in_versions(
+    stones: &Tombstones,
+    history: &versions::History,
+) -> Option<(String, Remedy)> {
     for t in stones.receipts() {
         let holds = |(file, chunk): (versions::File, &str)| {
             versions::said(file, chunk).iter().any(|s| {
@@ -589,9 +593,10 @@ pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> O
                 || t.sources.first().map(|f| f.to_string()).unwrap_or_default(),
                 |e| e.to_string(),
             );
-            return Some(format!(
-                "a version of the entries file or of MEMORY.md still holds what erasing {what} took: run `memd forget --erase {what}` again to finish it"
-            ));
+            let said = format!(
+                "a version of the entries file or of MEMORY.md still holds what erasing {what} took"
+            );
+            return Some((said, Remedy::Erase { id: what }));
         }
     }
     None
@@ -602,7 +607,7 @@ pub(crate) fn in_versions(stones: &Tombstones, history: &versions::History) -> O
 pub(crate) struct Findings {
     /// Erasures that did not finish: a file still holds a text one took
     /// out, or the entry it erased.
-    pub unfinished: Vec<String>,
+    pub unfinished: Vec<(String, Remedy)>,
     /// Archive lines that say an erased text again (a person wrote them:
     /// memd's own appends never do), kept out by the receipt.
     pub said_again: Vec<(FactId, usize)>,
@@ -623,9 +628,9 @@ pub(crate) fn check(
             |e| e.to_string(),
         );
         let mut unfinished = |s: String| {
-            out.unfinished.push(format!(
-                "{s}: run `memd forget --erase {what}` again to finish its erasure"
-            ))
+            let fix = Remedy::Erase { id: what.clone() };
+            out.unfinished
+                .push((format!("{s}: its erasure did not finish"), fix))
         };
         if let Some(e) = &t.entry
             && doc.get(e.as_str()).is_some()

@@ -11,6 +11,8 @@
 use std::fmt::Display;
 use std::path::PathBuf;
 
+use crate::remedy::Remedy;
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Any other error, kept whole for its message and source.
@@ -98,6 +100,10 @@ pub enum Error {
     /// What memd was doing when `source` happened.
     #[error("{context}: {cause}")]
     Context { context: String, cause: Box<Error> },
+    /// `cause`, and what the caller can do about it, which each surface
+    /// says in its own words ([`crate::remedy`]); the text is the cause's.
+    #[error("{cause}")]
+    Remedied { cause: Box<Error>, remedy: Remedy },
 }
 
 fn pid_text(pid: &Option<u32>) -> String {
@@ -171,7 +177,7 @@ impl Error {
                 400 | 413 | 422 => Kind::Invalid,
                 _ => Kind::Other,
             },
-            Error::Context { cause, .. } => cause.kind(),
+            Error::Context { cause, .. } | Error::Remedied { cause, .. } => cause.kind(),
             _ => Kind::Other,
         }
     }
@@ -180,8 +186,26 @@ impl Error {
     pub fn is_over_budget(&self) -> bool {
         match self {
             Error::OverBudget { .. } => true,
-            Error::Context { cause, .. } => cause.is_over_budget(),
+            Error::Context { cause, .. } | Error::Remedied { cause, .. } => cause.is_over_budget(),
             _ => false,
+        }
+    }
+
+    /// What the caller can do about this error, if memd knows (the
+    /// outermost remedy, through any context).
+    pub fn remedy(&self) -> Option<&Remedy> {
+        match self {
+            Error::Remedied { remedy, .. } => Some(remedy),
+            Error::Context { cause, .. } => cause.remedy(),
+            _ => None,
+        }
+    }
+
+    /// `self`, with what the caller can do about it.
+    pub fn remedied(self, remedy: Remedy) -> Error {
+        Error::Remedied {
+            cause: Box::new(self),
+            remedy,
         }
     }
 

@@ -19,6 +19,7 @@ use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId};
 use crate::index::RowKind;
 use crate::journal::{self, Record, Stamp};
+use crate::remedy::Remedy;
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
@@ -148,9 +149,12 @@ fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Resul
     match holder {
         Some(_) if tombstones.covers(&f.id, &f.text) => done,
         Some(m) => Ok(Some(Err(crate::Error::Invalid(format!(
-            "fact {} is consolidated into entry {}: forget that entry (`memd forget {}`) or edit it",
-            f.id, m.id, m.id
-        ))))),
+            "fact {} is consolidated into entry {}: forget or edit that entry",
+            f.id, m.id
+        ))
+        .remedied(Remedy::Forget {
+            id: m.id.to_string(),
+        })))),
         None => Ok(None),
     }
 }
@@ -231,7 +235,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .any(|t| t.entry.as_ref().is_some_and(|e| e == id) || t.sources.iter().any(|f| f == id))
     {
         return Err(crate::Error::Invalid(format!(
-            "{id} was erased (`memd forget --erase`): an erasure cannot be undone"
+            "{id} was erased: an erasure cannot be undone"
         )));
     }
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
@@ -247,7 +251,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .any(|t| t.of(id) && t.text.is_empty() && !t.hashes.is_empty());
     if emptied || forgot.as_ref().is_some_and(|r| r.erased.is_some()) {
         return Err(crate::Error::Invalid(format!(
-            "{id} says a text that was erased (`memd forget --erase`): it cannot be brought back"
+            "{id} says a text that was erased: it cannot be brought back"
         )));
     }
     let mut text = forgot

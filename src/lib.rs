@@ -151,6 +151,7 @@ pub(crate) mod pending;
 pub mod progress;
 pub(crate) mod prompts;
 pub mod recall;
+pub mod remedy;
 pub mod request;
 pub mod review;
 pub mod runs;

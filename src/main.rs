@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use memd::error::Kind;
+use memd::remedy::Surface;
 
 mod cli;
 
@@ -34,10 +35,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if cli::out::closed(&e) => cli::out::end_as_a_pipe_does(),
         Err(e) => {
-            let kind = e
-                .chain()
-                .find_map(|c| c.downcast_ref::<memd::Error>())
-                .map_or(Kind::Other, memd::Error::kind);
+            let memd_error = e.chain().find_map(|c| c.downcast_ref::<memd::Error>());
+            let kind = memd_error.map_or(Kind::Other, memd::Error::kind);
+            let remedy = memd_error.and_then(memd::Error::remedy);
             // How to find an id, in the command line's words (memd's
             // errors name no surface's commands).
             let hint = match kind {
@@ -46,7 +46,8 @@ fn main() -> ExitCode {
                 }
                 _ => "",
             };
-            eprintln!("memd: {e:#}{hint}");
+            let said = memd::remedy::with(format!("{e:#}"), remedy, Surface::Cli);
+            eprintln!("memd: {said}{hint}");
             exit_code(kind)
         }
     }

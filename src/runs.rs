@@ -51,6 +51,7 @@ use crate::entries::{Document, Meta, text_hash};
 use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::journal::{self, Op, Record, Stamp};
+use crate::remedy::Remedy;
 use crate::state::State;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
 use crate::{Layout, Memory, archive, consolidate};
@@ -195,7 +196,12 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Left {
     pub entry: String,
+    /// Said in no surface's words: the remedy, if any, is below.
     pub why: String,
+    /// What the caller can do instead, which each surface says in its own
+    /// words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<Remedy>,
 }
 
 /// What an undo did (or, on a dry run, would do).
@@ -242,6 +248,8 @@ enum Verdict {
     /// Already as the run found it.
     Done,
     Left(String),
+    /// Left, and what the caller can do instead.
+    LeftFor(String, Remedy),
     /// Nothing to undo or report (metadata given to a hand-written block).
     Nothing,
 }
@@ -388,7 +396,7 @@ fn undo_whole(doc: &Document, r: &Record) -> Verdict {
 
 fn verdict(doc: &Document, r: &Record, today: &str) -> Verdict {
     if r.erased.is_some() {
-        return Verdict::Left("erased (`memd forget --erase`): its texts are gone".into());
+        return Verdict::Left("erased: its texts are gone".into());
     }
     match r.op {
         Op::Add => undo_add(doc, r),
@@ -397,17 +405,27 @@ fn verdict(doc: &Document, r: &Record, today: &str) -> Verdict {
         Op::Remove => undo_remove(doc, r, today),
         Op::Undo | Op::Edit => undo_whole(doc, r),
         Op::Adopt => Verdict::Nothing,
-        Op::Forget | Op::Unforget => {
-            Verdict::Left(format!("forgotten: `memd forget --undo {}`", r.entry))
+        Op::Forget | Op::Unforget => Verdict::LeftFor(
+            "forgotten (an undo of a run does not bring it back)".into(),
+            Remedy::Unforget {
+                id: r.entry.to_string(),
+            },
+        ),
+        Op::HandRemove => Verdict::LeftFor(
+            "deleted by hand".into(),
+            Remedy::Unforget {
+                id: r.entry.to_string(),
+            },
+        ),
+        Op::Suppress => {
+            let forgotten = r.into.as_deref().unwrap_or(r.entry.as_str());
+            Verdict::LeftFor(
+                format!("kept out as a restatement of forgotten {forgotten}"),
+                Remedy::Unforget {
+                    id: forgotten.to_string(),
+                },
+            )
         }
-        Op::HandRemove => Verdict::Left(format!(
-            "deleted by hand: `memd forget --undo {}` brings it back",
-            r.entry
-        )),
-        Op::Suppress => Verdict::Left(format!(
-            "kept out as a restatement of a forgotten entry: `memd forget --undo {}` lifts that",
-            r.into.as_deref().unwrap_or(r.entry.as_str())
-        )),
     }
 }
 
@@ -446,6 +464,12 @@ fn plan(
             Verdict::Left(why) => left.push(Left {
                 entry: r.entry.clone(),
                 why,
+                remedy: None,
+            }),
+            Verdict::LeftFor(why, remedy) => left.push(Left {
+                entry: r.entry.clone(),
+                why,
+                remedy: Some(remedy),
             }),
             Verdict::Done | Verdict::Nothing => {}
         }
@@ -457,6 +481,7 @@ fn plan(
             .map(|s| Left {
                 entry: s.entry.clone(),
                 why: why.clone(),
+                remedy: None,
             })
             .collect();
         return (Vec::new(), left);
@@ -474,10 +499,12 @@ fn brings_back_forgotten(v: Verdict, stones: &Tombstones, undoes: Option<&RunId>
     let Verdict::Steps(steps) = &v else { return v };
     for s in steps {
         if s.from.is_none() && s.to.is_some() && stones.names_entry(&s.entry) {
-            return Verdict::Left(format!(
-                "forgotten since the run: `memd forget --undo {}` brings it back",
-                s.entry
-            ));
+            return Verdict::LeftFor(
+                "forgotten since the run".into(),
+                Remedy::Unforget {
+                    id: s.entry.to_string(),
+                },
+            );
         }
         let before = sources(&s.from);
         let forgotten = sources(&s.to)
@@ -494,9 +521,10 @@ fn brings_back_forgotten(v: Verdict, stones: &Tombstones, undoes: Option<&RunId>
                     .any(|t| blocks(t) && t.sources.contains(f))
             });
         if let Some(f) = forgotten {
-            return Verdict::Left(format!(
-                "its fact {f} was forgotten since the run: `memd forget --undo` brings it back"
-            ));
+            return Verdict::LeftFor(
+                format!("its fact {f} was forgotten since the run"),
+                Remedy::Unforget { id: f.to_string() },
+            );
         }
     }
     v
@@ -565,7 +593,7 @@ pub fn records<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
     let records: Vec<&Record> = all.iter().filter(|r| r.run == id).collect();
     if records.is_empty() {
         return Err(crate::Error::NoSuch {
-            what: format!("run {id:?} in the journal (`memd runs` lists them)"),
+            what: format!("run {id:?} in the journal"),
         });
     }
     Ok(records)
@@ -582,7 +610,7 @@ fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
             .all(|r| forgets(r.op) || matches!(r.op, Op::Adopt | Op::HandRemove))
     {
         return Err(crate::Error::Invalid(format!(
-            "run {id} forgot or brought back entries: `memd forget --undo ID` undoes that"
+            "run {id} forgot or brought back entries, which an undo of a run does not take back: forget or bring back each entry itself"
         )));
     }
     Ok(records)

@@ -857,10 +857,7 @@ impl History {
             },
             Err(lost) => Then::Unknowable {
                 why: match lost {
-                    Lost::Erased => format!(
-                        "{} as of then held text that `memd forget --erase` erased since",
-                        name(file)
-                    ),
+                    Lost::Erased => format!("{} as of then held text erased since", name(file)),
                     Lost::Damaged => format!(
                         "the record of {} as of then is damaged ({} cannot rebuild it)",
                         name(file),

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{ENTRIES, Kind, Report, first_words};
+use super::{ENTRIES, Finding, Kind, Report, first_words};
 use crate::archive::Fact;
 use crate::consolidate::deleted_by_hand;
 use crate::entries::Document;
@@ -14,6 +14,7 @@ use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Op, Record};
 use crate::layout::rel;
 use crate::pending::{Pending, Settled};
+use crate::remedy::Remedy;
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{Reason, Tombstone, Tombstones};
@@ -126,22 +127,33 @@ impl Files<'_> {
             let named = stones.iter().find(|t| t.sources.contains(&f.id));
             if let (Some(e), Some(t)) = (by.first(), named) {
                 let what = format!(
-                    "fact {} was forgotten ({}) but entry {e} still holds it: it is back in search ({:?}); `memd forget {e}` forgets the entry",
+                    "fact {} was forgotten ({}) but entry {e} still holds it: it is back in search ({:?})",
                     f.id,
                     t.reason.as_str(),
                     first_words(&f.text)
                 );
-                report.problem(Kind::ForgottenButHeld, &file, Some(f.line), what);
+                let fix = Remedy::Forget { id: e.to_string() };
+                report.problems.push(
+                    Finding::new(Kind::ForgottenButHeld, &file, Some(f.line), what).fixed_by(fix),
+                );
             }
             if !stones.is_empty() && stones.iter().all(|t| self.no_such_hand_deletion(t)) {
+                let deleted = stones[0].entry.as_ref().map_or("?", |e| e.as_str());
                 let what = format!(
-                    "fact {} is kept out by a hand deletion of {} that never happened ({:?}); `memd forget --undo {}` brings it back",
+                    "fact {} is kept out by a hand deletion of {deleted} that never happened ({:?})",
                     f.id,
-                    stones[0].entry.as_ref().map_or("?", |e| e.as_str()),
                     first_words(&f.text),
-                    stones[0].entry.as_ref().map_or("?", |e| e.as_str()),
                 );
-                report.problem(Kind::NoSuchHandDeletion, &file, Some(f.line), what);
+                let undo = stones[0]
+                    .entry
+                    .as_ref()
+                    .map_or(f.id.as_str(), |e| e.as_str());
+                let fix = Remedy::Unforget {
+                    id: undo.to_string(),
+                };
+                report.problems.push(
+                    Finding::new(Kind::NoSuchHandDeletion, &file, Some(f.line), what).fixed_by(fix),
+                );
             }
             let done = rule.settled(f) == Some(Settled::Done);
             let waiting = by_hand.contains(&f.id); // the entry's note says it
@@ -176,11 +188,14 @@ impl Files<'_> {
                     && !self.tombstones.names_entry(t.as_str());
                 if live && t != *held {
                     let what = format!(
-                        "fact {} declared it supersedes {t} and is held by {held}, while {t} is live (it was pinned or forgotten when the run decided): `memd forget {t}` if it is no longer true",
+                        "fact {} declared it supersedes {t} and is held by {held}, while {t} is live (it was pinned or forgotten when the run decided); if it is no longer true, forget it",
                         f.id
                     );
                     let file = rel::archive_file(&f.day);
-                    report.note(Kind::SupersededLive, &file, Some(f.line), what);
+                    let fix = Remedy::Forget { id: t.to_string() };
+                    report.notes.push(
+                        Finding::new(Kind::SupersededLive, &file, Some(f.line), what).fixed_by(fix),
+                    );
                 }
             }
         }
@@ -208,16 +223,27 @@ impl Files<'_> {
                 let other = holders.get(&t.id).and_then(|h| h.first());
                 if other.is_none() && rule.settled(t).is_none() {
                     let what = format!(
-                        "fact {} declared it supersedes fact {} and is held by {held}, while {} is pending (it was forgotten or under review when the run decided): the next run judges it as any fact; `memd forget {}` if it is no longer true",
-                        f.id, t.id, t.id, t.id
+                        "fact {} declared it supersedes fact {} and is held by {held}, while {} is pending (it was forgotten or under review when the run decided): the next run judges it as any fact; if it is no longer true, forget it",
+                        f.id, t.id, t.id
                     );
-                    report.note(Kind::SupersededPending, &file, Some(f.line), what);
+                    let fix = Remedy::Forget {
+                        id: t.id.to_string(),
+                    };
+                    report.notes.push(
+                        Finding::new(Kind::SupersededPending, &file, Some(f.line), what)
+                            .fixed_by(fix),
+                    );
                 } else if let Some(other) = other.filter(|o| *o != held) {
                     let what = format!(
-                        "fact {} declared it supersedes fact {}, which entry {other} holds beside {held}: `memd forget {other}` if it is no longer true",
+                        "fact {} declared it supersedes fact {}, which entry {other} holds beside {held}; if {other} is no longer true, forget it",
                         f.id, t.id
                     );
-                    report.note(Kind::SupersededLive, &file, Some(f.line), what);
+                    let fix = Remedy::Forget {
+                        id: other.to_string(),
+                    };
+                    report.notes.push(
+                        Finding::new(Kind::SupersededLive, &file, Some(f.line), what).fixed_by(fix),
+                    );
                 }
             }
         }
@@ -258,10 +284,13 @@ impl Files<'_> {
             match e.id() {
                 Some(id) if self.tombstones.names_entry(id.as_str()) => {
                     let what = format!(
-                        "entry {id} is in the file but forgotten, so search and MEMORY.md leave it out ({:?}): its forget did not finish; `memd forget {id}` finishes it, `memd forget --undo {id}` takes it back",
+                        "entry {id} is in the file but forgotten, so search and MEMORY.md leave it out ({:?}): its forget did not finish; forgetting it again finishes it (bringing it back takes the forget back)",
                         first_words(&e.text)
                     );
-                    report.problem(Kind::EntryHidden, ENTRIES, None, what);
+                    let fix = Remedy::Forget { id: id.to_string() };
+                    report
+                        .problems
+                        .push(Finding::new(Kind::EntryHidden, ENTRIES, None, what).fixed_by(fix));
                 }
                 _ if !text.is_empty() && self.tombstones.all.iter().any(|t| t.text == text) => {
                     let what = format!(
@@ -288,16 +317,22 @@ impl Files<'_> {
             let forgot = last.get(&id) == Some(&Op::Forget);
             if forgot && here && !self.tombstones.names_entry(id.as_str()) {
                 let what = format!(
-                    "the journal says {id} was forgotten, but it is in the file and no tombstone keeps it out: the forget did not finish; `memd forget {id}` finishes it"
+                    "the journal says {id} was forgotten, but it is in the file and no tombstone keeps it out: the forget did not finish; forgetting it again finishes it"
                 );
-                report.problem(Kind::JournalDisagrees, rel::JOURNAL, None, what);
+                let fix = Remedy::Forget { id: id.to_string() };
+                report.problems.push(
+                    Finding::new(Kind::JournalDisagrees, rel::JOURNAL, None, what).fixed_by(fix),
+                );
             }
             let text = l.text.as_deref().map(normalize).unwrap_or_default();
             if l.alive && !here && self.tombstones.names_entry(id.as_str()) {
                 let what = format!(
-                    "{id} is forgotten, but the journal does not say so (its journal write failed); `memd forget --undo {id}` restores it as the journal last had it"
+                    "{id} is forgotten, but the journal does not say so (its journal write failed); bringing it back restores it as the journal last had it"
                 );
-                report.problem(Kind::JournalDisagrees, rel::JOURNAL, None, what);
+                let fix = Remedy::Unforget { id: id.to_string() };
+                report.problems.push(
+                    Finding::new(Kind::JournalDisagrees, rel::JOURNAL, None, what).fixed_by(fix),
+                );
             } else if l.alive && !here && !texts.contains(&text) {
                 let what = format!(
                     "{id} was deleted by hand; the next consolidation records its facts as forgotten ({:?})",

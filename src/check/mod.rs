@@ -37,6 +37,7 @@ use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table::{self, StoredRow};
 use crate::layout::{Source, rel};
+use crate::remedy::Remedy;
 use crate::state::State;
 use crate::tombstones::Tombstones;
 use crate::{Layout, journal, jsonl, recall};
@@ -56,7 +57,11 @@ pub struct Finding {
     /// 1-based, when the finding has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// Said in no surface's words: the remedy, if any, is below.
     pub what: String,
+    /// What fixes it, which each surface says in its own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<Remedy>,
 }
 
 /// What `memd check` found.
@@ -87,12 +92,19 @@ impl Report {
 }
 
 impl Finding {
+    /// `self`, with what fixes it.
+    fn fixed_by(mut self, remedy: Remedy) -> Finding {
+        self.remedy = Some(remedy);
+        self
+    }
+
     fn new(kind: Kind, file: &str, line: Option<usize>, what: impl Into<String>) -> Finding {
         Finding {
             kind,
             file: file.into(),
             line,
             what: what.into(),
+            remedy: None,
         }
     }
 }
@@ -164,8 +176,10 @@ fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Re
     for what in history.damaged() {
         report.problem(Kind::VersionDamaged, file, None, what);
     }
-    if let Some(what) = crate::erase::in_versions(tombstones, &history) {
-        report.problem(Kind::EraseUnfinished, file, None, what);
+    if let Some((what, fix)) = crate::erase::in_versions(tombstones, &history) {
+        report
+            .problems
+            .push(Finding::new(Kind::EraseUnfinished, file, None, what).fixed_by(fix));
     }
     Ok(())
 }
@@ -178,23 +192,25 @@ fn synced(layout: &Layout, report: &mut Report) {
         return;
     };
     for (file, what) in health.unfinished {
-        report.problem(Kind::SyncUnfinished, &file, None, what);
+        report
+            .problems
+            .push(Finding::new(Kind::SyncUnfinished, &file, None, what).fixed_by(Remedy::Sync));
     }
     if !health.missing_drivers.is_empty() {
         let what = format!(
-            "git does not know memd's merge drivers ({}): a `git pull` would merge these files as text; `memd sync` registers them",
+            "git does not know memd's merge drivers ({}): a `git pull` would merge these files as text; a sync registers them",
             health.missing_drivers.join(", ")
         );
-        report.note(Kind::SyncDrivers, ".gitattributes", None, what);
+        let found = Finding::new(Kind::SyncDrivers, ".gitattributes", None, what);
+        report.notes.push(found.fixed_by(Remedy::Sync));
     }
     if health.interrupted {
-        let what = "a sync stopped after git merged and before it committed the merge: run `memd sync` to finish it";
-        report.problem(
-            Kind::SyncUnfinished,
-            ".git/MERGE_HEAD",
-            None,
-            what.to_string(),
-        );
+        let what =
+            "a sync stopped after git merged and before it committed the merge; a sync finishes it";
+        let file = ".git/MERGE_HEAD";
+        report
+            .problems
+            .push(Finding::new(Kind::SyncUnfinished, file, None, what).fixed_by(Remedy::Sync));
     }
     for line in health.other_merges {
         let what = format!(
@@ -221,19 +237,26 @@ fn erasures(
     let found = crate::erase::check(tombstones, files, &redacted);
     for id in crate::erase::purge_pending(layout)? {
         let what = format!(
-            "the index may still hold what erasing {id} took (deleted rows, old versions, embeddings): run `memd forget --erase {id}` again to finish it"
+            "the index may still hold what erasing {id} took (deleted rows, old versions, embeddings)"
         );
-        report.problem(Kind::EraseUnfinished, crate::layout::rel::INDEX, None, what);
+        let fix = Remedy::Erase { id: id.to_string() };
+        let found = Finding::new(Kind::EraseUnfinished, rel::INDEX, None, what);
+        report.problems.push(found.fixed_by(fix));
     }
-    for what in found.unfinished {
-        report.problem(Kind::EraseUnfinished, rel::TOMBSTONES, None, what);
+    for (what, fix) in found.unfinished {
+        report
+            .problems
+            .push(Finding::new(Kind::EraseUnfinished, rel::TOMBSTONES, None, what).fixed_by(fix));
     }
     for (id, line) in found.said_again {
         let file = rel::archive_file(id.as_str().split('#').next().unwrap_or_default());
         let what = format!(
-            "fact {id} says an erased text again (kept out; `memd forget --erase {id}` takes it out of the file)"
+            "fact {id} says an erased text again (kept out; erasing {id} takes it out of the file)"
         );
-        report.problem(Kind::ErasedSaidAgain, &file, Some(line), what);
+        let fix = Remedy::Erase { id: id.to_string() };
+        report
+            .problems
+            .push(Finding::new(Kind::ErasedSaidAgain, &file, Some(line), what).fixed_by(fix));
     }
     Ok(())
 }
@@ -258,7 +281,7 @@ fn redactions_receipted(
         for e in archive::read_day(layout, &day)?.erased {
             if !named.contains(&e.id) {
                 let what = format!(
-                    "fact {} was taken out by a redaction line that no erasure receipt names (a remote's or a hand edit's): put its line back from a copy that holds it (`memd sync` does when one does), or erase it with `memd forget --erase {}` on the copy that holds it",
+                    "fact {} was taken out by a redaction line that no erasure receipt names (a remote's or a hand edit's): put its line back from a copy that holds it (a sync does when one does), or erase {} on the copy that holds it",
                     e.id, e.id
                 );
                 let file = rel::archive_file(&day);

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use memd::check::{Finding, Report};
+use memd::remedy::Surface;
 use memd::request::Check;
 
 #[derive(clap::Args)]
@@ -38,7 +39,8 @@ fn render(r: &Report) -> String {
     let mut out = format!("{} facts, {} entries, {rows}\n", r.facts, r.entries);
     for (label, findings) in [("problem", &r.problems), ("note", &r.notes)] {
         for f in findings {
-            out.push_str(&format!("{label:<8} {}  {}\n", place(f), f.what));
+            let what = memd::remedy::with(&f.what, f.remedy.as_ref(), Surface::Cli);
+            out.push_str(&format!("{label:<8} {}  {what}\n", place(f)));
         }
     }
     if r.problems.is_empty() {

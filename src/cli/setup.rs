@@ -17,6 +17,7 @@ use memd::embed::{Model, minilm};
 
 const FETCH: &str = include_str!("../../scripts/fetch-model.sh");
 const TO_ONNX: &str = include_str!("../../scripts/minilm-onnx.py");
+const ORT: &str = include_str!("../../scripts/onnxruntime-from-pypi.py");
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -50,6 +51,7 @@ fn fetch(model_dir: &Path) -> Result<()> {
     let script = scripts.path().join("fetch-model.sh");
     std::fs::write(&script, FETCH)?;
     std::fs::write(scripts.path().join("minilm-onnx.py"), TO_ONNX)?;
+    std::fs::write(scripts.path().join("onnxruntime-from-pypi.py"), ORT)?;
     let mut bash = Command::new("bash");
     bash.arg(&script).env("MEMD_MODEL_DIR", model_dir);
     if memd::embed::onnx::bundled_library().is_some() {

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::remedy::Surface;
 use memd::request::Undo;
 use memd::runs::{Change, Options, Outcome};
 
@@ -72,7 +73,8 @@ fn render(o: &Outcome) -> String {
     if !o.left.is_empty() {
         out.push_str("left as it is:\n");
         for l in &o.left {
-            out.push_str(&format!("  {}  {}\n", l.entry, l.why));
+            let why = memd::remedy::with(&l.why, l.remedy.as_ref(), Surface::Cli);
+            out.push_str(&format!("  {}  {why}\n", l.entry));
         }
     }
     if !o.pending_again.is_empty() {

@@ -8,8 +8,10 @@
 //! the targets of all of them are the update's targets.
 //!
 //! A fact may also name pending facts it supersedes: they join the update
-//! (their text kept as history, their facts as its sources), and a named
-//! fact an earlier run already put in an entry names that entry.
+//! (their text kept as history, their facts as its sources), with the
+//! entries they declared they supersede (the update is the newest of that
+//! chain), and a named fact an earlier run already put in an entry names
+//! that entry.
 //!
 //! A declaration is honoured only for live entries a person did not pin:
 //! a target forgotten or removed since, or pinned, is left out (a pin is
@@ -54,8 +56,19 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
             .iter()
             .filter(|p| normalize(&p.text) == text)
             .collect();
-        let live = live_targets(&same, doc, stones);
         let facts = fact_targets(&same, &pending, &text);
+        let with: Vec<&Fact> = facts
+            .iter()
+            .flat_map(|t| {
+                pending
+                    .iter()
+                    .filter(|p| normalize(&p.text) == normalize(&t.text))
+            })
+            .collect();
+        // The facts it supersedes join it, and so does what they declared
+        // they supersede: it is the newest of that chain.
+        let chain: Vec<&Fact> = same.iter().chain(&with).copied().collect();
+        let live = live_targets(&chain, doc, stones);
         if live.is_empty() && facts.is_empty() {
             out.warnings.push(format!(
                 "fact {} declared it supersedes {}, and no live entry a person did not pin nor pending fact is among them: judged as any fact",
@@ -75,14 +88,6 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
         }
         claimed.extend(live.iter().cloned());
         taken.extend(facts.iter().map(|t| normalize(&t.text)));
-        let with: Vec<&Fact> = facts
-            .iter()
-            .flat_map(|t| {
-                pending
-                    .iter()
-                    .filter(|p| normalize(&p.text) == normalize(&t.text))
-            })
-            .collect();
         out.planned
             .push(plan(f, (&same, &with), (&live, &facts), doc));
         taken.insert(text);

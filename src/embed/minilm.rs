@@ -6,7 +6,7 @@
 //! One runtime: ONNX Runtime gives candle's vectors about 5 times faster,
 //! and `memd setup` installs it wherever the model itself can be fetched
 //! (both come from PyPI), so candle, compiled in as a second runtime,
-//! bought nothing but a longer cold build (docs/DEVELOPMENT.md). Where
+//! bought nothing but a longer cold build (docs/internals/DEVELOPMENT.md). Where
 //! ONNX Runtime has no wheel, the `lexical` and `openai` embedders remain.
 
 use std::path::{Path, PathBuf};

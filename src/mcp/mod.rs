@@ -33,6 +33,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::Memory;
 use crate::error::{Result, bail};
+use crate::remedy::Surface;
 use crate::request::{Core, Holder, Lazy, Target};
 use crate::server::memories::{self, Memories};
 
@@ -108,7 +109,7 @@ impl Scope {
         match (self, asked) {
             (Scope::One(o), None) => Ok(Target::routed(o.memory().clone(), o.clone())),
             (Scope::One(_), Some(_)) => bail!(
-                "this server serves one memory directory: start it with `memd --dir ROOT mcp --memory NAME` to choose among the memories under ROOT"
+                "this server serves one memory directory and takes no \"memory\" argument; ask the person to start it over a directory of memories (its --memory option) to choose among them"
             ),
             (Scope::Many { memories, default }, asked) => {
                 let opened = memories.get(asked.unwrap_or(default), create).await?;
@@ -320,7 +321,8 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
                     "isError": false
                 }),
                 Err(e) => {
-                    let text = format!("{e:#}{}", found_by(&e));
+                    let said = crate::remedy::with(format!("{e:#}"), e.remedy(), Surface::Mcp);
+                    let text = format!("{said}{}", found_by(&e));
                     json!({"content": [{"type": "text", "text": text}], "isError": true})
                 }
             }

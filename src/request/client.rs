@@ -110,10 +110,15 @@ impl Client {
         if !status.is_success() {
             let msg = value["error"].as_str().unwrap_or("no detail");
             let kind = serde_json::from_value(value["kind"].clone()).ok();
-            return Err(crate::Error::Daemon {
+            let said = crate::Error::Daemon {
                 status: status.as_u16(),
                 kind,
                 message: msg.to_string(),
+            };
+            // The remedy as data, for this caller to say in its own words.
+            return Err(match serde_json::from_value(value["remedy"].clone()) {
+                Ok(remedy) => said.remedied(remedy),
+                Err(_) => said,
             });
         }
         Ok(value)

@@ -41,9 +41,7 @@ impl Request for Consolidate {
         }
         let synced = async { target.index().await?.writer.sync().await };
         if let Err(e) = synced.await {
-            let w = format!(
-                "index not updated ({e:#}); the next search or `memd reindex` will catch up"
-            );
+            let w = format!("index not updated ({e:#}); the next search or reindex will catch up");
             tracing::warn!("{w}");
             report.warnings.push(w);
         }

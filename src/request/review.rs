@@ -99,8 +99,9 @@ impl Request for Review {
         if self.action != Action::Apply {
             if self.ids.is_empty() && !self.all {
                 return Err(crate::Error::Invalid(
-                    "name the proposals to decide (`p-…`, `memd review` lists them), or all".into(),
-                ));
+                    "name the proposals to decide (`p-…`), or all".into(),
+                )
+                .remedied(crate::remedy::Remedy::ReviewItems));
             }
             let memory = target.memory.clone();
             let accept = self.action == Action::Accept;

@@ -371,7 +371,7 @@ pub(crate) fn erase(
                 decision: Decision::Withdrawn,
                 run: None,
                 ts: ts.to_string(),
-                why: Some("its text was erased (`memd forget --erase`)".into()),
+                why: Some("its text was erased".into()),
             })
         })
         .collect();

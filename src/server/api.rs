@@ -30,6 +30,7 @@ use super::memories::{Memories, OnDemand};
 use super::shutdown::Shutdown;
 use crate::config::Config;
 use crate::error::Kind;
+use crate::remedy::Remedy;
 use crate::request::{self, Consolidate, Method, Request, Target};
 
 /// Largest request body accepted (bytes).
@@ -52,35 +53,54 @@ type Shared = Arc<State>;
 
 /// An error reply: its status, its message, and (for memd's own errors)
 /// its kind, so that a client gives the same exit code as memd run here.
+/// A remedy goes with its words for an HTTP caller (`next`, a route under
+/// the base the request came by) and as data (`remedy`), which memd's own
+/// client says in its caller's words.
 pub struct ApiError(
     pub(crate) StatusCode,
     pub(crate) String,
     pub(crate) Option<Kind>,
+    pub(crate) Option<(Remedy, String)>,
 );
 
 impl ApiError {
     fn new(status: StatusCode, msg: impl Into<String>) -> ApiError {
-        ApiError(status, msg.into(), None)
+        ApiError(status, msg.into(), None, None)
     }
 
     fn bad(msg: impl Into<String>) -> ApiError {
         ApiError::unread(StatusCode::BAD_REQUEST, msg)
     }
 
+    /// The error of a request to the memory `name` (of a daemon serving
+    /// many), whose remedy's route is under `/v1/m/{name}`.
+    fn under(mut self, name: Option<&str>) -> ApiError {
+        if let (Some((_, base)), Some(name)) = (&mut self.3, name) {
+            let name =
+                percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+            *base = format!("/v1/m/{name}");
+        }
+        self
+    }
+
     /// A request memd could not read as one (its query, its body, its
     /// content type, its size): `invalid`, as a request that cannot
     /// succeed as given is everywhere, whatever its status.
     fn unread(status: StatusCode, msg: impl Into<String>) -> ApiError {
-        ApiError(status, msg.into(), Some(Kind::Invalid))
+        ApiError(status, msg.into(), Some(Kind::Invalid), None)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = match self.2 {
+        let mut body = match self.2 {
             Some(kind) => json!({ "error": self.1, "kind": kind }),
             None => json!({ "error": self.1 }),
         };
+        if let Some((remedy, base)) = self.3 {
+            body["next"] = json!(remedy.said_over_http(&base));
+            body["remedy"] = json!(remedy);
+        }
         (self.0, Json(body)).into_response()
     }
 }
@@ -93,7 +113,8 @@ impl From<crate::Error> for ApiError {
             Kind::Invalid => StatusCode::BAD_REQUEST,
             Kind::Corrupt | Kind::Unfinished | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError(status, format!("{e:#}"), Some(e.kind()))
+        let remedy = e.remedy().map(|r| (r.clone(), "/v1".to_string()));
+        ApiError(status, format!("{e:#}"), Some(e.kind()), remedy)
     }
 }
 
@@ -250,7 +271,7 @@ async fn handled<R: Request>(
                 "the daemon is shutting down; the run was stopped before writing and its facts stay pending",
             )),
         },
-        false => applied.await?,
+        false => applied.await.map_err(|e| e.under(name.as_deref()))?,
     };
     Ok(respond::<R>(reply))
 }

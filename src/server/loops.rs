@@ -77,7 +77,7 @@ async fn sync(memories: &Memories) {
     match one.target().run(crate::request::Sync::default()).await {
         Ok(s) if !s.conflicts.is_empty() => tracing::warn!(
             conflicts = ?s.conflicts,
-            "sync left a merge for the person to finish (`memd sync` after)"
+            "sync left a merge for the person to finish (then a sync)"
         ),
         Ok(s) => tracing::info!(merged = s.merged, pushed = s.pushed, "synced"),
         Err(e) => tracing::warn!("sync failed: {e:#}"),

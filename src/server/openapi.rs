@@ -181,6 +181,20 @@ fn ok(schema: Value) -> Value {
     })
 }
 
+/// What would fix an error, as data: an operation (`op`) and the id it
+/// takes, if any.
+fn remedy_schema() -> Value {
+    let ops: Vec<Value> = crate::remedy::Remedy::each("e-1")
+        .iter()
+        .map(|r| json!(r)["op"].clone())
+        .collect();
+    json!({
+        "type": "object",
+        "properties": { "op": { "enum": ops }, "id": { "type": "string" } },
+        "required": ["op"],
+    })
+}
+
 /// An operation with its parameters, body and 200 answer, and the error
 /// every route may give.
 fn operation(summary: &str, parameters: Value, body: Option<Value>, reply: Value) -> Value {
@@ -194,6 +208,11 @@ fn operation(summary: &str, parameters: Value, body: Option<Value>, reply: Value
                     "description": "memd's kind of failure, as the CLI's exit code says it: invalid 2, busy 3, not_found 4, corrupt 5, unfinished 6, other 1",
                     "enum": ["invalid", "busy", "not_found", "corrupt", "unfinished", "other"],
                 },
+                "next": {
+                    "description": "What would fix it, as this API's route and what it does",
+                    "type": "string",
+                },
+                "remedy": remedy_schema(),
             },
             "required": ["error"],
         } } },

@@ -216,9 +216,10 @@ pub(crate) fn prepare(dir: &Path, remote: Option<&str>) -> Result<Repo> {
         };
     }
     if !repo.ok(&["remote", "get-url", "origin"]) {
-        return Err(Error::Invalid(
-            "this memory has no remote to sync with: run `memd sync --remote URL` once".into(),
-        ));
+        return Err(
+            Error::Invalid("this memory has no remote to sync with".into())
+                .remedied(crate::remedy::Remedy::SetRemote),
+        );
     }
     Ok(repo)
 }
@@ -268,7 +269,7 @@ pub fn health(dir: &Path) -> Option<Health> {
         let files = repo.run(&["diff", "--name-only", "--diff-filter=U"]).ok()?;
         out.unfinished = files
             .lines()
-            .map(|f| (f.to_string(), "a sync's merge left this file in conflict: edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then run `memd sync`".to_string()))
+            .map(|f| (f.to_string(), "a sync's merge left this file in conflict: edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then sync".to_string()))
             .collect();
         out.interrupted = out.unfinished.is_empty();
     }

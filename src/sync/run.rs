@@ -188,7 +188,7 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
         match crate::erase::erase(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(
-                "erasing {id} again on the merge was refused ({e}); `memd check` names what still holds it"
+                "erasing {id} again on the merge was refused ({e}); a check names what still holds it"
             )),
         }
     }
@@ -224,7 +224,7 @@ fn resolved_or_not(repo: &Repo) -> Result<Vec<String>> {
 fn unmerged(files: &str) -> Vec<String> {
     files
         .lines()
-        .map(|p| format!("{p}: changed on both sides in one place; edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then run `memd sync` again"))
+        .map(|p| format!("{p}: changed on both sides in one place; edit it to what it should say (remove the <<<<<<< ======= >>>>>>> markers), then sync again"))
         .collect()
 }
 

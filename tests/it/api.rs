@@ -276,6 +276,28 @@ fn shape(method: &str, path: &str) -> (String, String) {
     (method.to_lowercase(), out)
 }
 
+/// What an HTTP caller is told to do next is a route the server serves:
+/// every remedy's route is one the request types define.
+#[test]
+fn every_remedy_names_a_route_the_binary_serves() {
+    let served: std::collections::BTreeSet<(String, String)> =
+        defined("/v1").iter().map(|(m, p)| shape(m, p)).collect();
+    let mut named = 0;
+    for remedy in memd::remedy::Remedy::each("e-1") {
+        let Some(route) = remedy.route() else {
+            continue;
+        };
+        let (method, path) = route.split_once(' ').unwrap();
+        let path = path.replace("/e-1", "/{id}");
+        assert!(
+            served.contains(&shape(method, &path)),
+            "{remedy:?}: {route}"
+        );
+        named += 1;
+    }
+    assert!(named >= 5, "{named} remedies have routes");
+}
+
 /// docs/API.md's list of routes names each route the request types define
 /// (the ones the server serves and OpenAPI describes) and nothing else but
 /// the health check and the description itself.

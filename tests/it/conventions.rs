@@ -613,3 +613,54 @@ fn cli_md_names_every_command_the_binary_has() {
         .collect();
     assert!(unnamed.is_empty(), "docs/CLI.md does not name {unnamed:?}");
 }
+
+/// Only the command line says command lines: outside `src/cli/`, `main.rs`
+/// and the remedies' own words, no text memd shows names a `memd`
+/// command; what to do next goes as a remedy each surface says
+/// (`src/remedy.rs`). The other texts allowed name an action of the
+/// person who installs memd, on the machine it runs on (`memd init`,
+/// `memd setup`), or are files a person edits (REVIEW.md's header) and
+/// settings' documentation.
+#[test]
+fn no_text_outside_the_command_line_tells_its_caller_to_run_memd() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let allowed = [
+        "cli/",
+        "main.rs",
+        "remedy.rs",
+        "lab/",
+        "eval/",
+        "bench/",
+        // The installation's own: the machine memd runs on.
+        "error.rs",
+        "embed/onnx.rs",
+        "config.rs",
+        // A file a person edits.
+        "review/sheet.rs",
+    ];
+    let mut said = Vec::new();
+    for file in walk(&src).iter().filter(|f| f.ends_with(".rs")) {
+        let rel = file
+            .strip_prefix(&format!("{}/", src.display()))
+            .unwrap_or(file);
+        if allowed.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text.split("\n#[cfg(test)]").next().unwrap();
+        for (n, line) in code.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") {
+                continue;
+            }
+            if trimmed.contains("`memd ") {
+                said.push(format!("src/{rel}:{}: {}", n + 1, trimmed));
+            }
+        }
+    }
+    assert!(
+        said.is_empty(),
+        "texts naming a memd command:\n{}",
+        said.join("\n")
+    );
+}

@@ -352,3 +352,49 @@ fn sigkill_at_every_step_of_an_undo_loses_nothing_and_running_it_again_finishes(
         );
     }
 }
+
+/// The ids of the entries `memd entries --json` lists, with their texts.
+fn entry_ids(dir: &std::path::Path) -> Vec<(String, String)> {
+    let out = memd(dir, &["entries", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap().into(),
+                e["text"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// An undo gives the facts back to pending; the next run makes the same
+/// entries of them, under the ids they had (an id a person noted, or an
+/// agent kept, still names its entry), and the memory checks clean.
+#[test]
+fn after_an_undo_and_a_re_run_the_same_entries_have_the_ids_they_had() {
+    let (_t, layout) = cli_dir(None);
+    add(
+        &layout,
+        "2026-11-18",
+        &["Lives in Berlin", "Grows tomatoes on the balcony"],
+    );
+    let out = memd(&layout.root, &["consolidate", "--force", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let before = entry_ids(&layout.root);
+    assert_eq!(before.len(), 2, "{before:?}");
+    let run_id = run["run_id"].as_str().unwrap();
+    let out = memd(&layout.root, &["undo", run_id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(entry_ids(&layout.root).is_empty());
+    let out = memd(&layout.root, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(entry_ids(&layout.root), before);
+    assert_checks_clean(&layout.root, "an undo and a re-run");
+}

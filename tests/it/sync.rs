@@ -167,32 +167,18 @@ fn two_machines_that_change_one_memory_apart_hold_the_same_files_after_both_sync
     }
 }
 
-/// Both machines consolidate the same fact apart, alike: after the sync
-/// one entry holds it and says it (the other, a duplicate, merged into
-/// it, which `memd undo` of the sync's run takes back), and a run after
-/// changes nothing of that.
+/// Both machines consolidate the same fact apart, alike: they make the
+/// same entry under the same id (an entry's id comes from its text and
+/// its facts), so after the sync one entry holds it and says it, and a
+/// run after changes nothing of that.
 #[test]
 fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
     let (_remote, url) = remote();
     let (a, b) = two_machines(&url);
     let (a, b) = (a.path(), b.path());
-    add(a, "User keeps bees in the garden");
-    sync(a);
-    sync(b);
-    consolidate(a);
-    consolidate(b);
-    sync(a);
-    sync(b);
-    sync(a);
-    assert_same(a, b);
-    let holding = |dir: &Path| {
-        entries(dir)
-            .into_iter()
-            .filter(|(_, t, _)| t.contains("bees"))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(holding(a).len(), 1, "{:?}", holding(a));
-    assert_eq!(holding(a)[0].2.len(), 1, "the fact is held");
+    consolidated_apart((a, b), "User keeps bees in the garden", false);
+    assert_eq!(holding(a, "bees").len(), 1, "{:?}", holding(a, "bees"));
+    assert_eq!(holding(a, "bees")[0].2.len(), 1, "the fact is held");
     assert_clean(a);
     consolidate(a);
     sync(a);
@@ -200,16 +186,55 @@ fn a_fact_both_machines_consolidated_alike_is_one_entry_after_the_sync() {
     assert_same(a, b);
     for dir in [a, b] {
         assert_clean(dir);
-        assert_eq!(holding(dir).len(), 1, "{:?}", holding(dir));
+        assert_eq!(holding(dir, "bees").len(), 1, "{:?}", holding(dir, "bees"));
         assert!(found(dir, "bees").iter().any(|t| t.contains("bees")));
     }
+}
+
+/// Both machines consolidate the same fact apart into different entries
+/// (one also holds a second saying of it): after the sync one entry holds
+/// the fact (the other, a duplicate, merged into it), and `memd undo` of
+/// the sync's run takes that merge back.
+#[test]
+fn a_fact_both_machines_consolidated_apart_is_one_entry_and_the_merge_undoes() {
+    let (_remote, url) = remote();
+    let (a, b) = two_machines(&url);
+    let (a, b) = (a.path(), b.path());
+    consolidated_apart((a, b), "User keeps bees in the garden", true);
+    assert_eq!(holding(a, "bees").len(), 1, "{:?}", holding(a, "bees"));
+    assert_clean(a);
     let runs: serde_json::Value = serde_json::from_str(&ok(a, &["runs", "--json"])).unwrap();
     let mut runs_back = runs.as_array().unwrap().iter().rev();
     let merged = runs_back.find(|r| r["kind"] == "sync" && r["ops"]["REMOVE"].is_number());
     let merged = merged.unwrap_or_else(|| panic!("{runs:#}"));
     ok(a, &["undo", merged["id"].as_str().unwrap()]);
-    assert_eq!(holding(a).len(), 2, "{:?}", holding(a));
+    assert_eq!(holding(a, "bees").len(), 2, "{:?}", holding(a, "bees"));
     assert_clean(a);
+}
+
+/// `text` added on `a` and synced to `b` (which says it again, with
+/// `again`); each consolidates apart, then syncs bring the two together.
+fn consolidated_apart((a, b): (&Path, &Path), text: &str, again: bool) {
+    add(a, text);
+    sync(a);
+    sync(b);
+    if again {
+        add(b, text);
+    }
+    consolidate(a);
+    consolidate(b);
+    sync(a);
+    sync(b);
+    sync(a);
+    assert_same(a, b);
+}
+
+/// The entries of memory `dir` that say `text`.
+fn holding(dir: &Path, text: &str) -> Vec<(String, String, Vec<String>)> {
+    entries(dir)
+        .into_iter()
+        .filter(|(_, t, _)| t.contains(text))
+        .collect()
 }
 
 /// The files of memory `dir` ([`tree`]) whose bytes say `text`.

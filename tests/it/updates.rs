@@ -75,6 +75,39 @@ fn declared_updates_leave_only_current_facts_with_their_history() {
     assert!(!found(dir, "Microsoft Azure").is_empty());
 }
 
+/// Found by the random test: a fact that supersedes an entry, said again
+/// by a fact a later update supersedes, joined that update and its own
+/// declaration was dropped (the entry stayed current beside the update).
+/// The update is the newest of the chain: the entry becomes its history.
+#[test]
+fn an_update_of_a_fact_that_itself_superseded_an_entry_replaces_that_entry_too() {
+    let t = fresh();
+    let dir = t.path();
+    let city = add(dir, "Lives in Seattle");
+    consolidate(dir);
+    let (e_city, _) = holder(dir, &city);
+    let moved = add(dir, "Moved to Lisbon in May");
+    let job = ok(
+        dir,
+        &[
+            "add",
+            "Works at Acme in Lisbon",
+            "--supersedes",
+            &moved,
+            "--json",
+        ],
+    );
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    update(dir, "Moved to Lisbon in May", &e_city);
+    consolidate(dir);
+    let (id, text) = holder(dir, job["id"].as_str().unwrap());
+    assert_eq!(id, e_city, "{:?}", entries(dir));
+    assert!(text.starts_with("Works at Acme in Lisbon ("), "{text}");
+    assert!(text.contains("Lives in Seattle"), "{text}");
+    assert_eq!(entries(dir).len(), 1, "{:?}", entries(dir));
+    assert!(check(dir).0, "{}", check(dir).2);
+}
+
 /// The declaration is checked before anything is written: an id no
 /// entry has, or an entry forgotten, is refused as not found (exit 4, as
 /// the exit-code table says of an id nothing has; a clear error).

@@ -5,7 +5,11 @@ The daemon answers a failed request with a 4xx or 5xx status and a JSON body
 (``invalid``, ``busy``, ``not_found``, ``corrupt``, ``unfinished``,
 ``other``: the CLI's exit codes). A request the daemon cannot read as one (a
 body that is not the request, 400, 413, 415 or 422) is ``invalid``; only a
-refused token or origin and an unknown route carry no kind. Each error is a :class:`MemdError`; the
+refused token or origin and an unknown route carry no kind. When memd knows
+what would fix it, the body also has ``remedy``, an operation of the API as
+data (``{"op": "unforget", "id": "e-1"}``), and ``next``, the same in the
+API's words ("POST /v1/entries/e-1/unforget to bring e-1 back"); the error's
+message ends with ``next``. Each error is a :class:`MemdError`; the
 subclasses say what a caller usually wants to tell apart.
 """
 
@@ -20,8 +24,9 @@ class MemdError(Exception):
     """A request to memd failed.
 
     ``status`` is the HTTP status (``None`` when no reply came), ``kind`` is
-    memd's kind of failure when the reply gave one, ``body`` the reply's
-    JSON (or ``None``).
+    memd's kind of failure when the reply gave one, ``remedy`` what would
+    fix it (``{"op": ..., ...}``) when memd knows, ``body`` the reply's JSON
+    (or ``None``).
     """
 
     def __init__(
@@ -37,6 +42,8 @@ class MemdError(Exception):
         self.status = status
         self.kind = kind
         self.body = body
+        remedy = body.get("remedy") if isinstance(body, dict) else None
+        self.remedy: dict[str, Any] | None = remedy if isinstance(remedy, dict) else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status={self.status}, kind={self.kind!r})"
@@ -88,6 +95,8 @@ def error_from(response: httpx.Response) -> MemdError:
     if isinstance(body, dict):
         message = str(body.get("error", message))
         kind = body.get("kind") if isinstance(body.get("kind"), str) else None
+        if isinstance(body.get("next"), str):
+            message = f"{message}; {body['next']}"
     cls = _BY_KIND.get(kind or "") or _BY_STATUS.get(response.status_code, MemdError)
     return cls(message, status=response.status_code, kind=kind, body=body)
 

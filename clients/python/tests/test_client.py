@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 import httpx
@@ -207,6 +208,19 @@ def test_forget_a_pending_fact(api: Any) -> None:
     assert fact.text not in texts_of(api.search("locker code", min_score=0))
     assert api.unforget(fact.id).id == fact.id
     assert [c.id for c in api.candidates("locker code")] == [fact.id]
+
+
+def test_a_refusal_says_what_to_do_as_a_route_and_as_data(api: Any) -> None:
+    [entry] = add_and_consolidate(api, ["The user is learning the oboe"])
+    [fact] = entry.sources
+    with pytest.raises(InvalidError) as caught:
+        api.forget(fact)
+    assert caught.value.remedy == {"op": "forget", "id": entry.id}
+    # The route under the memory's own base (a daemon of many: /v1/m/NAME).
+    said = re.search(r"; DELETE (/v1/(m/[^/]+/)?)entries/(\S+) to forget (\S+)$", str(caught.value))
+    assert said and said.group(3) == said.group(4) == entry.id, str(caught.value)
+    assert "memd " not in str(caught.value)
+    assert api.forget(entry.id).id == entry.id
 
 
 def test_erase_an_entry_and_say_it_again(api: Any) -> None:

@@ -62,14 +62,17 @@ pub(crate) struct PageError(StatusCode, String);
 
 impl From<crate::Error> for PageError {
     fn from(e: crate::Error) -> PageError {
-        let ApiError(status, msg, _) = ApiError::from(e);
-        PageError(status, msg)
+        PageError::from(ApiError::from(e))
     }
 }
 
 impl From<ApiError> for PageError {
     fn from(e: ApiError) -> PageError {
-        PageError(e.0, e.1)
+        let said = match e.3 {
+            Some((remedy, base)) => format!("{}; {}", e.1, remedy.said_over_http(&base)),
+            None => e.1,
+        };
+        PageError(e.0, said)
     }
 }
 

@@ -353,6 +353,14 @@ impl World {
             .map(|p| format!("{:?}: {}", p.kind, p.what))
             .collect();
         self.assert(problems.is_empty(), &format!("memd check: {problems:#?}"));
+        // A finding's words name no surface; its remedy, if any, is data.
+        for f in report.problems.iter().chain(&report.notes) {
+            let said = format!("{} {:?}", f.what, f.remedy);
+            self.assert(
+                !said.contains("`memd "),
+                &format!("a finding names a command line: {f:?}"),
+            );
+        }
         let (facts, _) = memd::archive::read_all(&self.layout).unwrap();
         let mut in_archive: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
         let erased = memd::archive::erased_all(&self.layout).unwrap();
@@ -460,7 +468,7 @@ impl World {
         }
     }
 
-    fn assert(&self, ok: bool, what: &str) {
+    pub(super) fn assert(&self, ok: bool, what: &str) {
         if !ok {
             panic!("{what}\nafter:\n{}{}", self.log.join("\n"), self.dump());
         }

@@ -893,11 +893,10 @@ impl World {
                 .map(|m| m.id.clone());
             let Some(holder) = holder else { continue };
             for t in targets.iter().filter(|t| **t != holder) {
-                assert!(
-                    doc.get(t.as_str()).is_none(),
-                    "fact {fact} declared it supersedes {t}, is held by {holder}, and {t} is still there; after:\n{}",
-                    self.log.join("\n")
+                let what = format!(
+                    "fact {fact} declared it supersedes {t}, is held by {holder}, and {t} is still there"
                 );
+                self.assert(doc.get(t.as_str()).is_none(), &what);
             }
         }
         let promoted = report.skipped.is_none() && !report.dry_run;
@@ -974,7 +973,25 @@ impl World {
 
     fn forget(&mut self, id: &str) -> anyhow::Result<()> {
         let before = (self.entry_by_id(id), self.fact_text(id));
-        self.run(memd::request::Forget { id: id.to_string() })?;
+        if let Err(e) = self.run(memd::request::Forget { id: id.to_string() }) {
+            // A refusal says what to do instead as a remedy, in no surface's
+            // words; followed, it does what it says.
+            let said = format!("{e:#}");
+            self.assert(
+                !said.contains("`memd "),
+                &format!("a refusal names a command line: {said}"),
+            );
+            if let Some(memd::remedy::Remedy::Forget { id: instead }) = e.remedy() {
+                let instead = instead.clone();
+                let known = self.entry_by_id(&instead).is_some();
+                self.assert(
+                    known,
+                    &format!("{said}: the remedy names no entry of the file"),
+                );
+                return self.forget(&instead);
+            }
+            return Err(e.into());
+        }
         match before {
             (Some((text, sources)), _) => self.ledger.forgot_entry(id, &text, &sources),
             (None, Some(text)) => self.ledger.forgot_fact(id, &text),
@@ -1519,6 +1536,11 @@ fn tool_call(
         .as_str()
         .unwrap_or("")
         .to_string();
+    // What MCP says is said to a model: never a command line to run.
+    assert!(
+        !said.contains("`memd "),
+        "MCP {name} named a command line: {said}"
+    );
     anyhow::ensure!(r["result"]["isError"] != json!(true), "{said}");
     Ok((said, r["result"]["structuredContent"].clone()))
 }
