@@ -249,9 +249,10 @@ pub(super) fn finish(
     let mut kept: Vec<(Hit, Vec<f32>, String)> = Vec::new();
     for (h, v) in hits {
         let text = normalize(&h.text);
-        let dup = kept
-            .iter()
-            .any(|(_, kv, kt)| *kt == text || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE));
+        let dup = kept.iter().any(|(kh, kv, kt)| {
+            *kt == text
+                || (!v.is_empty() && cosine(kv, &v) >= NEAR_DUPLICATE && !two_statements(kh, &h))
+        });
         if !dup {
             kept.push((h, v, text));
         }
@@ -269,6 +270,27 @@ pub(super) fn finish(
             h
         })
         .collect()
+}
+
+/// Whether near-identical hits `a` and `b` are two things all the same:
+/// two entries (or their `MEMORY.md` lines) that carry history and say
+/// different values now. Their words are alike because each one's value
+/// is the other's history ("light (previously: dark)", "dark (previously:
+/// light)": two copies that decided one update in opposite orders), and
+/// collapsing them would hide one entry from every search.
+fn two_statements(a: &Hit, b: &Hit) -> bool {
+    let entry = |h: &Hit| match h.kind {
+        RowKind::Fact => None,
+        RowKind::Entry => Some(h.id.as_str().to_string()),
+        RowKind::Core => h.id.core_entry().map(|e| e.as_str().to_string()),
+    };
+    let (Some(ea), Some(eb)) = (entry(a), entry(b)) else {
+        return false;
+    };
+    let now = |h: &Hit| crate::update::current_part(&h.text).to_string();
+    let (na, nb) = (now(a), now(b));
+    let history = na.len() < a.text.trim_end().len() || nb.len() < b.text.trim_end().len();
+    ea != eb && history && normalize(&na) != normalize(&nb)
 }
 
 /// The `n` rows nearest `qv` by LanceDB's exact scan, of the rows

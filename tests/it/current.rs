@@ -469,3 +469,24 @@ fn a_superseded_fact_forgotten_before_the_run_and_brought_back_is_a_note() {
     let notes = report["notes"].to_string();
     assert!(notes.contains("superseded_pending"), "{report}");
 }
+
+/// Found by the two-copy random test: two copies decided one update in
+/// opposite orders, so one entry says "light (previously: dark)" and the
+/// other "dark (previously: light)". Their words are the same, and search
+/// collapsed them as near duplicates, hiding one entry from every search.
+/// Two entries that say different values now are two hits.
+#[test]
+fn two_entries_each_with_the_others_value_as_history_are_both_found() {
+    let t = crate::trust::fresh();
+    let dir = t.path();
+    let light = "Prefers light mode in every editor (since 2026-11-30; previously: Prefers dark mode in every editor, since 2026-11-30)";
+    let dark = "Prefers dark mode in every editor (since 2026-11-30; previously: Prefers light mode in every editor, since 2026-11-30)";
+    let doc = format!(
+        "# Memory\n\n<!--m {{\"id\":\"e-0000aaaa\",\"first_seen\":\"2026-11-30\",\"updated\":\"2026-11-30\",\"sources\":[],\"hash\":\"\"}}-->\n{light}\n\n<!--m {{\"id\":\"e-0000bbbb\",\"first_seen\":\"2026-11-30\",\"updated\":\"2026-11-30\",\"sources\":[],\"hash\":\"\"}}-->\n{dark}\n"
+    );
+    std::fs::write(dir.join("consolidated/memory.md"), doc).unwrap();
+    let hits = crate::trust::found(dir, "Prefers light mode in every editor");
+    for said in [light, dark] {
+        assert!(hits.iter().any(|h| h == said), "{said:?} not in {hits:#?}");
+    }
+}

@@ -415,6 +415,8 @@ class Left(Model):
 
     entry: str
     why: str
+    remedy: dict[str, Any] | None = None
+    """What to do instead, as data: ``{"op": "unforget", "id": "e-…"}``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -545,6 +547,8 @@ class Problem(Model):
     file: str
     line: int | None = None
     what: str
+    remedy: dict[str, Any] | None = None
+    """What fixes it, as data: ``{"op": "forget", "id": "e-…"}``."""
 
 
 @dataclass(frozen=True, kw_only=True)

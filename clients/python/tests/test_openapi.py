@@ -24,7 +24,7 @@ Spec = dict[str, Any]
 
 METHODS = ("get", "post", "put", "patch", "delete")
 
-NEWER = {("Status", "embedder")}
+NEWER = {("Status", "embedder"), ("Left", "remedy"), ("Problem", "remedy")}
 """Fields a daemon before them does not describe or send (each has a default)."""
 
 NOT_A_METHOD = {("get", "/healthz")}
@@ -111,7 +111,9 @@ def test_errors_are_described_with_their_kinds(spec: Spec) -> None:
     kinds = {"invalid", "busy", "not_found", "corrupt", "unfinished", "other"}
     for op in operations(spec).values():
         error = op["responses"]["default"]["content"]["application/json"]["schema"]
-        assert set(error["properties"]) == {"error", "kind"}
+        assert set(error["properties"]) == {"error", "kind", "next", "remedy"}
+        ops = set(error["properties"]["remedy"]["properties"]["op"]["enum"])
+        assert {"forget", "unforget", "erase"} <= ops
         assert set(error["properties"]["kind"]["enum"]) == kinds
 
 
