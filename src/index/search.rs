@@ -18,10 +18,11 @@ use super::table::{collect, string_col};
 use crate::Result;
 use crate::embed::cosine;
 use crate::error::Context;
-use crate::ids::RowId;
+use crate::ids::{RowId, given};
 use crate::layout::Source;
 use crate::text::normalize;
 use crate::tombstones::Tombstones;
+use crate::update::current_part;
 
 /// The usual constant of reciprocal rank fusion: damps the head of each list
 /// so that agreement between the two lists outweighs a single first place.
@@ -279,18 +280,12 @@ pub(super) fn finish(
 /// light)": two copies that decided one update in opposite orders), and
 /// collapsing them would hide one entry from every search.
 fn two_statements(a: &Hit, b: &Hit) -> bool {
-    let entry = |h: &Hit| match h.kind {
-        RowKind::Fact => None,
-        RowKind::Entry => Some(h.id.as_str().to_string()),
-        RowKind::Core => h.id.core_entry().map(|e| e.as_str().to_string()),
-    };
-    let (Some(ea), Some(eb)) = (entry(a), entry(b)) else {
+    if a.kind == RowKind::Fact || b.kind == RowKind::Fact {
         return false;
-    };
-    let now = |h: &Hit| crate::update::current_part(&h.text).to_string();
-    let (na, nb) = (now(a), now(b));
+    }
+    let (na, nb) = (current_part(&a.text), current_part(&b.text));
     let history = na.len() < a.text.trim_end().len() || nb.len() < b.text.trim_end().len();
-    ea != eb && history && normalize(&na) != normalize(&nb)
+    given(a.id.as_str()) != given(b.id.as_str()) && history && normalize(na) != normalize(nb)
 }
 
 /// The `n` rows nearest `qv` by LanceDB's exact scan, of the rows

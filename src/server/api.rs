@@ -262,7 +262,13 @@ async fn handled<R: Request>(
         false => from_body(&path, &headers, &body)?,
     };
     let target = target(&s, name.as_deref(), &req).await?;
-    let applied = async { Ok::<_, ApiError>(req.apply(&target).await?) };
+    // A remedy's route goes under the base the request came by.
+    let under = name.as_deref();
+    let applied = async {
+        req.apply(&target)
+            .await
+            .map_err(|e| ApiError::from(e).under(under))
+    };
     let reply = match std::any::TypeId::of::<R>() == std::any::TypeId::of::<Consolidate>() {
         true => tokio::select! {
             r = applied => r?,
@@ -271,7 +277,7 @@ async fn handled<R: Request>(
                 "the daemon is shutting down; the run was stopped before writing and its facts stay pending",
             )),
         },
-        false => applied.await.map_err(|e| e.under(name.as_deref()))?,
+        false => applied.await?,
     };
     Ok(respond::<R>(reply))
 }
