@@ -138,14 +138,26 @@ fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Resul
         id: f.id.to_string(),
         text: f.text.clone(),
     })));
-    let itself = |t: &Tombstone| t.reason != Reason::RestatesForgotten && t.sources.contains(&f.id);
-    if tombstones.all.iter().any(itself) {
-        return done;
-    }
     let holder = doc
         .entries()
         .filter_map(|e| e.meta.as_ref())
         .find(|m| m.sources.contains(&f.id));
+    // Its entry's forget did not finish (the entry is still in the file):
+    // forgetting the entry again finishes it.
+    if let Some(m) = holder.filter(|m| tombstones.names_entry(m.id.as_str())) {
+        let said = format!(
+            "fact {} is in entry {}, whose forget did not finish",
+            f.id, m.id
+        );
+        let fix = Remedy::Forget {
+            id: m.id.to_string(),
+        };
+        return Ok(Some(Err(crate::Error::Invalid(said).remedied(fix))));
+    }
+    let itself = |t: &Tombstone| t.reason != Reason::RestatesForgotten && t.sources.contains(&f.id);
+    if tombstones.all.iter().any(itself) {
+        return done;
+    }
     match holder {
         Some(_) if tombstones.covers(&f.id, &f.text) => done,
         Some(m) => Ok(Some(Err(crate::Error::Invalid(format!(

@@ -99,3 +99,26 @@ fn a_check_finding_carries_its_remedy_and_its_words_name_no_surface() {
     let said = format!("run `memd forget --erase {said_again}` to erase {said_again}");
     assert!(stdout(&cli).contains(&said), "{}", stdout(&cli));
 }
+
+/// Found by the random test: a forget of an entry stopped before it
+/// finished (MEMORY.md could not be written), then a forget of one of
+/// its facts answered "done" and left the entry's forget unfinished. It
+/// is refused instead, with the remedy that finishes it.
+#[test]
+fn forgetting_a_fact_of_an_entry_whose_forget_stopped_points_at_the_entry() {
+    let (_t, layout, fact, entry) = consolidated_fact();
+    let core = layout.memory_md();
+    let aside = core.with_extension("aside");
+    std::fs::rename(&core, &aside).unwrap();
+    std::fs::create_dir(&core).unwrap();
+    assert!(!memd(&layout.root, &["forget", &entry]).status.success());
+    std::fs::remove_dir(&core).unwrap();
+    std::fs::rename(&aside, &core).unwrap();
+    let out = memd(&layout.root, &["forget", &fact]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = format!("run `memd forget {entry}` to forget {entry}");
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    let out = memd(&layout.root, &["forget", &entry]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_checks_clean(&layout.root, "the entry's forget finished");
+}
