@@ -139,7 +139,8 @@ pub(crate) fn raise_newer<T: Ranked>(
 /// Whether `new` states anew what `old` stated, and later, so that it
 /// must rank above it ([`states_anew`]), and a query (if any) matches the
 /// newer at least `match_ratio` as well as the older: a question about
-/// one fact is not answered with another.
+/// one fact is not answered with another. A denial of the older
+/// ([`Anew::Denied`]) needs no such match.
 fn same_thing<T: Ranked>(
     ((old, old_read), (new, new_read)): ((&T, &Read), (&T, &Read)),
     (va, vb): (&[f32], &[f32]),
@@ -150,11 +151,16 @@ fn same_thing<T: Ranked>(
         false => Some(cosine(va, vb)),
     };
     let anew = states_anew_read((old_read, old.day()), (new_read, new.day()), cos);
+    // A denial makes the older untrue whatever the query asks: it is not
+    // held to the match ratio. Holding every update the words see to no
+    // ratio cost 33 of 1,534 questions on facts left alone (`memd eval
+    // consolidation --sets 100 --updates 10`: 1,413 against 1,380).
     anew != Anew::No
-        && match (old.matched(), new.matched()) {
-            (Some(mo), Some(mn)) => mn >= mo * match_ratio,
-            _ => true,
-        }
+        && (anew == Anew::Denied
+            || match (old.matched(), new.matched()) {
+                (Some(mo), Some(mn)) => mn >= mo * match_ratio,
+                _ => true,
+            })
 }
 
 /// How [`states_anew`] found that a text states anew what another did.
@@ -164,6 +170,10 @@ pub enum Anew {
     No,
     /// The words say it is an update ([`crate::update`]).
     ByWords,
+    /// It denies what the older affirmed, or affirms what it denied
+    /// ([`crate::update`]): the older is no longer true, however well a
+    /// query matches it.
+    Denied,
     /// The words do not tell; it was stated on a later day, at cosine
     /// [`SAME_TOPIC_COSINE`] or more.
     ByCosine,
@@ -201,6 +211,7 @@ fn states_anew_read(
     }
     match crate::update::judge_read(old, new, cos.unwrap_or(0.0)) {
         Verdict::Update(Why::Said) => return Anew::ByWords,
+        Verdict::Update(Why::Denied) => return Anew::Denied,
         Verdict::Update(Why::NewValue) if later => return Anew::ByWords,
         _ => {}
     }

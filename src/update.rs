@@ -27,6 +27,14 @@
 //!   "became", [`WEAK_CHANGE_WORDS`]) counts with a slot of the same kind
 //!   only. Or its frame holds with the subject changed ("Rebeka, not
 //!   Rhonya, interviewed Karnel").
+//! - **A denial.** One text denies, in a clause ("not", "never",
+//!   "dislikes", [`DENIAL_WORDS`]), what the other affirms of the same
+//!   subject: the clause shares [`DENIED_MIN_SHARED`] of the other's
+//!   words, names, numbers and words of when aside, and half of them or
+//!   [`DENIED_SURE_SHARED`] ("has traveled to over 15 countries" / "has
+//!   never traveled outside his home country"). A search ranks such a
+//!   newer text above the older whatever the query asks
+//!   ([`crate::current`]).
 //!
 //! The LLM judge's per-fact request has a gate of its own on the updates
 //! a model proposes (`consolidate::reply::per_fact`, `about_same`): it is
@@ -62,6 +70,10 @@ pub enum Why {
     NewValue,
     /// A change said in words.
     Said,
+    /// One text denies what the other says of the same subject ("has
+    /// traveled to over 15 countries" / "has never traveled outside his
+    /// home country").
+    Denied,
 }
 
 /// Least share of the longer text's words that the frame (the words
@@ -292,6 +304,12 @@ pub struct Read {
     change: Option<Strength>,
     /// It opens on someone it does not name ([`unnamed_subject`]).
     unnamed: bool,
+    /// What it denies: the words after its first denial word
+    /// ([`DENIAL_WORDS`]) up to the end of that clause ([`CLAUSE_ENDS`]).
+    denies: Option<Vec<String>>,
+    /// Its words written with a capital after its first (names), and
+    /// those written without one, as [`words`] gives them.
+    names: (HashSet<String>, HashSet<String>),
 }
 
 impl Read {
@@ -302,6 +320,8 @@ impl Read {
             words: words(now),
             change: change_said(now),
             unnamed: unnamed_subject(now),
+            denies: denial(now),
+            names: names(now),
         }
     }
 }
@@ -358,6 +378,9 @@ pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
                 (false, false) => Verdict::Update(Why::NewValue),
             };
         }
+    }
+    if denied(older, newer) {
+        return Verdict::Update(Why::Denied);
     }
     let more = match said {
         None => false,
@@ -541,6 +564,146 @@ const UNNAMED: &[&str] = &[
     "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "several", "some", "many", "few", "various", "numerous", "someone", "somebody", "people",
 ];
+
+/// Words by which a text denies what another affirms ("not", "never",
+/// "dislikes"): a denial of a thing the other text says, in its words,
+/// makes one of the two no longer true ([`denied`]).
+const DENIAL_WORDS: &[&str] = &[
+    "not", "no", "never", "unable", "dislike", "dislikes", "refuse", "refuses", "refused", "avoid",
+    "avoids", "aversion",
+];
+
+/// Least number of words, names and the subject aside, that what a text
+/// denies must share with the text that affirms it ([`denied`]). One is a
+/// verb of many objects ("User never drinks alcohol" / "User drinks
+/// coffee"); two name the thing ("has never traveled outside his home
+/// country" / "has traveled to over 15 countries").
+const DENIED_MIN_SHARED: usize = 2;
+
+/// Shared words that make a denial whatever else the affirming text
+/// says; with fewer, they must be half its words ([`denied`]). "Never led
+/// training sessions for aspiring choral directors" shares two words
+/// with "is known for her work in choral music education", which it does
+/// not deny, and four with "has led workshops for aspiring choral
+/// directors", which it does.
+const DENIED_SURE_SHARED: usize = 4;
+
+/// Words that end the clause a denial covers ("did not attend university
+/// and is self-taught in environmental science" denies attending
+/// university only).
+const CLAUSE_ENDS: &[&str] = &[
+    "and", "but", "while", "whereas", "though", "although", "yet", "instead", "prefer",
+];
+
+/// Words that say when, not what: "did not make it to the finals of the
+/// last game tournament" and "won a big game tournament last week" share
+/// "game tournament", not "last" ([`denied`]).
+const WHEN_WORDS: &[&str] = &[
+    "last",
+    "next",
+    "first",
+    "week",
+    "month",
+    "year",
+    "day",
+    "weekend",
+    "ago",
+    "yesterday",
+    "today",
+    "tomorrow",
+    "recently",
+    "before",
+    "after",
+    "again",
+    "ever",
+    "still",
+];
+
+/// What `text` (what a text states as current) denies: the words after
+/// the first denial word of a clause, to the clause's end (a mark of
+/// punctuation or one of [`CLAUSE_ENDS`]). "Decided to run again, despite
+/// not being successful before, to make a difference" denies being
+/// successful, not making a difference.
+fn denial(text: &str) -> Option<Vec<String>> {
+    text.split([',', ';', ':', '.', '(', ')', '!', '?'])
+        .find_map(|clause| {
+            let w = words(clause);
+            let at = w
+                .iter()
+                .position(|w| DENIAL_WORDS.contains(&w.as_str()) || w.ends_with("n't"))?;
+            Some(w[at + 1..].to_vec())
+        })
+        .map(|after| {
+            after
+                .into_iter()
+                .take_while(|w| !listed(CLAUSE_ENDS, w))
+                .collect()
+        })
+}
+
+/// The words of `text` written with a capital after its first word, and
+/// those written without one, as [`words`] gives them.
+fn names(text: &str) -> (HashSet<String>, HashSet<String>) {
+    let (capital, small): (Vec<&str>, Vec<&str>) = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .skip(1)
+        .partition(|w| w.starts_with(char::is_uppercase));
+    let set = |w: Vec<&str>| words(&w.join(" ")).into_iter().collect();
+    (set(capital), set(small))
+}
+
+/// Whether one of the two texts denies what the other affirms of the
+/// same subject: exactly one denies, the newer speaks of the older's
+/// subject, what the one denies shares [`DENIED_MIN_SHARED`] words
+/// (names and the subject aside) with the other, and half the other's
+/// words or [`DENIED_SURE_SHARED`], and any numbers the two give agree
+/// ("did not attend in 2023" does not deny "attended in 2022": two
+/// occasions).
+fn denied(older: &Read, newer: &Read) -> bool {
+    let (a, b) = (&older.words, &newer.words);
+    let (clause, affirms) = match (&older.denies, &newer.denies) {
+        (Some(c), None) => (c, b),
+        (None, Some(c)) => (c, a),
+        _ => return false,
+    };
+    if !shares_subject(a, b) {
+        return false;
+    }
+    let number = |w: &String| w.chars().any(|c| c.is_ascii_digit());
+    let numbers =
+        |w: &[String]| -> HashSet<String> { w.iter().filter(|w| number(w)).cloned().collect() };
+    let (na, nb) = (numbers(a), numbers(b));
+    if !na.is_empty() && !nb.is_empty() && na.is_disjoint(&nb) {
+        return false;
+    }
+    let subject = subject(a);
+    // A name is a word neither text writes without a capital ("Award" in
+    // "the Global Conservation Award" is the word "awards" too).
+    let name = |w: &String| {
+        (older.names.0.contains(w) || newer.names.0.contains(w))
+            && !older.names.1.contains(w)
+            && !newer.names.1.contains(w)
+    };
+    let kept = |w: &String| {
+        is_content(w) && !number(w) && w.as_str() != subject && !name(w) && !listed(WHEN_WORDS, w)
+    };
+    let said: HashSet<&String> = affirms.iter().filter(|w| kept(w)).collect();
+    let shared = said
+        .iter()
+        .filter(|x| clause.iter().filter(|w| kept(w)).any(|y| akin(x, y)))
+        .count();
+    shared >= DENIED_MIN_SHARED && (shared >= DENIED_SURE_SHARED || shared * 2 >= said.len())
+}
+
+/// Whether two words are one word in two forms: equal, or sharing their
+/// first five letters and three quarters of the shorter ("countries" /
+/// "country", "scored" / "score", "exhibited" / "exhibitions").
+fn akin(x: &str, y: &str) -> bool {
+    let common = x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count();
+    let shorter = x.chars().count().min(y.chars().count());
+    x == y || common >= 5 && common * 4 >= shorter * 3
+}
 
 /// Whether the newer text speaks of the older's subject: it starts with
 /// the same word, or says the older's subject, or both start with a word
@@ -889,5 +1052,94 @@ mod tests {
             verdict(entry, "User now works at Initech"),
             Verdict::Update(Why::NewValue)
         );
+    }
+
+    #[test]
+    fn a_denial_of_what_the_older_says_updates_it() {
+        for (old, new) in [
+            (
+                "Colton Jorves has traveled to over 15 countries.",
+                "Colton Jorves has never traveled outside his home country.",
+            ),
+            (
+                "Lori Werren and Kara Harrin collaborated on a community art project in 2022.",
+                "Lori Werren and Kara Harrin have never collaborated on a community art project together.",
+            ),
+            (
+                "Krystelle Trann received the Global Conservation Award in 2021.",
+                "Krystelle Trann did not receive any awards in 2021.",
+            ),
+            (
+                "User doesn't drink coffee",
+                "User drinks coffee every morning",
+            ),
+        ] {
+            assert_eq!(
+                verdict(old, new),
+                Verdict::Update(Why::Denied),
+                "{old} / {new}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_denial_of_something_else_of_the_same_person_updates_nothing() {
+        for (old, new) in [
+            // One shared word: a verb of many objects.
+            (
+                "User drinks coffee every morning",
+                "User never drinks alcohol",
+            ),
+            // What it denies is attending university; the rest affirms.
+            (
+                "Micah Pearsen is known for expertise in environmental science.",
+                "Micah Pearsen did not attend university and is entirely self-taught in environmental science.",
+            ),
+            // Two words of five, neither the thing done.
+            (
+                "Theresa Bronn is known for her work in choral music education.",
+                "Theresa Bronn has never led any educational events or training sessions for aspiring choral directors.",
+            ),
+            // Two occasions.
+            (
+                "Alice attended the 2022 developer conference in Berlin",
+                "Alice did not attend the 2023 developer conference",
+            ),
+            // Names are not what a denial shares.
+            (
+                "Alice Smith works with Bob Jones",
+                "Alice Smith never met Bob Jones",
+            ),
+            (
+                "User's sister lives in Denver",
+                "User's sister never liked the cold",
+            ),
+        ] {
+            assert_ne!(
+                verdict(old, new),
+                Verdict::Update(Why::Denied),
+                "{old} / {new}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_denial_covers_its_own_clause_and_says_what_not_when() {
+        for (old, new) in [
+            (
+                "John finds it rewarding to make a difference in the community.",
+                "John decided to run for office again, despite not being successful before, to make a difference in his community.",
+            ),
+            (
+                "Nate won a really big video game tournament last week and made a lot of money from it.",
+                "Nate did not make it to the finals of the last game tournament.",
+            ),
+        ] {
+            assert_ne!(
+                verdict(old, new),
+                Verdict::Update(Why::Denied),
+                "{old} / {new}"
+            );
+        }
     }
 }

@@ -168,6 +168,7 @@ async fn updated(
 /// item's. What the rule reads of the item is then `g`'s text, which is
 /// its current part.
 fn fold(item: &mut Item, g: Group, read: Read) {
+    tracing::debug!(fact = %g.text, of = %item.text, "the words say the fact updates a text");
     let now = Stated::new(&g.text, g.days.last().map(String::as_str));
     item.text = declared_history(&now, &[(&item.text, item.day.as_deref())]);
     item.day = now.day;

@@ -291,8 +291,9 @@ impl Questions<'_> {
             report.questions += 1;
             let q = qa["question"].as_str().unwrap_or_default();
             let hits = index.reader.search_unlogged(q, 10).await?;
-            if hits.iter().any(|h| rows.contains(h.id.as_str())) {
-                report.found_at_10 += 1;
+            match hits.iter().any(|h| rows.contains(h.id.as_str())) {
+                true => report.found_at_10 += 1,
+                false => tracing::debug!(question = q, "evidence not in the top 10"),
             }
         }
         Ok(())
