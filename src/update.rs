@@ -304,12 +304,9 @@ pub struct Read {
     change: Option<Strength>,
     /// It opens on someone it does not name ([`unnamed_subject`]).
     unnamed: bool,
-    /// What it denies: the words after its first denial word
-    /// ([`DENIAL_WORDS`]) up to the end of that clause ([`CLAUSE_ENDS`]).
-    denies: Option<Vec<String>>,
-    /// Its words written with a capital after its first (names), and
-    /// those written without one, as [`words`] gives them.
-    names: (HashSet<String>, HashSet<String>),
+    /// What it states as current: [`denied`] reads its clauses and names
+    /// from it, only for a pair of which one text denies.
+    now: String,
 }
 
 impl Read {
@@ -320,9 +317,13 @@ impl Read {
             words: words(now),
             change: change_said(now),
             unnamed: unnamed_subject(now),
-            denies: denial(now),
-            names: names(now),
+            now: now.to_string(),
         }
+    }
+
+    /// Whether it says a denial word ([`DENIAL_WORDS`]).
+    fn denies(&self) -> bool {
+        self.words.iter().any(|w| denial_word(w))
     }
 }
 
@@ -628,9 +629,7 @@ fn denial(text: &str) -> Option<Vec<String>> {
     text.split([',', ';', ':', '.', '(', ')', '!', '?'])
         .find_map(|clause| {
             let w = words(clause);
-            let at = w
-                .iter()
-                .position(|w| DENIAL_WORDS.contains(&w.as_str()) || w.ends_with("n't"))?;
+            let at = w.iter().position(|w| denial_word(w))?;
             Some(w[at + 1..].to_vec())
         })
         .map(|after| {
@@ -639,6 +638,11 @@ fn denial(text: &str) -> Option<Vec<String>> {
                 .take_while(|w| !listed(CLAUSE_ENDS, w))
                 .collect()
         })
+}
+
+/// Whether `w` (a word of [`words`]) denies ([`DENIAL_WORDS`], "n't").
+fn denial_word(w: &str) -> bool {
+    DENIAL_WORDS.contains(&w) || w.ends_with("n't")
 }
 
 /// The words of `text` written with a capital after its first word, and
@@ -662,14 +666,17 @@ fn names(text: &str) -> (HashSet<String>, HashSet<String>) {
 /// occasions).
 fn denied(older: &Read, newer: &Read) -> bool {
     let (a, b) = (&older.words, &newer.words);
-    let (clause, affirms) = match (&older.denies, &newer.denies) {
-        (Some(c), None) => (c, b),
-        (None, Some(c)) => (c, a),
+    let (denier, affirms) = match (older.denies(), newer.denies()) {
+        (true, false) => (older, b),
+        (false, true) => (newer, a),
         _ => return false,
     };
     if !shares_subject(a, b) {
         return false;
     }
+    let Some(clause) = denial(&denier.now) else {
+        return false;
+    };
     let number = |w: &String| w.chars().any(|c| c.is_ascii_digit());
     let numbers =
         |w: &[String]| -> HashSet<String> { w.iter().filter(|w| number(w)).cloned().collect() };
@@ -680,10 +687,9 @@ fn denied(older: &Read, newer: &Read) -> bool {
     let subject = subject(a);
     // A name is a word neither text writes without a capital ("Award" in
     // "the Global Conservation Award" is the word "awards" too).
+    let ((cap_a, small_a), (cap_b, small_b)) = (names(&older.now), names(&newer.now));
     let name = |w: &String| {
-        (older.names.0.contains(w) || newer.names.0.contains(w))
-            && !older.names.1.contains(w)
-            && !newer.names.1.contains(w)
+        (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
     };
     let kept = |w: &String| {
         is_content(w) && !number(w) && w.as_str() != subject && !name(w) && !listed(WHEN_WORDS, w)
