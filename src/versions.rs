@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::entries::Document;
-use crate::error::Result;
+use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId};
 use crate::text::short_hash;
 use crate::{Layout, Memory};
@@ -726,9 +726,14 @@ impl History {
 }
 
 impl Writing {
+    /// Take the lock, and make `consolidated/` when it is missing: a
+    /// directory with an `archive/` is a memory ([`crate::layout`]), so an
+    /// archive copied alone gets what memd derives from it at its first run.
     pub fn start(memory: &Memory) -> Result<Writing> {
         let lock = crate::entries::lock(&memory.layout)?;
         let layout = &memory.layout;
+        let dir = layout.consolidated_dir();
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let found = History::for_writer(layout).and_then(|mut h| {
             let found = capture((layout, &mut h), &memory.clock, By::Found, &[None, None])?;
             Ok((found, h))

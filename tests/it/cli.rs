@@ -26,6 +26,29 @@ fn init_creates_the_layout_and_is_idempotent() {
     );
 }
 
+/// A directory is a memory when it has an `archive/` (an archive copied
+/// or cloned alone): the first run makes `consolidated/`, with every fact
+/// (it failed on "No such file or directory").
+#[test]
+fn a_memory_of_an_archive_alone_consolidates_into_a_new_consolidated_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mem");
+    std::fs::create_dir_all(dir.join("archive")).unwrap();
+    std::fs::write(dir.join("memd.toml"), "[embedder]\nkind = \"lexical\"\n").unwrap();
+    for text in ["User likes tea", "User has a dog called Rex"] {
+        let out = memd(&dir, &["add", text]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = memd(&dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entries = std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap();
+    for text in ["User likes tea", "User has a dog called Rex"] {
+        assert!(entries.contains(text), "{text} missing from {entries}");
+    }
+    let out = memd(&dir, &["check"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
 #[test]
 fn add_prints_ids_and_retries_are_no_ops() {
     let tmp = tempfile::tempdir().unwrap();

@@ -578,3 +578,39 @@ fn an_erased_text_a_person_writes_again_is_not_taken_for_an_unfinished_erasure()
         },
     ]);
 }
+
+/// Soak seed 15385603192611465408: a person's broken line ("caf\xe9 au
+/// lait") consolidated into an entry, the entry erased, then the same
+/// broken line written again. `memd check` rightly reported the second
+/// line as an erased text said again (kept out); the oracle had not known
+/// that a hand-written broken line can say an erased text again.
+#[test]
+fn a_broken_line_written_again_after_its_erasure_is_reported_as_said_again() {
+    use crate::random::{Action::*, Killed, Via};
+    crate::random::replay(&[
+        HandGarbage,
+        Kill {
+            step: 0,
+            what: Killed::Consolidate,
+        },
+        Add {
+            text: 0,
+            key: None,
+            via: Via::Here,
+            batch: false,
+        },
+        Undo {
+            pick: 0,
+            keep_out: false,
+        },
+        Undo {
+            pick: 103,
+            keep_out: false,
+        },
+        Erase {
+            pick: 0,
+            entry: true,
+        },
+        HandGarbage,
+    ]);
+}

@@ -739,6 +739,13 @@ impl World {
             .open(&path)?;
         writeln!(f, "\n- {text}")?;
         drop(f);
+        self.written_by_hand(text, true)
+    }
+
+    /// The fact of the line with `text` a person just wrote: one that says
+    /// an erased text again is kept out, and reported by `memd check`;
+    /// any other is acknowledged with `ack` (else left to `memd check`).
+    fn written_by_hand(&mut self, text: &str, ack: bool) -> anyhow::Result<()> {
         let (facts, _) = memd::archive::read_all(&self.layout)?;
         let before = self.ledger.known();
         if let Some(f) = facts
@@ -747,9 +754,9 @@ impl World {
             .find(|f| f.text == text && !before.contains(f.id.as_str()))
         {
             match self.ledger.erased_text(text) {
-                // Kept out, and reported by `memd check`.
                 true => _ = self.ledger.said_again.insert(f.id.to_string()),
-                false => self.ledger.acked(f.id.as_str(), text),
+                false if ack => self.ledger.acked(f.id.as_str(), text),
+                false => {}
             }
         }
         Ok(())
@@ -763,7 +770,10 @@ impl World {
             .append(true)
             .open(&path)?;
         f.write_all(b"\n- caf\xe9 au lait \xff\xfe\n<!-- never closed\n")?;
-        Ok(())
+        drop(f);
+        // Its fact as memd reads it (each bad byte a U+FFFD); an erasure
+        // of an earlier one makes this one an erased text said again.
+        self.written_by_hand("caf\u{FFFD} au lait \u{FFFD}\u{FFFD}", false)
     }
 
     fn doc(&self) -> memd::entries::Document {
