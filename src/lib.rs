@@ -95,7 +95,8 @@
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table, one writer and cheap readers (after
 //! tantivy), and the words file (`.memd/index/words.bin`) a new process
-//! reads its query's words from; vectors come from [`embed`].
+//! reads its query's words from; vectors come from [`embed`]. A query's
+//! days ([`when`]) add a list of the rows said then to its fusion.
 //!
 //! **Ids** are types ([`ids`]): a fact's, an entry's, a run's, an index
 //! row's. Errors are one enum, [`Error`]; callers branch on
@@ -166,6 +167,7 @@ pub mod update;
 pub mod usage;
 pub mod versions;
 pub mod watch;
+pub mod when;
 
 pub use error::{Error, Result};
 pub use layout::Layout;

@@ -108,6 +108,8 @@ impl Reader {
             true => Vec::new(),
             false => shared.embedder.embed(&texts).await?,
         };
+        let (spans, query) = crate::when::read(query);
+        let query = query.as_str();
         let qv = self.query_vector(query).await?;
         let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();
         let n = (k * 4).max(20);
@@ -115,11 +117,14 @@ impl Reader {
             .iter()
             .map(|(_, v)| crate::embed::cosine(&qv, v))
             .collect();
-        let near = crate::embed::top_k(&cosines, n, usize::MAX);
-        let vector = Ranked {
+        let wide = super::reader::pool(&spans, n);
+        let near = crate::embed::top_k(&cosines, wide, usize::MAX);
+        let mut vector = Ranked {
             scores: near.iter().map(|&(_, s)| s).collect(),
             rows: near.iter().map(|&(i, _)| all[i].clone()).collect(),
         };
+        let dated = vector.within(&spans);
+        vector.truncate(n);
         let by_id: HashMap<&RowId, &Vec<f32>> = all.iter().map(|(h, v)| (&h.id, v)).collect();
         let mut terms = Terms::new()?;
         terms.load(0, all.clone(), None);
@@ -137,6 +142,11 @@ impl Reader {
         };
         let lets = |h: &Hit| h.score >= min_score;
         let now = self.current_scores([&vector, &text], &qv).await?;
-        self.finished([vector, text], (&qv, idf_sum), (&lets, &now), k)
+        let lists = super::search::Lists {
+            vector,
+            text,
+            dated,
+        };
+        self.finished(lists, (&qv, idf_sum), (&lets, &now), k)
     }
 }

@@ -22,6 +22,21 @@ use crate::{recall, steps};
 /// to a new fact (`memd eval dedup`, EVALUATION.md).
 pub const SIMILAR_MIN_COSINE: f32 = 0.75;
 
+/// A query that names days ([`crate::when`]) fuses a third list: of the
+/// rows nearest it, `SPAN_POOL` times as many as each list holds, those of
+/// the days named, in their order. The nearest rows are scanned whole
+/// either way; only the wider pool's rows are read.
+const SPAN_POOL: usize = 10;
+
+/// How many of the nearest rows to read for lists of `n` rows, for a
+/// query that names `spans` ([`SPAN_POOL`]).
+pub(super) fn pool(spans: &[crate::when::Span], n: usize) -> usize {
+    match spans.is_empty() {
+        true => n,
+        false => n * SPAN_POOL,
+    }
+}
+
 /// What narrows a search besides `k`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Narrow<'a> {
@@ -100,7 +115,8 @@ impl Reader {
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
         // From the cache when the search embedded it beside its sync.
-        let qv = steps::timed("query vector", self.query_vector(query)).await?;
+        let about = crate::when::read(query).1;
+        let qv = steps::timed("query vector", self.query_vector(&about)).await?;
         let mut hits = self.ranked(query, qv, asked, settle, narrow).await?;
         hits.truncate(k);
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -198,7 +214,8 @@ impl Reader {
     /// Vector and full-text results fused and finished, from the table as
     /// it is (`wait`: see [`Reader::full_text`]), with only the hits
     /// `narrow` lets through: narrowed before near-identical hits collapse,
-    /// so a hit left out never hides one let through.
+    /// so a hit left out never hides one let through. `qv` embeds what the
+    /// query asks about: without the days it names ([`crate::when::read`]).
     async fn ranked(
         &self,
         query: &str,
@@ -210,14 +227,24 @@ impl Reader {
         let n = (k * 4).max(20);
         // The words first: they bring the rows kept in memory (and their
         // vectors, which the vector half then scans) to the table's version.
+        let (spans, query) = crate::when::read(query);
+        let query = query.as_str();
         let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
-        let vector = steps::timed("vector search", self.vector_list(&qv, n)).await?;
+        let wide = pool(&spans, n);
+        let mut vector = steps::timed("vector search", self.vector_list(&qv, wide)).await?;
+        let dated = vector.within(&spans);
+        vector.truncate(n);
         let with_vectors = self.with_vectors(text, &vector);
         let text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
         let now = steps::timed("current parts", self.current_scores([&vector, &text], &qv)).await?;
         let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
-        self.finished([vector, text], (&qv, idf_sum), (&lets, &now), k)
+        let lists = search::Lists {
+            vector,
+            text,
+            dated,
+        };
+        self.finished(lists, (&qv, idf_sum), (&lets, &now), k)
     }
 
     /// For each candidate row that keeps history ("X (previously: Y)") or
@@ -258,21 +285,23 @@ impl Reader {
     /// `k` ([`search::fuse`], [`search::finish`]).
     pub(super) fn finished(
         &self,
-        [vector, mut text]: [Ranked; 2],
+        mut lists: search::Lists,
         (qv, idf_sum): (&[f32], f32),
         (lets, now): (&dyn Fn(&Hit) -> bool, &CurrentScores),
         k: usize,
     ) -> Result<Vec<Hit>> {
-        for (h, _) in &mut text.rows {
+        for (h, _) in &mut lists.text.rows {
             h.score = search::words_score(h.score, idf_sum);
         }
         let tombstones = steps::timed_now("tombstones read", || {
             Tombstones::load(&self.shared.layout.tombstones_file())
         })?;
-        let fused = steps::timed_now("fusion", || search::fuse([vector, text], qv));
+        // Days no near row was said on tell nothing about the rows.
+        let dated = lists.dated.as_ref().is_some_and(|d| !d.rows.is_empty());
+        let fused = steps::timed_now("fusion", || search::fuse(lists, qv));
         let half_life = self.shared.config.search.recency_half_life_days;
         Ok(steps::timed_now("collapse and finish", || {
-            search::finish(fused, &tombstones, (half_life, lets, now), k)
+            search::finish(fused, &tombstones, (half_life, lets, now), dated, k)
         }))
     }
 

@@ -41,6 +41,44 @@ pub(super) struct Ranked {
     pub scores: Vec<f32>,
 }
 
+/// The lists a search fuses: the rows nearest the query, the rows whose
+/// words best match it, and, when it names days ([`crate::when`]), the
+/// nearest rows of those days.
+pub(super) struct Lists {
+    pub vector: Ranked,
+    pub text: Ranked,
+    pub dated: Option<Ranked>,
+}
+
+impl Ranked {
+    /// The rows of the list whose day one of `spans` holds, in its order;
+    /// `None` when no span is given.
+    pub(super) fn within(&self, spans: &[crate::when::Span]) -> Option<Ranked> {
+        if spans.is_empty() {
+            return None;
+        }
+        let of = |h: &Hit| {
+            h.day
+                .as_deref()
+                .is_some_and(|d| spans.iter().any(|s| s.holds(d)))
+        };
+        let (rows, scores) = self
+            .rows
+            .iter()
+            .zip(&self.scores)
+            .filter(|((h, _), _)| of(h))
+            .map(|(row, score)| (row.clone(), *score))
+            .unzip();
+        Some(Ranked { rows, scores })
+    }
+
+    /// The first `n` rows.
+    pub(super) fn truncate(&mut self, n: usize) {
+        self.rows.truncate(n);
+        self.scores.truncate(n);
+    }
+}
+
 /// The vector list of a search: the rows nearest the query's vector.
 pub(super) async fn vector_list(table: &lancedb::Table, qv: Vec<f32>, n: usize) -> Result<Ranked> {
     let found = nearest(table, qv, n, None).await?;
@@ -58,9 +96,9 @@ pub(super) async fn vector_list(table: &lancedb::Table, qv: Vec<f32>, n: usize) 
 /// collapsing near duplicates, and gets its 0-to-1 [`Hit::score`]: the
 /// better of its cosine with `query` and the words' score the full-text
 /// list gave it (already over the query's idf sum, [`words_score`]).
-pub(super) fn fuse(lists: [Ranked; 2], query: &[f32]) -> HashMap<RowId, (Hit, Vec<f32>)> {
+pub(super) fn fuse(lists: Lists, query: &[f32]) -> HashMap<RowId, (Hit, Vec<f32>)> {
     let mut fused: HashMap<RowId, (Hit, Vec<f32>)> = HashMap::new();
-    for list in lists {
+    for list in [lists.vector, lists.text].into_iter().chain(lists.dated) {
         let ranks = shared_ranks(&list.scores);
         for (rank, (mut hit, v)) in ranks.into_iter().zip(list.rows) {
             let add = 1.0 / (RRF_K + rank as f32);
@@ -181,7 +219,8 @@ pub(super) type CurrentScores = HashMap<RowId, f32>;
 /// Recency weighting, tombstones and the hits `lets` refuses left out
 /// (those scoring under the cutoff, or outside a narrowed search), best
 /// first with the later-stated of two hits on the same thing first
-/// ([`crate::current`]), near-identical hits collapsed; at most `k`. A
+/// ([`crate::current`]) unless the query names days (`dated`: it asks
+/// what was said then), near-identical hits collapsed; at most `k`. A
 /// hit's score, as `lets` reads it and as shown, is at least what it
 /// states scores alone (`now`), while the order compares how well the
 /// texts themselves match; the scores shown never rise down the list:
@@ -198,6 +237,7 @@ pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
     (half_life, lets, now): (f64, Lets<'_>, &CurrentScores),
+    dated: bool,
     k: usize,
 ) -> Vec<Hit> {
     let today = chrono::Local::now().date_naive();
@@ -234,16 +274,19 @@ pub(super) fn finish(
             .then_with(|| a.0.id.cmp(&b.0.id))
     };
     hits.sort_by(by_score);
-    // Of two hits on the same thing, the later-stated first.
-    let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
-    let compared = crate::current::Compared {
-        older: k,
-        newer: k,
-        match_ratio: crate::current::SEARCH_MATCH_RATIO,
-    };
-    let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
-    let mut hits: Vec<(Hit, Vec<f32>)> = ranked.into_iter().zip(vectors).collect();
-    hits.sort_by(by_score);
+    // Of two hits on the same thing, the later-stated first; not for a
+    // question that names days, which asks what was said then.
+    if !dated {
+        let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
+        let compared = crate::current::Compared {
+            older: k,
+            newer: k,
+            match_ratio: crate::current::SEARCH_MATCH_RATIO,
+        };
+        let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
+        hits = ranked.into_iter().zip(vectors).collect();
+        hits.sort_by(by_score);
+    }
     // Collapse near-identical hits (a fact and the entry or core line that
     // restates it), keeping the best-ranked one; each kept hit carries its
     // normalised text, computed once.

@@ -644,3 +644,34 @@ fn the_built_in_judge_keeps_a_denial_as_an_update_with_the_denied_text_as_histor
     assert_eq!(entries(dir).len(), 2, "{:?}", entries(dir));
     assert!(check(dir).0, "{}", check(dir).2);
 }
+
+/// A question about a past time asks what was true then: the fact stated
+/// in the month it names comes first, though a later one updates it (the
+/// later-stated-first order is for questions that name no time), and the
+/// same question without the month still gets the current value first.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_naming_a_past_month_gets_what_was_said_then_first() {
+    let (_t, index) = indexed(&[
+        ("2026-03-02", "09:00:00", "User works at Acme"),
+        ("2026-11-20", "09:00:00", "User now works at Globex"),
+    ])
+    .await;
+    let top = |q: &'static str| {
+        let reader = &index.reader;
+        async move { reader.search_unlogged(q, 5).await.unwrap()[0].text.clone() }
+    };
+    assert_eq!(
+        top("where does the user work").await,
+        "User now works at Globex"
+    );
+    for q in [
+        "where did the user work in March 2026",
+        "Where did the user work on 2 March, 2026?",
+    ] {
+        assert_eq!(top(q).await, "User works at Acme", "{q}");
+    }
+    assert_eq!(
+        top("where does the user work in November 2026").await,
+        "User now works at Globex"
+    );
+}

@@ -440,17 +440,38 @@ impl World {
     /// Whether searching `text` gives row `id` (or its MEMORY.md line), or
     /// a row saying the same (search collapses identical rows into one, so
     /// the user reads the same words either way).
+    /// A fact is also searched for as said on its day ("… on
+    /// 2026-11-30"): the rows of a day a query names are a list of their
+    /// own (`memd::when`), which must neither lose a fact nor bring back
+    /// a forgotten one.
     fn search_finds(&self, text: &str, id: &str) -> bool {
-        self.hits(text).iter().any(|h| {
-            h.id.as_str() == id
-                || h.id.as_str() == format!("core:{id}")
-                || normalize(&h.text) == normalize(text)
+        self.queries(text, id).iter().all(|q| {
+            self.hits(q).iter().any(|h| {
+                h.id.as_str() == id
+                    || h.id.as_str() == format!("core:{id}")
+                    || normalize(&h.text) == normalize(text)
+            })
         })
     }
 
-    /// Whether searching `text` gives row `id` itself.
+    /// Whether searching `text` (or, for a fact, `text` on its day) gives
+    /// row `id` itself.
     fn search_gives(&self, text: &str, id: &str) -> bool {
-        self.hits(text).iter().any(|h| h.id.as_str() == id)
+        let queries = self.queries(text, id);
+        queries
+            .iter()
+            .any(|q| self.hits(q).iter().any(|h| h.id.as_str() == id))
+    }
+
+    /// `text`, and for fact `id` `text` said on the fact's day.
+    fn queries(&self, text: &str, id: &str) -> Vec<String> {
+        let day = id
+            .split_once('#')
+            .map(|(d, _)| d)
+            .filter(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok());
+        let mut out = vec![text.to_string()];
+        out.extend(day.map(|d| format!("{text} on {d}")));
+        out
     }
 
     fn hits(&self, text: &str) -> Vec<memd::index::rows::Hit> {
