@@ -4,9 +4,12 @@
 //! of its fusion ([`crate::index`]): a question about what was said on a
 //! day prefers what was said that day, and never loses a hit for it.
 //!
-//! Only a date with its year is read: "June 3" alone or "last week" could
-//! be any year, and a bare year ("in 2023") names too much to tell rows
-//! apart. English month names, in full or cut to three letters ("Sept"
+//! Days counted back from today are read too: "today", "yesterday",
+//! "3 days ago" (today as the caller's clock gives it).
+//!
+//! Only a date with its year is read: "June 3" alone could be any year,
+//! "last week" any of seven days, and a bare year ("in 2023") names too
+//! much to tell rows apart. English month names, in full or cut to three letters ("Sept"
 //! too), any case; ordinals ("3rd", "8th") read as their number.
 
 use chrono::{Datelike, NaiveDate};
@@ -42,22 +45,22 @@ impl Span {
 }
 
 /// Every span `query` names, in the order it names them.
-pub fn named(query: &str) -> Vec<Span> {
-    read(query).0
+pub fn named(query: &str, today: NaiveDate) -> Vec<Span> {
+    read(query, today).0
 }
 
 /// The spans `query` names, and `query` without the words that name them
 /// (nor the "on", "in", "during" or "of" before each): what the question
 /// asks about, for the words and the meaning a row is matched by. A
 /// query that names no span comes back as it is.
-pub fn read(query: &str) -> (Vec<Span>, String) {
+pub fn read(query: &str, today: NaiveDate) -> (Vec<Span>, String) {
     let words: Vec<(std::ops::Range<usize>, Word)> = words(query);
     let only: Vec<Word> = words.iter().map(|(_, w)| *w).collect();
     let mut spans = Vec::new();
     let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
     let mut i = 0;
     while i < words.len() {
-        match span_at(&only[i..]) {
+        match span_at(&only[i..], today) {
             Some((span, used)) => {
                 spans.push(span);
                 let before = i.checked_sub(1).filter(|&b| only[b] == Word::Before);
@@ -109,6 +112,11 @@ enum Word {
     Iso(Span),
     /// "on", "in", "during", "of": the word before a date.
     Before,
+    /// "today" (0), "yesterday" (1).
+    DaysBack(u32),
+    /// "day", "days".
+    Days,
+    Ago,
     Other,
 }
 
@@ -129,8 +137,13 @@ impl Word {
         if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && digits.len() <= 4 {
             return Some(Word::Number(digits.parse().ok()?));
         }
-        if matches!(lower.as_str(), "on" | "in" | "during" | "of") {
-            return Some(Word::Before);
+        match lower.as_str() {
+            "on" | "in" | "during" | "of" => return Some(Word::Before),
+            "today" => return Some(Word::DaysBack(0)),
+            "yesterday" => return Some(Word::DaysBack(1)),
+            "day" | "days" => return Some(Word::Days),
+            "ago" => return Some(Word::Ago),
+            _ => {}
         }
         Some(month(&lower).map_or(Word::Other, Word::Month))
     }
@@ -182,7 +195,7 @@ fn iso(w: &str) -> Option<Span> {
 
 /// The span the words from the first on name, and how many words it
 /// took: `D MONTH YYYY`, `MONTH D YYYY`, `MONTH YYYY`, or an ISO date.
-fn span_at(w: &[Word]) -> Option<(Span, usize)> {
+fn span_at(w: &[Word], today: NaiveDate) -> Option<(Span, usize)> {
     let year = |x: &Word| match x {
         Word::Number(y) if (1000..=9999).contains(y) => Some(*y as i32),
         _ => None,
@@ -192,8 +205,15 @@ fn span_at(w: &[Word]) -> Option<(Span, usize)> {
         _ => None,
     };
     let on = |y: i32, m: u32, d: u32| NaiveDate::from_ymd_opt(y, m, d).map(Span::day);
+    let back = |n: u32| {
+        today
+            .checked_sub_days(chrono::Days::new(n.into()))
+            .map(Span::day)
+    };
     match w {
         [Word::Iso(s), ..] => Some((*s, 1)),
+        [Word::DaysBack(n), ..] => Some((back(*n)?, 1)),
+        [Word::Number(n), Word::Days, Word::Ago, ..] if *n <= 3650 => Some((back(*n)?, 3)),
         [d, Word::Month(m), y, ..] if day(d).is_some() && year(y).is_some() => {
             Some((on(year(y)?, *m, day(d)?)?, 3))
         }
@@ -215,8 +235,12 @@ pub fn ends(span: &Span) -> (String, String) {
 mod tests {
     use super::*;
 
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 3, 1).unwrap()
+    }
+
     fn days(q: &str) -> Vec<(String, String)> {
-        named(q).iter().map(ends).collect()
+        named(q, today()).iter().map(ends).collect()
     }
 
     fn one(day: &str) -> (String, String) {
@@ -269,6 +293,24 @@ mod tests {
     }
 
     #[test]
+    fn days_counted_back_from_today_are_read() {
+        assert_eq!(days("what did I say today"), vec![one("2026-03-01")]);
+        assert_eq!(
+            days("What did we discuss yesterday?"),
+            vec![one("2026-02-28")]
+        );
+        assert_eq!(days("the plan from 3 days ago"), vec![one("2026-02-26")]);
+        assert_eq!(
+            read("What did we discuss yesterday?", today()).1,
+            "What did we discuss ?"
+        );
+        assert_eq!(
+            days("a day ago, or days later"),
+            Vec::<(String, String)>::new()
+        );
+    }
+
+    #[test]
     fn each_of_two_dates_is_named() {
         assert_eq!(
             days("Where was John between August 11, 2023 and August 15 2023?"),
@@ -278,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_rest_of_a_question_is_what_it_asks_about() {
-        let rest = |q: &str| read(q).1;
+        let rest = |q: &str| read(q, today()).1;
         assert_eq!(
             rest("What did Nate do for Joanna on 25 May, 2022?"),
             "What did Nate do for Joanna ?"
@@ -294,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_span_holds_its_days_and_no_other() {
-        let s = named("in June 2023")[0];
+        let s = named("in June 2023", today())[0];
         assert!(s.holds("2023-06-01") && s.holds("2023-06-30"));
         assert!(!s.holds("2023-05-31") && !s.holds("2023-07-01") && !s.holds("June"));
     }

@@ -108,7 +108,7 @@ impl Reader {
             true => Vec::new(),
             false => shared.embedder.embed(&texts).await?,
         };
-        let (spans, query) = crate::when::read(query);
+        let (spans, query) = crate::when::read(query, chrono::Local::now().date_naive());
         let query = query.as_str();
         let qv = self.query_vector(query).await?;
         let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();

@@ -115,7 +115,7 @@ impl Reader {
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
         // From the cache when the search embedded it beside its sync.
-        let about = crate::when::read(query).1;
+        let about = crate::when::read(query, chrono::Local::now().date_naive()).1;
         let qv = steps::timed("query vector", self.query_vector(&about)).await?;
         let mut hits = self.ranked(query, qv, asked, settle, narrow).await?;
         hits.truncate(k);
@@ -227,7 +227,7 @@ impl Reader {
         let n = (k * 4).max(20);
         // The words first: they bring the rows kept in memory (and their
         // vectors, which the vector half then scans) to the table's version.
-        let (spans, query) = crate::when::read(query);
+        let (spans, query) = crate::when::read(query, chrono::Local::now().date_naive());
         let query = query.as_str();
         let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
         let wide = pool(&spans, n);

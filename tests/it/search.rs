@@ -554,40 +554,78 @@ async fn an_older_memds_full_text_index_is_dropped_by_the_next_sync_and_words_st
     }
 }
 
+/// The example memory with each of `said` (day, text) appended, indexed
+/// with MiniLM.
+async fn said_on(said: &[(String, &str)]) -> (tempfile::TempDir, Index) {
+    let (tmp, layout) = example_dir();
+    let index = Index::open(&memd::Memory::new(layout.clone(), Config::default()))
+        .await
+        .unwrap();
+    for (i, (day, text)) in said.iter().enumerate() {
+        archive::append(&layout, day, &format!("10:00:0{i}"), &[fact(text)]).unwrap();
+    }
+    index.writer.sync().await.unwrap();
+    (tmp, index)
+}
+
+/// The text of the first hit for `q`.
+async fn top(index: &Index, q: &str) -> String {
+    index.reader.search_unlogged(q, 5).await.unwrap()[0]
+        .text
+        .clone()
+}
+
 /// A question that names a day ("on 3 June, 2023") prefers what was said
 /// that day: the rows of that day nearest it are a third list of the
 /// fusion (`memd::when`). Without the date, the fact that matches the
 /// words better comes first.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_naming_a_day_ranks_what_was_said_that_day_first() {
-    let (_tmp, layout) = example_dir();
-    let index = Index::open(&memd::Memory::new(layout.clone(), Config::default()))
-        .await
-        .unwrap();
     let said = [
         ("2023-05-25", "Nate baked a chocolate cake for Joanna"),
         ("2023-06-03", "Nate made cookies for his friend"),
         ("2023-06-03", "Joanna finished her third screenplay"),
         ("2023-07-14", "Nate baked bread with Joanna"),
-    ];
-    for (i, (day, text)) in said.iter().enumerate() {
-        archive::append(&layout, day, &format!("10:00:0{i}"), &[fact(text)]).unwrap();
-    }
-    index.writer.sync().await.unwrap();
-    let top = |q: &'static str| {
-        let reader = &index.reader;
-        async move { reader.search_unlogged(q, 5).await.unwrap()[0].text.clone() }
-    };
-    let plain = top("What did Nate bake for Joanna?").await;
+    ]
+    .map(|(d, t)| (d.to_string(), t));
+    let (_tmp, index) = said_on(&said).await;
+    let plain = top(&index, "What did Nate bake for Joanna?").await;
     assert_ne!(plain, said[1].1, "the words alone already prefer it");
     for q in [
         "What did Nate bake for Joanna on 3 June, 2023?",
         "What did Nate bake for Joanna in June 2023?",
         "What did Nate bake for Joanna on 2023-06-03?",
     ] {
-        assert_eq!(top(q).await, said[1].1, "{q}");
+        assert_eq!(top(&index, q).await, said[1].1, "{q}");
     }
     // A day nothing was said on changes nothing.
-    let none = top("What did Nate bake for Joanna on 1 January, 2020?").await;
+    let none = top(&index, "What did Nate bake for Joanna on 1 January, 2020?").await;
     assert_eq!(none, plain);
+}
+
+/// "Yesterday", "today" and "N days ago" name a day counted back from
+/// today: "what did the user eat yesterday" gets yesterday's meal first,
+/// though an older one matches the words better.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_about_yesterday_ranks_what_was_said_yesterday_first() {
+    let ago = |n: u64| {
+        let d = chrono::Local::now().date_naive() - chrono::Days::new(n);
+        d.format("%Y-%m-%d").to_string()
+    };
+    let said = [
+        (ago(5), "The user ate a big bowl of ramen for dinner"),
+        (ago(1), "The user had tacos"),
+        (ago(3), "The user ate pancakes for breakfast"),
+    ];
+    let (_tmp, index) = said_on(&said).await;
+    assert_ne!(
+        top(&index, "what did the user eat for dinner").await,
+        said[1].1
+    );
+    let q = "what did the user eat for dinner yesterday";
+    assert_eq!(top(&index, q).await, said[1].1);
+    assert_eq!(
+        top(&index, "what did the user eat 3 days ago").await,
+        said[2].1
+    );
 }
