@@ -9,10 +9,11 @@
 //!
 //! Only a date with its year is read: "June 3" alone could be any year,
 //! "last week" any of seven days, and a bare year ("in 2023") names too
-//! much to tell rows apart. English month names, in full or cut to three letters ("Sept"
-//! too), any case; ordinals ("3rd", "8th") read as their number.
+//! much to tell rows apart. English month names, in full or cut to three
+//! letters ("Sept" too), any case; ordinals ("3rd", "8th") read as their
+//! number.
 
-use chrono::{Datelike, NaiveDate};
+use chrono::NaiveDate;
 
 /// A run of whole days, both ends included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,16 +45,20 @@ impl Span {
     }
 }
 
-/// Every span `query` names, in the order it names them.
-pub fn named(query: &str, today: NaiveDate) -> Vec<Span> {
-    read(query, today).0
+/// A query as search reads it ([`read`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// The spans it names, in the order it names them.
+    pub spans: Vec<Span>,
+    /// The query without the words that name them (nor the "on", "in",
+    /// "during" or "of" before each): what it asks about, for the words
+    /// and the meaning a row is matched by. The query as it is when it
+    /// names no span, or nothing but one.
+    pub about: String,
 }
 
-/// The spans `query` names, and `query` without the words that name them
-/// (nor the "on", "in", "during" or "of" before each): what the question
-/// asks about, for the words and the meaning a row is matched by. A
-/// query that names no span comes back as it is.
-pub fn read(query: &str, today: NaiveDate) -> (Vec<Span>, String) {
+/// What `query` asks about, and the days it names, `today` being today.
+pub fn read(query: &str, today: NaiveDate) -> Asked {
     let words: Vec<(std::ops::Range<usize>, Word)> = words(query);
     let only: Vec<Word> = words.iter().map(|(_, w)| *w).collect();
     let mut spans = Vec::new();
@@ -76,11 +81,12 @@ pub fn read(query: &str, today: NaiveDate) -> (Vec<Span>, String) {
         rest.replace_range(r, "");
     }
     let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
-    match rest.chars().any(char::is_alphanumeric) {
-        true => (spans, rest),
+    let about = match rest.chars().any(char::is_alphanumeric) {
+        true => rest,
         // Nothing but a date: the date is what it asks about.
-        false => (spans, query.to_string()),
-    }
+        false => query.to_string(),
+    };
+    Asked { spans, about }
 }
 
 /// The words of `query` with their byte ranges.
@@ -225,22 +231,22 @@ fn span_at(w: &[Word], today: NaiveDate) -> Option<(Span, usize)> {
     }
 }
 
-/// The days of `span` as `YYYY-MM-DD`, for a reader of a span's ends.
-pub fn ends(span: &Span) -> (String, String) {
-    let f = |d: NaiveDate| format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day());
-    (f(span.from), f(span.to))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The days of `span` as `YYYY-MM-DD`.
+    fn ends(span: &Span) -> (String, String) {
+        let f = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+        (f(span.from), f(span.to))
+    }
 
     fn today() -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 3, 1).unwrap()
     }
 
     fn days(q: &str) -> Vec<(String, String)> {
-        named(q, today()).iter().map(ends).collect()
+        read(q, today()).spans.iter().map(ends).collect()
     }
 
     fn one(day: &str) -> (String, String) {
@@ -301,7 +307,7 @@ mod tests {
         );
         assert_eq!(days("the plan from 3 days ago"), vec![one("2026-02-26")]);
         assert_eq!(
-            read("What did we discuss yesterday?", today()).1,
+            read("What did we discuss yesterday?", today()).about,
             "What did we discuss ?"
         );
         assert_eq!(
@@ -320,7 +326,7 @@ mod tests {
 
     #[test]
     fn the_rest_of_a_question_is_what_it_asks_about() {
-        let rest = |q: &str| read(q, today()).1;
+        let rest = |q: &str| read(q, today()).about;
         assert_eq!(
             rest("What did Nate do for Joanna on 25 May, 2022?"),
             "What did Nate do for Joanna ?"
@@ -336,7 +342,7 @@ mod tests {
 
     #[test]
     fn a_span_holds_its_days_and_no_other() {
-        let s = named("in June 2023", today())[0];
+        let s = read("in June 2023", today()).spans[0];
         assert!(s.holds("2023-06-01") && s.holds("2023-06-30"));
         assert!(!s.holds("2023-05-31") && !s.holds("2023-07-01") && !s.holds("June"));
     }

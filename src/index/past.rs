@@ -108,8 +108,8 @@ impl Reader {
             true => Vec::new(),
             false => shared.embedder.embed(&texts).await?,
         };
-        let (spans, query) = crate::when::read(query, chrono::Local::now().date_naive());
-        let query = query.as_str();
+        let asked = super::reader::asked(query);
+        let query = asked.about.as_str();
         let qv = self.query_vector(query).await?;
         let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();
         let n = (k * 4).max(20);
@@ -117,14 +117,13 @@ impl Reader {
             .iter()
             .map(|(_, v)| crate::embed::cosine(&qv, v))
             .collect();
-        let wide = super::reader::pool(&spans, n);
+        let wide = super::reader::pool(&asked.spans, n);
         let near = crate::embed::top_k(&cosines, wide, usize::MAX);
-        let mut vector = Ranked {
+        let near = Ranked {
             scores: near.iter().map(|&(_, s)| s).collect(),
             rows: near.iter().map(|&(i, _)| all[i].clone()).collect(),
         };
-        let dated = vector.within(&spans);
-        vector.truncate(n);
+        let (vector, dated) = near.split_dated(&asked.spans, n);
         let by_id: HashMap<&RowId, &Vec<f32>> = all.iter().map(|(h, v)| (&h.id, v)).collect();
         let mut terms = Terms::new()?;
         terms.load(0, all.clone(), None);

@@ -16,6 +16,7 @@ use crate::Result;
 use crate::embed::cosine;
 use crate::ids::RowId;
 use crate::tombstones::Tombstones;
+use crate::when::Asked;
 use crate::{recall, steps};
 
 /// Least cosine similarity at which an existing entry is shown as similar
@@ -35,6 +36,12 @@ pub(super) fn pool(spans: &[crate::when::Span], n: usize) -> usize {
         true => n,
         false => n * SPAN_POOL,
     }
+}
+
+/// `query` as search reads it ([`crate::when::read`]): today is the local
+/// day, as recency weighting counts it ([`search::finish`]).
+pub(crate) fn asked(query: &str) -> Asked {
+    crate::when::read(query, chrono::Local::now().date_naive())
 }
 
 /// What narrows a search besides `k`.
@@ -115,9 +122,9 @@ impl Reader {
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
         // From the cache when the search embedded it beside its sync.
-        let about = crate::when::read(query, chrono::Local::now().date_naive()).1;
-        let qv = steps::timed("query vector", self.query_vector(&about)).await?;
-        let mut hits = self.ranked(query, qv, asked, settle, narrow).await?;
+        let read = self::asked(query);
+        let qv = steps::timed("query vector", self.query_vector(&read.about)).await?;
+        let mut hits = self.ranked(&read, qv, asked, settle, narrow).await?;
         hits.truncate(k);
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits
@@ -142,8 +149,7 @@ impl Reader {
     /// [`Reader::search`] without the recall log (for consolidation's
     /// neighbour gathering and evaluations, which are not recalls).
     pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let qv = self.query_vector(query).await?;
-        self.search_with_vector(query, qv, k).await
+        self.search_unlogged_above(query, k, 0.0).await
     }
 
     /// [`Reader::search_unlogged`] of the hits scoring `min_score` or more
@@ -154,12 +160,13 @@ impl Reader {
         k: usize,
         min_score: f32,
     ) -> Result<Vec<Hit>> {
-        let qv = self.query_vector(query).await?;
+        let read = asked(query);
+        let qv = self.query_vector(&read.about).await?;
         let narrow = Narrow {
             min_score,
             ..Narrow::default()
         };
-        self.ranked(query, qv, k, true, &narrow).await
+        self.ranked(&read, qv, k, true, &narrow).await
     }
 
     /// LanceDB's vector index read into this process's cache, when the
@@ -194,31 +201,38 @@ impl Reader {
         }
     }
 
+    /// The embedding of what search `query` asks about ([`asked`]), which
+    /// its search then takes from the embedding cache.
+    pub(crate) async fn asked_vector(&self, query: &str) -> Result<Vec<f32>> {
+        self.query_vector(&asked(query).about).await
+    }
+
     /// The embedding of a query.
     pub(crate) async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
         Ok(v.remove(0))
     }
 
-    /// The search itself, given the query's embedding (benchmarks time the
-    /// two parts apart).
+    /// The search itself, given the embedding of what the query asks
+    /// about ([`asked`]; benchmarks time the two parts apart).
     pub(crate) async fn search_with_vector(
         &self,
         query: &str,
         qv: Vec<f32>,
         k: usize,
     ) -> Result<Vec<Hit>> {
-        self.ranked(query, qv, k, true, &Narrow::default()).await
+        self.ranked(&asked(query), qv, k, true, &Narrow::default())
+            .await
     }
 
     /// Vector and full-text results fused and finished, from the table as
     /// it is (`wait`: see [`Reader::full_text`]), with only the hits
     /// `narrow` lets through: narrowed before near-identical hits collapse,
     /// so a hit left out never hides one let through. `qv` embeds what the
-    /// query asks about: without the days it names ([`crate::when::read`]).
+    /// query asks about: without the days it names ([`asked`]).
     async fn ranked(
         &self,
-        query: &str,
+        asked: &Asked,
         qv: Vec<f32>,
         k: usize,
         wait: bool,
@@ -227,13 +241,11 @@ impl Reader {
         let n = (k * 4).max(20);
         // The words first: they bring the rows kept in memory (and their
         // vectors, which the vector half then scans) to the table's version.
-        let (spans, query) = crate::when::read(query, chrono::Local::now().date_naive());
-        let query = query.as_str();
+        let query = asked.about.as_str();
         let text = steps::timed("full text (BM25)", self.full_text(query, n, wait)).await?;
-        let wide = pool(&spans, n);
-        let mut vector = steps::timed("vector search", self.vector_list(&qv, wide)).await?;
-        let dated = vector.within(&spans);
-        vector.truncate(n);
+        let wide = pool(&asked.spans, n);
+        let near = steps::timed("vector search", self.vector_list(&qv, wide)).await?;
+        let (vector, dated) = near.split_dated(&asked.spans, n);
         let with_vectors = self.with_vectors(text, &vector);
         let text = steps::timed("full-text hits' vectors", with_vectors).await?;
         let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);

@@ -23,6 +23,7 @@ use crate::layout::Source;
 use crate::text::normalize;
 use crate::tombstones::Tombstones;
 use crate::update::current_part;
+use crate::when::Span;
 
 /// The usual constant of reciprocal rank fusion: damps the head of each list
 /// so that agreement between the two lists outweighs a single first place.
@@ -51,31 +52,28 @@ pub(super) struct Lists {
 }
 
 impl Ranked {
-    /// The rows of the list whose day one of `spans` holds, in its order;
-    /// `None` when no span is given.
-    pub(super) fn within(&self, spans: &[crate::when::Span]) -> Option<Ranked> {
-        if spans.is_empty() {
-            return None;
-        }
+    /// The first `n` rows, and, when `spans` are given, the rows of the
+    /// whole list whose day one of them holds, in its order (the list is
+    /// read [`super::reader::pool`] rows deep for them).
+    pub(super) fn split_dated(mut self, spans: &[Span], n: usize) -> (Ranked, Option<Ranked>) {
         let of = |h: &Hit| {
             h.day
                 .as_deref()
                 .is_some_and(|d| spans.iter().any(|s| s.holds(d)))
         };
-        let (rows, scores) = self
-            .rows
-            .iter()
-            .zip(&self.scores)
-            .filter(|((h, _), _)| of(h))
-            .map(|(row, score)| (row.clone(), *score))
-            .unzip();
-        Some(Ranked { rows, scores })
-    }
-
-    /// The first `n` rows.
-    pub(super) fn truncate(&mut self, n: usize) {
+        let dated = (!spans.is_empty()).then(|| {
+            let (rows, scores) = self
+                .rows
+                .iter()
+                .zip(&self.scores)
+                .filter(|((h, _), _)| of(h))
+                .map(|(row, score)| (row.clone(), *score))
+                .unzip();
+            Ranked { rows, scores }
+        });
         self.rows.truncate(n);
         self.scores.truncate(n);
+        (self, dated)
     }
 }
 

@@ -129,7 +129,7 @@ impl Request for Search {
                     index.reader.words_current(true).await
                 };
                 let embedded =
-                    crate::steps::timed("query embedding", index.reader.query_vector(&text));
+                    crate::steps::timed("query embedding", index.reader.asked_vector(&text));
                 let warmed = index.reader.warm_vector_index();
                 let warmed = crate::steps::timed("vector index read ahead", warmed);
                 let (synced, _, ()) = tokio::join!(synced, embedded, warmed);
