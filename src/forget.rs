@@ -19,6 +19,7 @@ use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId};
 use crate::index::RowKind;
 use crate::journal::{self, Record, Stamp};
+use crate::pending::Journal;
 use crate::remedy::Remedy;
 use crate::state::State;
 use crate::text::normalize;
@@ -56,7 +57,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
         })
         .collect();
     let (facts, _) = archive::read_all(layout)?;
-    let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
+    let pending = crate::pending::Pending::new(&state, &tombstones, &doc, Journal::of(layout));
     out.extend(
         facts
             .into_iter()

@@ -5,11 +5,25 @@
 //! run folded it), forgotten (a tombstone covers it), or already in some
 //! entry's `sources` (a run that wrote the entries but died before the
 //! state). Every other fact is pending.
+//!
+//! A fact behind the watermark is settled only while something still
+//! accounts for it: an entry of the file holds it, a tombstone covers it,
+//! or the journal says an entry holds it (one deleted by hand, which the
+//! next run records as forgotten). A decided fact that nothing accounts
+//! for (a person deleted `consolidated/`, or the entries file and its
+//! journal) is pending again, and the next run decides it anew: a
+//! duplicate can be forgotten, a fact hidden for good cannot be found.
+//! The journal is read only when such a fact is met, so the rule costs
+//! nothing while every decided fact is held.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
+use std::path::PathBuf;
 
 use crate::archive::Fact;
 use crate::entries::Document;
+use crate::ids::FactId;
+use crate::journal;
 use crate::state::State;
 use crate::tombstones::Tombstones;
 
@@ -24,20 +38,45 @@ pub enum Settled {
     InEntry,
 }
 
+/// The journal the rule reads when it needs to (see the module doc).
+pub enum Journal<'a> {
+    /// `consolidated/journal.jsonl`, read when first needed.
+    At(PathBuf),
+    /// Its records, read already.
+    Read(&'a [journal::Record]),
+}
+
+impl Journal<'_> {
+    /// The journal of the memory `layout` lays out.
+    pub fn of(layout: &crate::Layout) -> Journal<'static> {
+        Journal::At(layout.journal_file())
+    }
+}
+
 /// What decides whether a fact is pending.
 pub struct Pending<'a> {
     state: &'a State,
     tombstones: &'a Tombstones,
     sources: HashSet<&'a str>,
+    journal: Journal<'a>,
+    /// The facts of the entries the journal says are alive (`None`: the
+    /// journal could not be read), read when first needed.
+    journaled: OnceCell<Option<HashSet<FactId>>>,
 }
 
 impl<'a> Pending<'a> {
-    pub fn new(state: &'a State, tombstones: &'a Tombstones, doc: &'a Document) -> Pending<'a> {
+    /// The rule for the memory whose journal is `journal`.
+    pub fn new(
+        state: &'a State,
+        tombstones: &'a Tombstones,
+        doc: &'a Document,
+        journal: Journal<'a>,
+    ) -> Pending<'a> {
         let sources = doc
             .entries()
             .filter_map(|e| e.meta.as_ref())
             .flat_map(|m| m.sources.iter().map(|s| s.as_str()));
-        Pending::with_sources(state, tombstones, sources)
+        Pending::with_sources(state, tombstones, sources, journal)
     }
 
     /// The same rule, given the entries' sources (see
@@ -46,18 +85,21 @@ impl<'a> Pending<'a> {
         state: &'a State,
         tombstones: &'a Tombstones,
         sources: impl IntoIterator<Item = &'a str>,
+        journal: Journal<'a>,
     ) -> Pending<'a> {
         Pending {
             state,
             tombstones,
             sources: sources.into_iter().collect(),
+            journal,
+            journaled: OnceCell::new(),
         }
     }
 
     /// `None` when `fact` is pending; otherwise why it is settled.
     pub(crate) fn settled(&self, fact: &Fact) -> Option<Settled> {
         if self.state.is_done(fact) {
-            Some(Settled::Done)
+            self.accounted(fact).then_some(Settled::Done)
         } else if self.tombstones.covers(&fact.id, &fact.text) {
             Some(Settled::Forgotten)
         } else if self.sources.contains(fact.id.as_str()) {
@@ -69,6 +111,34 @@ impl<'a> Pending<'a> {
 
     pub(crate) fn is_pending(&self, fact: &Fact) -> bool {
         self.settled(fact).is_none()
+    }
+
+    /// Whether a decided fact is still accounted for (see the module
+    /// doc): held by an entry of the file, covered by a tombstone, or
+    /// held by an entry the journal says is alive. A journal memd cannot
+    /// read accounts for every fact (as before this rule: `memd check`
+    /// reports the journal).
+    fn accounted(&self, fact: &Fact) -> bool {
+        if self.sources.contains(fact.id.as_str()) || self.tombstones.covers(&fact.id, &fact.text) {
+            return true;
+        }
+        let journaled = self.journaled.get_or_init(|| {
+            let read;
+            let records = match &self.journal {
+                Journal::At(path) => {
+                    read = journal::read(path)
+                        .inspect_err(|e| tracing::warn!("{e:#}"))
+                        .ok()?;
+                    &read
+                }
+                Journal::Read(records) => *records,
+            };
+            let alive = journal::lineage(records).into_values().filter(|l| l.alive);
+            Some(alive.flat_map(|l| l.sources).collect())
+        });
+        journaled
+            .as_ref()
+            .is_none_or(|held| held.contains(&fact.id))
     }
 }
 

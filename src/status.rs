@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::entries::Document;
 use crate::index::fingerprints::Freshness;
 use crate::layout::{Source, rel};
+use crate::pending::Journal;
 use crate::state::State;
 use crate::tombstones::Tombstones;
 use crate::{Memory, archive};
@@ -93,7 +94,7 @@ pub fn gather(memory: &Memory) -> Result<Report> {
     let entries: Vec<_> = doc.entries().collect();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let state = State::load(&layout.state_file())?;
-    let pending = crate::pending::Pending::new(&state, &tombstones, &doc);
+    let pending = crate::pending::Pending::new(&state, &tombstones, &doc, Journal::of(layout));
     let proposals = crate::review::Proposals::load(layout)?;
     let held = proposals.held();
     let facts_under_review = facts

@@ -13,7 +13,7 @@ use crate::entries::Document;
 use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Op, Record};
 use crate::layout::rel;
-use crate::pending::{Pending, Settled};
+use crate::pending::{Journal, Pending, Settled};
 use crate::remedy::Remedy;
 use crate::state::State;
 use crate::text::normalize;
@@ -29,6 +29,8 @@ type Unlabelled = (EntryId, String, Vec<FactId>);
 pub(super) struct NextRun {
     pub deleted_by_hand: HashSet<EntryId>,
     pub unlabelled: HashSet<EntryId>,
+    /// Every entry the journal has records of.
+    pub journaled: HashSet<EntryId>,
 }
 
 /// The files the check reads, read once.
@@ -56,6 +58,7 @@ impl Files<'_> {
         NextRun {
             deleted_by_hand: by_hand.into_keys().collect(),
             unlabelled: unlabelled.into_iter().map(|(id, ..)| id).collect(),
+            journaled: lineage.into_keys().collect(),
         }
     }
 
@@ -104,7 +107,12 @@ impl Files<'_> {
         report: &mut Report,
     ) {
         let holders = self.holders();
-        let rule = Pending::new(self.state, self.tombstones, self.doc);
+        let rule = Pending::new(
+            self.state,
+            self.tombstones,
+            self.doc,
+            Journal::Read(self.journal),
+        );
         let by_hand: HashSet<&FactId> = by_hand
             .values()
             .flatten()
@@ -155,7 +163,16 @@ impl Files<'_> {
                     Finding::new(Kind::NoSuchHandDeletion, &file, Some(f.line), what).fixed_by(fix),
                 );
             }
-            let done = rule.settled(f) == Some(Settled::Done);
+            let settled = rule.settled(f);
+            if settled.is_none() && self.state.is_done(f) {
+                let what = format!(
+                    "fact {} was decided, but no entry of the file or of its journal holds it and no tombstone covers it: it is pending again, and the next consolidation decides it ({:?})",
+                    f.id,
+                    first_words(&f.text)
+                );
+                report.note(Kind::DecidedAgain, &file, Some(f.line), what);
+            }
+            let done = settled == Some(Settled::Done);
             let waiting = by_hand.contains(&f.id); // the entry's note says it
             if done && by.is_empty() && stones.is_empty() && !by_hidden.contains(&f.id) && !waiting
             {
@@ -209,7 +226,12 @@ impl Files<'_> {
     /// (the random test found both); the next run judges it as any fact.
     fn declared_fact_updates(&self, report: &mut Report) {
         let holders = self.holders();
-        let rule = Pending::new(self.state, self.tombstones, self.doc);
+        let rule = Pending::new(
+            self.state,
+            self.tombstones,
+            self.doc,
+            Journal::Read(self.journal),
+        );
         let by_id: HashMap<&FactId, &Fact> = self.facts.iter().map(|f| (&f.id, f)).collect();
         for f in self.facts.iter().filter(|f| !f.supersedes_facts.is_empty()) {
             let Some(held) = holders.get(&f.id).and_then(|h| h.first()) else {

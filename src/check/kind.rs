@@ -24,6 +24,11 @@ pub enum Kind {
     HeldTwice,
     /// A decided fact no entry holds and no tombstone keeps out.
     FactHidden,
+    /// A decided fact that nothing accounts for any more (no entry of the
+    /// file or of the journal holds it, no tombstone covers it: a person
+    /// deleted `consolidated/`): pending again, and the next run decides
+    /// it anew (a note, [`crate::pending`]).
+    DecidedAgain,
     /// A fact the user forgot that a live entry still holds: it is back in
     /// search.
     ForgottenButHeld,
@@ -43,6 +48,10 @@ pub enum Kind {
     DeletedByHand,
     /// A generated line of MEMORY.md that names no live entry.
     CoreLineNotLive,
+    /// A generated line of MEMORY.md naming an entry that neither the
+    /// entries file nor its journal knows (a note: a person deleted
+    /// `consolidated/`; the next run takes the line out).
+    CoreLineUnknown,
     /// A generated line of MEMORY.md dated otherwise than its entry's
     /// `updated` (a note: the entry changed since the last promotion; the
     /// next run dates the line again).

@@ -404,6 +404,14 @@ fn memory_md(
                     report.note(Kind::DeletedByHand, rel::CORE, None, what);
                     continue;
                 }
+                if !next_run.journaled.contains(&l.entry_id) {
+                    let what = format!(
+                        "a generated line names {}, which neither the entries file nor its journal knows (consolidated/ was deleted?): the next run takes it out",
+                        l.entry_id
+                    );
+                    report.note(Kind::CoreLineUnknown, rel::CORE, None, what);
+                    continue;
+                }
                 if next_run.unlabelled.contains(&l.entry_id) {
                     let what = format!(
                         "a generated line names {}, whose metadata was taken off by hand: the next run gives it back",

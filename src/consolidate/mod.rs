@@ -70,6 +70,7 @@ use crate::embed::cache::Cached;
 use crate::entries::Document;
 use crate::journal::{self, Stamp};
 use crate::pause::Step;
+use crate::pending::Journal;
 use crate::state::State;
 pub use judge::Judge;
 use judge::{Decide, Decision, Planned};
@@ -261,7 +262,8 @@ fn write(
     report.applied = applied.counts.clone();
     report.skipped_hand_edited = applied.skipped;
     let state = commit::commit(layout, &applied, &decided.planned, settled, state, stamp)?;
-    let rule = crate::pending::Pending::new(&state, &inputs.tombstones, &entries);
+    let rule =
+        crate::pending::Pending::new(&state, &inputs.tombstones, &entries, Journal::of(layout));
     report.facts_done = inputs.facts.iter().filter(|f| !rule.is_pending(f)).count();
     Ok(entries)
 }

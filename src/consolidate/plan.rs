@@ -15,7 +15,7 @@ use crate::embed::cache::Cached;
 use crate::entries::{Document, Entry};
 use crate::error::{Context, Result};
 use crate::ids::FactId;
-use crate::pending::{Pending, Settled};
+use crate::pending::{Journal, Pending, Settled};
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{Tombstone, Tombstones};
@@ -25,6 +25,9 @@ pub struct Inputs {
     pub doc: Document,
     pub facts: Vec<Fact>,
     pub tombstones: Tombstones,
+    /// `consolidated/journal.jsonl`, which [`Pending`] reads when a
+    /// decided fact is held by no entry of `doc`.
+    pub journal: std::path::PathBuf,
 }
 
 impl Inputs {
@@ -33,6 +36,7 @@ impl Inputs {
             doc: Document::read(&layout.entries_file())?,
             facts: archive::read_all(layout)?.0,
             tombstones: Tombstones::load(&layout.tombstones_file())?,
+            journal: layout.journal_file(),
         })
     }
 
@@ -40,7 +44,7 @@ impl Inputs {
     /// that the watermark does not cover yet (forgotten, or folded into an
     /// entry by a run that stopped before saving the state).
     pub fn pending(&self, state: &State) -> (Vec<Fact>, Vec<FactId>) {
-        let rule = Pending::new(state, &self.tombstones, &self.doc);
+        let rule = self.rule(state);
         let mut pending = Vec::new();
         let mut settled = Vec::new();
         for f in &self.facts {
@@ -51,6 +55,12 @@ impl Inputs {
             }
         }
         (pending, settled)
+    }
+
+    /// Which facts are pending.
+    pub(crate) fn rule<'a>(&'a self, state: &'a State) -> Pending<'a> {
+        let journal = Journal::At(self.journal.clone());
+        Pending::new(state, &self.tombstones, &self.doc, journal)
     }
 
     /// The facts among `settled` that only restate something forgotten

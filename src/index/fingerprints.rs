@@ -147,16 +147,20 @@ pub(super) fn shared_part(print: &str) -> &str {
 }
 
 /// The hash of what decides which facts are pending (crate::pending),
-/// the second part of every fingerprint: the state, the tombstones and
-/// the entries' sources (`entries`: the entries file's own hash).
+/// the second part of every fingerprint: the state, the tombstones, the
+/// entries' sources (`entries`: the entries file's own hash) and the
+/// journal, by its length (it only grows, or goes: a decided fact that
+/// only a journaled entry held is pending without it).
 fn shared_hash(layout: &Layout, entries: Option<&str>) -> String {
     let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    let journal = std::fs::metadata(layout.journal_file()).map(|m| m.len());
     short_hash(
         &format!(
-            "{}\u{0}{}\u{0}{}",
+            "{}\u{0}{}\u{0}{}\u{0}{:?}",
             String::from_utf8_lossy(&read(&layout.state_file())),
             String::from_utf8_lossy(&read(&layout.tombstones_file())),
-            entries.unwrap_or("")
+            entries.unwrap_or(""),
+            journal.ok(),
         ),
         16,
     )
@@ -204,6 +208,7 @@ type Stamps = BTreeMap<std::ffi::OsString, Option<Stamp>>;
 fn root_stamps(layout: &Layout, out: &mut Stamps) {
     for p in [
         layout.entries_file(),
+        layout.journal_file(),
         layout.state_file(),
         layout.tombstones_file(),
         layout.memory_md(),

@@ -419,6 +419,7 @@ fn fact_rows(
         &state,
         tombstones,
         sources.iter().map(FactId::as_str),
+        crate::pending::Journal::of(layout),
     );
     let mut out = RowsBySource::new();
     let mut tails = Tails::new();

@@ -440,7 +440,7 @@ fn plan<'a>(
     (ts, out): (&str, &mut Carried),
 ) -> Plan<'a> {
     let facts: HashMap<&str, &Fact> = inputs.facts.iter().map(|f| (f.id.as_str(), f)).collect();
-    let rule = Pending::new(state, &inputs.tombstones, &inputs.doc);
+    let rule = inputs.rule(state);
     let decided = |p: &Proposal, decision, why: Option<String>| Decided {
         item: p.item.clone(),
         decision,

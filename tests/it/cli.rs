@@ -482,6 +482,84 @@ fn an_entries_file_that_is_not_utf8_is_never_rewritten() {
     crate::support::assert_checks_clean(dir, "a fixed entries file");
 }
 
+/// A person who deletes the whole `consolidated/` folder (the entries,
+/// their journal and versions) takes away what held the decided facts:
+/// they are pending again at once (found by search, counted by status,
+/// noted by check, never hidden) and the next run decides them anew, while
+/// what was forgotten stays out. An entry deleted by hand beside it is
+/// still forgotten (it was hidden for good: "decided, but no entry holds
+/// it", with no remedy, and no run brought it back).
+#[test]
+fn the_facts_of_a_deleted_consolidated_folder_are_pending_again_and_decided_anew() {
+    let tmp = lexical_memory();
+    let dir = tmp.path();
+    for fact in [
+        "Keeps bees on the roof",
+        "Plays the cello",
+        "Hates mornings",
+    ] {
+        assert!(memd(dir, &["add", "--no-similar", fact]).status.success());
+    }
+    assert!(memd(dir, &["consolidate", "--force"]).status.success());
+    let out = memd(dir, &["forget", "--match", "mornings", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A hand deletion first: its facts stay out until the run records it.
+    let cello = entry_id_of(dir, "cello");
+    crate::support::delete_entry_by_hand(&dir.join("consolidated/memory.md"), &cello).unwrap();
+    assert_eq!(pending(dir), 0, "a hand-deleted entry's fact came back");
+
+    std::fs::remove_dir_all(dir.join("consolidated")).unwrap();
+    // Nothing is left to say the cello was deleted: pending, as the bees.
+    assert_eq!(pending(dir), 2);
+    let out = memd(dir, &["search", "bees on the roof", "--json"]);
+    assert!(
+        stdout(&out).contains("Keeps bees on the roof"),
+        "{}",
+        stdout(&out)
+    );
+    let out = memd(dir, &["check", "--json"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("\"decided_again\""),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        !stdout(&out).contains("\"fact_hidden\""),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = memd(dir, &["consolidate", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entries = std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap();
+    assert!(entries.contains("Keeps bees on the roof"), "{entries}");
+    assert!(entries.contains("Plays the cello"), "{entries}");
+    assert!(
+        !entries.contains("mornings"),
+        "a forgotten fact came back: {entries}"
+    );
+    assert_eq!(pending(dir), 0);
+    crate::support::assert_checks_clean(dir, "a run after consolidated/ was deleted");
+    let out = memd(dir, &["check", "--json"]);
+    assert!(
+        !stdout(&out).contains("\"decided_again\""),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The id of the entry whose text says `word`.
+fn entry_id_of(dir: &std::path::Path, word: &str) -> String {
+    let text = std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap();
+    text.split("\n\n")
+        .find(|b| b.contains(word))
+        .and_then(|b| b.split("\"id\":\"").nth(1))
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string()
+}
+
 /// Deleting an entry by hand is forgetting it (DESIGN §1): the next run
 /// tombstones it with its facts and journals it, `memd check` is clean
 /// again, and a restatement of the fact stays out.
@@ -499,13 +577,7 @@ fn an_entry_deleted_by_hand_is_forgotten_not_hidden() {
         .split("\n\n")
         .filter(|b| !b.contains("cello"))
         .collect();
-    let gone_id = text
-        .split("\n\n")
-        .find(|b| b.contains("cello"))
-        .and_then(|b| b.split("\"id\":\"").nth(1))
-        .and_then(|s| s.split('"').next())
-        .unwrap()
-        .to_string();
+    let gone_id = entry_id_of(dir, "cello");
     std::fs::write(&path, kept.join("\n\n")).unwrap();
     // A person's deletion is theirs, not a fault: noted until a run
     // records it.

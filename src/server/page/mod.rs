@@ -28,6 +28,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::api::{ApiError, State as Daemon};
+use crate::pending::Journal;
 use crate::request::{self, Request, Target};
 
 type Shared = Arc<Daemon>;
@@ -171,7 +172,7 @@ fn pending(layout: &crate::Layout) -> Result<Vec<crate::archive::Fact>, PageErro
     let doc = crate::entries::Document::read(&layout.entries_file())?;
     let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
     let state = crate::state::State::load(&layout.state_file())?;
-    let rule = crate::pending::Pending::new(&state, &stones, &doc);
+    let rule = crate::pending::Pending::new(&state, &stones, &doc, Journal::of(layout));
     Ok(facts.into_iter().filter(|f| rule.is_pending(f)).collect())
 }
 

@@ -94,6 +94,12 @@ pub enum Action {
         text: u8,
     },
     HandEditCore,
+    /// `consolidated/` deleted whole by a person (the entries, their
+    /// journal and versions, REVIEW.md): the facts its entries held are
+    /// pending again (memd's rule, `memd::pending`), found by search, and
+    /// the next run decides them anew. Not in the two-copy mode, whose
+    /// oracle takes a deletion there for the other copy's hand deletions.
+    HandDeleteConsolidated,
     /// The index's words file tampered with by hand (deleted, a byte
     /// flipped, cut short, or a copy kept at an earlier step put back),
     /// then a query searched through a handle opened afresh (which reads
@@ -244,6 +250,7 @@ impl Action {
             Action::HandEditEntry { .. } => "hand: edit an entry",
             Action::HandWriteEntry { .. } => "hand: write an entry",
             Action::HandEditCore => "hand: edit MEMORY.md",
+            Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
             Action::HandWords { .. } => {
                 "hand: the index's words file, then a fresh handle searches"
             }
@@ -376,6 +383,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         2 => any::<u8>().prop_map(|pick| Action::HandEditEntry { pick }),
         1 => any::<u8>().prop_map(|text| Action::HandWriteEntry { text }),
         1 => Just(Action::HandEditCore),
+        1 => Just(Action::HandDeleteConsolidated),
         2 => (0u8..4, any::<u8>()).prop_map(|(how, text)| Action::HandWords { how, text }),
         7 => (judge, any::<bool>()).prop_map(|(judge, force)| Action::Consolidate { judge, force }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetEntry { pick }),

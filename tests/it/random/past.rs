@@ -1,7 +1,9 @@
 //! The oracle of memory as of a past time: after every step the world
 //! notes the time and both files as that step left them; `show --as-of`
 //! that time must give them back byte for byte, or say it cannot know
-//! only where a change memd did not see, or an erasure, stands between.
+//! only where a change memd did not see, or an erasure, stands between, or
+//! where a person deleted memd's record of the versions before it and memd
+//! has not written the file since.
 
 use memd::versions::Then;
 use serde_json::Value;
@@ -22,6 +24,9 @@ pub struct Past {
     pub unseen: bool,
     /// The step was an erasure.
     pub erase: bool,
+    /// The step took memd's record of every earlier version away
+    /// (`consolidated/versions.jsonl`, deleted with its folder).
+    pub lost: bool,
 }
 
 /// Whether `action` may change a file without memd recording it.
@@ -32,6 +37,7 @@ pub fn unseen(action: &Action) -> bool {
             | Action::HandEditEntry { .. }
             | Action::HandWriteEntry { .. }
             | Action::HandEditCore
+            | Action::HandDeleteConsolidated
             | Action::Kill { .. }
             | Action::Unwritable { .. }
     )
@@ -62,6 +68,7 @@ impl Past {
                         }
                 )
             ),
+            lost: matches!(action, Some(Action::HandDeleteConsolidated)),
         }
     }
 }
@@ -156,7 +163,7 @@ impl World {
     /// erasure (or a SIGKILL, which may stop one) comes after `i`.
     fn may_not_know(&self, i: usize, file: &impl Fn(&Past) -> &Option<String>) -> bool {
         let later = &self.past[i + 1..];
-        if later.iter().any(|p| p.erase) {
+        if later.iter().any(|p| p.erase || p.lost) || self.unrecorded(i, file) {
             return true;
         }
         let mut before = file(&self.past[i]);
@@ -170,6 +177,22 @@ impl World {
             before = file(p);
         }
         false
+    }
+
+    /// Whether memd's record of the versions was deleted at or before
+    /// step `i`, and memd wrote no version of the file from then to `i`.
+    fn unrecorded(&self, i: usize, file: &impl Fn(&Past) -> &Option<String>) -> bool {
+        let Some(lost) = self.past[..=i].iter().rposition(|p| p.lost) else {
+            return false;
+        };
+        let mut before = file(&self.past[lost]);
+        for p in &self.past[lost + 1..=i] {
+            if file(p) != before && !p.unseen {
+                return false;
+            }
+            before = file(p);
+        }
+        true
     }
 
     /// A search as of step `i`: its entry hits are entries of the file as

@@ -154,6 +154,8 @@ impl World {
             Action::HandEditEntry { pick } => self.hand_edit(*pick),
             Action::HandWriteEntry { text } => self.hand_write(actions::text(*text)),
             Action::HandEditCore => self.hand_core(),
+            Action::HandDeleteConsolidated if self.paired => Ok(()),
+            Action::HandDeleteConsolidated => self.hand_delete_consolidated(),
             Action::Consolidate { judge, force } => self.consolidate(*judge, *force),
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
@@ -800,6 +802,18 @@ impl World {
         crate::support::delete_entry_by_hand(&self.layout.entries_file(), &id)?;
         self.ledger.deleted_by_hand(&id, &text, &sources);
         Ok(())
+    }
+
+    /// [`Action::HandDeleteConsolidated`]. The ledger needs nothing more:
+    /// a kept fact is held or pending either way, what was forgotten
+    /// stays out by its tombstone, and the facts of entries deleted by
+    /// hand whose forgetting no run recorded yet are left to `memd check`
+    /// already (they come back: nothing is left to say they were deleted).
+    fn hand_delete_consolidated(&mut self) -> anyhow::Result<()> {
+        match std::fs::remove_dir_all(self.layout.consolidated_dir()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
     }
 
     fn hand_edit(&mut self, pick: u8) -> anyhow::Result<()> {
