@@ -36,6 +36,7 @@ export ORT_DISABLE_TELEMETRY=1
 step . scripts/setup.sh
 step ./scripts/fetch-model.sh
 step ./scripts/install-browser.sh
+step ./scripts/install-haproxy.sh
 step cargo fmt --check
 target="${CARGO_TARGET_DIR:-target}"
 reports="$target/cargo-timings"

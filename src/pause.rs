@@ -67,6 +67,10 @@ pub(crate) enum Step {
     /// A review's decisions carried out: the entries, journal and state
     /// written, the decisions not yet recorded.
     ReviewApplied,
+    /// A daemon over a root makes a memory (its first write): the memory
+    /// is whole in its folder beside the root's, not yet renamed into
+    /// place ([`crate::server::tenant`]). The marker is the root's.
+    MemoryCreated,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -97,6 +101,7 @@ impl Step {
             Step::MergeDriver => "merge-driver",
             Step::ReviewProposed => "review-proposed",
             Step::ReviewApplied => "review-applied",
+            Step::MemoryCreated => "memory-created",
         }
     }
 }

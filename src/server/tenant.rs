@@ -210,12 +210,95 @@ pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
             what: format!("memory {name:?} (its first write creates it)"),
         });
     }
-    let layout = crate::memory::init(&dir)?;
-    let template = Layout::new(root).config_file();
-    if template.is_file() {
-        std::fs::copy(&template, layout.config_file())
-            .with_context(|| format!("copying {}", template.display()))?;
-    }
+    let layout = make(root, &name, &dir)?;
     tracing::info!(memory = %name, "memory created");
     Ok(layout.with_ledger(ledger))
+}
+
+/// Make memory `name` at `dir` under `root`, whole or not at all: it is
+/// built in a folder of its own beside it (`.creating-NAME-PID-N`, which
+/// no request can name: a memory's name never starts with a dot), with
+/// the root's `memd.toml`; its files are moved into `dir`, `archive/`
+/// last, and a directory is a memory once it has an `archive/`
+/// ([`Layout::is_memory`]). A process killed midway leaves no memory
+/// without the root's configuration: such a memory has memd's defaults,
+/// which a root that sets its own refuses on every request, so it could
+/// never be written again. What `dir` holds already (an operator's files
+/// made before its first write) stays, but for `memd.toml`, which is the
+/// root's as it always was; when another process made the memory first,
+/// its `archive/` stays.
+fn make(root: &Path, name: &str, dir: &Path) -> Result<Layout> {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = root.join(format!(".creating-{name}-{}-{n}", std::process::id()));
+    sweep(root, name);
+    let made = build(root, &temp).and_then(|()| move_in(&temp, dir));
+    if temp.exists() {
+        let _ = std::fs::remove_dir_all(&temp);
+    }
+    made.with_context(|| format!("creating {}", dir.display()))?;
+    Layout::open(dir)
+}
+
+/// Remove the folders that processes killed while making memory `name`
+/// left (they hold no fact: a fact is appended once its memory is made).
+/// A folder is left while the process that made it runs: where that cannot
+/// be told (no `/proc`), every folder is left.
+fn sweep(root: &Path, name: &str) {
+    let prefix = format!(".creating-{name}-");
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        let proc = Path::new("/proc");
+        if proc.join("self").exists() && !proc.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Move what `temp` holds into `dir`, `archive/` last; a folder `dir`
+/// has already is kept.
+fn move_in(temp: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let archive = std::ffi::OsStr::new(crate::layout::rel::ARCHIVE.trim_end_matches('/'));
+    for e in std::fs::read_dir(temp)? {
+        let e = e?;
+        let to = dir.join(e.file_name());
+        if e.file_name() == archive || (e.file_type()?.is_dir() && to.exists()) {
+            continue;
+        }
+        std::fs::rename(e.path(), to)?;
+    }
+    match std::fs::rename(temp.join(archive), dir.join(archive)) {
+        Err(_) if Layout::is_memory(dir) => {}
+        made => made?,
+    }
+    crate::atomic::sync_dir(dir)?;
+    match dir.parent() {
+        Some(root) => Ok(crate::atomic::sync_dir(root)?),
+        None => Ok(()),
+    }
+}
+
+/// A new memory in `temp`, with the root's `memd.toml` when it has one.
+fn build(root: &Path, temp: &Path) -> Result<()> {
+    let layout = crate::memory::init(temp)?;
+    let template = Layout::new(root).config_file();
+    if template.is_file() {
+        let text =
+            std::fs::read(&template).with_context(|| format!("reading {}", template.display()))?;
+        crate::atomic::write(&layout.config_file(), &text)
+            .with_context(|| format!("writing {}", layout.config_file().display()))?;
+    }
+    crate::pause::at(&Layout::new(root), crate::pause::Step::MemoryCreated);
+    Ok(())
 }

@@ -15,6 +15,7 @@ mod consolidate;
 mod conventions;
 mod current;
 mod daemon;
+mod deploy;
 mod docs;
 mod duplicate;
 mod edit;

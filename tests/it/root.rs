@@ -295,3 +295,71 @@ fn check_fix_on_an_open_memory_rebuilds_its_index_in_place() {
     d.stop();
     assert_checks_clean(&layout.root, "a fix through the daemon");
 }
+
+/// A daemon over a root SIGKILLed while it makes a memory (its first
+/// write) leaves no half-made memory: the next write makes it whole, with
+/// the root's `memd.toml`. (It was left with memd's default configuration,
+/// which the root refused on every later request: "its memd.toml sets
+/// [embedder] kind … which the root's memd.toml does not allow". Found by
+/// the deployment test's node kill.)
+#[test]
+fn a_daemon_killed_while_making_a_memory_leaves_none_half_made() {
+    let root = root_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut daemon = std::process::Command::new(memd_bin())
+        .args(["serve", "--root"])
+        .arg(root.path())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("MEMD_PAUSE_AT", "memory-created")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the daemon answers", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let body = json!({ "text": "Alice keeps bees" }).to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    // Never answered: the daemon is killed while it holds the request.
+    let poster = std::thread::spawn(move || {
+        let json = ["Content-Type: application/json"];
+        raw_status(&base, "POST", "/v1/m/alice/facts", &json, &body)
+    });
+    let marker = root.path().join(".memd/paused-at-memory-created");
+    wait_until("the daemon pauses making alice", || {
+        assert!(!poster.is_finished(), "the post was answered: no pause");
+        marker.exists()
+    });
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    let _ = poster.join();
+    assert!(
+        !memd::Layout::is_memory(&root.path().join("alice")),
+        "half made"
+    );
+
+    let d = start_root(root.path(), open_options(4));
+    let c = Http::at(&d.base, None);
+    let (code, r) = c.post(
+        "/v1/m/alice/facts",
+        json!({ "text": "Alice keeps bees" }).to_string(),
+    );
+    assert_eq!(code, 200, "{r}");
+    let config = std::fs::read(root.path().join("alice/memd.toml")).unwrap();
+    assert_eq!(
+        config,
+        std::fs::read(root.path().join("memd.toml")).unwrap()
+    );
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .filter(|n| n.starts_with(".creating-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    d.stop();
+    assert_checks_clean(&root.path().join("alice"), "a memory made after a kill");
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Stop what deploy/up.sh DIR started: HAProxy, then every node (SIGTERM).
+#
+#   deploy/down.sh DIR
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="${1:?usage: deploy/down.sh DIR}"
+read -r nodes _ <"$dir/deployment"
+if [ -s "$dir/haproxy.pid" ]; then
+  kill -TERM "$(cat "$dir/haproxy.pid")" 2>/dev/null || true
+  rm -f "$dir/haproxy.pid"
+fi
+for k in $(seq 1 "$nodes"); do "$here/node.sh" "$dir" "$k" stop; done
