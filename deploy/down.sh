@@ -7,7 +7,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:?usage: deploy/down.sh DIR}"
 read -r nodes _ <"$dir/deployment"
 if [ -s "$dir/haproxy.pid" ]; then
-  kill -TERM "$(cat "$dir/haproxy.pid")" 2>/dev/null || true
+  pid="$(cat "$dir/haproxy.pid")"
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
   rm -f "$dir/haproxy.pid"
 fi
 for k in $(seq 1 "$nodes"); do "$here/node.sh" "$dir" "$k" stop; done

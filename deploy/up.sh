@@ -31,15 +31,19 @@ for k in $(seq 1 "$nodes"); do
 done
 
 config="$(<"$here/haproxy.cfg.in")"
-config="${config//@STATE@/$dir}"
-config="${config//@DEPLOY@/$here}"
-config="${config//@LISTEN@/127.0.0.1:$port}"
-config="${config//@RING@/$ring}"
-config="${config//@NODES@/$one}"
-config="${config//@WATCH@/$watch}"
+config="${config//@STATE@/"$dir"}"
+config="${config//@DEPLOY@/"$here"}"
+config="${config//@LISTEN@/"127.0.0.1:$port"}"
+config="${config//@RING@/"$ring"}"
+config="${config//@NODES@/"$one"}"
+config="${config//@WATCH@/"$watch"}"
 printf '%s\n' "$config" >"$dir/haproxy.cfg"
 haproxy -c -f "$dir/haproxy.cfg" >/dev/null
-if ! { [ -s "$dir/haproxy.pid" ] && kill -0 "$(cat "$dir/haproxy.pid")" 2>/dev/null; }; then
+# Running already: reloaded with the configuration just written (the old
+# process finishes its requests and exits).
+if [ -s "$dir/haproxy.pid" ] && kill -0 "$(cat "$dir/haproxy.pid")" 2>/dev/null; then
+  haproxy -D -f "$dir/haproxy.cfg" -sf "$(cat "$dir/haproxy.pid")"
+else
   haproxy -D -f "$dir/haproxy.cfg"
 fi
 for _ in $(seq 1 100); do

@@ -225,12 +225,17 @@ pub fn layout_of(root: &Path, name: &str, create: bool) -> Result<Layout> {
 /// which a root that sets its own refuses on every request, so it could
 /// never be written again. What `dir` holds already (an operator's files
 /// made before its first write) stays, but for `memd.toml`, which is the
-/// root's as it always was; when another process made the memory first,
-/// its `archive/` stays.
+/// root's as it always was. One memory is made at a time in a process
+/// (two first writes at once: the second finds it made); when another
+/// process made it first, its files stay.
 fn make(root: &Path, name: &str, dir: &Path) -> Result<Layout> {
-    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = root.join(format!(".creating-{name}-{}-{n}", std::process::id()));
+    static MAKING: std::sync::Mutex<u64> = std::sync::Mutex::new(0);
+    let mut count = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    if Layout::is_memory(dir) {
+        return Layout::open(dir);
+    }
+    *count += 1;
+    let temp = root.join(format!(".creating-{name}-{}-{count}", std::process::id()));
     sweep(root, name);
     let made = build(root, &temp).and_then(|()| move_in(&temp, dir));
     if temp.exists() {
@@ -251,13 +256,18 @@ fn sweep(root: &Path, name: &str) {
     };
     for e in entries.flatten() {
         let file = e.file_name();
-        let Some(pid) = file
+        // PID-N after the prefix, both digits (`.creating-a-b-…` is b's).
+        let Some((pid, n)) = file
             .to_str()
             .and_then(|f| f.strip_prefix(&prefix))
-            .and_then(|rest| rest.split('-').next())
+            .and_then(|rest| rest.split_once('-'))
         else {
             continue;
         };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(pid) || !digits(n) {
+            continue;
+        }
         let proc = Path::new("/proc");
         if proc.join("self").exists() && !proc.join(pid).exists() {
             let _ = std::fs::remove_dir_all(e.path());
@@ -265,15 +275,16 @@ fn sweep(root: &Path, name: &str) {
     }
 }
 
-/// Move what `temp` holds into `dir`, `archive/` last; a folder `dir`
-/// has already is kept.
+/// Move what `temp` holds into `dir`, `archive/` last; what `dir` has
+/// already is kept, but for `memd.toml`.
 fn move_in(temp: &Path, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let archive = std::ffi::OsStr::new(crate::layout::rel::ARCHIVE.trim_end_matches('/'));
+    let config = std::ffi::OsStr::new(crate::layout::rel::CONFIG);
     for e in std::fs::read_dir(temp)? {
         let e = e?;
         let to = dir.join(e.file_name());
-        if e.file_name() == archive || (e.file_type()?.is_dir() && to.exists()) {
+        if e.file_name() == archive || (e.file_name() != config && to.exists()) {
             continue;
         }
         std::fs::rename(e.path(), to)?;
@@ -301,4 +312,49 @@ fn build(root: &Path, temp: &Path) -> Result<()> {
     }
     crate::pause::at(&Layout::new(root), crate::pause::Step::MemoryCreated);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Making memory `a` leaves the folder a live process is making
+    /// memory `a-b` in (the sweep read "b" as that folder's process and
+    /// took it for a dead one), and takes a dead process's folder of `a`.
+    #[test]
+    fn making_a_memory_sweeps_only_its_own_leftovers_of_dead_processes() {
+        let root = tempfile::tempdir().unwrap();
+        let live = root
+            .path()
+            .join(format!(".creating-a-b-{}-7", std::process::id()));
+        let dead = root.path().join(".creating-a-4294967295-0");
+        for d in [&live, &dead] {
+            std::fs::create_dir_all(d.join("archive")).unwrap();
+        }
+        layout_of(root.path(), "a", true).unwrap();
+        assert!(live.exists(), "a-b's folder, being made, was taken");
+        assert!(!dead.exists(), "a dead process's leftover was left");
+        assert!(Layout::is_memory(&root.path().join("a")));
+    }
+
+    /// A memory's directory that an operator made before its first write
+    /// keeps their files; `memd.toml` is the root's.
+    #[test]
+    fn an_operators_files_in_a_new_memorys_directory_stay() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            root.path().join("memd.toml"),
+            "[embedder]\nkind = \"lexical\"\n",
+        )
+        .unwrap();
+        let dir = root.path().join("alice");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("MEMORY.md"), "Alice's own notes\n").unwrap();
+        std::fs::write(dir.join("memd.toml"), "# not the root's\n").unwrap();
+        layout_of(root.path(), "alice", true).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(read("MEMORY.md"), "Alice's own notes\n");
+        assert_eq!(read("memd.toml"), "[embedder]\nkind = \"lexical\"\n");
+        assert!(Layout::is_memory(&dir));
+    }
 }

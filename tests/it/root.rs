@@ -310,20 +310,25 @@ fn a_daemon_killed_while_making_a_memory_leaves_none_half_made() {
         .local_addr()
         .unwrap()
         .port();
-    let mut daemon = std::process::Command::new(memd_bin())
-        .args(["serve", "--root"])
-        .arg(root.path())
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("MEMD_PAUSE_AT", "memory-created")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    // Killed when dropped, should the test fail before it kills it.
+    let mut daemon = Daemon {
+        child: std::process::Command::new(memd_bin())
+            .args(["serve", "--root"])
+            .arg(root.path())
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("MEMD_PAUSE_AT", "memory-created")
+            .env_remove("MEMD_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        base: base.clone(),
+    };
     wait_until("the daemon answers", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let body = json!({ "text": "Alice keeps bees" }).to_string();
-    let base = format!("http://127.0.0.1:{port}");
     // Never answered: the daemon is killed while it holds the request.
     let poster = std::thread::spawn(move || {
         let json = ["Content-Type: application/json"];
@@ -334,8 +339,8 @@ fn a_daemon_killed_while_making_a_memory_leaves_none_half_made() {
         assert!(!poster.is_finished(), "the post was answered: no pause");
         marker.exists()
     });
-    daemon.kill().unwrap();
-    daemon.wait().unwrap();
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
     let _ = poster.join();
     assert!(
         !memd::Layout::is_memory(&root.path().join("alice")),
