@@ -257,7 +257,8 @@ fn said(dir: &Path) -> HashMap<String, usize> {
 /// no other node creates its memories anew), every acknowledged fact is
 /// in its memory's archive once (a post HAProxy refused was written
 /// nowhere; one sent again with its key was written once), search through
-/// HAProxy finds them, and `check` is clean on every memory. Every node
+/// HAProxy finds them, so does each memory's web page, and `check` is
+/// clean on every memory. Every node
 /// asks for the token; a client without it writes nothing anywhere.
 #[test]
 fn three_nodes_behind_haproxy_keep_every_acknowledged_fact_through_a_node_kill() {
@@ -311,6 +312,12 @@ fn three_nodes_behind_haproxy_keep_every_acknowledged_fact_through_a_node_kill()
             let found: Value = sent.unwrap().json().await.unwrap();
             let hits = found["hits"].as_array().unwrap();
             assert_eq!(hits.len(), 3, "{name}: {found}");
+        }
+        // The memory's web page, by any spelling, is its node's.
+        for (i, (name, _)) in placed.iter().step_by(100).enumerate() {
+            let url = format!("{}/m/{}/", d.url, spelled(name, i as u64));
+            let r = http.get(url).bearer_auth(TOKEN).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{name}'s page");
         }
         for name in placed.keys() {
             let url = format!("{}/v1/m/{name}/check", d.url);
