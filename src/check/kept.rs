@@ -180,7 +180,7 @@ impl Files<'_> {
                     Kind::FactHidden,
                     &file,
                     Some(f.line),
-                    format!("fact {} was decided, but no entry holds it and no tombstone covers it: it is hidden ({:?}); if its entry was deleted by hand, the next consolidation records it as forgotten", f.id, first_words(&f.text)),
+                    format!("fact {} was decided, and the journal says an entry holds it, but no entry of the file does and no tombstone covers it: it is hidden ({:?}); was it taken out of an entry's sources by hand?", f.id, first_words(&f.text)),
                 );
             }
         }

@@ -22,7 +22,9 @@ pub enum Kind {
     UnknownSource,
     /// A fact two entries claim.
     HeldTwice,
-    /// A decided fact no entry holds and no tombstone keeps out.
+    /// A decided fact that the journal says an entry holds, while no
+    /// entry of the file does and no tombstone keeps it out (its id taken
+    /// out of an entry's sources by hand).
     FactHidden,
     /// A decided fact that nothing accounts for any more (no entry of the
     /// file or of the journal holds it, no tombstone covers it: a person

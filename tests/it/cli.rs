@@ -518,17 +518,10 @@ fn the_facts_of_a_deleted_consolidated_folder_are_pending_again_and_decided_anew
         stdout(&out)
     );
     let out = memd(dir, &["check", "--json"]);
-    assert!(out.status.success(), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("\"decided_again\""),
-        "{}",
-        stdout(&out)
-    );
-    assert!(
-        !stdout(&out).contains("\"fact_hidden\""),
-        "{}",
-        stdout(&out)
-    );
+    let report = stdout(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("\"decided_again\""), "{report}");
+    assert!(!report.contains("\"fact_hidden\""), "{report}");
 
     let out = memd(dir, &["consolidate", "--force"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -65,9 +65,9 @@ fn haproxy_here() -> bool {
 
 /// A base port with it and the `nodes` ports after it free on 127.0.0.1.
 fn free_ports(nodes: usize) -> u16 {
-    let start = 20_000 + (std::process::id() % 2_000) as u16 * 16;
+    let first = (std::process::id() % 2_000) as u16;
     (0..2_000u16)
-        .map(|i| 20_000 + (start - 20_000 + i * 16) % 40_000)
+        .map(|i| 20_000 + (first + i) % 2_000 * 16)
         .find(|&base| {
             (0..=nodes as u16).all(|k| std::net::TcpListener::bind(("127.0.0.1", base + k)).is_ok())
         })
