@@ -34,6 +34,12 @@ pub enum Error {
         pid: Option<u32>,
         listen: Option<String>,
     },
+    /// A memory of a root that is being moved to another node, or was
+    /// ([`crate::server::moves`]): nothing was done, and the same request
+    /// sent again (through the load balancer, which is pointed at its new
+    /// node) is served there.
+    #[error("{}", moved_text(.name, *.handed_over))]
+    Moved { name: String, handed_over: bool },
     /// No entry or archive fact has this id. Said in no surface's words:
     /// each surface adds how its caller finds ids (the CLI `memd forget
     /// --match`, MCP `recall`).
@@ -106,6 +112,17 @@ pub enum Error {
     Remedied { cause: Box<Error>, remedy: Remedy },
 }
 
+fn moved_text(name: &str, handed_over: bool) -> String {
+    match handed_over {
+        false => format!(
+            "memory {name:?} is being moved to another node; nothing was done: send it again in a moment"
+        ),
+        true => format!(
+            "memory {name:?} was moved to another node; nothing was done here: send it again, through the load balancer, which sends it to the node that serves it now"
+        ),
+    }
+}
+
 fn pid_text(pid: &Option<u32>) -> String {
     pid.map_or("?".into(), |p| p.to_string())
 }
@@ -163,7 +180,7 @@ pub enum Kind {
 impl Error {
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Busy { .. } | Error::DaemonRunning { .. } => Kind::Busy,
+            Error::Busy { .. } | Error::DaemonRunning { .. } | Error::Moved { .. } => Kind::Busy,
             Error::NotFound { .. } | Error::NoSuch { .. } => Kind::NotFound,
             Error::NotMemoryDir { .. } | Error::InvalidFact(_) | Error::Invalid(_) => Kind::Invalid,
             Error::Corrupt { .. } => Kind::Corrupt,
@@ -179,6 +196,16 @@ impl Error {
             },
             Error::Context { cause, .. } | Error::Remedied { cause, .. } => cause.kind(),
             _ => Kind::Other,
+        }
+    }
+
+    /// Whether this is (or wraps) [`Error::Moved`]: nothing was done, and
+    /// the request may be sent again at once.
+    pub fn is_moved(&self) -> bool {
+        match self {
+            Error::Moved { .. } => true,
+            Error::Context { cause, .. } | Error::Remedied { cause, .. } => cause.is_moved(),
+            _ => false,
         }
     }
 

@@ -230,7 +230,12 @@ pub(crate) fn save(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result
 /// tombstones are lifted, and those of facts later kept out for saying the
 /// same, so its facts count again; a forgotten entry is back in
 /// `consolidated/memory.md` with its id, text and sources, from the
-/// journal. Journaled as `UNFORGET`.
+/// journal. One the journal does not know either (`consolidated/` was
+/// deleted since) is not rebuilt from a tombstone's folded text: its facts
+/// are pending again, and the next run makes them an entry from their own
+/// words, as it does every fact of a deleted `consolidated/`
+/// ([`crate::pending`]); only an entry of no facts (written by hand) comes
+/// back as the tombstone says it. Journaled as `UNFORGET`.
 ///
 /// Crash order: the entry first, then the lift, then the journal. A crash
 /// before the lift leaves the tombstones in force, and running the undo
@@ -277,9 +282,25 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .entry
         .as_ref()
         .is_some_and(|e| !FactId::looks_like(e.as_str()));
+    // What the tombstones say its facts were, for an entry the journal
+    // does not know (`consolidated/` deleted since).
+    let stoned: Vec<FactId> = stones
+        .all
+        .iter()
+        .filter(|t| t.of(id))
+        .flat_map(|t| t.sources.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut restored = true;
     if is_entry {
         match doc.get(id) {
             Some(e) => text = e.text.clone(),
+            // Neither the file nor the journal holds it, and it was made
+            // of facts: lifted, they are pending again, and the next run
+            // makes them an entry from their own words (a tombstone keeps
+            // only a folded text to match).
+            None if forgot.is_none() && !stoned.is_empty() => restored = false,
             None => {
                 let today = stamp.today();
                 let meta = match forgot.as_ref().and_then(|r| r.meta_before.clone()) {
@@ -302,8 +323,10 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     }
     crate::pending::lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
     let mut r = stamp.record(journal::Op::Unforget, id);
-    r.after = Some(text.clone());
-    r.sources = forgot.map(|r| r.sources).unwrap_or_default();
+    // No text when nothing was put back: the journal then says the entry
+    // is not there ([`journal::lineage`]).
+    r.after = restored.then(|| text.clone());
+    r.sources = forgot.map(|r| r.sources).unwrap_or(stoned);
     journal::append(&layout.journal_file(), &[r])?;
     Ok(Candidate {
         kind: if is_entry {

@@ -171,6 +171,9 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
         }
         let l = out.entry(EntryId::from(r.entry.as_str())).or_default();
         match r.op {
+            // A forget taken back with no entry to put back (neither the
+            // file nor the journal held it: its facts are pending again).
+            Op::Unforget if r.after.is_none() => l.alive = false,
             Op::Add | Op::Adopt | Op::Replace | Op::Keep | Op::Unforget => {
                 l.alive = true;
                 l.sources.extend(r.sources.iter().cloned());

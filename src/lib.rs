@@ -48,6 +48,15 @@
 //! | `.memd/index/`, `.memd/index.lock`     | [`index`]       |
 //! | `.memd/cache/`                         | [`embed`]       |
 //!
+//! A root of memories (`memd serve --root DIR`) has files of its own,
+//! which no memory's name reaches (a name never starts with a dot):
+//!
+//! | file under the root                    | module          |
+//! |----------------------------------------|-----------------|
+//! | `.memd/usage/NAME.jsonl`               | [`usage`], [`server::tenant`] |
+//! | `.creating-NAME-PID-N/`                | [`server::tenant`] |
+//! | `.memd/moved/NAME`, `.memd/outgoing/`, `.memd/incoming/` | [`server::moves`] |
+//!
 //! **Requests.** Every operation memd offers is one type in [`request`]
 //! (after mini-redis' `src/cmd/`), with its reply type and its route; the
 //! command line (`src/cli/`, one file per command), the HTTP API, MCP and

@@ -71,6 +71,12 @@ pub(crate) enum Step {
     /// is whole in its folder beside the root's, not yet renamed into
     /// place ([`crate::server::tenant`]). The marker is the root's.
     MemoryCreated,
+    /// A handover ([`crate::server::moves`]): the memory's mark is
+    /// written, its directory not yet moved out. The marker is the root's.
+    HandoverMarked,
+    /// A takeover: the copy is renamed into place, the mark not yet
+    /// removed. The marker is the root's.
+    TakeoverMovedIn,
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
@@ -102,6 +108,8 @@ impl Step {
             Step::ReviewProposed => "review-proposed",
             Step::ReviewApplied => "review-applied",
             Step::MemoryCreated => "memory-created",
+            Step::HandoverMarked => "handover-marked",
+            Step::TakeoverMovedIn => "takeover-moved-in",
         }
     }
 }

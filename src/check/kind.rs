@@ -111,6 +111,11 @@ pub enum Kind {
     /// A run in review mode that applied an op it should only have
     /// proposed: the journal holds ops of a run that proposed.
     ReviewBypassed,
+    /// A memory of a root that the root handed over to another node
+    /// (`ROOT/.memd/moved/NAME`) while its directory is still here: its
+    /// node refuses it, so its facts are in no search (a handover or a
+    /// takeover stopped midway: running it again finishes it).
+    HandedOver,
     /// Index rows that differ from what the files call for.
     IndexRows,
     /// Index rows of a file changed since the last sync.

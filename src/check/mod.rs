@@ -160,8 +160,28 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     listed((&doc, &tombstones, &facts), &mut report);
     json_lines(layout, &mut report)?;
     synced(layout, &mut report);
+    handed_over(layout, &mut report);
     index(layout, &tombstones, &mut report).await?;
     Ok(report)
+}
+
+/// A memory of a root is served by its node unless the root handed it
+/// over to another node ([`crate::server::moves`]): a directory still here
+/// with that mark is refused by its node, its facts found by no search.
+fn handed_over(layout: &Layout, report: &mut Report) {
+    let root = layout.root.parent();
+    let name = layout.root.file_name().and_then(|n| n.to_str());
+    let (Some(root), Some(name)) = (root, name) else {
+        return;
+    };
+    let mark = crate::server::moves::mark(root, &name.to_ascii_lowercase());
+    if mark.exists() {
+        let what = format!(
+            "{} says this memory was handed over to another node, yet it is still here, and its node refuses it: a move stopped midway; run it again (deploy/move.sh), or take the memory back where it is (POST /v1/takeover/{name} on its node)",
+            mark.display()
+        );
+        report.problem(Kind::HandedOver, ".", None, what);
+    }
 }
 
 /// Every version of the entries file and of MEMORY.md's generated lines

@@ -22,7 +22,7 @@ use axum::extract::{DefaultBodyLimit, RawPathParams, Request as HttpRequest};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
@@ -101,6 +101,11 @@ impl IntoResponse for ApiError {
             body["next"] = json!(remedy.said_over_http(&base));
             body["remedy"] = json!(remedy);
         }
+        // Nothing was done (a memory moving to another node, a daemon
+        // stopping): the same request may be sent again in a moment.
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            return (self.0, [(header::RETRY_AFTER, "1")], Json(body)).into_response();
+        }
         (self.0, Json(body)).into_response()
     }
 }
@@ -108,6 +113,7 @@ impl IntoResponse for ApiError {
 impl From<crate::Error> for ApiError {
     fn from(e: crate::Error) -> ApiError {
         let status = match e.kind() {
+            Kind::Busy if e.is_moved() => StatusCode::SERVICE_UNAVAILABLE,
             Kind::Busy => StatusCode::CONFLICT,
             Kind::NotFound => StatusCode::NOT_FOUND,
             Kind::Invalid => StatusCode::BAD_REQUEST,
@@ -134,6 +140,8 @@ pub(crate) fn router(state: Shared) -> Router {
         Some(_) => (
             Router::new()
                 .route("/v1/memories", get(memories))
+                .route("/v1/handover/{name}", post(handover))
+                .route("/v1/takeover/{name}", post(takeover))
                 .nest("/v1/m/{name}", memory)
                 .route("/", get(super::page::memories))
                 // A nested `/` is `/m/{name}` alone; the page's links end in `/`.
@@ -144,6 +152,8 @@ pub(crate) fn router(state: Shared) -> Router {
     };
     app.route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .route("/v1/openapi.json", get(openapi))
+        // A request on a memory holds it while it runs (a handover waits).
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), lease))
         // Every route above asks for the token; the login form, merged
         // after, is the one route that does not.
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), token))
@@ -207,6 +217,27 @@ async fn token(
         Some(_) if super::page::is_page(&path) => super::page::refused(&path),
         Some((code, msg)) => refused(code, msg),
         None => next.run(req).await,
+    }
+}
+
+/// Hold a lease on the memory the path names while the request runs
+/// ([`super::moves`]): refused, with nothing done, while it is being
+/// handed over to another node or once it was.
+async fn lease(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    req: HttpRequest,
+    next: Next,
+) -> Response {
+    let Some(name) = memory_in(req.uri().path()) else {
+        return next.run(req).await;
+    };
+    match s.memories.enter(&name) {
+        Ok(lease) => {
+            let reply = next.run(req).await;
+            drop(lease);
+            reply
+        }
+        Err(e) => ApiError::from(e).into_response(),
     }
 }
 
@@ -413,7 +444,45 @@ async fn memories(axum::extract::State(s): axum::extract::State<Shared>) -> Repl
         .iter()
         .map(|n| json!({"name": n, "open": s.memories.is_open(n)}))
         .collect();
-    Ok(Json(json!({"memories": listed, "open": s.memories.open_count()})).into_response())
+    let moved = s.memories.handed_over();
+    let reply = json!({"memories": listed, "open": s.memories.open_count(), "moved": moved});
+    Ok(Json(reply).into_response())
+}
+
+/// `POST /v1/handover/{name}` (a root's operator, deploy/move.sh): memory
+/// `name` drained, closed and moved out for another node to take over
+/// ([`super::moves`]).
+async fn handover(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Reply {
+    operator(&s)?;
+    let done = s.memories.hand_over(&name).await?;
+    Ok(Json(done).into_response())
+}
+
+/// `POST /v1/takeover/{name}`: memory `name` served here from the copy an
+/// operator put in `.memd/incoming/` ([`super::moves`]).
+async fn takeover(
+    axum::extract::State(s): axum::extract::State<Shared>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Reply {
+    operator(&s)?;
+    let done = s.memories.take_over(&name)?;
+    Ok(Json(done).into_response())
+}
+
+/// Refuse an operator's route on a daemon whose only tokens are its
+/// memories' own: any of them would open it (the token guard asks a
+/// route outside `/v1/m/` for the daemon's token, and there is none).
+fn operator(s: &State) -> Result<(), ApiError> {
+    match s.token.is_none() && !s.tokens.is_empty() {
+        true => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "moving a memory needs the daemon's token (MEMD_TOKEN); this daemon has only its memories' own",
+        )),
+        false => Ok(()),
+    }
 }
 
 async fn openapi(axum::extract::State(s): axum::extract::State<Shared>) -> Reply {

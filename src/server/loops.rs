@@ -137,6 +137,11 @@ async fn round(memories: &Memories, start: usize) {
 /// then, for a daemon of one memory with `[sync] after_consolidation`,
 /// a sync when the run changed something.
 async fn consolidate(memories: &Memories, name: &str) {
+    // Held while the run goes on: a handover to another node waits for it
+    // (refused: the memory is moving, and runs where it goes).
+    let Ok(_lease) = memories.enter(name) else {
+        return;
+    };
     let due = memories
         .memory(name, false)
         .and_then(|m| crate::consolidate::due(&m));

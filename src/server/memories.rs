@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::info::{self, Info};
+use super::moves::{self, HandedOver, Lease, Leases, TakenOver};
 use crate::config::Config;
 use crate::embed::{self, Embedder};
 use crate::error::{Context, Result};
@@ -211,6 +212,8 @@ struct Root {
     configs: Mutex<HashMap<String, (Stamp, Config)>>,
     /// One open at a time, so two requests for a cold memory open it once.
     opening: tokio::sync::Mutex<()>,
+    /// The requests in flight on each memory, for a handover's drain.
+    leases: Arc<Leases>,
 }
 
 #[derive(Default)]
@@ -280,6 +283,7 @@ impl Memories {
                 embedders: Mutex::default(),
                 configs: Mutex::default(),
                 opening: tokio::sync::Mutex::new(()),
+                leases: Arc::default(),
             })),
             listen,
         }
@@ -374,6 +378,7 @@ impl Memories {
             Served::Root(r) => r,
         };
         let name = &tenant::canonical(name)?;
+        moves::refuse_handed_over(&root.dir, name)?;
         if let Some(o) = self.open_now(name) {
             tenant::confined(&o.memory().layout.root)?;
             root.config(name, &o.memory().layout)?;
@@ -392,6 +397,7 @@ impl Memories {
             Served::Root(r) => r,
         };
         let name = &tenant::canonical(name)?;
+        moves::refuse_handed_over(&root.dir, name)?;
         if let Some(m) = self.open_now(name) {
             tenant::confined(&m.memory().layout.root)?;
             root.config(name, &m.memory().layout)?;
@@ -414,6 +420,96 @@ impl Memories {
         let mut open = root.open.lock().expect("not poisoned");
         open.hold(name, m.clone(), root.max_open);
         Ok(m)
+    }
+}
+
+/// Moving a memory between nodes ([`moves`]).
+impl Memories {
+    fn under_root(&self) -> Result<&Root> {
+        match &self.served {
+            Served::Root(r) => Ok(r),
+            Served::One(_) => Err(crate::Error::Invalid(
+                "only a daemon serving a root of memories hands one over".into(),
+            )),
+        }
+    }
+
+    /// A request's lease on memory `name`, held while it runs: `Moved`
+    /// when it is being drained or was handed over. None for a daemon of
+    /// one directory, or a name no memory may have (its route refuses it).
+    pub fn enter(&self, name: &str) -> Result<Option<Lease>> {
+        let Served::Root(root) = &self.served else {
+            return Ok(None);
+        };
+        let Ok(name) = tenant::canonical(name) else {
+            return Ok(None);
+        };
+        moves::refuse_handed_over(&root.dir, &name)?;
+        root.leases.enter(&name).map(Some)
+    }
+
+    /// Memory `name` handed over: drained, closed, marked and moved out
+    /// ([`moves`]); served again if the drain gives up.
+    pub async fn hand_over(&self, name: &str) -> Result<HandedOver> {
+        let root = self.under_root()?;
+        let name = tenant::canonical(name)?;
+        root.leases.drain(&name, moves::DRAIN_WAIT).await?;
+        let done = async {
+            self.close(root, &name).await?;
+            moves::move_out(&root.dir, &name)
+        };
+        let done = done.await;
+        root.leases.undrain(&name);
+        if let Ok(h) = &done {
+            tracing::info!(memory = %name, bytes = h.bytes, "memory handed over");
+        }
+        done
+    }
+
+    /// Memory `name` taken over from the copy in `.memd/incoming/`
+    /// ([`moves::move_in`]).
+    pub fn take_over(&self, name: &str) -> Result<TakenOver> {
+        let root = self.under_root()?;
+        let name = tenant::canonical(name)?;
+        if root.leases.draining(&name) {
+            return Err(crate::Error::Busy {
+                what: format!("a handover of memory {name:?}"),
+                pid: None,
+            });
+        }
+        let done = moves::move_in(&root.dir, &name)?;
+        tracing::info!(memory = %name, "memory taken over");
+        Ok(done)
+    }
+
+    /// The memories this root handed over.
+    pub fn handed_over(&self) -> Vec<String> {
+        self.root_dir().map(moves::handed_over).unwrap_or_default()
+    }
+
+    /// Close memory `name` and wait until nothing holds it (its rows held
+    /// back committed, its lock given up); `Busy` past the drain's wait.
+    async fn close(&self, root: &Root, name: &str) -> Result<()> {
+        let opened = {
+            let mut open = root.open.lock().expect("not poisoned");
+            let held = open.held.remove(name).map(|(o, _)| o);
+            let alive = open.alive.remove(name).and_then(|w| w.upgrade());
+            held.or(alive)
+        };
+        let Some(o) = opened else {
+            return Ok(());
+        };
+        o.idle().await;
+        let opened = [Arc::downgrade(&o)];
+        let indexes: Vec<_> = o.index_if_open().iter().map(Arc::downgrade).collect();
+        drop(o);
+        match super::released(&opened, &indexes, moves::DRAIN_WAIT).await {
+            true => Ok(()),
+            false => Err(crate::Error::Busy {
+                what: format!("a task still holding memory {name:?}"),
+                pid: None,
+            }),
+        }
     }
 }
 

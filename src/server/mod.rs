@@ -41,6 +41,7 @@ pub(crate) mod guard;
 pub mod info;
 mod loops;
 pub mod memories;
+pub mod moves;
 pub(crate) mod openapi;
 mod page;
 pub mod shutdown;
@@ -135,7 +136,9 @@ pub async fn serve(
     let indexes = held.iter().filter_map(|o| o.index_if_open());
     let indexes: Vec<Weak<crate::index::Index>> = indexes.map(|i| Arc::downgrade(&i)).collect();
     drop((held, memories));
-    released(&opened, &indexes).await;
+    if !released(&opened, &indexes, RELEASE_WAIT).await {
+        tracing::warn!("a memory is still held {RELEASE_WAIT:?} after the daemon stopped");
+    }
     served.context("HTTP server")?;
     Ok(())
 }
@@ -149,18 +152,24 @@ const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Wait until nothing holds the memories a stopped daemon served, so that
 /// when [`serve`] returns their locks are free: the caller may serve
 /// them again at once (`memd bench search-path` does, in one process).
-async fn released(opened: &[Weak<Opened>], indexes: &[Weak<crate::index::Index>]) {
-    let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
+/// Also a handed-over memory ([`moves`]). False if something still holds
+/// one after `wait`.
+async fn released(
+    opened: &[Weak<Opened>],
+    indexes: &[Weak<crate::index::Index>],
+    wait: std::time::Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + wait;
     let held = || {
         opened.iter().any(|w| w.strong_count() > 0) || indexes.iter().any(|w| w.strong_count() > 0)
     };
     while held() {
         if tokio::time::Instant::now() > deadline {
-            tracing::warn!("a memory is still held {RELEASE_WAIT:?} after the daemon stopped");
-            return;
+            return false;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+    true
 }
 
 /// Fire `trigger` when `shutdown` resolves (or something else fired it).

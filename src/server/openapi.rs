@@ -264,6 +264,7 @@ fn memories() -> Value {
                 "properties": {"name": {"type": "string"}, "open": {"type": "boolean"}},
             }},
             "open": {"type": "integer"},
+            "moved": {"type": "array", "items": {"type": "string"}},
         },
     });
     operation(

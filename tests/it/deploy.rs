@@ -50,14 +50,15 @@ fn script(name: &str) -> Command {
 
 /// Whether HAProxy is installed; in CI its absence fails the test.
 fn haproxy_here() -> bool {
-    let found = Command::new("haproxy").arg("-v").output().is_ok();
+    let found = Command::new("haproxy").arg("-v").output().is_ok()
+        && Command::new("socat").arg("-V").output().is_ok();
     if !found {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI runs scripts/install-haproxy.sh: haproxy must be here"
+            "CI runs scripts/install-haproxy.sh: haproxy and socat must be here"
         );
         eprintln!(
-            "skipped: the deployment tests need Debian's haproxy (scripts/install-haproxy.sh)"
+            "skipped: the deployment tests need Debian's haproxy and socat (scripts/install-haproxy.sh)"
         );
     }
     found
@@ -163,16 +164,16 @@ fn spelled(name: &str, seed: u64) -> String {
         .collect()
 }
 
+/// Send `p` through HAProxy, with its key and the token.
+async fn send(http: &reqwest::Client, url: &str, p: &Post) -> reqwest::Result<reqwest::Response> {
+    let body = json!({"text": p.text, "key": p.key});
+    let to = format!("{url}/v1/m/{}/facts", p.path);
+    http.post(to).bearer_auth(TOKEN).json(&body).send().await
+}
+
 /// Post `p` through HAProxy; whether memd acknowledged it (a 200).
 async fn post(http: &reqwest::Client, url: &str, p: &Post) -> bool {
-    let body = json!({"text": p.text, "key": p.key});
-    let sent = http
-        .post(format!("{url}/v1/m/{}/facts", p.path))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await;
-    match sent {
+    match send(http, url, p).await {
         Ok(r) if r.status().is_success() => true,
         Ok(r) => {
             let status = r.status();
@@ -327,5 +328,171 @@ fn three_nodes_behind_haproxy_keep_every_acknowledged_fact_through_a_node_kill()
             let problems = report["problems"].as_array().unwrap();
             assert!(problems.is_empty(), "{name}: {report}");
         }
+    });
+}
+
+impl Deployment {
+    /// `deploy/move.sh` moves memory `name` to node `to`; its report.
+    fn move_memory(&self, name: &str, to: usize) -> Value {
+        let out = script("move.sh")
+            .arg(self.state.path())
+            .arg(name)
+            .arg(to.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "deploy/move.sh {name} {to}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// What the writers of the move test saw.
+#[derive(Default)]
+struct Seen {
+    acked: std::sync::Mutex<Vec<Post>>,
+    /// Posts a node refused because their memory was moving or moved.
+    moved: AtomicUsize,
+}
+
+/// Post `p` until memd acknowledges it (the same key each time), counting
+/// refusals of a moving memory in `seen`.
+async fn post_until_acked(http: &reqwest::Client, url: &str, p: &Post, seen: &Seen) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = send(http, url, p).await {
+            let status = r.status();
+            if status.is_success() {
+                seen.acked.lock().unwrap().push(p.clone());
+                return;
+            }
+            let retry = r.headers().get("retry-after").is_some();
+            let v: Value = r.json().await.unwrap_or_default();
+            assert_eq!(status, 503, "{}: {v}", p.key);
+            assert!(retry && v["kind"] == "busy", "{v}");
+            if v["error"].as_str().unwrap_or("").contains("moved") {
+                seen.moved.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        assert!(Instant::now() < deadline, "{} never acknowledged", p.key);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Three nodes behind HAProxy, 200 memories, 100 of them moved by
+/// `deploy/move.sh` to another node (20 of those on to the third) while
+/// 8 clients write: four of them to the memory being moved at that
+/// moment, four to all of them. Every acknowledged fact is afterwards in
+/// its memory's archive exactly once, on the one node that holds it and
+/// that HAProxy sends it to (its `check`, through HAProxy, counts every
+/// fact and finds no problem); no node keeps a handed-over copy, and the
+/// writers met memories being moved (refused with nothing written, then
+/// acknowledged at the new node).
+#[test]
+fn a_hundred_memories_move_between_nodes_while_eight_clients_write_and_lose_nothing() {
+    let Some(d) = up(3) else { return };
+    let names: Vec<String> = (0..200).map(|i| format!("mover-{i:03}")).collect();
+    let seen = Arc::new(Seen::default());
+    run(async {
+        let http = reqwest::Client::new();
+        for (i, name) in names.iter().enumerate() {
+            let p = Post {
+                name: name.clone(),
+                path: name.clone(),
+                text: format!("Memory {name} was made"),
+                key: format!("made-{i}"),
+            };
+            post_until_acked(&http, &d.url, &p, &seen).await;
+        }
+    });
+    let hot = Arc::new(std::sync::Mutex::new(names[0].clone()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..8u64)
+        .map(|c| {
+            let (url, names, seen) = (d.url.clone(), names.clone(), seen.clone());
+            let (hot, done) = (hot.clone(), done.clone());
+            std::thread::spawn(move || {
+                run(async move {
+                    let http = reqwest::Client::new();
+                    let mut i = 0u64;
+                    while !done.load(Ordering::Acquire) || i < 20 {
+                        let name = match c < 4 {
+                            true => hot.lock().unwrap().clone(),
+                            false => names[((i * 8 + c) % 200) as usize].clone(),
+                        };
+                        let p = Post {
+                            path: spelled(&name, c * 1_000_003 + i),
+                            text: format!("Client {c} wrote note {i} to {name}"),
+                            key: format!("c{c}-{i}"),
+                            name,
+                        };
+                        post_until_acked(&http, &url, &p, &seen).await;
+                        i += 1;
+                    }
+                })
+            })
+        })
+        .collect();
+    let mut placed: HashMap<String, usize> =
+        d.placement().into_iter().map(|(n, k)| (n, k[0])).collect();
+    let mut moves = Vec::new();
+    for m in 0..120 {
+        // 100 memories, the first 20 of them twice (on to the third node).
+        let name = &names[(m % 100) * 2];
+        *hot.lock().unwrap() = name.clone();
+        std::thread::sleep(Duration::from_millis(20));
+        let to = placed[name] % 3 + 1;
+        let report = d.move_memory(name, to);
+        assert_eq!(report["from"], placed[name], "{report}");
+        placed.insert(name.clone(), to);
+        moves.push(report);
+    }
+    done.store(true, Ordering::Release);
+    for c in clients {
+        c.join().unwrap();
+    }
+    eprintln!(
+        "moves: {}",
+        moves
+            .iter()
+            .map(|m| format!("{}ms/{}B", m["ms"], m["bytes"]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let refused = seen.moved.load(Ordering::Relaxed);
+    assert!(refused > 0, "no write met a memory being moved");
+
+    let on_disk = d.placement();
+    assert_eq!(on_disk.len(), 200);
+    let acked = seen.acked.lock().unwrap();
+    for (name, nodes) in &on_disk {
+        assert_eq!(nodes, &vec![placed[name]], "{name}");
+        let texts = said(&d.node_root(nodes[0]).join(name));
+        let mine: Vec<&Post> = acked.iter().filter(|p| &p.name == name).collect();
+        for p in &mine {
+            assert_eq!(texts.get(&p.text), Some(&1), "{name}: {:?}", p.text);
+        }
+        assert_eq!(texts.values().sum::<usize>(), mine.len(), "{name}");
+    }
+    for k in 1..=3 {
+        let outgoing = d.node_root(k).join(".memd/outgoing");
+        let left = std::fs::read_dir(&outgoing).map_or(0, |r| r.count());
+        assert_eq!(left, 0, "node {k} kept handed-over copies");
+    }
+    run(async {
+        let http = reqwest::Client::new();
+        for name in on_disk.keys() {
+            let url = format!("{}/v1/m/{name}/check", d.url);
+            let r = http.post(url).bearer_auth(TOKEN).json(&json!({}));
+            let report: Value = r.send().await.unwrap().json().await.unwrap();
+            let facts = acked.iter().filter(|p| &p.name == name).count();
+            assert_eq!(report["facts"], facts, "{name}: {report}");
+            assert!(
+                report["problems"].as_array().unwrap().is_empty(),
+                "{name}: {report}"
+            );
+        }
+        // A client cannot move a memory through HAProxy.
+        let url = format!("{}/v1/handover/{}", d.url, names[0]);
+        let r = http.post(url).bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(r.status(), 403);
     });
 }

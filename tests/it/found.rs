@@ -614,3 +614,33 @@ fn a_broken_line_written_again_after_its_erasure_is_reported_as_said_again() {
         HandGarbage,
     ]);
 }
+
+/// Minimal sequence (seed 7182746870018242591, a soak of the deleted
+/// `consolidated/` rule): two facts consolidated, one entry edited and
+/// forgotten, `consolidated/` deleted by hand, a take-back of the forget
+/// that failed (the tombstones unwritable), the other entry forgotten,
+/// then a run: an entry in the file that a tombstone names.
+#[test]
+fn facts_decided_again_after_consolidated_is_deleted_come_back_in_no_forgotten_entry() {
+    use crate::random::{Action::*, Blocked, Via};
+    crate::random::replay(&[
+        add_here(0, false),
+        add_here(19, false),
+        ForgetMatch { text: 3 },
+        run_built_in(),
+        EditEntry {
+            via: Via::Here,
+            pick: 12,
+            text: 2,
+            pin: false,
+        },
+        ForgetEntry { pick: 14 },
+        HandDeleteConsolidated,
+        Unwritable {
+            file: Blocked::Tombstones,
+            then: Box::new(UndoForget { pick: 0 }),
+        },
+        ForgetEntry { pick: 0 },
+        run_built_in(),
+    ]);
+}

@@ -305,43 +305,14 @@ fn check_fix_on_an_open_memory_rebuilds_its_index_in_place() {
 #[test]
 fn a_daemon_killed_while_making_a_memory_leaves_none_half_made() {
     let root = root_dir();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    // Killed when dropped, should the test fail before it kills it.
-    let mut daemon = Daemon {
-        child: std::process::Command::new(memd_bin())
-            .args(["serve", "--root"])
-            .arg(root.path())
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("MEMD_PAUSE_AT", "memory-created")
-            .env_remove("MEMD_TOKEN")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-        base: base.clone(),
-    };
-    wait_until("the daemon answers", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
+    let (mut daemon, _) = paused_root_daemon(root.path(), "memory-created");
     let body = json!({ "text": "Alice keeps bees" }).to_string();
-    // Never answered: the daemon is killed while it holds the request.
-    let poster = std::thread::spawn(move || {
-        let json = ["Content-Type: application/json"];
-        raw_status(&base, "POST", "/v1/m/alice/facts", &json, &body)
-    });
-    let marker = root.path().join(".memd/paused-at-memory-created");
-    wait_until("the daemon pauses making alice", || {
-        assert!(!poster.is_finished(), "the post was answered: no pause");
-        marker.exists()
-    });
-    daemon.child.kill().unwrap();
-    daemon.child.wait().unwrap();
-    let _ = poster.join();
+    kill_at(
+        &mut daemon,
+        root.path(),
+        ("/v1/m/alice/facts", &body),
+        "memory-created",
+    );
     assert!(
         !memd::Layout::is_memory(&root.path().join("alice")),
         "half made"
@@ -367,4 +338,298 @@ fn a_daemon_killed_while_making_a_memory_leaves_none_half_made() {
     assert!(left.is_empty(), "left behind: {left:?}");
     d.stop();
     assert_checks_clean(&root.path().join("alice"), "a memory made after a kill");
+}
+
+/// `dir` copied whole to `to`, as an operator copies a handed-over memory.
+fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        match e.file_type().unwrap().is_dir() {
+            true => copy_dir(&e.path(), &to.join(e.file_name())),
+            false => {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+}
+
+/// A write to memory `name` of the daemon at `base`: its status, its
+/// `Retry-After` and its body.
+fn write_to(base: &str, name: &str, text: &str) -> (u16, Option<String>, serde_json::Value) {
+    run(async {
+        let r = reqwest::Client::new()
+            .post(format!("{base}/v1/m/{name}/facts"))
+            .bearer_auth("daemon-token")
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .unwrap();
+        let retry = r
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        (r.status().as_u16(), retry, r.json().await.unwrap())
+    })
+}
+
+fn root_with_slow_llm(llm: &str) -> tempfile::TempDir {
+    let root = root_dir();
+    let toml = root.path().join("memd.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("request = \"ops\"\nmin_similarity = 0.0\n");
+    text.push_str(&format!(
+        "[llm]\nbase_url = \"{llm}\"\nmodel = \"scripted\"\nmax_attempts = 1\ntimeout_seconds = 30\n"
+    ));
+    std::fs::write(&toml, text).unwrap();
+    root
+}
+
+/// A handover (`POST /v1/handover/NAME`, deploy/move.sh's first step)
+/// waits for the request in flight on its memory (a consolidation waiting
+/// 3 s on the LLM), and refuses new ones meanwhile: 503, `Retry-After`,
+/// `kind: "busy"`, nothing written. After it the node refuses the memory
+/// for good, after a restart too, and a write does not make it anew; its
+/// files, the run's entries among them, wait in `.memd/outgoing/`. Another
+/// root takes it over from a copy and serves every fact and entry. A
+/// memory's own token opens neither operator route. A directory put back
+/// while the mark stands is a problem for `memd check`, and a takeover
+/// where it is serves it again.
+#[test]
+fn a_handover_drains_its_memory_and_its_node_refuses_it_until_a_takeover() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let llm = rt.block_on(scripted(|_, body| {
+        Reply::Slow(Duration::from_secs(3), add_every_fact(body))
+    }));
+    let root = root_with_slow_llm(&llm.url);
+    let mut opts = open_options(8);
+    opts.token = Some("daemon-token".into());
+    opts.tokens.insert("alice".into(), "alice-token".into());
+    let d = start_root(root.path(), opts.clone());
+    let admin = Http::at(&d.base, Some("daemon-token"));
+    let facts = json!({"texts": ["Alice keeps bees", "Alice rows on Sundays"]});
+    assert_eq!(admin.post("/v1/m/alice/facts", facts.to_string()).0, 200);
+
+    let base = d.base.clone();
+    let run_started = std::time::Instant::now();
+    let consolidation = std::thread::spawn(move || {
+        let admin = Http::at(&base, Some("daemon-token"));
+        let r = admin.post(
+            "/v1/m/alice/consolidate",
+            json!({"force": true}).to_string(),
+        );
+        (r, std::time::Instant::now())
+    });
+    wait_until("the run asked the LLM", || {
+        !llm.requests.lock().unwrap().is_empty()
+    });
+    let base = d.base.clone();
+    let handover = std::thread::spawn(move || {
+        let r = Http::at(&base, Some("daemon-token")).post("/v1/handover/alice", "");
+        (r, std::time::Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, retry, body) = write_to(&d.base, "alice", "Alice moved her hives");
+    assert_eq!((code, retry.as_deref()), (503, Some("1")), "{body}");
+    assert_eq!(body["kind"], "busy", "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("being moved"),
+        "{body}"
+    );
+    let (ran, ran_at) = consolidation.join().unwrap();
+    let (handed, handed_at) = handover.join().unwrap();
+    assert_eq!(
+        (ran.0, &ran.1["applied"]["add"]),
+        (200, &json!(2)),
+        "{ran:?}"
+    );
+    assert_eq!(handed.0, 200, "{handed:?}");
+    assert!(handed_at >= ran_at && ran_at - run_started >= Duration::from_secs(3));
+    assert_eq!(handed.1["held"], true, "{handed:?}");
+    assert!(handed.1["bytes"].as_u64().unwrap() > 0, "{handed:?}");
+
+    let outgoing = root.path().join(".memd/outgoing/alice");
+    let entries = |dir: &std::path::Path| {
+        let doc = memd::entries::Document::read(&dir.join("consolidated/memory.md")).unwrap();
+        doc.entries().count()
+    };
+    assert_eq!(
+        entries(&outgoing),
+        2,
+        "the run in flight wrote before the handover"
+    );
+    let (code, _, body) = write_to(&d.base, "alice", "Alice moved her hives");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("was moved"),
+        "{body}"
+    );
+    assert!(!root.path().join("alice").exists(), "a write made it anew");
+    let (_, list) = admin.get("/v1/memories");
+    assert_eq!(list["moved"], json!(["alice"]), "{list}");
+    let alice = Http::at(&d.base, Some("alice-token"));
+    assert_eq!(alice.post("/v1/handover/alice", "").0, 401);
+    assert_eq!(alice.post("/v1/takeover/alice", "").0, 401);
+    d.stop();
+    let d = start_root(root.path(), opts.clone());
+    let admin = Http::at(&d.base, Some("daemon-token"));
+    assert_eq!(write_to(&d.base, "alice", "Alice moved her hives").0, 503);
+
+    // Another node takes it over from a copy.
+    let other = root_with_slow_llm(&llm.url);
+    let d2 = start_root(other.path(), opts.clone());
+    let admin2 = Http::at(&d2.base, Some("daemon-token"));
+    assert_eq!(admin2.post("/v1/takeover/alice", "").0, 404, "no copy yet");
+    copy_dir(&outgoing, &other.path().join(".memd/incoming/alice"));
+    let (code, taken) = admin2.post("/v1/takeover/alice", "");
+    assert_eq!((code, &taken["moved_in"]), (200, &json!(true)), "{taken}");
+    assert_eq!(write_to(&d2.base, "alice", "Alice moved her hives").0, 200);
+    let (_, status) = admin2.get("/v1/m/alice/status");
+    assert_eq!(
+        (status["facts"].as_u64(), status["entries"].as_u64()),
+        (Some(3), Some(2)),
+        "{status}"
+    );
+    d2.stop();
+
+    // The copy put back where the mark stands: refused, and said by check;
+    // a takeover there lifts the mark.
+    copy_dir(&outgoing, &root.path().join("alice"));
+    std::fs::remove_dir_all(&outgoing).unwrap();
+    let out = memd(&root.path().join("alice"), &["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<&str> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["handed_over"], "{report}");
+    assert_eq!(write_to(&d.base, "alice", "Alice moved her hives").0, 503);
+    let (code, taken) = admin.post("/v1/takeover/alice", "");
+    assert_eq!((code, &taken["moved_in"]), (200, &json!(false)), "{taken}");
+    assert_eq!(write_to(&d.base, "alice", "Alice moved her hives").0, 200);
+    d.stop();
+    assert_checks_clean(&root.path().join("alice"), "taken back");
+}
+
+/// `memd serve --root` over `root`, stopping for good at failpoint `step`
+/// (killed when dropped, should a test fail before it kills it); its
+/// port.
+fn paused_root_daemon(root: &std::path::Path, step: &str) -> (Daemon, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let daemon = Daemon {
+        child: std::process::Command::new(memd_bin())
+            .args(["serve", "--root"])
+            .arg(root)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("MEMD_PAUSE_AT", step)
+            .env_remove("MEMD_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    wait_until("the daemon answers", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    (daemon, port)
+}
+
+/// Post `body` (JSON, or nothing) to `path` of the paused daemon `d`,
+/// which stops at `step` while it holds the request (never answered);
+/// then SIGKILL it there.
+fn kill_at(d: &mut Daemon, root: &std::path::Path, (path, body): (&str, &str), step: &str) {
+    let (base, path, body) = (d.base.clone(), path.to_string(), body.to_string());
+    let poster = std::thread::spawn(move || {
+        let json: &[&str] = match body.is_empty() {
+            true => &[],
+            false => &["Content-Type: application/json"],
+        };
+        raw_status(&base, "POST", &path, json, &body)
+    });
+    let marker = root.join(format!(".memd/paused-at-{step}"));
+    wait_until("the daemon pauses", || {
+        assert!(!poster.is_finished(), "answered: no pause");
+        marker.exists()
+    });
+    d.child.kill().unwrap();
+    d.child.wait().unwrap();
+    let _ = poster.join();
+    std::fs::remove_file(marker).unwrap();
+}
+
+/// The problems `memd check` finds in memory `dir`, by kind.
+fn problem_kinds(dir: &std::path::Path) -> Vec<String> {
+    let out = memd(dir, &["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = report["problems"].as_array().unwrap();
+    problems
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A daemon SIGKILLed in the middle of a handover (its mark written, the
+/// directory not yet moved out) or of a takeover (the copy moved in, the
+/// mark of an earlier move away not yet lifted) leaves the memory refused
+/// where it is, and said by `memd check`; the same route sent again
+/// finishes the step, and no fact is lost.
+#[test]
+fn a_move_killed_midway_leaves_its_memory_refused_and_the_same_step_again_finishes_it() {
+    let bees = json!({ "text": "Alice keeps bees" }).to_string();
+    // Killed in the handover.
+    let a = root_dir();
+    let (mut daemon, _) = paused_root_daemon(a.path(), "handover-marked");
+    assert_eq!(
+        Http::at(&daemon.base, None)
+            .post("/v1/m/alice/facts", bees)
+            .0,
+        200
+    );
+    kill_at(
+        &mut daemon,
+        a.path(),
+        ("/v1/handover/alice", ""),
+        "handover-marked",
+    );
+    let d = start_root(a.path(), open_options(4));
+    let c = Http::at(&d.base, None);
+    let hives = json!({ "text": "Alice moved her hives" }).to_string();
+    assert_eq!(c.post("/v1/m/alice/facts", hives.clone()).0, 503);
+    assert_eq!(problem_kinds(&a.path().join("alice")), ["handed_over"]);
+    let (code, handed) = c.post("/v1/handover/alice", "");
+    assert_eq!((code, &handed["held"]), (200, &json!(true)), "{handed}");
+    assert!(!a.path().join("alice").exists());
+    d.stop();
+    let outgoing = a.path().join(".memd/outgoing/alice");
+
+    // Killed in the takeover, on a node alice once moved away from.
+    let b = root_dir();
+    let (mut daemon, _) = paused_root_daemon(b.path(), "takeover-moved-in");
+    let (code, marked) = Http::at(&daemon.base, None).post("/v1/handover/alice", "");
+    assert_eq!((code, &marked["held"]), (200, &json!(false)), "{marked}");
+    copy_dir(&outgoing, &b.path().join(".memd/incoming/alice"));
+    kill_at(
+        &mut daemon,
+        b.path(),
+        ("/v1/takeover/alice", ""),
+        "takeover-moved-in",
+    );
+    let d = start_root(b.path(), open_options(4));
+    let c = Http::at(&d.base, None);
+    assert_eq!(c.post("/v1/m/alice/facts", hives.clone()).0, 503);
+    assert_eq!(problem_kinds(&b.path().join("alice")), ["handed_over"]);
+    let (code, taken) = c.post("/v1/takeover/alice", "");
+    assert_eq!((code, &taken["moved_in"]), (200, &json!(false)), "{taken}");
+    assert_eq!(c.post("/v1/m/alice/facts", hives).0, 200);
+    let (_, status) = c.get("/v1/m/alice/status");
+    assert_eq!(status["facts"], 2, "{status}");
+    d.stop();
+    assert_checks_clean(&b.path().join("alice"), "a takeover finished after a kill");
 }

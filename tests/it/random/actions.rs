@@ -100,6 +100,11 @@ pub enum Action {
     /// the next run decides them anew. Not in the two-copy mode, whose
     /// oracle takes a deletion there for the other copy's hand deletions.
     HandDeleteConsolidated,
+    /// The memory moved to another node's root as `deploy/move.sh` moves
+    /// it, on the files (`memd::server::moves`): handed over, copied with
+    /// `cp -a`, taken over; the daemon and this process's hold follow it.
+    /// Not in the two-copy mode, whose git remote names the old place.
+    Move,
     /// The index's words file tampered with by hand (deleted, a byte
     /// flipped, cut short, or a copy kept at an earlier step put back),
     /// then a query searched through a handle opened afresh (which reads
@@ -251,6 +256,7 @@ impl Action {
             Action::HandWriteEntry { .. } => "hand: write an entry",
             Action::HandEditCore => "hand: edit MEMORY.md",
             Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
+            Action::Move => "move to another node's root",
             Action::HandWords { .. } => {
                 "hand: the index's words file, then a fresh handle searches"
             }
@@ -384,6 +390,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => any::<u8>().prop_map(|text| Action::HandWriteEntry { text }),
         1 => Just(Action::HandEditCore),
         1 => Just(Action::HandDeleteConsolidated),
+        1 => Just(Action::Move),
         2 => (0u8..4, any::<u8>()).prop_map(|(how, text)| Action::HandWords { how, text }),
         7 => (judge, any::<bool>()).prop_map(|(judge, force)| Action::Consolidate { judge, force }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetEntry { pick }),

@@ -62,12 +62,17 @@ impl Drop for World {
     }
 }
 
+/// The memory's name in the root of the node that serves it.
+const MEMORY: &str = "memory";
+
 const CONFIG: &str = "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\nmin_similarity = 0.0\ninterval_seconds = 3600\nrequest = \"ops\"\nmax_retries = 0\n";
 
 impl World {
     pub fn new() -> World {
         let tmp = tempfile::tempdir().unwrap();
-        let layout = memd::memory::init(tmp.path()).unwrap();
+        // A memory of a root, as a node serves it: [`Action::Move`] moves
+        // it to the other.
+        let layout = memd::memory::init(&tmp.path().join("node1").join(MEMORY)).unwrap();
         std::fs::write(layout.config_file(), CONFIG).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -156,6 +161,8 @@ impl World {
             Action::HandEditCore => self.hand_core(),
             Action::HandDeleteConsolidated if self.paired => Ok(()),
             Action::HandDeleteConsolidated => self.hand_delete_consolidated(),
+            Action::Move if self.paired => Ok(()),
+            Action::Move => self.move_memory(),
             Action::Consolidate { judge, force } => self.consolidate(*judge, *force),
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
@@ -1213,6 +1220,52 @@ impl World {
         // when it is gone.
         let memory = memd::Memory::open(&self.layout.root)?;
         self.held = Arc::new(Lazy::new(memory));
+        Ok(())
+    }
+
+    /// [`Action::Move`], as `deploy/move.sh` moves a memory between nodes:
+    /// the daemon stopped (the node's requests end, as a handover's drain
+    /// waits for them), this process's hold let go (its rows held back
+    /// committed); handed over, copied to the other root's
+    /// `.memd/incoming/` with `cp -a`, taken over there, the handed-over
+    /// copy deleted; then the daemon and this process's hold serve it at
+    /// its new place. The old root refuses it and keeps nothing of it.
+    fn move_memory(&mut self) -> anyhow::Result<()> {
+        use memd::request::Holder;
+        use memd::server::moves;
+        let daemon = self.daemon.is_some();
+        self.daemon_stop(false)?;
+        self.rt.block_on(self.held.idle());
+        let from = self.layout.root.parent().unwrap().to_path_buf();
+        let to = from.with_file_name(match from.ends_with("node1") {
+            true => "node2",
+            false => "node1",
+        });
+        self.held = Arc::new(Lazy::new(memd::Memory::open(&self.layout.root)?));
+        let handed = moves::move_out(&from, MEMORY)?;
+        anyhow::ensure!(handed.held && handed.files > 0, "{handed:?}");
+        let incoming = to.join(moves::INCOMING);
+        std::fs::create_dir_all(&incoming)?;
+        let outgoing = from.join(moves::OUTGOING).join(MEMORY);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(&outgoing)
+            .arg(incoming.join(MEMORY))
+            .status()?;
+        anyhow::ensure!(copied.success(), "cp -a: {copied}");
+        anyhow::ensure!(moves::move_in(&to, MEMORY)?.moved_in, "nothing moved in");
+        std::fs::remove_dir_all(&outgoing)?;
+        let refused = moves::refuse_handed_over(&from, MEMORY);
+        anyhow::ensure!(
+            refused.is_err_and(|e| e.is_moved()),
+            "the old root serves it"
+        );
+        anyhow::ensure!(!from.join(MEMORY).exists(), "the old root keeps it");
+        self.layout = memd::Layout::open(to.join(MEMORY))?;
+        self.held = Arc::new(Lazy::new(memd::Memory::open(&self.layout.root)?));
+        if daemon {
+            self.daemon_start()?;
+        }
         Ok(())
     }
 
