@@ -6,11 +6,20 @@ operation of the API (see :mod:`memd._api`, where each is described once).
 --root DIR`` (its routes are ``/v1/m/NAME/…``); without it, the one memory
 of ``memd serve`` (``/v1/…``). ``token`` is sent as ``Authorization:
 Bearer`` (the daemon's ``MEMD_TOKEN``, or a memory's own token).
+
+A ``503`` reply of kind ``busy`` says nothing was done: the memory is
+being moved to another node (deploy/README.md), or its node is
+restarting. The client sends the same request again after the reply's
+``Retry-After`` (at most :data:`MAX_RETRY_AFTER` seconds), ``retries``
+times (default :data:`RETRIES`), then raises :class:`BusyError`. A write
+sent with a ``key`` is written once whatever happens.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -29,6 +38,11 @@ H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 DEFAULT_URL = "http://127.0.0.1:7437"
 DEFAULT_TIMEOUT = 120.0
 """Seconds; a consolidation waiting on an LLM can take a while."""
+RETRIES = 5
+"""Times a request refused with nothing done (``503``, kind ``busy``) is
+sent again."""
+MAX_RETRY_AFTER = 5.0
+"""The longest wait, in seconds, before sending such a request again."""
 
 
 class _Base(Generic[H]):
@@ -48,8 +62,10 @@ class _Base(Generic[H]):
         memory: str | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         http: H | None = None,
+        retries: int = RETRIES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.retries = retries
         self.token = token
         self.memory = memory
         self.timeout = timeout
@@ -80,6 +96,25 @@ def _reply(call: Call[T], response: httpx.Response) -> T:
     return call.read(response)
 
 
+def _again_after(response: httpx.Response) -> float | None:
+    """Seconds to wait before sending a request again that memd (or the
+    load balancer in front of it) refused with nothing done; ``None`` when
+    the reply is not such a refusal."""
+    if response.status_code != 503:
+        return None
+    try:
+        kind = response.json().get("kind")
+    except (ValueError, AttributeError):
+        return None
+    if kind != "busy":
+        return None
+    try:
+        wait = float(response.headers.get("retry-after", "1"))
+    except ValueError:
+        wait = 1.0
+    return min(max(wait, 0.0), MAX_RETRY_AFTER)
+
+
 def _unreachable(e: httpx.TransportError) -> TransportError:
     return TransportError(f"no reply from memd: {e}")
 
@@ -96,10 +131,15 @@ class Client(_Base[httpx.Client], Operations):
 
     def send(self, call: Call[T]) -> T:
         """Send one call and read its reply (what every method does)."""
-        try:
-            response = self._http.send(self._request(call))
-        except httpx.TransportError as e:
-            raise _unreachable(e) from e
+        for tried in range(self.retries + 1):
+            try:
+                response = self._http.send(self._request(call))
+            except httpx.TransportError as e:
+                raise _unreachable(e) from e
+            wait = _again_after(response)
+            if wait is None or tried == self.retries:
+                break
+            time.sleep(wait)
         return _reply(call, response)
 
     def _bind(self, endpoint: Endpoint[Any, T]) -> Callable[..., T]:
@@ -139,10 +179,15 @@ class AsyncClient(_Base[httpx.AsyncClient], Operations):
 
     async def send(self, call: Call[T]) -> T:
         """Send one call and read its reply (what every method does)."""
-        try:
-            response = await self._http.send(self._request(call))
-        except httpx.TransportError as e:
-            raise _unreachable(e) from e
+        for tried in range(self.retries + 1):
+            try:
+                response = await self._http.send(self._request(call))
+            except httpx.TransportError as e:
+                raise _unreachable(e) from e
+            wait = _again_after(response)
+            if wait is None or tried == self.retries:
+                break
+            await asyncio.sleep(wait)
         return _reply(call, response)
 
     def _bind(self, endpoint: Endpoint[Any, T]) -> Callable[..., Awaitable[T]]:

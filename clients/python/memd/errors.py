@@ -58,7 +58,9 @@ class InvalidError(MemdError):
 
 
 class BusyError(MemdError):
-    """Another run holds the lock (409, kind ``busy``): try again later."""
+    """Another run holds the lock (409, kind ``busy``), or the memory is
+    being moved to another node (503, kind ``busy``, after the client's own
+    retries): nothing was done; try again later."""
 
 
 class AuthError(MemdError):
@@ -81,6 +83,7 @@ _BY_STATUS: dict[int, type[MemdError]] = {
     403: AuthError,
     404: NotFoundError,
     409: BusyError,
+    503: BusyError,
     413: InvalidError,
     415: InvalidError,
     422: InvalidError,

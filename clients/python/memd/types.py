@@ -575,7 +575,9 @@ class MemoryInfo(Model):
 
 @dataclass(frozen=True, kw_only=True)
 class Memories(Model):
-    """The memories under a root, and how many are open."""
+    """The memories under a root, how many are open, and the names this
+    root handed over to another node (``moved``)."""
 
     memories: list[MemoryInfo] = field(default_factory=list)
     open: int = 0
+    moved: list[str] = field(default_factory=list)

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from memd import AuthError, InvalidError, NotFoundError
+from memd import AuthError, BusyError, InvalidError, NotFoundError
 
 from .conftest import Daemon, make_client, serving
 
@@ -91,3 +95,48 @@ def test_a_memorys_own_token(flavor: str, root: Daemon) -> None:
     assert elsewhere.add("Erin's memory takes no token").facts[0].written
     for c in (carol, stranger, elsewhere):
         c.close()
+
+
+def test_a_write_to_a_memory_being_moved_lands_once_it_is_served_again(
+    flavor: str, tmp_path: Path
+) -> None:
+    """A memory handed over to another node (``POST /v1/handover/NAME``)
+    answers 503 with nothing done until it is served again (here: taken
+    back by the same node 1.5 s later, as another node takes it over); the
+    client sends the write again after each ``Retry-After`` and it lands
+    once. With no retries left, the refusal is a :class:`BusyError`."""
+    where = tmp_path / "memories"
+    where.mkdir()
+    with serving(where, "--root") as d:
+        mover = make_client(flavor, d.url, memory="mover")
+        mover.add("Alice keeps bees")
+        outgoing = where / ".memd" / "outgoing" / "mover"
+        incoming = where / ".memd" / "incoming" / "mover"
+
+        def handover() -> None:
+            httpx.post(f"{d.url}/v1/handover/mover", timeout=30).raise_for_status()
+
+        def take_back() -> None:
+            time.sleep(1.5)
+            shutil.copytree(outgoing, incoming, symlinks=True)
+            shutil.rmtree(outgoing)
+            httpx.post(f"{d.url}/v1/takeover/mover", timeout=30).raise_for_status()
+
+        handover()
+        back = threading.Thread(target=take_back)
+        back.start()
+        started = time.monotonic()
+        added = mover.add("Alice moved her hives", key="hives")
+        back.join()
+        assert added.facts[0].written
+        assert time.monotonic() - started >= 1.0
+        texts = [h.text for h in mover.search("hives bees", min_score=0).hits]
+        assert sorted(texts) == ["Alice keeps bees", "Alice moved her hives"]
+
+        handover()
+        impatient = make_client(flavor, d.url, memory="mover", retries=0)
+        with pytest.raises(BusyError) as caught:
+            impatient.add("Alice sold her hives")
+        assert (caught.value.status, caught.value.kind) == (503, "busy")
+        mover.close()
+        impatient.close()
