@@ -40,7 +40,9 @@
 //! A death before the new text lands leaves UNDO records for a change the
 //! file does not have: running the same undo again makes it (an entry
 //! already as it should be is left as it is). Meanwhile nothing is lost:
-//! the facts the undo would release are still in their entries.
+//! the facts the undo would release are still in their entries, which are
+//! live as the file says (the next run journals them adopted again, so a
+//! person who then deletes one by hand has deleted an entry).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

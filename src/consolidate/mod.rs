@@ -343,19 +343,23 @@ fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()
         if records.iter().any(|r| r.entry == m.id.as_str()) {
             continue;
         }
-        // One the journal took away (a forget that did not finish) is
-        // `memd check`'s to report, not this run's to take back.
+        // One the journal took away by a forget that did not finish (a
+        // tombstone names it) is `memd check`'s to report, not this run's
+        // to take back. One it took away with nothing keeping it out is
+        // in the file all the same (an undo killed before its new text
+        // landed, or an entry a person wrote back): live, as the file says,
+        // so adopted again, and a later deletion of it by hand is one.
         let l = known.get(&m.id);
-        if l.is_some_and(|l| !l.alive) {
+        if l.is_some_and(|l| !l.alive) && stones.names_entry(m.id.as_str()) {
             continue;
         }
         let unknown: Vec<_> = m
             .sources
             .iter()
-            .filter(|s| !l.is_some_and(|l| l.sources.contains(s)))
+            .filter(|s| !l.is_some_and(|l| l.alive && l.sources.contains(s)))
             .cloned()
             .collect();
-        if l.is_some() && unknown.is_empty() {
+        if l.is_some_and(|l| l.alive) && unknown.is_empty() {
             continue;
         }
         let mut r = stamp.record(journal::Op::Adopt, m.id.as_str());

@@ -644,3 +644,28 @@ fn facts_decided_again_after_consolidated_is_deleted_come_back_in_no_forgotten_e
         run_built_in(),
     ]);
 }
+
+/// Minimal sequence (seed 11387368768937667941): facts remembered through
+/// MCP and the server SIGKILLed, a run that failed on an unwritable
+/// journal and then ran, an undo and a run each SIGKILLed, then an entry
+/// deleted by hand: a MEMORY.md line naming an entry that is not live.
+#[test]
+fn an_entry_deleted_by_hand_after_killed_runs_leaves_no_memory_md_line_a_problem() {
+    use crate::random::{Action::*, Blocked, Killed};
+    crate::random::replay(&[
+        AddMcpKilled { text: 0 },
+        Unwritable {
+            file: Blocked::Journal,
+            then: Box::new(run_built_in()),
+        },
+        Kill {
+            step: 0,
+            what: Killed::Undo,
+        },
+        Kill {
+            step: 94,
+            what: Killed::Consolidate,
+        },
+        HandDeleteEntry { pick: 0 },
+    ]);
+}
