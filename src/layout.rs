@@ -27,6 +27,13 @@ pub mod rel {
     /// Under a root (not a memory): one ledger per memory,
     /// `.memd/usage/NAME.jsonl`, out of every tenant's reach.
     pub const TENANT_LEDGERS: &str = ".memd/usage";
+    /// Under a root: the marks of the memories it handed over to another
+    /// node, `.memd/moved/NAME` ([`crate::server::moves`]).
+    pub const HANDED_OVER: &str = ".memd/moved";
+    /// Under a root: a handed-over memory waiting to be copied.
+    pub const OUTGOING: &str = ".memd/outgoing";
+    /// Under a root: the copy an operator puts there for a takeover.
+    pub const INCOMING: &str = ".memd/incoming";
     pub const STATE: &str = ".consolidation_state.json";
     pub const RUNTIME: &str = ".memd";
     pub const INDEX: &str = ".memd/index";

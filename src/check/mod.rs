@@ -166,15 +166,16 @@ pub async fn run(layout: &Layout) -> Result<Report> {
 }
 
 /// A memory of a root is served by its node unless the root handed it
-/// over to another node ([`crate::server::moves`]): a directory still here
-/// with that mark is refused by its node, its facts found by no search.
+/// over to another node (`crate::server::moves`, whose mark is
+/// `ROOT/.memd/moved/NAME`): a directory still here with that mark is
+/// refused by its node, its facts found by no search.
 fn handed_over(layout: &Layout, report: &mut Report) {
     let root = layout.root.parent();
     let name = layout.root.file_name().and_then(|n| n.to_str());
     let (Some(root), Some(name)) = (root, name) else {
         return;
     };
-    let mark = crate::server::moves::mark(root, &name.to_ascii_lowercase());
+    let mark = root.join(rel::HANDED_OVER).join(name.to_ascii_lowercase());
     if mark.exists() {
         let what = format!(
             "{} says this memory was handed over to another node, yet it is still here, and its node refuses it: a move stopped midway; run it again (deploy/move.sh), or take the memory back where it is (POST /v1/takeover/{name} on its node)",

@@ -51,12 +51,8 @@ use serde::Serialize;
 use crate::error::{Context, Result};
 use crate::{Error, Layout};
 
-/// Where a root keeps the marks of the memories it handed over.
-pub const MOVED: &str = ".memd/moved";
-/// Where a handed-over memory waits to be copied.
-pub const OUTGOING: &str = ".memd/outgoing";
-/// Where an operator puts the copy a takeover moves in.
-pub const INCOMING: &str = ".memd/incoming";
+use crate::layout::rel::HANDED_OVER;
+pub use crate::layout::rel::{INCOMING, OUTGOING};
 
 /// The longest a handover waits for the requests in flight on a memory
 /// (the longest a request runs is a consolidation waiting on an LLM:
@@ -174,9 +170,10 @@ fn moved(name: &str, handed_over: bool) -> Error {
     }
 }
 
-/// The mark of memory `name` handed over from `root`.
+/// The mark of memory `name` handed over from `root` (where
+/// [`crate::layout::rel::HANDED_OVER`] says).
 pub fn mark(root: &Path, name: &str) -> PathBuf {
-    root.join(MOVED).join(name)
+    root.join(HANDED_OVER).join(name)
 }
 
 /// `Moved` when memory `name` (canonical) of `root` was handed over.
@@ -189,7 +186,7 @@ pub fn refuse_handed_over(root: &Path, name: &str) -> Result<()> {
 
 /// The memories `root` handed over, by name.
 pub fn handed_over(root: &Path) -> Vec<String> {
-    let Ok(read) = std::fs::read_dir(root.join(MOVED)) else {
+    let Ok(read) = std::fs::read_dir(root.join(HANDED_OVER)) else {
         return Vec::new();
     };
     let mut out: Vec<String> = read
@@ -315,7 +312,7 @@ pub fn move_in(root: &Path, name: &str) -> Result<TakenOver> {
     let mark = mark(root, name);
     if mark.exists() {
         std::fs::remove_file(&mark).with_context(|| format!("removing {}", mark.display()))?;
-        crate::atomic::sync_dir(&root.join(MOVED))?;
+        crate::atomic::sync_dir(&root.join(HANDED_OVER))?;
     }
     Ok(TakenOver {
         name: name.to_string(),
