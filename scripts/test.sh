@@ -4,7 +4,8 @@
 # whatever CARGO_TARGET_DIR is set, so the tree is built once and reused.
 # The `lab` feature builds `memd eval` and `memd bench`, which some tests
 # use; `failpoints` the test failpoints of the SIGKILL tests; Chromium and
-# ChromeDriver the web page's browser tests (scripts/install-browser.sh).
+# ChromeDriver the web page's browser tests (scripts/install-browser.sh);
+# moto's S3 server the object storage tests (scripts/install-s3.sh).
 # Then the Python tests (clients/python/run-tests.sh: a virtualenv under the
 # target directory). The binary as a user installs it (no features, as
 # the demo and `cargo install --profile dev` build it; the dependencies
@@ -37,6 +38,8 @@ step . scripts/setup.sh
 step ./scripts/fetch-model.sh
 step ./scripts/install-browser.sh
 step ./scripts/install-haproxy.sh
+step ./scripts/install-s3.sh
+export MEMD_MOTO="$(cd "${CARGO_TARGET_DIR:-target}/s3-venv/bin" && pwd)/moto_server"
 step cargo fmt --check
 target="${CARGO_TARGET_DIR:-target}"
 reports="$target/cargo-timings"

@@ -22,6 +22,7 @@ pub struct Config {
     pub embedder: Embedder,
     pub server: Server,
     pub sync: Sync,
+    pub index: Index,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -275,6 +276,17 @@ pub struct Sync {
     pub after_consolidation: bool,
 }
 
+/// Where the index's table lives ([`crate::index::store`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Index {
+    /// Empty (the default): in the memory, `.memd/index/lance`.
+    /// `s3://BUCKET[/PREFIX]`: on object storage, the memory in directory
+    /// `NAME` at `URI/NAME`; credentials and endpoint from the `AWS_*`
+    /// environment variables. Under `serve --root`, the root's.
+    pub uri: String,
+}
+
 /// One line of documentation per key, shown in the generated `memd.toml`.
 const DOCS: &[(&str, &str, &str)] = &[
     (
@@ -451,6 +463,11 @@ const DOCS: &[(&str, &str, &str)] = &[
         "tenant_key_envs",
         "serve --root, in the root's memd.toml: environment variables a memory's own memd.toml may name as its API key besides the root's",
     ),
+    (
+        "index",
+        "uri",
+        "where the index's table lives: empty for the memory's .memd/index, or s3://BUCKET[/PREFIX] (the memory in directory NAME at URI/NAME; credentials and endpoint from AWS_* variables; under serve --root, the root's)",
+    ),
 ];
 
 /// The text `memd init` writes: every key with its default, commented out.
@@ -518,9 +535,11 @@ impl Config {
                     .insert(key.clone(), value);
             }
         }
-        toml::Value::Table(table)
+        let config: Config = toml::Value::Table(table)
             .try_into()
-            .map_err(|e| err!("after environment overrides: {e}"))
+            .map_err(|e| err!("after environment overrides: {e}"))?;
+        crate::index::store::check_uri(&config.index.uri)?;
+        Ok(config)
     }
 
     /// The configuration in force, as TOML (for `memd status`).

@@ -139,6 +139,10 @@ pub struct Layout {
     /// [`rel::TENANT_LEDGERS`], which the tenant cannot write
     /// ([`crate::server::tenant`]).
     ledger: Option<PathBuf>,
+    /// Where its index's table lives when not in the memory
+    /// ([`crate::index::store`]): set from `[index] uri` by
+    /// [`crate::Memory::new`].
+    index_uri: Option<String>,
 }
 
 impl Layout {
@@ -147,6 +151,7 @@ impl Layout {
         Layout {
             root: root.into(),
             ledger: None,
+            index_uri: None,
         }
     }
 
@@ -224,6 +229,19 @@ impl Layout {
     pub fn with_ledger(mut self, ledger: PathBuf) -> Layout {
         self.ledger = Some(ledger);
         self
+    }
+    /// This layout with its table under `[index] uri` `prefix` (empty: in
+    /// the memory).
+    pub fn with_index_uri(mut self, prefix: &str) -> Layout {
+        self.index_uri = match prefix.is_empty() {
+            true => None,
+            false => crate::index::store::table_uri(prefix, &self.root),
+        };
+        self
+    }
+    /// The table's URI on object storage, if it is there.
+    pub fn index_uri(&self) -> Option<&str> {
+        self.index_uri.as_deref()
     }
     pub fn state_file(&self) -> PathBuf {
         self.at(rel::STATE)

@@ -45,7 +45,7 @@
 //! | `.memd/watch.json`                     | [`watch`]       |
 //! | `.gitattributes` (and lines of `.gitignore`) | [`sync`]  |
 //! | `.memd/daemon.json`, `.memd/daemon.lock` | [`server::info`] |
-//! | `.memd/index/`, `.memd/index.lock`     | [`index`]       |
+//! | `.memd/index/`, `.memd/index.lock` (the table at `[index] uri` when set) | [`index`] |
 //! | `.memd/cache/`                         | [`embed`]       |
 //!
 //! A root of memories (`memd serve --root DIR`) has files of its own,
@@ -102,7 +102,8 @@
 //! with what no one file's merge can see settled across files after.
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
-//! fingerprints, the LanceDB table, one writer and cheap readers (after
+//! fingerprints, the LanceDB table (in the memory or on object storage:
+//! [`index::store`]), one writer and cheap readers (after
 //! tantivy), and the words file (`.memd/index/words.bin`) a new process
 //! reads its query's words from; vectors come from [`embed`]. A query's
 //! days ([`when`]) add a list of the rows said then to its fusion.

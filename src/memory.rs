@@ -51,7 +51,7 @@ impl Memory {
     /// own), on the system clock.
     pub fn new(layout: Layout, config: Config) -> Memory {
         Memory {
-            layout,
+            layout: layout.with_index_uri(&config.index.uri),
             config,
             clock: Clock::System,
             embedder: Arc::default(),

@@ -48,13 +48,17 @@ pub fn init(v: Verbosity) {
         .init();
 }
 
-/// The filter the flags ask for.
+/// The filter the flags ask for. `lance_io::object_store` warns on every
+/// connection to a table on object storage that it "guesses" the store's
+/// prefix (memd's S3 store is in the session's registry, not LanceDB's
+/// global one it looks in: src/index/store.rs), which says nothing to a
+/// user; its errors still show.
 fn directives(v: Verbosity) -> &'static str {
     match (v.quiet, v.verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,memd::progress=info",
-        (false, 1) => "warn,memd=info",
-        (false, 2) => "warn,memd=debug",
+        (false, 0) => "warn,memd::progress=info,lance_io::object_store=error",
+        (false, 1) => "warn,memd=info,lance_io::object_store=error",
+        (false, 2) => "warn,memd=debug,lance_io::object_store=error",
         (false, _) => "debug,memd=trace",
     }
 }

@@ -32,6 +32,7 @@ pub mod reader;
 mod row_hashes;
 pub mod rows;
 pub mod search;
+pub mod store;
 pub mod table;
 mod terms;
 mod vectors;

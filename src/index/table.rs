@@ -133,42 +133,56 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Open the table for `layout`, creating it, or building it anew when
-    /// it was built with another embedder than `embedder` (`dim` wide).
+    /// Open the table for `layout`, creating it, or building the index
+    /// anew when it was built with another embedder than `embedder` (`dim`
+    /// wide) or its table is gone (deleted by hand, or `[index] uri`
+    /// changed): the index's own files then describe rows that are not
+    /// there, and trusting them would hide every fact they name.
     pub(super) async fn open(layout: &Layout, embedder: String, dim: usize) -> Result<Table> {
-        let dir = layout.index_dir();
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(layout.index_dir())?;
         let want = Meta { embedder, dim };
         let meta_path = layout.index_meta();
         let read_meta =
             || -> Option<Meta> { serde_json::from_slice(&std::fs::read(&meta_path).ok()?).ok() };
         let mut have = read_meta();
+        let mut opened = open_named(layout).await?;
         // Creating or rebuilding the index writes it: that takes the index
-        // lock, and reads the metadata again under it (another process may
-        // have just built it). Opening an index as it is takes nothing.
-        let _all = match have.as_ref() == Some(&want) {
-            true => None,
-            false => {
+        // lock, and looks again under it (another process may have just
+        // built it). Opening an index as it is takes nothing.
+        let rebuild = |have: &Option<Meta>, opened: &Option<lancedb::Table>| {
+            have.as_ref() != Some(&want) || opened.is_none()
+        };
+        let _all = match rebuild(&have, &opened) {
+            false => None,
+            true => {
                 let guard = write_lock(layout).await?;
-                have = read_meta();
+                (have, opened) = (read_meta(), open_named(layout).await?);
                 Some(guard)
             }
         };
-        if have.as_ref() != Some(&want) {
-            if let Some(h) = &have {
-                refuse_if_owned(layout, h, &want)?;
-                tracing::info!(
-                    from = %h.embedder, from_dim = h.dim, to = %want.embedder, to_dim = want.dim,
-                    "embedder changed: rebuilding the index"
-                );
+        if rebuild(&have, &opened) {
+            match &have {
+                Some(h) if h != &want => {
+                    refuse_if_owned(layout, h, &want)?;
+                    tracing::info!(
+                        from = %h.embedder, from_dim = h.dim, to = %want.embedder, to_dim = want.dim,
+                        "embedder changed: rebuilding the index"
+                    );
+                }
+                Some(_) => tracing::info!("the index's table is gone: rebuilding the index"),
+                None => {}
             }
-            std::fs::remove_dir_all(&dir)?;
-            std::fs::create_dir_all(&dir)?;
+            drop(opened.take());
+            remove(layout).await?;
+            std::fs::create_dir_all(layout.index_dir())?;
+            have = None;
         }
-        let db = connect(layout).await?;
-        let inner = match db.open_table(TABLE).execute().await {
-            Ok(t) => t,
-            Err(_) => db.create_empty_table(TABLE, schema(dim)).execute().await?,
+        let inner = match opened {
+            Some(t) => t,
+            None => {
+                let db = connect(layout).await?;
+                db.create_empty_table(TABLE, schema(dim)).execute().await?
+            }
         };
         if have.as_ref() != Some(&want) {
             crate::atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
@@ -383,12 +397,38 @@ pub(super) async fn stamp_of(inner: &lancedb::Table) -> Result<(u64, u64)> {
 }
 
 async fn connect(layout: &Layout) -> Result<lancedb::Connection> {
-    let lance = layout.lance_dir();
-    Ok(
-        lancedb::connect(lance.to_str().context("index path is not UTF-8")?)
-            .execute()
-            .await?,
-    )
+    super::store::connect(layout).await
+}
+
+/// The table, `None` when there is none (any other failure to open it,
+/// such as an object store that does not answer, is an error).
+async fn open_named(layout: &Layout) -> Result<Option<lancedb::Table>> {
+    if layout.index_uri().is_none() && !layout.lance_dir().exists() {
+        return Ok(None);
+    }
+    match connect(layout).await?.open_table(TABLE).execute().await {
+        Ok(t) => Ok(Some(t)),
+        Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
+        Err(e) => match layout.index_uri() {
+            Some(uri) => Err(super::store::unreachable(uri, &e)),
+            None => Err(e.into()),
+        },
+    }
+}
+
+/// Remove the index: `.memd/index` and, on object storage, the table. The
+/// caller holds the index lock.
+pub(super) async fn remove(layout: &Layout) -> Result<()> {
+    if layout.index_uri().is_some() {
+        match connect(layout).await?.drop_table(TABLE, &[]).await {
+            Ok(()) | Err(lancedb::Error::TableNotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match std::fs::remove_dir_all(layout.index_dir()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// A process that is not the daemon serving this directory never rebuilds
@@ -452,11 +492,7 @@ pub(crate) async fn stored_rows(layout: &Layout) -> Result<Option<Vec<StoredRow>
 /// The table as it is, opened read only (nothing created or migrated);
 /// `None` when there is none.
 pub(super) async fn existing(layout: &Layout) -> Result<Option<lancedb::Table>> {
-    if !layout.lance_dir().exists() {
-        return Ok(None);
-    }
-    let db = connect(layout).await?;
-    Ok(db.open_table(TABLE).execute().await.ok())
+    open_named(layout).await
 }
 
 /// The dimension of the table's vectors (0 if it has none).

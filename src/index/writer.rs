@@ -1069,8 +1069,5 @@ fn hits<'a>(
 /// without a daemon; the embedding cache is kept).
 pub(super) async fn clear(layout: &crate::Layout) -> Result<()> {
     let _all = table::write_lock(layout).await?;
-    match std::fs::remove_dir_all(layout.index_dir()) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
-    }
+    table::remove(layout).await
 }

@@ -542,6 +542,7 @@ impl Root {
         let root = self.root_config()?;
         tenant::allowed(&root, name, &config)?;
         tenant::bind_budget(&root, &mut config);
+        tenant::bind_index(&root, &mut config);
         all.insert(name.to_string(), (stamp, config.clone()));
         Ok(config)
     }

@@ -21,6 +21,8 @@
 //!   `[llm] base_url`, `api_key_env` and `[embedder]` `kind`, `runtime`,
 //!   `model_dir`, `base_url`, `api_key_env` must equal the root's, or be
 //!   listed in the root's `[server] tenant_endpoints` / `tenant_key_envs`;
+//!   its `[index] uri` must be the root's or absent (a table elsewhere
+//!   would be written with the root's credentials: [`bind_index`]);
 //!   otherwise every request on that memory is refused, naming the key,
 //!   and its loop does not run. So a tenant cannot make the daemon send
 //!   `MEMD_TOKEN` (or any other variable) anywhere.
@@ -155,6 +157,8 @@ pub fn allowed(root: &Config, name: &str, config: &Config) -> Result<()> {
         Some(("embedder", "api_key_env", e.api_key_env.clone()))
     } else if e.kind != re.kind || e.runtime != re.runtime || e.model_dir != re.model_dir {
         Some(("embedder", "kind, runtime and model_dir", String::new()))
+    } else if !config.index.uri.is_empty() && config.index.uri != root.index.uri {
+        Some(("index", "uri", config.index.uri.clone()))
     } else {
         None
     };
@@ -164,6 +168,12 @@ pub fn allowed(root: &Config, name: &str, config: &Config) -> Result<()> {
             "memory {name:?}: its memd.toml sets [{section}] {key} {value:?}, which the root's memd.toml does not allow (a memory under a root uses the root's endpoints and keys, or those listed in its [server] tenant_endpoints and tenant_key_envs)"
         ))),
     }
+}
+
+/// The root decides where its memories' tables live: memory `config`'s
+/// `[index] uri` is the root's ([`allowed`] refuses any other).
+pub fn bind_index(root: &Config, config: &mut Config) {
+    config.index.uri = root.index.uri.clone();
 }
 
 /// The root's budget binds memory `config`: its `max_tokens_per_day` is
@@ -356,5 +366,25 @@ mod tests {
         assert_eq!(read("MEMORY.md"), "Alice's own notes\n");
         assert_eq!(read("memd.toml"), "[embedder]\nkind = \"lexical\"\n");
         assert!(Layout::is_memory(&dir));
+    }
+
+    /// A memory under a root that names another table location is
+    /// refused (its table would be written with the root's credentials);
+    /// one that names none, or the root's, has the root's.
+    #[test]
+    fn a_memory_under_a_root_may_put_its_index_only_where_the_root_says() {
+        let mut root = Config::default();
+        root.index.uri = "s3://operator/memories".into();
+        let mut own = Config::default();
+        own.index.uri = "s3://someone-else/x".into();
+        let refused = allowed(&root, "alice", &own).unwrap_err().to_string();
+        assert!(refused.contains("[index] uri"), "{refused}");
+        for uri in ["", "s3://operator/memories"] {
+            let mut own = Config::default();
+            own.index.uri = uri.into();
+            allowed(&root, "alice", &own).unwrap();
+            bind_index(&root, &mut own);
+            assert_eq!(own.index.uri, root.index.uri);
+        }
     }
 }

@@ -319,6 +319,33 @@ async fn a_different_embedder_dimension_rebuilds_the_index() {
     assert!(meta.contains("\"dim\": 8"), "{meta}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_whose_table_was_deleted_by_hand_is_built_anew_and_hides_no_fact() {
+    let (_tmp, layout) = example_dir();
+    let memory = || memd::Memory::new(layout.clone(), Config::default()).with_embedder(lexical());
+    let index = Index::open(&memory()).await.unwrap();
+    index.writer.sync().await.unwrap();
+    let ids = index.reader.ids().await.unwrap();
+    assert!(!ids.is_empty());
+    drop(index);
+
+    // The table goes (by hand, or a store that lost it); the index's own
+    // files (which embedder, each file's fingerprint) stay and say every
+    // row is there.
+    std::fs::remove_dir_all(layout.index_dir().join("lance")).unwrap();
+    let index = Index::open(&memory()).await.unwrap();
+    index.writer.sync().await.unwrap();
+    assert_eq!(index.reader.ids().await.unwrap(), ids);
+    // Built once: a handle opened next takes the index as it is (it
+    // once found the index's files gone with the old table, and built it
+    // again under the first handle's feet).
+    let next = Index::open(&memory()).await.unwrap();
+    assert_eq!(next.reader.ids().await.unwrap(), ids);
+    assert_eq!(index.reader.ids().await.unwrap(), ids);
+    let report = memd::check::run(&memory().layout).await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
 #[test]
 fn search_logs_hits_and_a_hand_edit_becomes_searchable() {
     let (_tmp, layout) = example_dir();

@@ -30,6 +30,7 @@ mod index;
 mod judge;
 mod limits;
 mod mcp;
+mod objectstore;
 mod offline;
 mod page;
 mod pipe;

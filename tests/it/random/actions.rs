@@ -105,6 +105,12 @@ pub enum Action {
     /// `cp -a`, taken over; the daemon and this process's hold follow it.
     /// Not in the two-copy mode, whose git remote names the old place.
     Move,
+    /// The index's table deleted by hand while memd is stopped (on object
+    /// storage: the table lost, or `[index] uri` pointed elsewhere): the
+    /// index's own files then describe rows that are not there, and memd
+    /// builds the index anew rather than trust them (every fact is found
+    /// again, `memd check` finds no missing row).
+    HandDeleteTable,
     /// The index's words file tampered with by hand (deleted, a byte
     /// flipped, cut short, or a copy kept at an earlier step put back),
     /// then a query searched through a handle opened afresh (which reads
@@ -257,6 +263,7 @@ impl Action {
             Action::HandEditCore => "hand: edit MEMORY.md",
             Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
             Action::Move => "move to another node's root",
+            Action::HandDeleteTable => "hand: delete the index's table",
             Action::HandWords { .. } => {
                 "hand: the index's words file, then a fresh handle searches"
             }
@@ -391,6 +398,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => Just(Action::HandEditCore),
         1 => Just(Action::HandDeleteConsolidated),
         1 => Just(Action::Move),
+        1 => Just(Action::HandDeleteTable),
         2 => (0u8..4, any::<u8>()).prop_map(|(how, text)| Action::HandWords { how, text }),
         7 => (judge, any::<bool>()).prop_map(|(judge, force)| Action::Consolidate { judge, force }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetEntry { pick }),

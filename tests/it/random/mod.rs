@@ -173,6 +173,20 @@ fn random_sequences_of_user_actions_never_lose_or_hide_a_fact() {
     soaked((CI_SEED, CI_CASES, CI_STEPS), run);
 }
 
+/// The same sequences, with the index's table on S3 (moto's server:
+/// tests/it/objectstore.rs), so every action's reads and writes of the
+/// table go through the store.
+#[test]
+fn random_sequences_with_the_index_on_s3_never_lose_or_hide_a_fact() {
+    let Some(s3) = crate::objectstore::S3::start() else {
+        return;
+    };
+    s3.export_env();
+    let uri = format!("s3://{}/random", crate::objectstore::BUCKET);
+    world::INDEX_ON.with(|on| *on.borrow_mut() = Some(uri));
+    soaked((CI_SEED, CI_CASES, CI_STEPS), run);
+}
+
 /// `one(seed, cases, steps)` from the CI budget `ci`, or as the
 /// environment says (see the module doc): with `MEMD_RANDOM_MINUTES`,
 /// seed after seed until the time is up. Reports what it covered, and
@@ -254,6 +268,11 @@ pub fn replay(actions: &[Action]) {
     let mut world = World::new();
     for a in actions {
         world.apply(a);
+        if std::env::var_os("MEMD_DEBUG_TREE").is_some() {
+            let _ = std::process::Command::new("find")
+                .arg(world.layout.index_dir())
+                .status();
+        }
         world.check(false);
     }
     world.check(true);

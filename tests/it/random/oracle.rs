@@ -337,7 +337,11 @@ impl World {
     /// Check the oracle; `all`: search for every item (at the end of a
     /// sequence), else for a few.
     pub fn check(&self, all: bool) {
-        let report = self.rt.block_on(memd::check::run(&self.layout)).unwrap();
+        // The layout as memd opens it: with its `[index] uri`, so that
+        // the check compares the table on object storage with the files.
+        let layout = memd::Memory::open(&self.layout.root).unwrap().layout;
+        assert_eq!(layout.index_uri().is_some(), self.on_object_storage());
+        let report = self.rt.block_on(memd::check::run(&layout)).unwrap();
         let written_again = |p: &memd::check::Finding| {
             p.kind == memd::check::Kind::ErasedSaidAgain
                 && self

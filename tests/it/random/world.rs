@@ -51,6 +51,11 @@ pub struct World {
     /// The index's words file as it was when [`Action::HandWords`] kept
     /// a copy (put back by a later one).
     words_copy: Option<Vec<u8>>,
+    /// The `[index]` section of its configuration (empty: the table in
+    /// the memory; see [`INDEX_ON`]).
+    index: String,
+    /// Its `[index] uri`, when the table is on object storage.
+    index_uri: Option<String>,
 }
 
 impl Drop for World {
@@ -67,13 +72,29 @@ const MEMORY: &str = "memory";
 
 const CONFIG: &str = "[embedder]\nkind = \"lexical\"\n[consolidation]\nmin_facts = 1\nmin_hours = 0.0\nmin_similarity = 0.0\ninterval_seconds = 3600\nrequest = \"ops\"\nmax_retries = 0\n";
 
+thread_local! {
+    /// `[index] uri` under which the worlds made on this thread keep
+    /// their tables (each its own prefix), when set: the random test on
+    /// object storage.
+    pub static INDEX_ON: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
 impl World {
     pub fn new() -> World {
         let tmp = tempfile::tempdir().unwrap();
         // A memory of a root, as a node serves it: [`Action::Move`] moves
         // it to the other.
         let layout = memd::memory::init(&tmp.path().join("node1").join(MEMORY)).unwrap();
-        std::fs::write(layout.config_file(), CONFIG).unwrap();
+        let index_uri = INDEX_ON.with(|on| on.borrow().clone()).map(|uri| {
+            static WORLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = WORLDS.fetch_add(1, Ordering::Relaxed);
+            format!("{uri}/w{}-{n}", std::process::id())
+        });
+        let index = index_uri
+            .as_ref()
+            .map(|uri| format!("[index]\nuri = \"{uri}\"\n"))
+            .unwrap_or_default();
+        std::fs::write(layout.config_file(), format!("{CONFIG}{index}")).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -103,6 +124,8 @@ impl World {
             skewed: false,
             paired: false,
             words_copy: None,
+            index,
+            index_uri,
         }
     }
 
@@ -163,6 +186,7 @@ impl World {
             Action::HandDeleteConsolidated => self.hand_delete_consolidated(),
             Action::Move if self.paired => Ok(()),
             Action::Move => self.move_memory(),
+            Action::HandDeleteTable => self.hand_delete_table(),
             Action::Consolidate { judge, force } => self.consolidate(*judge, *force),
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
@@ -855,13 +879,14 @@ impl World {
 
     /// The configuration of the memory: [`CONFIG`], in review mode or not.
     fn config(&self) -> String {
-        match self.review {
+        let config = match self.review {
             true => CONFIG.replace(
                 "[consolidation]\n",
                 "[consolidation]\nreview = \"manual\"\n",
             ),
             false => CONFIG.to_string(),
-        }
+        };
+        config + &self.index
     }
 
     fn consolidate(&mut self, judge: Judge, force: bool) -> anyhow::Result<()> {
@@ -1263,6 +1288,32 @@ impl World {
         anyhow::ensure!(!from.join(MEMORY).exists(), "the old root keeps it");
         self.layout = memd::Layout::open(to.join(MEMORY))?;
         self.held = Arc::new(Lazy::new(memd::Memory::open(&self.layout.root)?));
+        if daemon {
+            self.daemon_start()?;
+        }
+        Ok(())
+    }
+
+    /// Whether its index's table is on object storage.
+    pub fn on_object_storage(&self) -> bool {
+        self.index_uri.is_some()
+    }
+
+    /// [`Action::HandDeleteTable`]: the daemon stopped and this process's
+    /// hold let go (as a person stops memd first), the table deleted.
+    fn hand_delete_table(&mut self) -> anyhow::Result<()> {
+        use memd::request::Holder;
+        let daemon = self.daemon.is_some();
+        self.daemon_stop(false)?;
+        self.rt.block_on(self.held.idle());
+        self.held = Arc::new(Lazy::new(memd::Memory::open(&self.layout.root)?));
+        match &self.index_uri {
+            Some(uri) => crate::objectstore::S3::from_env().delete_table(uri, MEMORY),
+            None => match std::fs::remove_dir_all(self.layout.index_dir().join("lance")) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            },
+        }
         if daemon {
             self.daemon_start()?;
         }
