@@ -212,55 +212,60 @@ pub(crate) async fn handle(scope: &Scope, session: &Session, line: &str) -> Opti
 
 /// The reply to one message of a line or a batch.
 async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
-    let Value::Object(msg) = msg else {
-        return Some(error(
-            Value::Null,
-            INVALID_REQUEST,
-            "invalid request: not an object",
-        ));
+    let (id, method, params) = match parse(msg) {
+        Ok(Some(call)) => call,
+        Ok(None) => return None,
+        Err(reply) => return Some(reply),
     };
-    let id = msg.get("id").cloned();
-    let method = match msg.get("method") {
-        Some(Value::String(m)) => m.as_str(),
+    match answer(scope, session, &method, params).await {
+        Ok(result) => Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        Err((code, msg)) => Some(error(id, code, msg)),
+    }
+}
+
+/// A message as a call to answer: its id, method and params; `None` for a
+/// notification or a response (nothing to say); `Err` with the error reply
+/// for a message that is not a JSON-RPC 2.0 request.
+fn parse(msg: Value) -> std::result::Result<Option<(Value, String, Value)>, Value> {
+    let invalid = |id: Option<Value>, why: &str| {
+        error(
+            id.unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            format!("invalid request: {why}"),
+        )
+    };
+    let Value::Object(mut msg) = msg else {
+        return Err(invalid(None, "not an object"));
+    };
+    let id = msg.remove("id");
+    let method = match msg.remove("method") {
+        Some(Value::String(m)) => m,
         // A response to a request of ours (we send none): nothing to say.
-        None if msg.contains_key("result") || msg.contains_key("error") => return None,
-        _ => {
-            let id = id.unwrap_or(Value::Null);
-            return Some(error(id, INVALID_REQUEST, "invalid request: no method"));
-        }
+        None if msg.contains_key("result") || msg.contains_key("error") => return Ok(None),
+        _ => return Err(invalid(id, "no method")),
     };
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        let id = id.unwrap_or(Value::Null);
-        return Some(error(
-            id,
-            INVALID_REQUEST,
-            "invalid request: jsonrpc must be \"2.0\"",
-        ));
+        return Err(invalid(id, "jsonrpc must be \"2.0\""));
     }
     let Some(id) = id else {
-        return None; // a notification (initialized, cancelled, …)
+        return Ok(None); // a notification (initialized, cancelled, …)
     };
-    let params = msg.get("params").cloned().unwrap_or(json!({}));
-    let result = match method {
-        "initialize" => {
-            let asked = params["protocolVersion"].as_str().unwrap_or("");
-            let version = if KNOWN_VERSIONS.contains(&asked) {
-                asked
-            } else {
-                PROTOCOL_VERSION
-            };
-            *session.version.lock().expect("not poisoned") = Some(version.to_string());
-            json!({
-                "protocolVersion": version,
-                "capabilities": {
-                    "tools": {"listChanged": false},
-                    "resources": {"listChanged": false, "subscribe": false},
-                    "prompts": {"listChanged": false}
-                },
-                "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
-            })
-        }
+    let params = msg.remove("params").unwrap_or(json!({}));
+    Ok(Some((id, method, params)))
+}
+
+/// A JSON-RPC error: its code and message.
+type Refusal = (i64, String);
+
+/// The result of `method` with `params`.
+async fn answer(
+    scope: &Scope,
+    session: &Session,
+    method: &str,
+    params: Value,
+) -> std::result::Result<Value, Refusal> {
+    Ok(match method {
+        "initialize" => initialize(session, &params),
         "ping" => json!({}),
         "tools/list" => json!({ "tools": tool_list(scope) }),
         "resources/list" => json!({ "resources": [{
@@ -269,68 +274,100 @@ async fn one(scope: &Scope, session: &Session, msg: Value) -> Option<Value> {
             "description": "The always-relevant memory to keep in mind for this conversation.",
             "mimeType": "text/markdown"
         }]}),
-        "resources/read" => match params["uri"].as_str() {
-            Some(CORE_URI) => {
-                let text = match core_memory(scope).await {
-                    Ok(t) => t,
-                    Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
-                };
-                json!({ "contents": [{"uri": CORE_URI, "mimeType": "text/markdown", "text": text}] })
-            }
-            other => {
-                let msg = format!("no resource {}", other.unwrap_or("(no uri)"));
-                return Some(error(id, RESOURCE_NOT_FOUND, msg));
-            }
-        },
+        "resources/read" => read_resource(scope, &params).await?,
         "prompts/list" => json!({ "prompts": [{
             "name": USE_MEMORY,
             "title": "Use memory",
             "description": "How to use this memory in a conversation, with the core memory as it is now.",
             "arguments": []
         }]}),
-        "prompts/get" => match params["name"].as_str() {
-            Some(USE_MEMORY) => {
-                let core = match core_memory(scope)
-                    .await
-                    .and_then(|t| Ok(crate::core_md::CoreMd::parse(t.as_bytes())?.compact()))
-                {
-                    Ok(t) => t,
-                    Err(e) => return Some(error(id, INTERNAL_ERROR, e.to_string())),
-                };
-                let text = include_str!("use_memory.md").replace("{{core}}", core.trim_end());
-                json!({
-                    "description": "How to use this memory, with the core memory as it is now.",
-                    "messages": [{"role": "user", "content": {"type": "text", "text": text}}]
-                })
-            }
-            other => {
-                let msg = format!("no prompt {}", other.unwrap_or("(no name)"));
-                return Some(error(id, INVALID_PARAMS, msg));
-            }
-        },
-        "tools/call" => {
-            let name = params["name"].as_str().unwrap_or("");
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
-            // A failing tool is a result the model can read, not a protocol error.
-            match call_tool(scope, name, &args).await {
-                // Structured content from 2025-06-18 on; the text as well, for
-                // clients that read only text.
-                Ok(a) => json!({
-                    "content": [{"type": "text", "text": a.text}],
-                    "structuredContent": a.structured,
-                    "isError": false
-                }),
-                Err(e) => {
-                    let said = crate::remedy::with(format!("{e:#}"), e.remedy(), Surface::Mcp);
-                    let text = format!("{said}{}", found_by(&e));
-                    json!({"content": [{"type": "text", "text": text}], "isError": true})
-                }
-            }
-        }
-        "" => return Some(error(id, INVALID_REQUEST, "invalid request: no method")),
-        other => return Some(error(id, -32601, format!("method not found: {other}"))),
+        "prompts/get" => get_prompt(scope, &params).await?,
+        "tools/call" => call(scope, &params).await,
+        "" => return Err((INVALID_REQUEST, "invalid request: no method".into())),
+        other => return Err((-32601, format!("method not found: {other}"))),
+    })
+}
+
+/// `initialize`: the version the client asked for if memd speaks it (else
+/// memd's own), remembered for the session, and what memd serves.
+fn initialize(session: &Session, params: &Value) -> Value {
+    let asked = params["protocolVersion"].as_str().unwrap_or("");
+    let version = if KNOWN_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        PROTOCOL_VERSION
     };
-    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    *session.version.lock().expect("not poisoned") = Some(version.to_string());
+    json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "resources": {"listChanged": false, "subscribe": false},
+            "prompts": {"listChanged": false}
+        },
+        "serverInfo": {"name": "memd", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Long-term memory. Call core_memory at the start of a conversation, recall before answering questions about the user or past work, and remember each new durable fact."
+    })
+}
+
+/// `resources/read`: MEMORY.md, the one resource.
+async fn read_resource(scope: &Scope, params: &Value) -> std::result::Result<Value, Refusal> {
+    match params["uri"].as_str() {
+        Some(CORE_URI) => {
+            let text = core_memory(scope)
+                .await
+                .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
+            Ok(
+                json!({ "contents": [{"uri": CORE_URI, "mimeType": "text/markdown", "text": text}] }),
+            )
+        }
+        other => Err((
+            RESOURCE_NOT_FOUND,
+            format!("no resource {}", other.unwrap_or("(no uri)")),
+        )),
+    }
+}
+
+/// `prompts/get`: how to use the memory, with MEMORY.md as it is now.
+async fn get_prompt(scope: &Scope, params: &Value) -> std::result::Result<Value, Refusal> {
+    match params["name"].as_str() {
+        Some(USE_MEMORY) => {
+            let core = core_memory(scope)
+                .await
+                .and_then(|t| Ok(crate::core_md::CoreMd::parse(t.as_bytes())?.compact()))
+                .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
+            let text = include_str!("use_memory.md").replace("{{core}}", core.trim_end());
+            Ok(json!({
+                "description": "How to use this memory, with the core memory as it is now.",
+                "messages": [{"role": "user", "content": {"type": "text", "text": text}}]
+            }))
+        }
+        other => Err((
+            INVALID_PARAMS,
+            format!("no prompt {}", other.unwrap_or("(no name)")),
+        )),
+    }
+}
+
+/// `tools/call`: a failing tool is a result the model can read, not a
+/// protocol error.
+async fn call(scope: &Scope, params: &Value) -> Value {
+    let name = params["name"].as_str().unwrap_or("");
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    match call_tool(scope, name, &args).await {
+        // Structured content from 2025-06-18 on; the text as well, for
+        // clients that read only text.
+        Ok(a) => json!({
+            "content": [{"type": "text", "text": a.text}],
+            "structuredContent": a.structured,
+            "isError": false
+        }),
+        Err(e) => {
+            let said = crate::remedy::with(format!("{e:#}"), e.remedy(), Surface::Mcp);
+            let text = format!("{said}{}", found_by(&e));
+            json!({"content": [{"type": "text", "text": text}], "isError": true})
+        }
+    }
 }
 
 /// Serve MCP on stdin/stdout until stdin closes.
