@@ -248,30 +248,13 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let mut doc = Document::read(&layout.entries_file())?;
     crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
-    if stones
-        .receipts()
-        .any(|t| t.entry.as_ref().is_some_and(|e| e == id) || t.sources.iter().any(|f| f == id))
-    {
-        return Err(crate::Error::Invalid(format!(
-            "{id} was erased: an erasure cannot be undone"
-        )));
-    }
+    refuse_erased(&stones, id)?;
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
         return Err(crate::Error::NotFound { id: id.to_string() });
     };
     let records = journal::read(&layout.journal_file())?;
     let forgot = forgetting(&records, id);
-    // An erasure took its text (of this forget, or of another's with the
-    // same words): nothing to put back.
-    let emptied = stones
-        .all
-        .iter()
-        .any(|t| t.of(id) && t.text.is_empty() && !t.hashes.is_empty());
-    if emptied || forgot.as_ref().is_some_and(|r| r.erased.is_some()) {
-        return Err(crate::Error::Invalid(format!(
-            "{id} says a text that was erased: it cannot be brought back"
-        )));
-    }
+    refuse_text_erased(&stones, forgot.as_ref(), id)?;
     let mut text = forgot
         .as_ref()
         .and_then(|r| r.before.clone())
@@ -294,32 +277,9 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         .collect();
     let mut restored = true;
     if is_entry {
-        match doc.get(id) {
-            Some(e) => text = e.text.clone(),
-            // Neither the file nor the journal holds it, and it was made
-            // of facts: lifted, they are pending again, and the next run
-            // makes them an entry from their own words (a tombstone keeps
-            // only a folded text to match).
-            None if forgot.is_none() && !stoned.is_empty() => restored = false,
-            None => {
-                let today = stamp.today();
-                let meta = match forgot.as_ref().and_then(|r| r.meta_before.clone()) {
-                    // The entry as it was: its id, sources and dates.
-                    Some(meta) => meta,
-                    None => {
-                        let sources = forgot
-                            .as_ref()
-                            .map(|r| r.sources.clone())
-                            .unwrap_or_default();
-                        let mut meta = doc.new_meta(&text, &today, sources);
-                        meta.id = EntryId::from(id);
-                        meta
-                    }
-                };
-                doc.push(&text, meta);
-                save(layout, &mut doc, &stamp)?;
-            }
-        }
+        let of_facts = !stoned.is_empty();
+        let given = (&mut doc, &stamp);
+        (text, restored) = put_back(layout, given, id, forgot.as_ref(), of_facts, text)?;
     }
     crate::pending::lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
     let mut r = stamp.record(journal::Op::Unforget, id);
@@ -337,6 +297,74 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
         id: id.to_string(),
         text,
     })
+}
+
+/// `Err` when `id` itself was erased: an erasure cannot be undone.
+fn refuse_erased(stones: &Tombstones, id: &str) -> Result<()> {
+    let named = |t: &Tombstone| {
+        t.entry.as_ref().is_some_and(|e| e == id) || t.sources.iter().any(|f| f == id)
+    };
+    match stones.receipts().any(named) {
+        true => Err(crate::Error::Invalid(format!(
+            "{id} was erased: an erasure cannot be undone"
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// `Err` when an erasure took the text forgotten `id` says (of this
+/// forget, `forgot`, or of another's with the same words): nothing to put
+/// back.
+fn refuse_text_erased(
+    stones: &Tombstones,
+    forgot: Option<&journal::Record>,
+    id: &str,
+) -> Result<()> {
+    let emptied = stones
+        .all
+        .iter()
+        .any(|t| t.of(id) && t.text.is_empty() && !t.hashes.is_empty());
+    match emptied || forgot.is_some_and(|r| r.erased.is_some()) {
+        true => Err(crate::Error::Invalid(format!(
+            "{id} says a text that was erased: it cannot be brought back"
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// Forgotten entry `id`, put back in the file if it is not there: its
+/// text (the file's, or `text`) and whether it is back. Neither the file
+/// nor the journal holds it and it was made of facts (`of_facts`): not
+/// put back; lifted, its facts are pending again, and the next run makes
+/// them an entry from their own words (a tombstone keeps only a folded
+/// text to match).
+fn put_back(
+    layout: &crate::Layout,
+    (doc, stamp): (&mut Document, &Stamp),
+    id: &str,
+    forgot: Option<&journal::Record>,
+    of_facts: bool,
+    text: String,
+) -> Result<(String, bool)> {
+    if let Some(e) = doc.get(id) {
+        return Ok((e.text.clone(), true));
+    }
+    if forgot.is_none() && of_facts {
+        return Ok((text, false));
+    }
+    let meta = match forgot.and_then(|r| r.meta_before.clone()) {
+        // The entry as it was: its id, sources and dates.
+        Some(meta) => meta,
+        None => {
+            let sources = forgot.map(|r| r.sources.clone()).unwrap_or_default();
+            let mut meta = doc.new_meta(&text, &stamp.today(), sources);
+            meta.id = EntryId::from(id);
+            meta
+        }
+    };
+    doc.push(&text, meta);
+    save(layout, doc, stamp)?;
+    Ok((text, true))
 }
 
 /// The journal's record of how `id` was forgotten. A forget an older memd
