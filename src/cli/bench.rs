@@ -251,15 +251,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             facts,
             embedder,
             r#in,
-        } => {
-            let config = with_embedder(dir, &embedder)?;
-            rt.block_on(async {
-                for n in facts {
-                    print_line(&bench::consolidate(&r#in, entries, n, config.clone()).await?)?;
-                }
-                anyhow::Ok(())
-            })
-        }
+        } => rt.block_on(consolidate(dir, &embedder, &r#in, entries, &facts)),
         What::Serve {
             clients,
             seconds,
@@ -267,12 +259,7 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             r#in,
         } => {
             super::embedder_kind(&embedder)?;
-            rt.block_on(async {
-                for n in clients {
-                    print_line(&bench::serve(&r#in, n, seconds.min(600), &embedder).await?)?;
-                }
-                anyhow::Ok(())
-            })
+            rt.block_on(serve(&embedder, &r#in, &clients, seconds.min(600)))
         }
         What::ServeMany { load, r#in } => {
             super::embedder_kind(&load.embedder)?;
@@ -308,13 +295,12 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             entries,
             edits,
             r#in,
-        } => {
-            let mut out = Vec::new();
-            for n in entries {
-                out.push(bench::versions(&r#in, n, edits)?);
-            }
-            print_lines(out)
-        }
+        } => print_lines(
+            entries
+                .into_iter()
+                .map(|n| bench::versions(&r#in, n, edits))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
         What::Append {
             singles,
             batch_size,
@@ -323,6 +309,30 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             json,
         } => append(&r#in, singles, batch_size, batches, json),
     }
+}
+
+/// `bench consolidate`: a run over `entries` entries for each count of
+/// pending facts.
+async fn consolidate(
+    dir: &Path,
+    embedder: &str,
+    at: &Path,
+    entries: usize,
+    facts: &[usize],
+) -> Result<()> {
+    let config = with_embedder(dir, embedder)?;
+    for &n in facts {
+        print_line(&bench::consolidate(at, entries, n, config.clone()).await?)?;
+    }
+    Ok(())
+}
+
+/// `bench serve`: the daemon under each number of clients.
+async fn serve(embedder: &str, at: &Path, clients: &[usize], seconds: u64) -> Result<()> {
+    for &n in clients {
+        print_line(&bench::serve(at, n, seconds, embedder).await?)?;
+    }
+    Ok(())
 }
 
 /// `bench index`: each table size, then (with `appends`) incremental sync
