@@ -123,46 +123,8 @@ impl Files<'_> {
             let file = rel::archive_file(&f.day);
             let by = holders.get(&f.id).map(Vec::as_slice).unwrap_or_default();
             let stones = self.tombstones.covering(f.id.as_str(), &f.text);
-            if by.len() > 1 {
-                let names = join(by);
-                let what = format!(
-                    "fact {} is in the sources of {} entries ({names})",
-                    f.id,
-                    by.len()
-                );
-                report.problem(Kind::HeldTwice, &file, Some(f.line), what);
-            }
-            let named = stones.iter().find(|t| t.sources.contains(&f.id));
-            if let (Some(e), Some(t)) = (by.first(), named) {
-                let what = format!(
-                    "fact {} was forgotten ({}) but entry {e} still holds it: it is back in search ({:?})",
-                    f.id,
-                    t.reason.as_str(),
-                    first_words(&f.text)
-                );
-                let fix = Remedy::Forget { id: e.to_string() };
-                report.problems.push(
-                    Finding::new(Kind::ForgottenButHeld, &file, Some(f.line), what).fixed_by(fix),
-                );
-            }
-            if !stones.is_empty() && stones.iter().all(|t| self.no_such_hand_deletion(t)) {
-                let deleted = stones[0].entry.as_ref().map_or("?", |e| e.as_str());
-                let what = format!(
-                    "fact {} is kept out by a hand deletion of {deleted} that never happened ({:?})",
-                    f.id,
-                    first_words(&f.text),
-                );
-                let undo = stones[0]
-                    .entry
-                    .as_ref()
-                    .map_or(f.id.as_str(), |e| e.as_str());
-                let fix = Remedy::Unforget {
-                    id: undo.to_string(),
-                };
-                report.problems.push(
-                    Finding::new(Kind::NoSuchHandDeletion, &file, Some(f.line), what).fixed_by(fix),
-                );
-            }
+            held_wrongly(f, &file, by, &stones, report);
+            self.kept_out_by_no_deletion(f, &file, &stones, report);
             let settled = rule.settled(f);
             if settled.is_none() && self.state.is_done(f) {
                 let what = format!(
@@ -184,6 +146,36 @@ impl Files<'_> {
                 );
             }
         }
+    }
+
+    /// Fact `f`'s stones all name a hand deletion that never happened: a
+    /// problem, which undoing that deletion fixes.
+    fn kept_out_by_no_deletion(
+        &self,
+        f: &Fact,
+        file: &str,
+        stones: &[&Tombstone],
+        report: &mut Report,
+    ) {
+        if stones.is_empty() || !stones.iter().all(|t| self.no_such_hand_deletion(t)) {
+            return;
+        }
+        let deleted = stones[0].entry.as_ref().map_or("?", |e| e.as_str());
+        let what = format!(
+            "fact {} is kept out by a hand deletion of {deleted} that never happened ({:?})",
+            f.id,
+            first_words(&f.text),
+        );
+        let undo = stones[0]
+            .entry
+            .as_ref()
+            .map_or(f.id.as_str(), |e| e.as_str());
+        let fix = Remedy::Unforget {
+            id: undo.to_string(),
+        };
+        report
+            .problems
+            .push(Finding::new(Kind::NoSuchHandDeletion, file, Some(f.line), what).fixed_by(fix));
     }
 
     /// Each decided fact that declared what it supersedes, held by an
@@ -401,6 +393,34 @@ fn last_ops(records: &[Record]) -> HashMap<EntryId, Op> {
         .filter(|r| r.op != Op::Suppress && !FactId::looks_like(&r.entry))
         .map(|r| (EntryId::from(r.entry.as_str()), r.op))
         .collect()
+}
+
+/// Fact `f`, held by entries `by`, covered by `stones`: a problem when two
+/// entries hold it, or when an entry holds it though it was forgotten
+/// (it is back in search; forgetting the entry fixes it).
+fn held_wrongly(f: &Fact, file: &str, by: &[&EntryId], stones: &[&Tombstone], report: &mut Report) {
+    if by.len() > 1 {
+        let names = join(by);
+        let what = format!(
+            "fact {} is in the sources of {} entries ({names})",
+            f.id,
+            by.len()
+        );
+        report.problem(Kind::HeldTwice, file, Some(f.line), what);
+    }
+    let named = stones.iter().find(|t| t.sources.contains(&f.id));
+    if let (Some(e), Some(t)) = (by.first(), named) {
+        let what = format!(
+            "fact {} was forgotten ({}) but entry {e} still holds it: it is back in search ({:?})",
+            f.id,
+            t.reason.as_str(),
+            first_words(&f.text)
+        );
+        let fix = Remedy::Forget { id: e.to_string() };
+        report
+            .problems
+            .push(Finding::new(Kind::ForgottenButHeld, file, Some(f.line), what).fixed_by(fix));
+    }
 }
 
 fn join(ids: &[&EntryId]) -> String {
