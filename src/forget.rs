@@ -278,8 +278,15 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
     let mut restored = true;
     if is_entry {
         let of_facts = !stoned.is_empty();
-        let given = (&mut doc, &stamp);
-        (text, restored) = put_back(layout, given, id, forgot.as_ref(), of_facts, text)?;
+        (text, restored) = put_back(
+            layout,
+            &mut doc,
+            &stamp,
+            id,
+            forgot.as_ref(),
+            of_facts,
+            text,
+        )?;
     }
     crate::pending::lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
     let mut r = stamp.record(journal::Op::Unforget, id);
@@ -340,7 +347,8 @@ fn refuse_text_erased(
 /// text to match).
 fn put_back(
     layout: &crate::Layout,
-    (doc, stamp): (&mut Document, &Stamp),
+    doc: &mut Document,
+    stamp: &Stamp,
     id: &str,
     forgot: Option<&journal::Record>,
     of_facts: bool,

@@ -109,19 +109,25 @@ pub(crate) fn table_uri(prefix: &str, dir: &std::path::Path) -> Option<String> {
 
 /// A connection to `layout`'s table's database.
 pub(super) async fn connect(layout: &Layout) -> Result<lancedb::Connection> {
-    let uri = uri(layout)?;
+    let mut connecting = lancedb::connect(&uri(layout)?);
+    if layout.index_uri().is_some() {
+        connecting = connecting.session(session());
+    }
+    connecting.execute().await.map_err(|e| failed(layout, e))
+}
+
+/// LanceDB's error `e` about `layout`'s table, as memd says it: on object
+/// storage, what to do about it ([`unreachable`]).
+pub(super) fn failed(layout: &Layout, e: lancedb::Error) -> crate::Error {
     match layout.index_uri() {
-        None => Ok(lancedb::connect(&uri).execute().await?),
-        Some(_) => {
-            let connecting = lancedb::connect(&uri).session(session()).execute();
-            connecting.await.map_err(|e| unreachable(&uri, &e))
-        }
+        Some(uri) => unreachable(uri, &e),
+        None => e.into(),
     }
 }
 
 /// A failure to reach the table at `uri` on object storage, said as what
 /// to do about it (LanceDB's own error is its debug print, pages long).
-pub(super) fn unreachable(uri: &str, e: &dyn std::fmt::Display) -> crate::Error {
+fn unreachable(uri: &str, e: &dyn std::fmt::Display) -> crate::Error {
     let text = e.to_string();
     let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
     let endpoint = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
@@ -238,9 +244,9 @@ impl HttpService for Http {
             .body(body)
             .send()
             .await
-            .map_err(failed)?;
+            .map_err(http_failed)?;
         let (status, headers) = (sent.status(), sent.headers().clone());
-        let bytes = sent.bytes().await.map_err(failed)?;
+        let bytes = sent.bytes().await.map_err(http_failed)?;
         let mut reply = HttpResponse::new(HttpResponseBody::from(bytes));
         *reply.status_mut() = status;
         *reply.headers_mut() = headers;
@@ -249,7 +255,7 @@ impl HttpService for Http {
 }
 
 /// A reqwest error as object_store's kind, which decides its retries.
-fn failed(e: reqwest::Error) -> HttpError {
+fn http_failed(e: reqwest::Error) -> HttpError {
     let kind = if e.is_connect() {
         HttpErrorKind::Connect
     } else if e.is_timeout() {

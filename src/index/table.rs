@@ -180,8 +180,13 @@ impl Table {
         let inner = match opened {
             Some(t) => t,
             None => {
-                let db = connect(layout).await?;
-                db.create_empty_table(TABLE, schema(dim)).execute().await?
+                let creating = connect(layout)
+                    .await?
+                    .create_empty_table(TABLE, schema(dim));
+                creating
+                    .execute()
+                    .await
+                    .map_err(|e| super::store::failed(layout, e))?
             }
         };
         if have.as_ref() != Some(&want) {
@@ -409,10 +414,7 @@ async fn open_named(layout: &Layout) -> Result<Option<lancedb::Table>> {
     match connect(layout).await?.open_table(TABLE).execute().await {
         Ok(t) => Ok(Some(t)),
         Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
-        Err(e) => match layout.index_uri() {
-            Some(uri) => Err(super::store::unreachable(uri, &e)),
-            None => Err(e.into()),
-        },
+        Err(e) => Err(super::store::failed(layout, e)),
     }
 }
 
@@ -422,7 +424,7 @@ pub(super) async fn remove(layout: &Layout) -> Result<()> {
     if layout.index_uri().is_some() {
         match connect(layout).await?.drop_table(TABLE, &[]).await {
             Ok(()) | Err(lancedb::Error::TableNotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(super::store::failed(layout, e)),
         }
     }
     match std::fs::remove_dir_all(layout.index_dir()) {

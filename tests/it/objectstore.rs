@@ -22,6 +22,8 @@ pub(crate) const BUCKET: &str = "memd-test";
 pub(crate) struct S3 {
     child: Option<Child>,
     port: u16,
+    /// `moto_server` (`None`: a client of a server started elsewhere).
+    moto: Option<PathBuf>,
 }
 
 impl Drop for S3 {
@@ -55,16 +57,21 @@ impl S3 {
             .local_addr()
             .unwrap()
             .port();
-        let mut s3 = S3 { child: None, port };
-        s3.restart(moto()?.as_path());
+        let moto = Some(moto()?);
+        let mut s3 = S3 {
+            child: None,
+            port,
+            moto,
+        };
+        s3.restart();
         Some(s3)
     }
 
     /// The server started again on its port: empty, as moto keeps its
     /// objects in memory (so every table in it is gone).
-    fn restart(&mut self, moto: &Path) {
+    fn restart(&mut self) {
         self.stop();
-        let child = Command::new(moto)
+        let child = Command::new(self.moto.as_ref().expect("a server this test started"))
             .args(["-H", "127.0.0.1", "-p", &self.port.to_string()])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -85,7 +92,11 @@ impl S3 {
     pub(crate) fn from_env() -> S3 {
         let url = std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL");
         let port = url.rsplit(':').next().unwrap().parse().unwrap();
-        S3 { child: None, port }
+        S3 {
+            child: None,
+            port,
+            moto: None,
+        }
     }
 
     /// Delete the table of memory `name` under `[index] uri` `uri`
@@ -192,8 +203,7 @@ impl S3 {
     /// Memory `name` under `parent`, its table under `s3://BUCKET/agents`.
     fn memory(&self, parent: &Path, name: &str) -> PathBuf {
         let dir = parent.join(name);
-        let out = self.memd(&dir, &["init", dir.to_str().unwrap()]);
-        assert!(out.status.success(), "init: {}", stderr(&out));
+        crate::trust::ok(&dir, &["init"]);
         std::fs::write(
             dir.join("memd.toml"),
             format!("[embedder]\nkind = \"lexical\"\n\n[index]\nuri = \"s3://{BUCKET}/agents\"\n"),
@@ -243,6 +253,17 @@ fn finds_each(s3: &S3, dir: &Path, facts: &[&str]) {
         let out = s3.ok(dir, &["search", f, "-k", "1"]);
         assert!(out.contains(f), "search {f:?} found {out:?}");
     }
+}
+
+/// `fact` is in `dir`'s newest day file, whatever the store did to the
+/// `add` that wrote it (`added`).
+fn in_day_file(dir: &Path, fact: &str, added: &Output) {
+    let day = dir.join(format!("archive/{}.md", crate::support::archive_day(dir)));
+    assert!(
+        std::fs::read_to_string(&day).unwrap().contains(fact),
+        "the fact is in the day file whatever the store does: {}",
+        stderr(added)
+    );
 }
 
 #[test]
@@ -300,13 +321,7 @@ fn a_store_that_does_not_answer_fails_the_search_and_loses_no_fact() {
     s3.stop();
 
     let started = Instant::now();
-    let added = s3.memd(&dir, &["add", FACTS[2]]);
-    let day = dir.join(format!("archive/{}.md", crate::support::archive_day(&dir)));
-    assert!(
-        std::fs::read_to_string(&day).unwrap().contains(FACTS[2]),
-        "the fact is in the day file whatever the store does: {}",
-        stderr(&added)
-    );
+    in_day_file(&dir, FACTS[2], &s3.memd(&dir, &["add", FACTS[2]]));
     let searched = s3.memd(&dir, &["search", FACTS[0]]);
     assert!(!searched.status.success(), "{}", stdout(&searched));
     let why = stderr(&searched);
@@ -321,7 +336,7 @@ fn a_store_that_does_not_answer_fails_the_search_and_loses_no_fact() {
 
     // moto comes back empty: the table is gone, and memd builds it anew
     // from the files rather than trust its own record of what it held.
-    s3.restart(&moto().unwrap());
+    s3.restart();
     finds_each(&s3, &dir, &FACTS);
     s3.ok(&dir, &["check"]);
 }
@@ -337,13 +352,7 @@ fn a_bucket_that_does_not_exist_is_named_and_no_fact_is_lost() {
         config.replace(BUCKET, "memd-no-such-bucket"),
     )
     .unwrap();
-    let added = s3.memd(&dir, &["add", FACTS[0]]);
-    let day = dir.join(format!("archive/{}.md", crate::support::archive_day(&dir)));
-    assert!(
-        std::fs::read_to_string(&day).unwrap().contains(FACTS[0]),
-        "{}",
-        stderr(&added)
-    );
+    in_day_file(&dir, FACTS[0], &s3.memd(&dir, &["add", FACTS[0]]));
     let searched = s3.memd(&dir, &["search", FACTS[0]]);
     assert!(!searched.status.success());
     let why = stderr(&searched);
@@ -358,8 +367,7 @@ fn a_bucket_that_does_not_exist_is_named_and_no_fact_is_lost() {
 fn an_index_uri_that_is_not_s3_is_refused_naming_the_key() {
     let parent = tempfile::tempdir().unwrap();
     let dir = parent.path().join("dave");
-    let out = crate::support::memd(&dir, &["init", dir.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    crate::trust::ok(&dir, &["init"]);
     for bad in ["/tmp/elsewhere", "gs://bucket/x", "s3://"] {
         std::fs::write(dir.join("memd.toml"), format!("[index]\nuri = \"{bad}\"\n")).unwrap();
         let out = crate::support::memd(&dir, &["search", "anything"]);

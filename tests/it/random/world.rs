@@ -51,10 +51,8 @@ pub struct World {
     /// The index's words file as it was when [`Action::HandWords`] kept
     /// a copy (put back by a later one).
     words_copy: Option<Vec<u8>>,
-    /// The `[index]` section of its configuration (empty: the table in
-    /// the memory; see [`INDEX_ON`]).
-    index: String,
-    /// Its `[index] uri`, when the table is on object storage.
+    /// Its `[index] uri`, when the table is on object storage (see
+    /// [`INDEX_ON`]).
     index_uri: Option<String>,
 }
 
@@ -79,6 +77,13 @@ thread_local! {
     pub static INDEX_ON: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
+/// The `[index]` section of a world's configuration (empty: the table in
+/// the memory).
+fn index_section(uri: Option<&str>) -> String {
+    uri.map(|uri| format!("[index]\nuri = \"{uri}\"\n"))
+        .unwrap_or_default()
+}
+
 impl World {
     pub fn new() -> World {
         let tmp = tempfile::tempdir().unwrap();
@@ -90,10 +95,7 @@ impl World {
             let n = WORLDS.fetch_add(1, Ordering::Relaxed);
             format!("{uri}/w{}-{n}", std::process::id())
         });
-        let index = index_uri
-            .as_ref()
-            .map(|uri| format!("[index]\nuri = \"{uri}\"\n"))
-            .unwrap_or_default();
+        let index = index_section(index_uri.as_deref());
         std::fs::write(layout.config_file(), format!("{CONFIG}{index}")).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -124,7 +126,6 @@ impl World {
             skewed: false,
             paired: false,
             words_copy: None,
-            index,
             index_uri,
         }
     }
@@ -886,7 +887,7 @@ impl World {
             ),
             false => CONFIG.to_string(),
         };
-        config + &self.index
+        config + &index_section(self.index_uri.as_deref())
     }
 
     fn consolidate(&mut self, judge: Judge, force: bool) -> anyhow::Result<()> {
