@@ -227,7 +227,7 @@ fn a_client_without_the_token_gets_nothing_of_a_memory_on_any_route_or_method() 
 
 /// A hostile tenant, in random sequences: it rewrites its own
 /// `memd.toml` (a budget far past the root's, its own LLM address and
-/// key variable, the root's again), deletes the ledger in its own
+/// key variable, its index's table elsewhere, the root's again), deletes the ledger in its own
 /// directory, links a file of its archive outside, adds facts and asks
 /// for runs, while another memory's traffic closes and reopens it. After
 /// every step: nothing reached the address the root did not name, its
@@ -255,7 +255,7 @@ async fn a_hostile_tenant_in_random_sequences_spends_no_more_than_the_root_allow
             ..Config::default()
         };
         let mut runner = TestRunner::new(config);
-        let steps = proptest::collection::vec(0u8..9, 1..16);
+        let steps = proptest::collection::vec(0u8..10, 1..16);
         let made = std::sync::atomic::AtomicUsize::new(0);
         let result = runner.run(&steps, |steps| {
             calls.lock().unwrap().clear();
@@ -327,6 +327,20 @@ fn hostile_tenant(good: &str, bad: &str, steps: &[u8], calls: &Seen, stolen: &Se
             }
             7 => {
                 c.post("/v1/m/alice/consolidate", r#"{"force":true}"#);
+            }
+            8 => {
+                // Its table elsewhere, written with the root's credentials:
+                // refused, naming the key, until the root's text is back
+                // (before alice's first write there is no file to set).
+                let elsewhere = format!("{text}[index]\nuri = \"s3://someone-else/x\"\n");
+                if std::fs::write(&own, elsewhere).is_ok() {
+                    let fact = json!({"text": format!("Alice said thing {n}")}).to_string();
+                    let (status, reply) = c.post("/v1/m/alice/facts", fact);
+                    assert!(
+                        status >= 400 && reply.to_string().contains("[index] uri"),
+                        "a tenant's own [index] uri was taken: {status} {reply}; steps {log:?}"
+                    );
+                }
             }
             _ => {
                 let fact = json!({"text": format!("Bob said thing {n}")}).to_string();
