@@ -1,7 +1,7 @@
 //! Rows held back from the table: a sync that only adds rows, asked for
 //! by a caller content with rows shown to searches ([`super::Index::sync_shown`],
 //! `remember`), shows them and leaves the table write to a later commit
-//! of the whole group ([`super::Writer`]).
+//! of the whole group, which the index's owner makes once it is due.
 //!
 //! Why: LanceDB writes four files for every commit, however few its rows
 //! (data, transaction, manifest, version hint), about 5 ms for one row on
@@ -62,8 +62,6 @@ pub(super) const MAX_ROWS: usize = 512;
 
 /// Rows shown to searches and not yet in the table.
 pub(super) struct Held {
-    /// The group's number in this writer (a committer waits on one group).
-    pub(super) group: u64,
     /// The table version the rows build on: the table's latest while the
     /// group is held, or the group is taken back.
     pub(super) before: u64,
@@ -75,8 +73,6 @@ pub(super) struct Held {
     pub(super) marked: Vec<Source>,
     pub(super) first: Instant,
     pub(super) last: Instant,
-    /// Whether a task waits to commit the group (the task `Index::sync_shown` starts).
-    pub(super) watched: bool,
 }
 
 impl Held {

@@ -11,7 +11,8 @@
 //! | [`fingerprints`]  | whether the table holds each file as it is now        |
 //! | `changes`         | which day files the kernel says changed (inotify)     |
 //! | [`table`]         | the LanceDB table: schema, open, merges, compaction   |
-//! | [`writer`]        | the one writer of a process: sync, reset, compaction  |
+//! | [`writer`]        | a process's handle on its writer: asks the owner      |
+//! | `owner`           | the one task that writes: sync, upkeep, words loaded  |
 //! | [`held`]          | rows shown to searches, committed later in groups     |
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
@@ -19,7 +20,9 @@
 //! | [`words`]         | the words of one table version, on disk, for a new process |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
-//! (clone it freely). Who may write is decided when the handle is made:
+//! (clone it freely). Behind them one task, the owner, holds the index's
+//! state and does every write, one job at a time (`owner`); the handles
+//! hold no lock of their own. Who may write is decided when the handle is made:
 //! the daemon's writer holds the daemon's lock on the directory
 //! ([`Index::open_sole`]); every other process's writer takes the index
 //! lock for each write ([`Index::open`]).
@@ -27,6 +30,7 @@
 mod changes;
 pub mod fingerprints;
 mod held;
+mod owner;
 mod past;
 pub mod reader;
 mod row_hashes;
@@ -74,10 +78,6 @@ struct Shared {
     terms: Mutex<terms::Terms>,
     /// The recall log searches append to.
     recalls: crate::recall::Log,
-    /// Held while the table's version moves in this process (a write, a
-    /// compaction), and while the words are loaded for a version: one
-    /// write at a time, and words that are those of one version.
-    moving: tokio::sync::Mutex<()>,
     /// Whether a search has read LanceDB's vector index ahead
     /// ([`Reader::warm_vector_index`]).
     warmed: std::sync::atomic::AtomicBool,
@@ -95,10 +95,7 @@ impl Index {
     /// lock).
     pub async fn open(memory: &Memory) -> Result<Index> {
         let shared = Arc::new(Shared::open(memory).await?);
-        Ok(Index {
-            writer: Writer::new(shared.clone()),
-            reader: Reader::new(shared),
-        })
+        Ok(Index::start(shared, None))
     }
 
     /// The index of the daemon serving `memory`, which holds `served`, the
@@ -114,49 +111,24 @@ impl Index {
             let _all = table::write_lock(&memory.layout).await?;
             shared.table.inner.checkout_latest().await?;
         }
-        Ok(Index {
-            writer: Writer::sole(shared.clone(), served),
-            reader: Reader::new(shared),
-        })
+        Ok(Index::start(shared, Some(served)))
     }
 
-    /// A sync on a task of its own, waited for only until searches see
-    /// the files as they are now ([`Writer::shown_by`]): its table write
-    /// goes on after the caller is answered, or its rows are held and
-    /// committed with the next ones ([`held`]). A failure there is a
-    /// warning: the rows shown are taken back, and the next sync does the
-    /// work.
-    pub async fn sync_shown(self: &Arc<Index>) -> Result<SyncReport> {
-        let index = self.clone();
-        let running = tokio::spawn(async move {
-            let synced = index.writer.sync_held().await;
-            if let Err(e) = &synced {
-                tracing::warn!("index not updated yet: {e:#}");
-            }
-            tokio::spawn(Index::commit_when_due(Arc::downgrade(&index)));
-            synced
-        });
-        self.writer.shown_by(running).await
-    }
-
-    /// Commit the group of rows held now once it is due ([`held`]), unless
-    /// another task waits for it. The index is held only to commit: if it
-    /// is dropped first (a daemon let the memory go), its rows are synced
-    /// from the files by the next handle, as after a crash.
-    async fn commit_when_due(index: std::sync::Weak<Index>) {
-        let Some(group) = index.upgrade().and_then(|i| i.writer.watch_held()) else {
-            return;
-        };
-        loop {
-            let Some(at) = index.upgrade().and_then(|i| i.writer.held_due(group)) else {
-                return;
-            };
-            tokio::time::sleep_until(at.into()).await;
-            let Some(i) = index.upgrade() else { return };
-            if i.writer.commit_if_due(group).await {
-                return;
-            }
+    /// The handle, its owner's task started ([`owner`]).
+    fn start(shared: Arc<Shared>, sole: Option<lock::Guard>) -> Index {
+        let (writer, asking) = Writer::start(shared.clone(), sole);
+        Index {
+            writer,
+            reader: Reader::new(shared, asking),
         }
+    }
+
+    /// A sync waited for only until searches see the files as they are
+    /// now ([`Writer::sync_shown`]): its table write goes on after the
+    /// caller is answered, or its rows are held and committed with the
+    /// next ones ([`held`]).
+    pub async fn sync_shown(&self) -> Result<SyncReport> {
+        self.writer.sync_shown().await
     }
 
     /// Delete `.memd/index` entirely (the embedding cache is kept).
@@ -187,7 +159,6 @@ impl Shared {
             embedder,
             terms: Mutex::new(terms::Terms::new()?),
             recalls: crate::recall::Log::open(layout.recall_log()),
-            moving: tokio::sync::Mutex::new(()),
             warmed: Default::default(),
         })
     }

@@ -1,7 +1,8 @@
 //! Reading the index: searches and the similar entries of a new fact. A
-//! [`Reader`] is cheap to clone and never writes the table; it reads the
-//! table at the version its process's [`super::Writer`] last left (or
-//! opened), with the words ([`super::terms`]) of that version.
+//! [`Reader`] is cheap to clone and never writes: it reads the table at
+//! the version its process's writer last left (or opened), with the words
+//! ([`super::terms`]) of that version, which it asks the index's owner to
+//! load when they are not ([`super::owner`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use super::Shared;
 use super::rows::RowKind;
 use super::search::{self, CurrentScores, Hit, Ranked, SimilarEntry};
 use super::table::collect;
+use super::writer::Asking;
 use crate::Result;
 use crate::embed::cosine;
 use crate::ids::RowId;
@@ -70,11 +72,13 @@ impl Narrow<'_> {
 #[derive(Clone)]
 pub struct Reader {
     shared: Arc<Shared>,
+    /// How it asks the owner for the words ([`super::owner::Job::Words`]).
+    asking: Asking,
 }
 
 impl Reader {
-    pub(super) fn new(shared: Arc<Shared>) -> Reader {
-        Reader { shared }
+    pub(super) fn new(shared: Arc<Shared>, asking: Asking) -> Reader {
+        Reader { shared, asking }
     }
 
     pub(super) fn shared(&self) -> &Shared {
@@ -350,25 +354,18 @@ impl Reader {
     /// file that does not read back whole leaves the words unloaded, and
     /// the next search loads them from the table.
     pub(crate) async fn words_ready(&self) -> Result<()> {
-        self.words_current(true).await?;
-        let _one = self.shared.moving.lock().await;
-        self.shared.terms.lock().unwrap().unmapped();
-        Ok(())
+        self.ask_words(false, true).await
     }
 
     /// Bring the handle's words to the table's version at the handle's
-    /// (see [`Reader::full_text`] for `wait`).
+    /// (see [`Reader::full_text`] for `wait`): the owner loads them
+    /// ([`super::owner`]); with `wait` false and a job of the owner's
+    /// queued or running, the words as they are serve.
     pub(crate) async fn words_current(&self, wait: bool) -> Result<()> {
-        if !self.terms_current().await? {
-            let one = match wait {
-                true => Some(self.shared.moving.lock().await),
-                false => self.shared.moving.try_lock().ok(),
-            };
-            if one.is_some() && !self.terms_current().await? {
-                self.load_terms().await?;
-            }
+        if self.terms_current().await? || (!wait && self.asking.busy()) {
+            return Ok(());
         }
-        Ok(())
+        self.ask_words(false, false).await
     }
 
     /// Whether the handle's words are those of the table at its version.
@@ -377,65 +374,15 @@ impl Reader {
         Ok(self.shared.terms.lock().unwrap().version() == Some(version))
     }
 
-    /// Load every row's words at the handle's version (a new handle's
-    /// first search, or one after another process wrote): from the words
-    /// file when it is of this version ([`super::words`]), else from the
-    /// table, and then the words file is written for this version. Called
-    /// with the table's version held (`moving`), so it cannot move
-    /// meanwhile.
+    /// Load every row's words anew at the handle's version (benchmarks
+    /// time it).
     pub(crate) async fn load_terms(&self) -> Result<()> {
-        let table = &self.shared.table;
-        let stamp = table.stamp().await?;
-        let path = self.shared.layout.index_words();
-        let file = tokio::task::spawn_blocking(move || super::words::read(&path, stamp));
-        if let Some(m) = steps::timed("words file read", file).await? {
-            self.shared.terms.lock().unwrap().map(m);
-            return Ok(());
-        }
-        let (rows, dim) =
-            steps::timed("words: table rows", table_rows(&table.inner, table.dim)).await?;
-        steps::timed_now("words: tokenised", || {
-            self.shared.terms.lock().unwrap().load(stamp.0, rows, dim)
-        });
-        if let Err(e) = steps::timed("words file write", self.write_words(stamp)).await {
-            tracing::debug!("words file not written: {e:#}");
-        }
-        Ok(())
+        self.ask_words(true, false).await
     }
 
-    /// Write the words file of the rows just loaded for `stamp`: under
-    /// the index lock, and only if no process has written the table since
-    /// (an erasure deletes the file under that lock; a file written after
-    /// it from rows read before it would hold the erased text again).
-    ///
-    /// Not when this process's own writes made that version: a process
-    /// that writes is one of a run of writes (a command's search after
-    /// `memd add`, a daemon's appends), whose next version makes the file
-    /// stale at once. Writing it costs 75–105 ms at 10,000 rows (encoding
-    /// the rows and their vectors, 19 MB, then the write: BENCHMARKS.md).
-    /// A process that only reads (a search with nothing to sync) writes
-    /// it, and the next one reads it.
-    async fn write_words(&self, stamp: (u64, u64)) -> Result<()> {
-        let bytes = {
-            let terms = self.shared.terms.lock().unwrap();
-            match terms.parts().filter(|_| !terms.made_here()) {
-                Some(parts) => super::words::encode(super::words::Parts {
-                    stamp: stamp.1,
-                    ..parts
-                })?,
-                None => return Ok(()),
-            }
-        };
-        let layout = &self.shared.layout;
-        let _all = super::table::write_lock(layout).await?;
-        if super::table::latest_stamp(layout).await? != stamp {
-            return Ok(());
-        }
-        // Not fsynced, like the index's other files: one a power cut tears
-        // fails its checksum and is written anew.
-        let path = layout.index_words();
-        let write = move || crate::atomic::write_unsynced(&path, &bytes);
-        Ok(tokio::task::spawn_blocking(write).await??)
+    async fn ask_words(&self, force: bool, unmap: bool) -> Result<()> {
+        let job = |done| super::owner::Job::Words { force, unmap, done };
+        self.asking.ask(job).await?
     }
 
     /// Full-text hits with their vectors, for collapsing near duplicates:

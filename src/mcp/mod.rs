@@ -85,7 +85,7 @@ impl Scope {
 
     /// Before the server exits: the syncs running in it end and the rows
     /// held back from the table are committed (a `remember` is answered
-    /// before its table write, [`crate::index::Writer::shown_by`]).
+    /// before its table write, [`crate::index::Writer::sync_shown`]).
     pub(crate) async fn idle(&self) {
         match self {
             Scope::One(o) => o.idle().await,
