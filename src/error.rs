@@ -199,6 +199,41 @@ impl Error {
         }
     }
 
+    /// The same error again, for a second caller of one piece of work (the
+    /// syncs the index's owner does as one): its words and its kind, the
+    /// sources behind it said in words.
+    pub fn again(&self) -> Error {
+        let said = || self.to_string();
+        match self {
+            Error::Corrupt {
+                path,
+                line,
+                message,
+            } => Error::Corrupt {
+                path: path.clone(),
+                line: *line,
+                message: message.clone(),
+            },
+            Error::Invalid(m) => Error::Invalid(m.clone()),
+            Error::NotFound { id } => Error::NotFound { id: id.clone() },
+            Error::NoSuch { what } => Error::NoSuch { what: what.clone() },
+            Error::Unfinished(m) => Error::Unfinished(m.clone()),
+            Error::Index(e) => Error::Index(e.to_string().into()),
+            Error::Embed(e) => Error::Embed(e.to_string().into()),
+            Error::Service(m) => Error::Service(m.clone()),
+            Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
+            Error::Context { context, cause } => Error::Context {
+                context: context.clone(),
+                cause: Box::new(cause.again()),
+            },
+            Error::Remedied { cause, remedy } => Error::Remedied {
+                cause: Box::new(cause.again()),
+                remedy: remedy.clone(),
+            },
+            _ => Error::Message(said()),
+        }
+    }
+
     /// Whether this is (or wraps) [`Error::Moved`]: nothing was done, and
     /// the request may be sent again at once.
     pub fn is_moved(&self) -> bool {
@@ -328,3 +363,38 @@ macro_rules! err {
     };
 }
 pub(crate) use err;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error a second caller of one piece of work gets says the same
+    /// words and is of the same kind, wrapped or not.
+    #[test]
+    fn an_error_given_again_says_the_same_and_is_of_the_same_kind() {
+        let corrupt = || Error::Corrupt {
+            path: PathBuf::from("archive/2026-11-30.md"),
+            line: Some(3),
+            message: "not a list item".into(),
+        };
+        let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left");
+        let errors = [
+            corrupt(),
+            corrupt().context("syncing the index"),
+            Error::Index("table gone".into()).context("searching"),
+            Error::Embed("model missing".into()),
+            Error::Io(io),
+            Error::Invalid("k is 1 to 100".into()),
+            Error::NotFound { id: "f-1".into() },
+        ];
+        for e in errors {
+            let again = e.again();
+            assert_eq!(again.to_string(), e.to_string());
+            assert_eq!(again.kind(), e.kind(), "{e}");
+        }
+        let Error::Io(io) = Error::Io(std::io::ErrorKind::StorageFull.into()).again() else {
+            panic!("an I/O error stays one");
+        };
+        assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
+    }
+}

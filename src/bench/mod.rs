@@ -21,6 +21,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::archive::{self, NewFact};
+use crate::index::Query;
 
 #[derive(Debug, Serialize)]
 pub struct AppendReport {
@@ -192,7 +193,10 @@ async fn time_queries(index: &crate::index::Index) -> Result<(Vec<Duration>, Vec
             .remove(0);
         embed.push(t.elapsed());
         let t = Instant::now();
-        index.reader.search_with_vector(&query, qv, 8).await?;
+        index
+            .reader
+            .search(&Query::new(&query, 8).with_vector(qv))
+            .await?;
         search.push(t.elapsed());
     }
     search.sort();
@@ -279,7 +283,7 @@ async fn add_to_searchable(
         };
         let a = archive::append(layout, "2030-01-01", "00:00:00", &[fact])?;
         index.writer.sync().await?;
-        let hits = index.reader.search_unlogged(&text, 8).await?;
+        let hits = index.reader.search(&Query::new(&text, 8)).await?;
         visible.push(t.elapsed());
         anyhow::ensure!(
             hits.iter().any(|h| h.id == a[0].id),

@@ -21,7 +21,7 @@ use crate::archive::{self, NewFact};
 use crate::config::Config;
 use crate::consolidate::{self, Options};
 use crate::entries::Document;
-use crate::index::Index;
+use crate::index::{Index, Query};
 
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct LocomoReport {
@@ -241,7 +241,7 @@ async fn cutoffs(
         for c in cuts.iter_mut() {
             let hits = index
                 .reader
-                .search_unlogged_above(q, 10, c.min_score)
+                .search(&Query::new(q, 10).above(c.min_score))
                 .await?;
             c.hits += hits.len();
             let evidence = hits.iter().filter(|h| rows.contains(h.id.as_str())).count();
@@ -255,7 +255,7 @@ async fn cutoffs(
         for c in cuts.iter_mut() {
             let hits = index
                 .reader
-                .search_unlogged_above(q, 10, c.min_score)
+                .search(&Query::new(q, 10).above(c.min_score))
                 .await?;
             c.foreign_questions += 1;
             c.foreign_hits += hits.len();
@@ -290,7 +290,7 @@ impl Questions<'_> {
             let rows = self.rows_of(&facts, &holder);
             report.questions += 1;
             let q = qa["question"].as_str().unwrap_or_default();
-            let hits = index.reader.search_unlogged(q, 10).await?;
+            let hits = index.reader.search(&Query::new(q, 10)).await?;
             match hits.iter().any(|h| rows.contains(h.id.as_str())) {
                 true => report.found_at_10 += 1,
                 false => tracing::debug!(question = q, "evidence not in the top 10"),
@@ -317,7 +317,7 @@ impl Questions<'_> {
         let core = self.core_rows(memory)?;
         report.core_covered += scored.iter().filter(|(_, r)| covered(r, &core)).count();
         for (q, _) in scored.iter().step_by(2) {
-            index.reader.search(q, 10).await?;
+            index.reader.search(&Query::new(q, 10).logged()).await?;
         }
         let embedder = memory.cached_embedder()?;
         crate::consolidate::promote::run(memory, self.doc, None, Some(&embedder)).await?;

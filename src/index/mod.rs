@@ -53,7 +53,7 @@ use crate::error::{Context, Result};
 use crate::{Layout, Memory, lock};
 
 pub(crate) use past::rows_as_of;
-pub use reader::Reader;
+pub use reader::{Query, Reader};
 pub use rows::{Row, RowKind};
 pub use table::{COMPACT_IDLE, TAIL_FRAGMENTS};
 pub use writer::Writer;

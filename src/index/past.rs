@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone};
 
-use super::reader::Reader;
+use super::reader::{Query, Reader};
 use super::rows::{Row, core_row, entry_rows, fact_row};
 use super::search::{Hit, Ranked};
 use super::terms::Terms;
@@ -93,15 +93,11 @@ pub(crate) fn rows_as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<V
 }
 
 impl Reader {
-    /// The `k` best of `rows` for `query`, scoring `min_score` or more,
-    /// ranked as [`Reader::search`] ranks the index's rows. Not logged.
-    pub(crate) async fn search_rows(
-        &self,
-        query: &str,
-        rows: Vec<Row>,
-        k: usize,
-        min_score: f32,
-    ) -> Result<Vec<Hit>> {
+    /// The `k` best of `rows` for `query`, scoring its least score or
+    /// more, ranked as the index's rows are ([`Reader::search`]).
+    pub(super) async fn search_rows(&self, query: &Query<'_>, rows: &[Row]) -> Result<Vec<Hit>> {
+        let (k, min_score) = (query.k, query.narrow.min_score);
+        let query = query.text;
         let shared = self.shared();
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let vectors = match texts.is_empty() {

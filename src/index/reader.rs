@@ -59,6 +59,83 @@ pub struct Narrow<'a> {
     pub min_score: f32,
 }
 
+/// One search ([`Reader::search`]): by default of the whole table, not
+/// logged, waiting for the words of the table's version, every hit kept.
+#[derive(Debug, Clone, Default)]
+pub struct Query<'a> {
+    /// What is asked.
+    pub text: &'a str,
+    /// How many hits at most.
+    pub k: usize,
+    /// Whether the hits are logged as recalls (a user's or an agent's
+    /// search; not an evaluation's or a benchmark's).
+    pub logged: bool,
+    /// Whether to wait for the words of the table's version; without, a
+    /// write of the owner's running, the words as they are serve (the
+    /// daemon's `GET /v1/search?wait=false`, while a backlog is indexed).
+    pub wait: bool,
+    /// What narrows it besides `k`.
+    pub narrow: Narrow<'a>,
+    /// The embedding of what the query asks about ([`asked`]), when the
+    /// caller made it already (benchmarks time the two parts apart).
+    pub vector: Option<Vec<f32>>,
+    /// Rows to search instead of the table's: the memory as it was at a
+    /// past time ([`super::rows_as_of`]).
+    pub over: Option<Vec<super::Row>>,
+}
+
+impl<'a> Query<'a> {
+    /// The `k` best rows for `text`, unlogged.
+    pub fn new(text: &'a str, k: usize) -> Query<'a> {
+        Query {
+            text,
+            k,
+            wait: true,
+            ..Query::default()
+        }
+    }
+
+    /// Logged as recalls.
+    pub fn logged(self) -> Query<'a> {
+        Query {
+            logged: true,
+            ..self
+        }
+    }
+
+    /// Only the hits scoring `min_score` or more ([`Hit::score`], 0 to 1).
+    pub fn above(mut self, min_score: f32) -> Query<'a> {
+        self.narrow.min_score = min_score;
+        self
+    }
+
+    /// Narrowed by `narrow`.
+    pub fn narrowed(self, narrow: Narrow<'a>) -> Query<'a> {
+        Query { narrow, ..self }
+    }
+
+    /// Waiting for the words of the table's version (`wait`) or not.
+    pub fn waiting(self, wait: bool) -> Query<'a> {
+        Query { wait, ..self }
+    }
+
+    /// With the embedding of what it asks about made already.
+    pub fn with_vector(self, vector: Vec<f32>) -> Query<'a> {
+        Query {
+            vector: Some(vector),
+            ..self
+        }
+    }
+
+    /// Over `rows` instead of the table's.
+    pub fn over(self, rows: Vec<super::Row>) -> Query<'a> {
+        Query {
+            over: Some(rows),
+            ..self
+        }
+    }
+}
+
 impl Narrow<'_> {
     fn lets(&self, h: &Hit) -> bool {
         let id = h.id.as_str();
@@ -85,51 +162,42 @@ impl Reader {
         &self.shared
     }
 
-    /// The `k` best rows for `query`; logs them to the recall log.
-    pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, true, &Narrow::default()).await
+    /// The `query.k` best rows for `query` ([`Query`]): from the table
+    /// (or the rows the query names, [`Query::over`]), narrowed, and
+    /// logged as recalls when the query says so. The one search of the
+    /// index: every caller's goes through here.
+    pub async fn search(&self, query: &Query<'_>) -> Result<Vec<Hit>> {
+        let hits = match &query.over {
+            Some(rows) => self.search_rows(query, rows).await?,
+            None => self.search_table(query).await?,
+        };
+        if query.logged {
+            self.log(query.text, &hits).await?;
+        }
+        Ok(hits)
     }
 
-    /// [`Reader::search`] over the table as it is, without waiting for a
-    /// sync another task is doing (the daemon's `GET /v1/search?wait=false`,
-    /// while a backlog is indexed): the full-text scores are then those of
-    /// the rows the handle last saw, or none if it never loaded them.
-    pub async fn search_as_is(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, false, &Narrow::default())
-            .await
-    }
-
-    /// [`Reader::search`] (or, without `settle`, [`Reader::search_as_is`])
-    /// narrowed by `narrow`: the `k` best of the rows it lets through.
-    /// Only those are logged.
-    pub async fn search_narrowed(
-        &self,
-        query: &str,
-        k: usize,
-        settle: bool,
-        narrow: &Narrow<'_>,
-    ) -> Result<Vec<Hit>> {
-        self.search_logged(query, k, settle, narrow).await
-    }
-
-    async fn search_logged(
-        &self,
-        query: &str,
-        k: usize,
-        settle: bool,
-        narrow: &Narrow<'_>,
-    ) -> Result<Vec<Hit>> {
+    async fn search_table(&self, query: &Query<'_>) -> Result<Vec<Hit>> {
+        let (narrow, k) = (&query.narrow, query.k);
         // Room for the rows left out, so that `k` others still come back:
         // every row, when only some may come back.
         let asked = match narrow.only {
             Some(_) => k + self.shared.table.inner.count_rows(None).await?,
             None => k + narrow.leave_out.map_or(0, HashSet::len),
         };
-        // From the cache when the search embedded it beside its sync.
-        let read = self::asked(query);
-        let qv = steps::timed("query vector", self.query_vector(&read.about)).await?;
-        let mut hits = self.ranked(&read, qv, asked, settle, narrow).await?;
+        let read = self::asked(query.text);
+        let qv = match &query.vector {
+            Some(qv) => qv.clone(),
+            // From the cache when the search embedded it beside its sync.
+            None => steps::timed("query vector", self.query_vector(&read.about)).await?,
+        };
+        let mut hits = self.ranked(&read, qv, asked, query.wait, narrow).await?;
         hits.truncate(k);
+        Ok(hits)
+    }
+
+    /// Log `hits`, found for `query`, to the recall log.
+    async fn log(&self, query: &str, hits: &[Hit]) -> Result<()> {
         let ts = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let log: Vec<recall::Hit> = hits
             .iter()
@@ -147,30 +215,7 @@ impl Reader {
         let shared = self.shared.clone();
         let logged = tokio::task::spawn_blocking(move || shared.recalls.append(&log));
         steps::timed("recall log", logged).await??;
-        Ok(hits)
-    }
-
-    /// [`Reader::search`] without the recall log (for consolidation's
-    /// neighbour gathering and evaluations, which are not recalls).
-    pub async fn search_unlogged(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        self.search_unlogged_above(query, k, 0.0).await
-    }
-
-    /// [`Reader::search_unlogged`] of the hits scoring `min_score` or more
-    /// (evaluations of the cutoff).
-    pub async fn search_unlogged_above(
-        &self,
-        query: &str,
-        k: usize,
-        min_score: f32,
-    ) -> Result<Vec<Hit>> {
-        let read = asked(query);
-        let qv = self.query_vector(&read.about).await?;
-        let narrow = Narrow {
-            min_score,
-            ..Narrow::default()
-        };
-        self.ranked(&read, qv, k, true, &narrow).await
+        Ok(())
     }
 
     /// LanceDB's vector index read into this process's cache, when the
@@ -215,18 +260,6 @@ impl Reader {
     pub(crate) async fn query_vector(&self, query: &str) -> Result<Vec<f32>> {
         let mut v = self.shared.embedder.embed(&[query.to_string()]).await?;
         Ok(v.remove(0))
-    }
-
-    /// The search itself, given the embedding of what the query asks
-    /// about ([`asked`]; benchmarks time the two parts apart).
-    pub(crate) async fn search_with_vector(
-        &self,
-        query: &str,
-        qv: Vec<f32>,
-        k: usize,
-    ) -> Result<Vec<Hit>> {
-        self.ranked(&asked(query), qv, k, true, &Narrow::default())
-            .await
     }
 
     /// Vector and full-text results fused and finished, from the table as
@@ -655,8 +688,8 @@ mod tests {
                 let score = |h: &Hit| (h.score * 1e5).round() as i64;
                 hits.iter().map(|h| (h.id.to_string(), score(h))).collect()
             };
-            let a = ids(ahead.reader.search_unlogged(q, 10).await.unwrap());
-            let b = ids(plain.reader.search_unlogged(q, 10).await.unwrap());
+            let a = ids(ahead.reader.search(&Query::new(q, 10)).await.unwrap());
+            let b = ids(plain.reader.search(&Query::new(q, 10)).await.unwrap());
             assert_eq!(a.len(), 10, "{q}");
             assert_eq!(a, b, "{q}");
         }
@@ -681,7 +714,7 @@ mod tests {
             async move {
                 let mut out = Vec::new();
                 for q in ["tea and a bike", "river cat", "piano note 7", "garden"] {
-                    let fused = reader.search_unlogged(q, 10).await.unwrap();
+                    let fused = reader.search(&Query::new(q, 10)).await.unwrap();
                     let words = reader.full_text_hits(q, 200).await.unwrap();
                     for hits in [fused, words] {
                         let score = |h: &Hit| format!("{:.6}", h.score);

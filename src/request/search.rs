@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::route::{Method, Route};
 use super::target::{Request, Target};
 use crate::error::Result;
-use crate::index::reader::Narrow;
+use crate::index::reader::{Narrow, Query};
 use crate::index::search::Hit;
 
 /// A search. The index is brought in step with the files first, so every
@@ -143,10 +143,8 @@ impl Request for Search {
             only: only.as_ref(),
             min_score,
         };
-        let mut hits = index
-            .reader
-            .search_narrowed(&text, k, wait, &narrow)
-            .await?;
+        let query = Query::new(&text, k).logged().waiting(wait);
+        let mut hits = index.reader.search(&query.narrowed(narrow)).await?;
         crate::current::declared_below(&target.memory.layout, &mut hits)?;
         if wait {
             return Ok(Found::all(hits));
@@ -199,7 +197,8 @@ impl Search {
         let layout = target.memory.layout.clone();
         let rows = super::target::blocking(move || crate::index::rows_as_of(&layout, at)).await?;
         let index = target.index().await?;
-        let hits = index.reader.search_rows(&text, rows, k, min_score).await?;
+        let query = Query::new(&text, k).above(min_score).over(rows);
+        let hits = index.reader.search(&query).await?;
         Ok(Found::all(hits))
     }
 

@@ -114,7 +114,7 @@ async fn a_change_over_time_becomes_one_entry_with_its_history() {
     index.writer.sync().await.unwrap();
     let hits = index
         .reader
-        .search("where does the user work", 5)
+        .search(&memd::index::Query::new("where does the user work", 5).logged())
         .await
         .unwrap();
     let texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use memd::archive::{self, NewFact};
 use memd::config::{Config, EmbedderKind};
 use memd::embed::{self, Embedder, lexical::Lexical, openai::OpenAi};
-use memd::index::Index;
+use memd::index::{Index, Query};
 use memd::tombstones::{self, Tombstone};
 
 use crate::search::rebuilt_from_files;
@@ -235,7 +235,7 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     index.writer.sync().await.unwrap();
     let hits = index
         .reader
-        .search_unlogged("locker code", 3)
+        .search(&Query::new("locker code", 3))
         .await
         .unwrap();
     assert_eq!(hits[0].id, a[0].id);
@@ -262,7 +262,7 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     index.writer.sync().await.unwrap();
     let hits = index
         .reader
-        .search_unlogged("locker code 4417", 10)
+        .search(&Query::new("locker code 4417", 10))
         .await
         .unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
@@ -270,7 +270,7 @@ async fn a_tombstoned_fact_is_never_returned_even_after_reindex_clear() {
     let index = rebuilt_from_files(&layout, &config, lexical()).await;
     let hits = index
         .reader
-        .search_unlogged("locker code 4417", 10)
+        .search(&Query::new("locker code 4417", 10))
         .await
         .unwrap();
     assert!(hits.iter().all(|h| !h.text.contains("4417")), "{hits:?}");
@@ -310,7 +310,7 @@ async fn a_different_embedder_dimension_rebuilds_the_index() {
     assert!(
         !index
             .reader
-            .search_unlogged("coffee", 3)
+            .search(&Query::new("coffee", 3))
             .await
             .unwrap()
             .is_empty()
@@ -658,7 +658,11 @@ async fn a_quiet_index_compacts_a_few_small_fragments_a_busy_one_waits() {
         !index.writer.compact_if_needed().await.unwrap(),
         "nothing left to compact"
     );
-    let hits = index.reader.search_unlogged("greyhound", 3).await.unwrap();
+    let hits = index
+        .reader
+        .search(&Query::new("greyhound", 3))
+        .await
+        .unwrap();
     assert!(
         hits.iter().any(|h| h.text.contains("greyhound")),
         "{hits:?}"

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use memd::archive::{self, NewFact};
 use memd::config::Config;
 use memd::embed::{self, Embedder};
-use memd::index::Index;
+use memd::index::{Index, Query};
 
 use crate::index::{fact, lexical};
 use crate::support::example_dir;
@@ -71,7 +71,7 @@ const BUILD_PATH_QUERIES: [&str; 6] = [
 async fn rankings(index: &Index) -> Vec<Vec<(String, String)>> {
     let mut out = Vec::new();
     for q in BUILD_PATH_QUERIES {
-        let hits = index.reader.search_unlogged(q, 8).await.unwrap();
+        let hits = index.reader.search(&Query::new(q, 8)).await.unwrap();
         out.push(
             hits.into_iter()
                 .map(|h| (h.text, format!("{:.6}", h.score)))
@@ -153,7 +153,7 @@ async fn a_search_for_a_word_only_one_fact_holds_gives_that_fact_however_alike_t
             format!("new plant {}", code(i)),
             format!("user named {}", code(i)),
         ] {
-            let hits = index.reader.search_unlogged(&query, 5).await.unwrap();
+            let hits = index.reader.search(&Query::new(&query, 5)).await.unwrap();
             if !hits
                 .iter()
                 .any(|h| h.text.ends_with(&format!(" {}", code(i))))
@@ -189,7 +189,7 @@ async fn search_results_stay_the_same_over_two_thousand_rows_grown_one_fact_at_a
         let time = format!("09:{:02}:00", i);
         archive::append(&layout, "2026-11-22", &time, &[fact(t)]).unwrap();
         index.writer.sync().await.unwrap();
-        index.reader.search_unlogged("coffee", 3).await.unwrap();
+        index.reader.search(&Query::new("coffee", 3)).await.unwrap();
     }
     let day = layout.archive_file("2026-11-22");
     remove_lines_containing(&day, "espresso");
@@ -280,7 +280,7 @@ async fn a_run_of_single_fact_syncs_merges_its_small_fragments_as_it_goes() {
     );
     let hits = index
         .reader
-        .search_unlogged("tea number 5", 3)
+        .search(&Query::new("tea number 5", 3))
         .await
         .unwrap();
     assert!(
@@ -570,7 +570,7 @@ async fn said_on(said: &[(String, &str)]) -> (tempfile::TempDir, Index) {
 
 /// The text of the first hit for `q`.
 async fn top(index: &Index, q: &str) -> String {
-    index.reader.search_unlogged(q, 5).await.unwrap()[0]
+    index.reader.search(&Query::new(q, 5)).await.unwrap()[0]
         .text
         .clone()
 }

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use memd::index::Query;
+
 use crate::support::{Reply, chat, memd, scripted, stderr};
 use crate::trust::{add, check, consolidate, entries, found, fresh, ok};
 
@@ -512,7 +514,7 @@ async fn of_two_facts_on_one_thing_search_puts_the_later_first_though_the_older_
     .await;
     let hits = index
         .reader
-        .search_unlogged("Where does the user work?", 5)
+        .search(&Query::new("Where does the user work?", 5))
         .await
         .unwrap();
     let at = |t: &str| hits.iter().position(|h| h.text == t);
@@ -546,7 +548,7 @@ async fn old_then_new(
         ("2026-11-20", "09:00:00", new),
     ])
     .await;
-    index.reader.search_unlogged(question, k).await.unwrap()
+    index.reader.search(&Query::new(question, k)).await.unwrap()
 }
 
 /// A memory holding `facts` (day, time, text) in its archive, indexed.
@@ -590,7 +592,7 @@ async fn a_later_fact_the_question_does_not_ask_about_stays_below_the_one_it_doe
     ])
     .await;
     let question = "Who is the professional rock climber who has scaled peaks on three continents?";
-    let hits = index.reader.search_unlogged(question, 3).await.unwrap();
+    let hits = index.reader.search(&Query::new(question, 3)).await.unwrap();
     assert_eq!(hits[0].text, climber, "{hits:#?}");
     assert_eq!(hits.len(), 3, "{hits:#?}");
 }
@@ -658,7 +660,11 @@ async fn a_question_naming_a_past_month_gets_what_was_said_then_first() {
     .await;
     let top = |q: &'static str| {
         let reader = &index.reader;
-        async move { reader.search_unlogged(q, 5).await.unwrap()[0].text.clone() }
+        async move {
+            reader.search(&Query::new(q, 5)).await.unwrap()[0]
+                .text
+                .clone()
+        }
     };
     assert_eq!(
         top("where does the user work").await,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use memd::archive;
 use memd::config::Config;
-use memd::index::Index;
+use memd::index::{Index, Query};
 
 use crate::index::{fact, lexical};
 use crate::search::{remove_lines_containing, word_facts};
@@ -37,7 +37,7 @@ async fn open(layout: &memd::Layout) -> Index {
 async fn results(index: &Index) -> Vec<Vec<(String, String)>> {
     let mut out = Vec::new();
     for q in QUERIES {
-        let fused = index.reader.search_unlogged(q, 10).await.unwrap();
+        let fused = index.reader.search(&Query::new(q, 10)).await.unwrap();
         let words = index.reader.full_text_hits(q, 1_000).await.unwrap();
         for hits in [fused, words] {
             out.push(

@@ -29,7 +29,7 @@ mod load;
 mod sync;
 mod upkeep;
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -135,23 +135,75 @@ impl Owner {
 
     /// The owner's loop: jobs from `queue` one at a time (`pending` counts
     /// those sent and not ended), and the rows held committed once due.
+    /// Syncs queued one after another are one sync ([`Owner::sync_many`]).
     pub(super) async fn run(
         mut self,
         mut queue: mpsc::UnboundedReceiver<Job>,
         pending: Arc<AtomicUsize>,
     ) {
+        let mut backlog: VecDeque<Job> = VecDeque::new();
         loop {
-            let due = self.held.as_ref().map(Held::due);
-            let job = tokio::select! {
-                job = queue.recv() => job,
-                _ = until(due) => {
-                    self.commit_logged().await;
-                    continue;
+            let job = match backlog.pop_front() {
+                Some(job) => job,
+                None => {
+                    let due = self.held.as_ref().map(Held::due);
+                    tokio::select! {
+                        job = queue.recv() => match job {
+                            Some(job) => job,
+                            None => return,
+                        },
+                        _ = until(due) => {
+                            self.commit_logged().await;
+                            continue;
+                        }
+                    }
                 }
             };
-            let Some(job) = job else { return };
-            Box::pin(self.apply(job)).await;
-            pending.fetch_sub(1, Ordering::SeqCst);
+            let ended = match job {
+                Job::Sync { hold, asked, done } => {
+                    while let Ok(more) = queue.try_recv() {
+                        backlog.push_back(more);
+                    }
+                    let mut syncs = vec![(hold, asked, done)];
+                    while let Some(Job::Sync { .. }) = backlog.front() {
+                        if let Some(Job::Sync { hold, asked, done }) = backlog.pop_front() {
+                            syncs.push((hold, asked, done));
+                        }
+                    }
+                    let n = syncs.len();
+                    Box::pin(self.sync_many(syncs)).await;
+                    n
+                }
+                job => {
+                    Box::pin(self.apply(job)).await;
+                    1
+                }
+            };
+            pending.fetch_sub(ended, Ordering::SeqCst);
+        }
+    }
+
+    /// The syncs queued one after another, as one: asked for as late as
+    /// the last was, holding its rows only if every one may
+    /// ([`super::held`]); each gets its report (or its error).
+    async fn sync_many(
+        &mut self,
+        syncs: Vec<(bool, Instant, oneshot::Sender<Result<SyncReport>>)>,
+    ) {
+        let hold = syncs.iter().all(|(hold, _, _)| *hold);
+        let asked = syncs.iter().map(|(_, asked, _)| *asked).max();
+        let synced = self.sync(hold, asked.unwrap_or_else(Instant::now)).await;
+        let mut each = syncs.into_iter().map(|(_, _, done)| done);
+        let first = each.next();
+        for done in each {
+            let again = match &synced {
+                Ok(report) => Ok(report.clone()),
+                Err(e) => Err(e.again()),
+            };
+            answer(done, again);
+        }
+        if let Some(done) = first {
+            answer(done, synced);
         }
     }
 
@@ -176,10 +228,10 @@ impl Owner {
 
     /// Tell the handles what changed.
     fn publish(&self) {
-        self.publish.send_replace(View {
-            synced: self.synced.clone(),
-            shown: self.shown.clone(),
-            holding: self.held.is_some(),
+        self.publish.send_modify(|v| {
+            v.synced = self.synced.clone();
+            v.shown = self.shown.clone();
+            v.holding = self.held.is_some();
         });
     }
 
