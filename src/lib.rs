@@ -103,8 +103,9 @@
 //!
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table (in the memory or on object storage:
-//! [`index::store`]), one writer and cheap readers (after
-//! tantivy), and the words file (`.memd/index/words.bin`) a new process
+//! [`index::store`]), one owner task per handle that does every write
+//! and loads the words, a writer handle that asks it, cheap readers with
+//! one search call (after tantivy), and the words file (`.memd/index/words.bin`) a new process
 //! reads its query's words from; vectors come from [`embed`]. A query's
 //! days ([`when`]) add a list of the rows said then to its fusion.
 //!
