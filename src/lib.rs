@@ -140,6 +140,7 @@ pub mod duplicate;
 pub mod edit;
 pub mod embed;
 pub mod entries;
+pub mod entry_view;
 pub mod erase;
 pub mod error;
 #[cfg(feature = "lab")]

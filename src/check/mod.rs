@@ -367,7 +367,7 @@ fn listed(
             want.push((&m.id, &e.text));
         }
     }
-    let views = crate::request::entry_views_of(doc, tombstones, facts);
+    let views = crate::entry_view::views_of(doc, tombstones, facts);
     let got: Vec<(&EntryId, &str)> = views.iter().map(|v| (&v.id, v.text.as_str())).collect();
     for (id, _) in want.iter().filter(|w| !got.contains(w)) {
         let what = format!(

@@ -28,6 +28,7 @@
 //! lock for each write ([`Index::open`]).
 
 mod changes;
+pub mod filter;
 pub mod fingerprints;
 mod held;
 mod owner;
@@ -52,6 +53,7 @@ use crate::embed::cache::Cached;
 use crate::error::{Context, Result};
 use crate::{Layout, Memory, lock};
 
+pub use filter::Filter;
 pub(crate) use past::rows_as_of;
 pub use reader::{Query, Reader};
 pub use rows::{Row, RowKind};
@@ -65,6 +67,14 @@ pub struct SyncReport {
     pub files_synced: usize,
     pub rows_added: usize,
     pub rows_deleted: usize,
+}
+
+/// What [`Index::search`] found, and the source files the index did not
+/// cover yet (only for a query that did not wait).
+#[derive(Debug)]
+pub struct Searched {
+    pub hits: Vec<search::Hit>,
+    pub behind: Vec<String>,
 }
 
 /// What a process's writer and readers of one index share.
@@ -129,6 +139,41 @@ impl Index {
     /// next ones ([`held`]).
     pub async fn sync_shown(&self) -> Result<SyncReport> {
         self.writer.sync_shown().await
+    }
+
+    /// A search of the files as they are now: the index brought in step
+    /// with them first ([`Writer::sync_to_read`]), or, when the query does
+    /// not wait, of the index as it is, with the files it does not cover
+    /// yet ([`Writer::files_behind`]); a search of a past time's rows
+    /// ([`Query::over`]) needs neither.
+    ///
+    /// The query's embedding does not wait for the sync: made beside it
+    /// (and cached for the search), it takes the embedder while the sync
+    /// writes the table; a query that is the text of a fact being embedded
+    /// waits for that embedding instead of making it again. A new handle's
+    /// words (after the sync, so of the version it leaves) and LanceDB's
+    /// vector index are read beside it too, not in turn.
+    pub async fn search(&self, query: &Query<'_>) -> Result<Searched> {
+        let behind = match (&query.over, query.wait) {
+            // Rows of a past time, read from the files: nothing to sync.
+            (Some(_), _) => Vec::new(),
+            (None, true) => {
+                let synced = async {
+                    crate::steps::timed("sync", self.writer.sync_to_read()).await?;
+                    self.reader.words_current(true).await
+                };
+                let asked = self.reader.asked_vector(query.text);
+                let embedded = crate::steps::timed("query embedding", asked);
+                let warmed = self.reader.warm_vector_index();
+                let warmed = crate::steps::timed("vector index read ahead", warmed);
+                let (synced, _, ()) = tokio::join!(synced, embedded, warmed);
+                synced?;
+                Vec::new()
+            }
+            (None, false) => self.writer.files_behind()?,
+        };
+        let hits = self.reader.search(query).await?;
+        Ok(Searched { hits, behind })
     }
 
     /// Delete `.memd/index` entirely (the embedding cache is kept).

@@ -96,7 +96,7 @@ impl Reader {
     /// The `k` best of `rows` for `query`, scoring its least score or
     /// more, ranked as the index's rows are ([`Reader::search`]).
     pub(super) async fn search_rows(&self, query: &Query<'_>, rows: &[Row]) -> Result<Vec<Hit>> {
-        let (k, min_score) = (query.k, query.narrow.min_score);
+        let (k, min_score) = (query.k, query.min_score);
         let query = query.text;
         let shared = self.shared();
         let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();

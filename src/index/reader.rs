@@ -10,6 +10,7 @@ use std::sync::Arc;
 use lancedb::query::{QueryBase, Select};
 
 use super::Shared;
+use super::filter::{Filter, Rows};
 use super::rows::RowKind;
 use super::search::{self, CurrentScores, Hit, Ranked, SimilarEntry};
 use super::table::collect;
@@ -46,15 +47,15 @@ pub(crate) fn asked(query: &str) -> Asked {
     crate::when::read(query, chrono::Local::now().date_naive())
 }
 
-/// What narrows a search besides `k`.
+/// What narrows a search besides `k`, as the rows it names.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Narrow<'a> {
+struct Narrow<'a> {
     /// Rows never to give (MEMORY.md's lines are then left out too: an
     /// agent holding MEMORY.md in its prompt asks this).
-    pub leave_out: Option<&'a HashSet<String>>,
+    leave_out: Option<&'a HashSet<String>>,
     /// The only rows that may come back (a search by category, session or
     /// date).
-    pub only: Option<&'a HashSet<String>>,
+    only: Option<&'a HashSet<String>>,
     /// Hits scoring less ([`Hit::score`], 0 to 1) are left out.
     pub min_score: f32,
 }
@@ -74,8 +75,10 @@ pub struct Query<'a> {
     /// write of the owner's running, the words as they are serve (the
     /// daemon's `GET /v1/search?wait=false`, while a backlog is indexed).
     pub wait: bool,
-    /// What narrows it besides `k`.
-    pub narrow: Narrow<'a>,
+    /// Hits scoring less ([`Hit::score`], 0 to 1) are left out.
+    pub min_score: f32,
+    /// The rows it is narrowed to, or leaves out ([`Filter`]).
+    pub filter: Filter,
     /// The embedding of what the query asks about ([`asked`]), when the
     /// caller made it already (benchmarks time the two parts apart).
     pub vector: Option<Vec<f32>>,
@@ -104,14 +107,13 @@ impl<'a> Query<'a> {
     }
 
     /// Only the hits scoring `min_score` or more ([`Hit::score`], 0 to 1).
-    pub fn above(mut self, min_score: f32) -> Query<'a> {
-        self.narrow.min_score = min_score;
-        self
+    pub fn above(self, min_score: f32) -> Query<'a> {
+        Query { min_score, ..self }
     }
 
-    /// Narrowed by `narrow`.
-    pub fn narrowed(self, narrow: Narrow<'a>) -> Query<'a> {
-        Query { narrow, ..self }
+    /// Narrowed by `filter`.
+    pub fn filtered(self, filter: Filter) -> Query<'a> {
+        Query { filter, ..self }
     }
 
     /// Waiting for the words of the table's version (`wait`) or not.
@@ -178,7 +180,16 @@ impl Reader {
     }
 
     async fn search_table(&self, query: &Query<'_>) -> Result<Vec<Hit>> {
-        let (narrow, k) = (&query.narrow, query.k);
+        let rows = match query.filter == Filter::default() {
+            true => Rows::default(),
+            false => query.filter.rows(&self.shared.layout)?,
+        };
+        let narrow = &Narrow {
+            leave_out: rows.leave_out.as_ref(),
+            only: rows.only.as_ref(),
+            min_score: query.min_score,
+        };
+        let k = query.k;
         // Room for the rows left out, so that `k` others still come back:
         // every row, when only some may come back.
         let asked = match narrow.only {

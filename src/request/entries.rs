@@ -7,43 +7,13 @@
 //! through every consolidation, merge and update without being written
 //! anywhere else, and a hand edit of the entry's text keeps them.
 
-use std::collections::{BTreeSet, HashMap};
-
 use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
-use crate::archive::Fact;
-use crate::entries::{Document, Entry};
+pub use crate::entry_view::EntryView;
+use crate::entry_view::views;
 use crate::error::Result;
-use crate::ids::{EntryId, FactId};
-use crate::tombstones::Tombstones;
-
-/// One entry as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EntryView {
-    /// `e-…`: what `forget`, `history` and `GET /v1/entries/{id}` take.
-    pub id: EntryId,
-    /// The entry's text as the file holds it now.
-    pub text: String,
-    /// The day of its first fact (`YYYY-MM-DD`).
-    pub first_seen: String,
-    /// The day it last changed (`YYYY-MM-DD`).
-    pub updated: String,
-    /// Protected from consolidation's REPLACE and REMOVE.
-    pub pinned: bool,
-    /// Added word for word after the judge failed; the next run looks again.
-    pub unreviewed: bool,
-    /// Its text is not what memd last wrote: a person edited it.
-    pub edited: bool,
-    /// Its own category when one was set (`memd edit --category`), else
-    /// the categories of the facts it holds, sorted.
-    pub categories: Vec<String>,
-    /// The sessions of the facts it holds, sorted.
-    pub sessions: Vec<String>,
-    /// The archive facts it holds.
-    pub sources: Vec<FactId>,
-}
 
 /// The live entries (not forgotten, not an unsaved hand-written block),
 /// in file order, that pass every filter given.
@@ -95,13 +65,9 @@ impl Request for Entries {
 
 impl Entries {
     pub(super) fn keeps(&self, v: &EntryView) -> bool {
-        let has = |list: &[String], want: &Option<String>| {
-            want.as_ref().is_none_or(|w| list.iter().any(|x| x == w))
-        };
         let mark = |is: bool, want: Option<bool>| want.is_none_or(|w| w == is);
-        has(&v.categories, &self.category)
-            && has(&v.sessions, &self.session)
-            && self.since.as_ref().is_none_or(|d| v.updated >= *d)
+        let (category, session) = (self.category.as_deref(), self.session.as_deref());
+        v.is_of(category, session, self.since.as_deref())
             && mark(v.unreviewed, self.unreviewed)
             && mark(v.edited, self.edited)
     }
@@ -203,58 +169,12 @@ impl Request for EditEntry {
     }
 }
 
-pub(super) fn valid_day(day: &str) -> Result<()> {
+/// `day` read as a day (`YYYY-MM-DD`), or an error naming `since`.
+pub(super) fn valid_day(day: &str) -> Result<chrono::NaiveDate> {
     match chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") {
-        Ok(_) => Ok(()),
+        Ok(d) => Ok(d),
         Err(_) => Err(crate::Error::Invalid(format!(
             "since must be a day, YYYY-MM-DD (got {day:?})"
         ))),
-    }
-}
-
-/// Every live entry of the file, in file order, as the API shows it.
-pub fn views(layout: &crate::Layout) -> Result<Vec<EntryView>> {
-    let doc = Document::read(&layout.entries_file())?;
-    let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    let (facts, _) = crate::archive::read_all(layout)?;
-    Ok(views_of(&doc, &tombstones, &facts))
-}
-
-/// [`views`] of files already read.
-pub fn views_of(doc: &Document, tombstones: &Tombstones, facts: &[Fact]) -> Vec<EntryView> {
-    let by_id: HashMap<&str, &Fact> = facts.iter().map(|f| (f.id.as_str(), f)).collect();
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for e in doc.entries() {
-        let Some(meta) = &e.meta else { continue };
-        if tombstones.names_entry(meta.id.as_str()) || !seen.insert(meta.id.clone()) {
-            continue;
-        }
-        out.push(view(e, meta, &by_id));
-    }
-    out
-}
-
-fn view(e: &Entry, meta: &crate::entries::Meta, facts: &HashMap<&str, &Fact>) -> EntryView {
-    let mut categories = BTreeSet::new();
-    let mut sessions = BTreeSet::new();
-    for f in meta.sources.iter().filter_map(|id| facts.get(id.as_str())) {
-        categories.extend(f.category.clone());
-        sessions.extend(f.session.clone());
-    }
-    if let Some(own) = &meta.category {
-        categories = BTreeSet::from([own.clone()]);
-    }
-    EntryView {
-        id: meta.id.clone(),
-        text: e.text.clone(),
-        first_seen: meta.first_seen.clone(),
-        updated: meta.updated.clone(),
-        pinned: meta.pinned,
-        unreviewed: meta.unreviewed,
-        edited: e.edited_by_hand(),
-        categories: categories.into_iter().collect(),
-        sessions: sessions.into_iter().collect(),
-        sources: meta.sources.clone(),
     }
 }

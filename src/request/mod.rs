@@ -69,10 +69,7 @@ pub use self::add::{Add, Added, AddedFact};
 pub use self::check::Check;
 pub use self::consolidate::Consolidate;
 pub use self::core::{Core, CoreText};
-pub use self::entries::{
-    EditEntry, Edited, Entries, EntryView, GetEntry, views as entry_views,
-    views_of as entry_views_of,
-};
+pub use self::entries::{EditEntry, Edited, Entries, EntryView, GetEntry};
 pub use self::forget::{Candidates, Erase, Forget, Unforget};
 pub use self::history::History;
 pub use self::reindex::{Reindex, Reindexed};

@@ -1,15 +1,13 @@
 //! [`Search`]: hybrid search over facts, entries and MEMORY.md, logged as
 //! recall.
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target};
 use crate::error::Result;
-use crate::index::reader::{Narrow, Query};
 use crate::index::search::Hit;
+use crate::index::{Filter, Query, Searched};
 
 /// A search. The index is brought in step with the files first, so every
 /// fact acknowledged before it is searched; with `wait` false the index
@@ -104,47 +102,12 @@ impl Request for Search {
         if self.as_of.is_some() {
             return self.in_the_past(target).await;
         }
-        let only = self.only(&target.memory.layout)?;
+        let filter = self.filter()?;
         let (text, k, min_score) = self.asked(target)?;
-        let core = match self.exclude_core.unwrap_or(false) {
-            true => Some(in_core(&target.memory.layout)?),
-            false => None,
-        };
-        let index = target.index().await?;
         let wait = self.wait.unwrap_or(true);
-        let behind = match wait {
-            true => {
-                // The query's embedding does not wait for the sync: made
-                // beside it (and cached for the search), it takes the
-                // session while the sync writes the table. A fact just
-                // appended is being embedded by then (`Target::index_soon`);
-                // a query that is the fact's own text waits for that
-                // embedding instead of making it again (`Cached::embed`).
-                // A new handle's words (after the sync, so of the version
-                // it leaves) and LanceDB's vector index are read beside it
-                // too: a one-shot search at 100,000 facts waited for each
-                // in turn (BENCHMARKS.md, issue 28).
-                let synced = async {
-                    crate::steps::timed("sync", index.writer.sync_to_read()).await?;
-                    index.reader.words_current(true).await
-                };
-                let embedded =
-                    crate::steps::timed("query embedding", index.reader.asked_vector(&text));
-                let warmed = index.reader.warm_vector_index();
-                let warmed = crate::steps::timed("vector index read ahead", warmed);
-                let (synced, _, ()) = tokio::join!(synced, embedded, warmed);
-                synced?;
-                Vec::new()
-            }
-            false => index.writer.files_behind()?,
-        };
-        let narrow = Narrow {
-            leave_out: core.as_ref(),
-            only: only.as_ref(),
-            min_score,
-        };
         let query = Query::new(&text, k).logged().waiting(wait);
-        let mut hits = index.reader.search(&query.narrowed(narrow)).await?;
+        let query = query.above(min_score).filtered(filter);
+        let Searched { mut hits, behind } = target.index().await?.search(&query).await?;
         crate::current::declared_below(&target.memory.layout, &mut hits)?;
         if wait {
             return Ok(Found::all(hits));
@@ -198,73 +161,22 @@ impl Search {
         let rows = super::target::blocking(move || crate::index::rows_as_of(&layout, at)).await?;
         let index = target.index().await?;
         let query = Query::new(&text, k).above(min_score).over(rows);
-        let hits = index.reader.search(&query).await?;
+        let hits = index.search(&query).await?.hits;
         Ok(Found::all(hits))
     }
 
-    /// With a category, session or day given: the rows that may come back
-    /// (facts of it, entries holding one, and their MEMORY.md lines).
-    /// Reads the files (the archive, the entries, MEMORY.md) on each such
-    /// search, and the search then ranks every row before narrowing: a
-    /// narrowed search costs a scan, which at 10k rows is milliseconds.
-    fn only(&self, layout: &crate::Layout) -> Result<Option<HashSet<String>>> {
-        if self.category.is_none() && self.session.is_none() && self.since.is_none() {
-            return Ok(None);
-        }
-        let entries = super::Entries {
+    /// What narrows the search, typed: the index reads the files it
+    /// needs to know which rows may come back ([`Filter`]).
+    fn filter(&self) -> Result<Filter> {
+        let since = match &self.since {
+            Some(day) => Some(super::entries::valid_day(day)?),
+            None => None,
+        };
+        Ok(Filter {
             category: self.category.clone(),
             session: self.session.clone(),
-            since: self.since.clone(),
-            ..Default::default()
-        };
-        if let Some(day) = &self.since {
-            super::entries::valid_day(day)?;
-        }
-        let same = |want: &Option<String>, is: &Option<String>| want.is_none() || want == is;
-        let (facts, _) = crate::archive::read_all(layout)?;
-        let doc = crate::entries::Document::read(&layout.entries_file())?;
-        let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
-        let mut out: HashSet<String> = facts
-            .iter()
-            .filter(|f| same(&self.category, &f.category) && same(&self.session, &f.session))
-            .filter(|f| self.since.as_ref().is_none_or(|d| f.day >= *d))
-            .map(|f| f.id.to_string())
-            .collect();
-        // A line of MEMORY.md shows the day it was last promoted with, which
-        // the day asked for holds to as well.
-        let lines = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
-        let views = super::entry_views_of(&doc, &stones, &facts);
-        for v in views.iter().filter(|v| entries.keeps(v)) {
-            let line = lines.iter().find(|l| l.entry_id == v.id);
-            let dated = |l: &&crate::core_md::Line| {
-                self.since
-                    .as_ref()
-                    .is_none_or(|d| l.date.as_ref().is_some_and(|ld| ld >= d))
-            };
-            if let Some(l) = line.filter(dated) {
-                out.insert(crate::ids::RowId::core(&l.entry_id).to_string());
-            }
-            out.insert(v.id.to_string());
-        }
-        Ok(Some(out))
+            since,
+            exclude_core: self.exclude_core.unwrap_or(false),
+        })
     }
-}
-
-/// The rows MEMORY.md holds: the entries it has a generated line for,
-/// and the facts those entries hold (a fact restating a line says what
-/// the prompt already says).
-fn in_core(layout: &crate::Layout) -> Result<HashSet<String>> {
-    let md = crate::core_md::CoreMd::read(&layout.memory_md())?;
-    let doc = crate::entries::Document::read(&layout.entries_file())?;
-    let mut out = HashSet::new();
-    for line in md.lines() {
-        if let Some(m) = doc
-            .get(line.entry_id.as_str())
-            .and_then(|e| e.meta.as_ref())
-        {
-            out.extend(m.sources.iter().map(|f| f.to_string()));
-        }
-        out.insert(line.entry_id.to_string());
-    }
-    Ok(out)
 }
