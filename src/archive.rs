@@ -972,7 +972,10 @@ fn append_locked(
     let mut file = crate::atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let erased: Vec<bool> = match unless_erased {
-        true => crate::tombstones::erased_among(&layout.tombstones_file(), facts)?,
+        true => {
+            let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
+            crate::tombstones::erased_among(&layout.tombstones_file(), &texts)?
+        }
         false => vec![false; facts.len()],
     };
     let kept: Vec<NewFact> = facts

@@ -313,18 +313,19 @@ pub(crate) fn erase(
         .with_context(|| format!("rewriting {}", path.display()))
 }
 
-/// Which of `facts` say a text an erasure keeps out (by hash): what an
-/// append asks under its day file's lock. A memory that never erased
-/// anything holds no hash, and its tombstones are not parsed at all.
-pub(crate) fn erased_among(path: &Path, facts: &[crate::archive::NewFact]) -> Result<Vec<bool>> {
+/// Which of `texts` (the facts of an append) an erasure keeps out (by
+/// hash): what an append asks under its day file's lock. A memory that
+/// never erased anything holds no hash, and its tombstones are not parsed
+/// at all.
+pub(crate) fn erased_among(path: &Path, texts: &[&str]) -> Result<Vec<bool>> {
     let bytes = crate::atomic::read_if_exists(path)
         .with_context(|| format!("reading {}", path.display()))?
         .unwrap_or_default();
     if !bytes.windows(HASHES.len()).any(|w| w == HASHES) {
-        return Ok(vec![false; facts.len()]);
+        return Ok(vec![false; texts.len()]);
     }
     let stones = Tombstones::from_vec(jsonl::parse(path, &bytes).0);
-    Ok(facts.iter().map(|f| stones.erased(f.text.trim())).collect())
+    Ok(texts.iter().map(|t| stones.erased(t.trim())).collect())
 }
 
 /// How a tombstone with [`Tombstone::hashes`] is written.

@@ -567,7 +567,7 @@ async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) ->
 /// The words file holds the words of the table's rows when it names the
 /// table's version ([`crate::index::words`]).
 async fn words(layout: &Layout, report: &mut Report) -> Result<()> {
-    use crate::index::words::{Found, compare};
+    use crate::index::words_check::{Found, compare};
     let file = rel::INDEX_WORDS;
     match compare(layout).await? {
         Found::Differs => report.problem(

@@ -42,6 +42,7 @@ pub mod table;
 mod terms;
 mod vectors;
 pub mod words;
+pub mod words_check;
 pub mod writer;
 
 use std::sync::{Arc, Mutex};

@@ -57,7 +57,7 @@ impl Vectors {
             self.data.resize((s + 1) * self.dim, 0.0);
         }
         self.data[s * self.dim..(s + 1) * self.dim].copy_from_slice(v);
-        self.inverse_norms[s] = super::words::inverse_norm(v);
+        self.inverse_norms[s] = inverse_norm(v);
         if !self.live[s] {
             self.count += 1;
         }
@@ -146,6 +146,12 @@ pub(super) fn nearest_among<'a>(
 /// 10,000 rows).
 pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lance_linalg::distance::dot_f32(a, b)
+}
+
+/// `1 / |v|`, 0 for a zero vector (as [`Vectors`] keeps it).
+pub(super) fn inverse_norm(v: &[f32]) -> f32 {
+    let norm = dot(v, v).sqrt();
+    if norm > 0.0 { 1.0 / norm } else { 0.0 }
 }
 
 #[cfg(test)]

@@ -130,7 +130,10 @@ pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     }
     pad(&mut body);
     if dim > 0 {
-        let inverse: Vec<f32> = rows.iter().map(|(_, r)| inverse_norm(r.vector)).collect();
+        let inverse: Vec<f32> = rows
+            .iter()
+            .map(|(_, r)| super::vectors::inverse_norm(r.vector))
+            .collect();
         put(&mut body, &inverse);
         pad(&mut body);
         for (_, r) in &rows {
@@ -199,12 +202,6 @@ fn offsets(b: &mut Vec<u8>, sizes: impl Iterator<Item = usize>) {
     put(b, &at.collect::<Vec<u64>>());
 }
 
-/// `1 / |v|`, 0 for a zero vector (as [`super::vectors`] keeps it).
-pub(super) fn inverse_norm(v: &[f32]) -> f32 {
-    let norm = super::vectors::dot(v, v).sqrt();
-    if norm > 0.0 { 1.0 / norm } else { 0.0 }
-}
-
 /// A words file read into memory, its parts viewed in place.
 pub(super) struct Mapped {
     buf: Vec<u64>,
@@ -238,7 +235,7 @@ pub(super) fn read(path: &Path, stamp: (u64, u64)) -> Option<Mapped> {
 }
 
 /// The file at `path`, if it is one: of `want`'s version only, when given.
-fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
+pub(super) fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
     use std::io::Read;
     if cfg!(target_endian = "big") {
         return None;
@@ -428,50 +425,4 @@ impl Mapped {
             .get(s * self.dim..(s + 1) * self.dim)?;
         Some((v, *self.f32s(&self.inverse).get(s)?))
     }
-}
-
-/// What `memd check` finds of the words file ([`compare`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
-    /// No file, or no table.
-    Absent,
-    /// A file that is not a words file (damaged): searches ignore it.
-    Unreadable,
-    /// A file of another version of the table: searches ignore it.
-    Other,
-    /// The file the table's rows make, byte for byte.
-    Same,
-    /// A file of the table's version that is not the one its rows make:
-    /// searches would read wrong words.
-    Differs,
-}
-
-/// The words file against the words of the table's rows (read only; a
-/// writer beside it may move the table on, which reads as [`Found::Other`]).
-pub async fn compare(layout: &crate::Layout) -> Result<Found> {
-    let path = layout.index_words();
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(Found::Absent);
-    };
-    let Some(file) = read_if(&path, None) else {
-        return Ok(Found::Unreadable);
-    };
-    let Some(table) = super::table::existing(layout).await? else {
-        return Ok(Found::Absent);
-    };
-    let (version, stamp) = super::table::stamp_of(&table).await?;
-    if (file.version, file.stamp) != (version, stamp) {
-        return Ok(Found::Other);
-    }
-    let dim = super::table::vector_dim(&table).await?;
-    let (rows, dim) = super::reader::table_rows(&table, dim).await?;
-    let mut terms = super::terms::Terms::new()?;
-    terms.load(version, rows, dim);
-    let parts = terms.parts().expect("the rows were just loaded");
-    let want = encode(Parts { stamp, ..parts })?;
-    Ok(if want == bytes {
-        Found::Same
-    } else {
-        Found::Differs
-    })
 }

@@ -1,7 +1,7 @@
 //! The handle on a process's index writer. The writing itself is done by
 //! one task, the index's owner ([`super::owner`]), which holds all the
 //! writer's state; a [`Writer`] only asks it for work, over a channel,
-//! and reads what it publishes ([`View`]).
+//! and reads what it publishes ([`super::owner::View`]).
 //!
 //! What a caller may count on:
 //! - a sync asked for is done before its answer comes, or shown to this
@@ -20,24 +20,10 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::fingerprints::{self, Prints, Seen};
-use super::owner::{Job, Owner};
+use super::owner::{Job, Owner, View};
 use super::{Shared, SyncReport};
 use crate::error::{Error, Result};
 use crate::layout::Source;
-
-/// What the owner publishes after each change, for handles to read
-/// without asking it.
-#[derive(Clone, Default)]
-pub(super) struct View {
-    /// The fingerprints the owner's last sync brought the table to.
-    pub(super) synced: Option<Arc<Prints>>,
-    /// The fingerprints of the files whose rows searches are shown ahead
-    /// of the table ([`super::terms::Terms::ahead`]): a running sync's,
-    /// or the rows held ([`super::held`]).
-    pub(super) shown: Option<Arc<Prints>>,
-    /// Whether rows are held back from the table.
-    pub(super) holding: bool,
-}
 
 /// How handles reach the owner: its jobs, and how many are queued or
 /// running ([`Asking::busy`]).

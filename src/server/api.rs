@@ -14,9 +14,6 @@
 //! Bodies are capped at [`MAX_BODY`]. No request names a path: ids are
 //! looked up among entries and facts, never joined onto the file system.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, RawPathParams, Request as HttpRequest};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
@@ -26,103 +23,12 @@ use axum::routing::{MethodRouter, get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::memories::{Memories, OnDemand};
-use super::shutdown::Shutdown;
-use crate::config::Config;
-use crate::error::Kind;
-use crate::remedy::Remedy;
-use crate::request::{self, Consolidate, Method, Request, Target};
+pub use super::state::{ApiError, State};
+use super::state::{Shared, target};
+use crate::request::{self, Consolidate, Method, Request};
 
 /// Largest request body accepted (bytes).
 pub(crate) use crate::limits::MAX_BODY;
-
-pub struct State {
-    pub memories: Arc<Memories>,
-    /// The daemon's configuration: the guard's origins.
-    pub config: Config,
-    pub token: Option<String>,
-    /// Under a root: memory name → the token that opens that memory alone.
-    pub tokens: HashMap<String, String>,
-    /// The address the daemon is bound to (for the `Host` check).
-    pub bound: std::net::SocketAddr,
-    /// Long requests give up when it fires.
-    pub shutdown: Shutdown,
-}
-
-type Shared = Arc<State>;
-
-/// An error reply: its status, its message, and (for memd's own errors)
-/// its kind, so that a client gives the same exit code as memd run here.
-/// A remedy goes with its words for an HTTP caller (`next`, a route under
-/// the base the request came by) and as data (`remedy`), which memd's own
-/// client says in its caller's words.
-pub struct ApiError(
-    pub(crate) StatusCode,
-    pub(crate) String,
-    pub(crate) Option<Kind>,
-    pub(crate) Option<(Remedy, String)>,
-);
-
-impl ApiError {
-    fn new(status: StatusCode, msg: impl Into<String>) -> ApiError {
-        ApiError(status, msg.into(), None, None)
-    }
-
-    fn bad(msg: impl Into<String>) -> ApiError {
-        ApiError::unread(StatusCode::BAD_REQUEST, msg)
-    }
-
-    /// The error of a request to the memory `name` (of a daemon serving
-    /// many), whose remedy's route is under `/v1/m/{name}`.
-    fn under(mut self, name: Option<&str>) -> ApiError {
-        if let (Some((_, base)), Some(name)) = (&mut self.3, name) {
-            let name =
-                percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
-            *base = format!("/v1/m/{name}");
-        }
-        self
-    }
-
-    /// A request memd could not read as one (its query, its body, its
-    /// content type, its size): `invalid`, as a request that cannot
-    /// succeed as given is everywhere, whatever its status.
-    fn unread(status: StatusCode, msg: impl Into<String>) -> ApiError {
-        ApiError(status, msg.into(), Some(Kind::Invalid), None)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = match self.2 {
-            Some(kind) => json!({ "error": self.1, "kind": kind }),
-            None => json!({ "error": self.1 }),
-        };
-        if let Some((remedy, base)) = self.3 {
-            body["next"] = json!(remedy.said_over_http(&base));
-            body["remedy"] = json!(remedy);
-        }
-        // Nothing was done (a memory moving to another node, a daemon
-        // stopping): the same request may be sent again in a moment.
-        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
-            return (self.0, [(header::RETRY_AFTER, "1")], Json(body)).into_response();
-        }
-        (self.0, Json(body)).into_response()
-    }
-}
-
-impl From<crate::Error> for ApiError {
-    fn from(e: crate::Error) -> ApiError {
-        let status = match e.kind() {
-            Kind::Busy if e.is_moved() => StatusCode::SERVICE_UNAVAILABLE,
-            Kind::Busy => StatusCode::CONFLICT,
-            Kind::NotFound => StatusCode::NOT_FOUND,
-            Kind::Invalid => StatusCode::BAD_REQUEST,
-            Kind::Corrupt | Kind::Unfinished | Kind::Other => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        let remedy = e.remedy().map(|r| (r.clone(), "/v1".to_string()));
-        ApiError(status, format!("{e:#}"), Some(e.kind()), remedy)
-    }
-}
 
 type Reply = Result<Response, ApiError>;
 
@@ -385,30 +291,6 @@ fn json_content(headers: &HeaderMap) -> bool {
         .to_ascii_lowercase();
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-/// Where `req` is applied: the one memory; or memory `name` under the
-/// root, opened now only if the request needs its index, and made by a
-/// first write.
-pub(super) async fn target<R: Request>(
-    s: &Shared,
-    name: Option<&str>,
-    req: &R,
-) -> Result<Target, ApiError> {
-    let Some(name) = name else {
-        let one = s
-            .memories
-            .the_one()
-            .ok_or_else(|| ApiError::bad("no memory"))?;
-        return Ok(one.target());
-    };
-    super::memories::check_name(name)?;
-    if req.needs_index() {
-        return Ok(s.memories.get(name, req.creates()).await?.target());
-    }
-    let memory = s.memories.memory(name, req.creates())?;
-    let held = OnDemand::new(s.memories.clone(), name);
-    Ok(Target::here(memory, Arc::new(held)))
 }
 
 /// The reply as JSON, or as it is for a request whose reply is not JSON

@@ -45,6 +45,7 @@ pub mod moves;
 pub(crate) mod openapi;
 mod page;
 pub mod shutdown;
+mod state;
 pub mod tenant;
 
 use std::collections::HashMap;

@@ -173,8 +173,8 @@ async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_
     std::fs::write(layout.index_words(), &old).unwrap();
     let fresh = open(&layout).await;
     assert_eq!(results(&fresh).await, want);
-    let found = memd::index::words::compare(&layout).await.unwrap();
-    assert_eq!(found, memd::index::words::Found::Same, "written anew");
+    let found = memd::index::words_check::compare(&layout).await.unwrap();
+    assert_eq!(found, memd::index::words_check::Found::Same, "written anew");
 }
 
 /// A memory searched through the CLI (which writes the words file).

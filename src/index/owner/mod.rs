@@ -1,7 +1,7 @@
 //! The index's owner: one task per index handle that does every write of
 //! the table and holds everything a write needs as plain fields. Handles
 //! ([`super::Writer`], [`super::Reader`]) send it [`Job`]s over a channel
-//! and read what it publishes ([`super::writer::View`]); nothing here is
+//! and read what it publishes ([`View`]); nothing here is
 //! behind a lock of its own. After tantivy's one `IndexWriter`: jobs run
 //! one at a time, in the order asked, and each runs to its end whether or
 //! not its caller still waits for it.
@@ -39,7 +39,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::fingerprints::{Prints, Seen};
 use super::held::Held;
 use super::row_hashes::RowHashes;
-use super::writer::View;
 use super::{Shared, SyncReport, rows};
 use crate::error::Result;
 use crate::ids::FactId;
@@ -69,6 +68,20 @@ pub(super) enum Job {
         unmap: bool,
         done: oneshot::Sender<Result<()>>,
     },
+}
+
+/// What the owner publishes after each change, for handles to read
+/// without asking it.
+#[derive(Clone, Default)]
+pub(super) struct View {
+    /// The fingerprints the owner's last sync brought the table to.
+    pub(super) synced: Option<Arc<Prints>>,
+    /// The fingerprints of the files whose rows searches are shown ahead
+    /// of the table ([`super::terms::Terms::ahead`]): a running sync's,
+    /// or the rows held ([`super::held`]).
+    pub(super) shown: Option<Arc<Prints>>,
+    /// Whether rows are held back from the table.
+    pub(super) holding: bool,
 }
 
 pub(super) struct Owner {

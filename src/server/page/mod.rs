@@ -27,7 +27,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::api::{ApiError, State as Daemon};
+use super::state::{ApiError, State as Daemon};
 use crate::pending::Journal;
 use crate::request::{self, Request, Target};
 
@@ -110,7 +110,7 @@ impl At {
 
     /// Apply `req` at this memory, as the API does.
     async fn run<R: Request>(&self, s: &Shared, req: R) -> Result<R::Reply, PageError> {
-        let target: Target = super::api::target(s, self.name.as_deref(), &req).await?;
+        let target: Target = super::state::target(s, self.name.as_deref(), &req).await?;
         Ok(req.apply(&target).await?)
     }
 
@@ -410,7 +410,7 @@ pub(crate) fn is_page(path: &str) -> bool {
 }
 
 /// The login form's route: the one route the router serves without a
-/// token ([`super::api::router`] mounts it at `/login` or
+/// token (the API's router mounts it at `/login` or
 /// `/m/{name}/login`).
 pub(crate) fn login_route() -> axum::routing::MethodRouter<Shared> {
     get(login_form).post(login)
