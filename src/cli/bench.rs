@@ -269,28 +269,13 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             days,
             facts,
             requests,
-        } => {
-            let load = bench::DaysLoad {
-                days: &days,
-                facts,
-                requests: requests.load()?,
-            };
-            print_lines(rt.block_on(bench::days(&requests.r#in, &load))?)
-        }
+        } => day_counts(&rt, &days, facts, requests),
         What::SearchPath {
             sizes,
             per_day,
             via,
             requests,
-        } => {
-            let load = bench::PathLoad {
-                sizes: &sizes,
-                per_day,
-                requests: requests.load()?,
-                via,
-            };
-            print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
-        }
+        } => search_path(&rt, (&sizes, per_day), via, requests),
         What::Versions {
             entries,
             edits,
@@ -309,6 +294,38 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
             json,
         } => append(&r#in, singles, batch_size, batches, json),
     }
+}
+
+/// `bench days`: search and append at each count of day files.
+fn day_counts(
+    rt: &tokio::runtime::Runtime,
+    days: &[usize],
+    facts: usize,
+    requests: Requests,
+) -> Result<()> {
+    let load = bench::DaysLoad {
+        days,
+        facts,
+        requests: requests.load()?,
+    };
+    print_lines(rt.block_on(bench::days(&requests.r#in, &load))?)
+}
+
+/// `bench search-path`: one search and one append broken into their
+/// steps at each table size (of `per_day` facts a day file).
+fn search_path(
+    rt: &tokio::runtime::Runtime,
+    (sizes, per_day): (&[usize], usize),
+    via: bench::Via,
+    requests: Requests,
+) -> Result<()> {
+    let load = bench::PathLoad {
+        sizes,
+        per_day,
+        requests: requests.load()?,
+        via,
+    };
+    print_lines(rt.block_on(bench::search_path(&requests.r#in, &load))?)
 }
 
 /// `bench consolidate`: a run over `entries` entries for each count of

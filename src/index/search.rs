@@ -238,9 +238,52 @@ pub(super) fn finish(
     dated: bool,
     k: usize,
 ) -> Vec<Hit> {
-    let today = chrono::Local::now().date_naive();
     let shown = |h: &Hit| now.get(&h.id).map_or(h.score, |s| h.score.max(*s));
-    let mut hits: Vec<(Hit, Vec<f32>)> = fused
+    let mut hits = admitted(fused, tombstones, (lets, now), half_life);
+    let by_score = |a: &(Hit, Vec<f32>), b: &(Hit, Vec<f32>)| {
+        b.0.rank
+            .total_cmp(&a.0.rank)
+            .then_with(|| b.0.score.total_cmp(&a.0.score))
+            .then_with(|| a.0.id.cmp(&b.0.id))
+    };
+    hits.sort_by(by_score);
+    // Of two hits on the same thing, the later-stated first; not for a
+    // question that names days, which asks what was said then.
+    if !dated {
+        let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
+        let compared = crate::current::Compared {
+            older: k,
+            newer: k,
+            match_ratio: crate::current::SEARCH_MATCH_RATIO,
+        };
+        let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
+        hits = ranked.into_iter().zip(vectors).collect();
+        hits.sort_by(by_score);
+    }
+    // A reader reads the scores as the order: a hit ranked below another
+    // shows at most that one's score.
+    let mut ceiling = f32::INFINITY;
+    collapsed(hits, k)
+        .into_iter()
+        .map(|mut h| {
+            h.score = shown(&h).min(ceiling);
+            ceiling = h.score;
+            h
+        })
+        .collect()
+}
+
+/// The fused rows `lets` lets through (a row whose statement scores more,
+/// [`CurrentScores`], read lifted) and no tombstone hides, each ranked
+/// down for its age by `half_life` days.
+fn admitted(
+    fused: HashMap<RowId, (Hit, Vec<f32>)>,
+    tombstones: &Tombstones,
+    (lets, now): (Lets<'_>, &CurrentScores),
+    half_life: f64,
+) -> Vec<(Hit, Vec<f32>)> {
+    let today = chrono::Local::now().date_naive();
+    fused
         .into_values()
         .filter(|(h, _)| match now.get(&h.id) {
             // Only a row whose statement scores more is read lifted.
@@ -264,30 +307,13 @@ pub(super) fn finish(
             }
             (h, v)
         })
-        .collect();
-    let by_score = |a: &(Hit, Vec<f32>), b: &(Hit, Vec<f32>)| {
-        b.0.rank
-            .total_cmp(&a.0.rank)
-            .then_with(|| b.0.score.total_cmp(&a.0.score))
-            .then_with(|| a.0.id.cmp(&b.0.id))
-    };
-    hits.sort_by(by_score);
-    // Of two hits on the same thing, the later-stated first; not for a
-    // question that names days, which asks what was said then.
-    if !dated {
-        let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
-        let compared = crate::current::Compared {
-            older: k,
-            newer: k,
-            match_ratio: crate::current::SEARCH_MATCH_RATIO,
-        };
-        let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
-        hits = ranked.into_iter().zip(vectors).collect();
-        hits.sort_by(by_score);
-    }
-    // Collapse near-identical hits (a fact and the entry or core line that
-    // restates it), keeping the best-ranked one; each kept hit carries its
-    // normalised text, computed once.
+        .collect()
+}
+
+/// The first `k` of `hits` (best first) with near-identical ones collapsed
+/// (a fact and the entry or core line that restates it), the best-ranked
+/// kept; each kept hit's normalised text is computed once.
+fn collapsed(hits: Vec<(Hit, Vec<f32>)>, k: usize) -> Vec<Hit> {
     let mut kept: Vec<(Hit, Vec<f32>, String)> = Vec::new();
     for (h, v) in hits {
         let text = normalize(&h.text);
@@ -302,16 +328,7 @@ pub(super) fn finish(
             break;
         }
     }
-    // A reader reads the scores as the order: a hit ranked below another
-    // shows at most that one's score.
-    let mut ceiling = f32::INFINITY;
-    kept.into_iter()
-        .map(|(mut h, _, _)| {
-            h.score = shown(&h).min(ceiling);
-            ceiling = h.score;
-            h
-        })
-        .collect()
+    kept.into_iter().map(|(h, _, _)| h).collect()
 }
 
 /// Whether near-identical hits `a` and `b` are two things all the same:

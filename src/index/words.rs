@@ -130,16 +130,7 @@ pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     }
     pad(&mut body);
     if dim > 0 {
-        let inverse: Vec<f32> = rows
-            .iter()
-            .map(|(_, r)| super::vectors::inverse_norm(r.vector))
-            .collect();
-        put(&mut body, &inverse);
-        pad(&mut body);
-        for (_, r) in &rows {
-            put(&mut body, r.vector);
-        }
-        pad(&mut body);
+        put_vectors(&mut body, rows.iter().map(|(_, r)| r.vector));
     }
     for blob in [
         rows.iter()
@@ -168,6 +159,17 @@ pub(super) fn encode(parts: Parts<'_>) -> Result<Vec<u8>> {
     let crc = checksum(&out) as u64;
     out[CRC..CRC + 8].copy_from_slice(&crc.to_le_bytes());
     Ok(out)
+}
+
+/// The rows' vectors, in row order, after their inverse norms.
+fn put_vectors<'a>(body: &mut Vec<u8>, vectors: impl Iterator<Item = &'a [f32]> + Clone) {
+    let inverse: Vec<f32> = vectors.clone().map(super::vectors::inverse_norm).collect();
+    put(body, &inverse);
+    pad(body);
+    for v in vectors {
+        put(body, v);
+    }
+    pad(body);
 }
 
 /// Where the header holds the checksum.
@@ -235,7 +237,7 @@ pub(super) fn read(path: &Path, stamp: (u64, u64)) -> Option<Mapped> {
 }
 
 /// The file at `path`, if it is one: of `want`'s version only, when given.
-pub(super) fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
+fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
     use std::io::Read;
     if cfg!(target_endian = "big") {
         return None;
@@ -255,6 +257,18 @@ pub(super) fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
     let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut buf);
     bytes[..HEADER].copy_from_slice(&head);
     file.read_exact(&mut bytes[HEADER..]).ok()?;
+    Mapped::parse(buf)
+}
+
+/// A words file already read, whatever table version it names (`memd
+/// check` compares what it read once, so that a file written anew
+/// meanwhile cannot pair one file's header with another's words).
+pub(super) fn from_bytes(bytes: &[u8]) -> Option<Mapped> {
+    if cfg!(target_endian = "big") || bytes.len() < HEADER || !bytes.len().is_multiple_of(8) {
+        return None;
+    }
+    let mut buf = vec![0u64; bytes.len() / 8];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut buf).copy_from_slice(bytes);
     Mapped::parse(buf)
 }
 

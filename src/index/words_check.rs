@@ -26,7 +26,7 @@ pub async fn compare(layout: &crate::Layout) -> Result<Found> {
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(Found::Absent);
     };
-    let Some(file) = super::words::read_if(&path, None) else {
+    let Some(file) = super::words::from_bytes(&bytes) else {
         return Ok(Found::Unreadable);
     };
     let Some(table) = super::table::existing(layout).await? else {
