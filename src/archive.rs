@@ -759,19 +759,34 @@ fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {
 
 /// Every fact of every day, oldest first, with the warnings of each file.
 pub fn read_all(layout: &Layout) -> Result<(Vec<Fact>, Vec<String>)> {
+    let days = read_days(layout)?;
+    Ok(facts_of(
+        days.iter().map(|(day, parsed)| (day.as_str(), parsed)),
+    ))
+}
+
+/// Every day file, parsed, in day order.
+pub fn read_days(layout: &Layout) -> Result<Vec<(String, Day)>> {
+    let days = layout.archive_days()?;
+    days.into_iter()
+        .map(|day| {
+            let parsed = read_day(layout, &day)?;
+            Ok((day, parsed))
+        })
+        .collect()
+}
+
+/// The facts of `days` (each a day and its parse, in day order), and the
+/// warnings of their parse, each naming its file.
+pub fn facts_of<'a>(days: impl Iterator<Item = (&'a str, &'a Day)>) -> (Vec<Fact>, Vec<String>) {
     let mut facts = Vec::new();
     let mut warnings = Vec::new();
-    for day in layout.archive_days()? {
-        let parsed = read_day(layout, &day)?;
-        warnings.extend(
-            parsed
-                .warnings
-                .into_iter()
-                .map(|w| format!("{}: {w}", rel::archive_file(&day))),
-        );
-        facts.extend(parsed.facts);
+    for (day, parsed) in days {
+        let file = rel::archive_file(day);
+        warnings.extend(parsed.warnings.iter().map(|w| format!("{file}: {w}")));
+        facts.extend(parsed.facts.iter().cloned());
     }
-    Ok((facts, warnings))
+    (facts, warnings)
 }
 
 /// The ids of every fact erased from the archive (its redaction lines).

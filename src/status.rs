@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::config::Config;
 use crate::entries::Document;
+use crate::index::Index;
 use crate::index::fingerprints::Freshness;
 use crate::layout::{Source, rel};
 use crate::pending::Journal;
@@ -72,9 +73,31 @@ pub struct DayCount {
     pub facts: usize,
 }
 
-pub fn gather(memory: &Memory) -> Result<Report> {
+/// The archive's facts (with their parse's warnings) and whether each
+/// source file is indexed as it is now: from `index`'s writer when the
+/// index is open in this process (a daemon's: it reads again only the
+/// day files that changed since it last looked), else from the files.
+type ArchiveAndIndex = (
+    (Vec<archive::Fact>, Vec<String>),
+    BTreeMap<Source, Freshness>,
+);
+
+fn archive_and_index(memory: &Memory, index: Option<&Index>) -> Result<ArchiveAndIndex> {
+    let layout = &memory.layout;
+    let Some(index) = index else {
+        let freshness = crate::index::fingerprints::freshness(layout)?;
+        return Ok((archive::read_all(layout)?, freshness));
+    };
+    let days = index.writer.archive()?;
+    let facts = archive::facts_of(days.iter().map(|(day, parsed)| (day.as_str(), &**parsed)));
+    Ok((facts, index.writer.freshness()?))
+}
+
+/// The report on `memory`; `index`, when the index is open in this
+/// process, keeps what the report counts ([`archive_and_index`]).
+pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     let (layout, config) = (&memory.layout, &memory.config);
-    let (facts, mut warnings) = archive::read_all(layout)?;
+    let ((facts, mut warnings), freshness) = archive_and_index(memory, index)?;
     let mut days: Vec<DayCount> = Vec::new();
     for f in &facts {
         match days.last_mut() {
@@ -142,7 +165,7 @@ pub fn gather(memory: &Memory) -> Result<Report> {
         llm_tokens_today,
         llm_budget,
         embedder,
-        index: crate::index::fingerprints::freshness(layout)?,
+        index: freshness,
         daemon: crate::server::info::running(layout),
         watcher: crate::watch::health(layout)
             .map(|(health, alive)| WatcherStatus { alive, health }),

@@ -2,9 +2,11 @@
 //! archive's day files grow, the facts the same. One daemon per day count
 //! (`memd serve`, child processes), all running at once, each request
 //! sent to each in turn, so the figures of one run share the machine's
-//! load (issue 28: a search at 3,000 day files should cost at most 1.2×
-//! one at 10).
+//! load. Besides search and append it times the requests a person or an
+//! agent runs beside them ([`OTHERS`]), whose cost should not grow with
+//! the day files either: at most 2× from the first count to the last.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,7 +29,38 @@ pub struct DaysReport {
     /// This count's search p50 over the first count's, in the same run.
     pub search_vs_first: f64,
     pub append_vs_first: f64,
+    /// Each of [`OTHERS`] by its name: its p50 and its ratio to the first
+    /// count's.
+    pub others: BTreeMap<&'static str, Other>,
 }
+
+/// One of [`OTHERS`] at one day count.
+#[derive(Debug, Serialize)]
+pub struct Other {
+    pub p50_ms: f64,
+    pub vs_first: f64,
+}
+
+/// The requests timed besides search and append, by name: method, path
+/// and body. `consolidate_gated` is the run a watcher asks for on a
+/// schedule, which the gate turns away (the bench's memories wait a day
+/// between runs); `similar` is what `memd add` asks after a write.
+pub const OTHERS: [(&str, reqwest::Method, &str, &str); 4] = [
+    ("status", reqwest::Method::GET, "/v1/status", ""),
+    ("check", reqwest::Method::POST, "/v1/check", "{}"),
+    (
+        "consolidate_gated",
+        reqwest::Method::POST,
+        "/v1/consolidate",
+        "{}",
+    ),
+    (
+        "similar",
+        reqwest::Method::POST,
+        "/v1/similar",
+        r#"{"texts":["what about tea"]}"#,
+    ),
+];
 
 /// The requests `bench days` and `bench search-path` send.
 pub struct Requests<'a> {
@@ -37,11 +70,16 @@ pub struct Requests<'a> {
     pub embedder: &'a str,
 }
 
+/// Times of each of [`OTHERS`] at one day count, in its order.
+type OthersTimes = Vec<Vec<Duration>>;
+
 /// What `bench days` is asked to do.
 pub struct DaysLoad<'a> {
     pub days: &'a [usize],
     pub facts: usize,
     pub requests: Requests<'a>,
+    /// How many times each of [`OTHERS`] is sent to each daemon.
+    pub others: usize,
 }
 
 /// A memory of `facts` facts over `days` day files, as a person's archive
@@ -107,29 +145,69 @@ pub async fn days(parent: &Path, load: &DaysLoad<'_>) -> Result<Vec<DaysReport>>
             appends[d].push(client.append_then_find(&marker).await?);
         }
     }
+    let mut others = Vec::new();
+    for (_, base) in &daemons {
+        others.push(time_others(&http, base, load.others).await?);
+    }
     for (mut child, _) in daemons {
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
             .status();
         child.wait()?;
     }
-    Ok(report(load, searches, appends))
+    Ok(report(load, searches, appends, others))
+}
+
+/// Each of [`OTHERS`] sent `times` times to the daemon at `base`, after
+/// one untimed send (the first `check` reads files no search has).
+async fn time_others(http: &reqwest::Client, base: &str, times: usize) -> Result<OthersTimes> {
+    let mut out = Vec::new();
+    for (name, method, path, body) in OTHERS {
+        let mut took = Vec::new();
+        for i in 0..=times {
+            let t = Instant::now();
+            let r = (http.request(method.clone(), format!("{base}{path}")))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await?;
+            let status = r.status();
+            r.bytes().await?;
+            anyhow::ensure!(status.is_success(), "{name} failed: {status}");
+            if i > 0 {
+                took.push(t.elapsed());
+            }
+        }
+        out.push(took);
+    }
+    Ok(out)
 }
 
 fn report(
     load: &DaysLoad<'_>,
     searches: Vec<Vec<Duration>>,
     appends: Vec<Vec<Duration>>,
+    others: Vec<OthersTimes>,
 ) -> Vec<DaysReport> {
     let p = |mut v: Vec<Duration>, at: f64| {
         v.sort();
         percentile(&v, at)
     };
     let first = (p(searches[0].clone(), 0.5), p(appends[0].clone(), 0.5));
+    let first_others: Vec<f64> = others[0].iter().map(|t| p(t.clone(), 0.5)).collect();
+    let named = |times: OthersTimes| -> BTreeMap<&'static str, Other> {
+        (OTHERS.iter().zip(times).zip(&first_others))
+            .map(|(((name, ..), t), first)| {
+                let p50_ms = p(t, 0.5);
+                let vs_first = p50_ms / first;
+                (*name, Other { p50_ms, vs_first })
+            })
+            .collect()
+    };
     load.days
         .iter()
-        .zip(searches.into_iter().zip(appends))
-        .map(|(&day_files, (s, a))| {
+        .zip(searches.into_iter().zip(appends).zip(others))
+        .map(|(&day_files, ((s, a), o))| {
             let (s50, a50) = (p(s.clone(), 0.5), p(a.clone(), 0.5));
             DaysReport {
                 day_files,
@@ -140,6 +218,7 @@ fn report(
                 append_to_searchable_p90_ms: p(a, 0.9),
                 search_vs_first: s50 / first.0,
                 append_vs_first: a50 / first.1,
+                others: named(o),
             }
         })
         .collect()

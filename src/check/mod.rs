@@ -24,6 +24,7 @@
 //! ignore it).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -32,10 +33,10 @@ use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
 use crate::ids::{EntryId, RowId};
-use crate::index::RowKind;
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table::{self, StoredRow};
+use crate::index::{Index, RowKind};
 use crate::layout::{Source, rel};
 use crate::remedy::Remedy;
 use crate::state::State;
@@ -115,14 +116,37 @@ impl Finding {
 pub async fn index_only(layout: &Layout) -> Result<Report> {
     let mut report = Report::default();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    index(layout, &tombstones, &mut report).await?;
+    index(layout, (&tombstones, None), &mut report).await?;
     Ok(report)
 }
 
 /// Check every file, then the index (read only).
 pub async fn run(layout: &Layout) -> Result<Report> {
+    run_kept(layout, None).await
+}
+
+/// The day files, parsed once for every check of them: as `index`'s
+/// writer keeps them when the index is open in this process (a daemon's,
+/// which reads again only the day files that changed), else read now.
+type Days = Vec<(String, Arc<archive::Day>)>;
+
+fn days(layout: &Layout, index: Option<&Index>) -> Result<Days> {
+    match index {
+        Some(index) => index.writer.archive(),
+        None => Ok((archive::read_days(layout)?.into_iter())
+            .map(|(day, parsed)| (day, Arc::new(parsed)))
+            .collect()),
+    }
+}
+
+/// [`run`], with what `kept` keeps when the index is open in this process
+/// (the day files as parsed, each file's fingerprint), so that a daemon's
+/// check reads again only the day files that changed (its rows, which it
+/// compares with the table, are still read from every file).
+pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
     let mut report = Report::default();
-    let (facts, warnings) = archive::read_all(layout)?;
+    let days = days(layout, kept)?;
+    let (facts, warnings) = archive::facts_of(days.iter().map(|(d, p)| (d.as_str(), &**p)));
     for w in warnings {
         report.note(Kind::ArchiveWarning, rel::ARCHIVE, None, w);
     }
@@ -147,7 +171,12 @@ pub async fn run(layout: &Layout) -> Result<Report> {
         journal: &journal,
     };
     let next_run = facts_and_entries.check(&mut report);
-    erasures(layout, (&doc, &facts, &journal), &tombstones, &mut report)?;
+    erasures(
+        layout,
+        (&doc, &facts, &journal),
+        (&days, &tombstones),
+        &mut report,
+    )?;
     review::check(layout, (&journal, &tombstones), &mut report)?;
     versions(layout, &tombstones, &mut report)?;
     for (run, seen, limit) in crate::usage::past_budget(layout)? {
@@ -161,7 +190,7 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     json_lines(layout, &mut report)?;
     synced(layout, &mut report);
     handed_over(layout, &mut report);
-    index(layout, &tombstones, &mut report).await?;
+    index(layout, (&tombstones, kept), &mut report).await?;
     Ok(report)
 }
 
@@ -247,14 +276,16 @@ fn synced(layout: &Layout, report: &mut Report) {
 fn erasures(
     layout: &Layout,
     files: (&Document, &[archive::Fact], &[crate::journal::Record]),
-    tombstones: &Tombstones,
+    (days, tombstones): (&Days, &Tombstones),
     report: &mut Report,
 ) -> Result<()> {
-    redactions_receipted(layout, tombstones, report)?;
+    redactions_receipted(days, tombstones, report);
     if tombstones.receipts().next().is_none() {
         return Ok(());
     }
-    let redacted = archive::erased_all(layout)?.into_iter().collect();
+    let redacted = (days.iter())
+        .flat_map(|(_, parsed)| parsed.erased.iter().map(|e| e.id.clone()))
+        .collect();
     let found = crate::erase::check(tombstones, files, &redacted);
     for id in crate::erase::purge_pending(layout)? {
         let what = format!(
@@ -284,33 +315,23 @@ fn erasures(
 
 /// Each redaction line named by an erasure receipt: one that is not took
 /// a fact out with nothing saying why.
-fn redactions_receipted(
-    layout: &Layout,
-    tombstones: &Tombstones,
-    report: &mut Report,
-) -> Result<()> {
+fn redactions_receipted(days: &Days, tombstones: &Tombstones, report: &mut Report) {
     let named: std::collections::HashSet<&crate::ids::FactId> = tombstones
         .receipts()
         .flat_map(|t| t.sources.iter())
         .collect();
-    for day in layout.archive_days()? {
-        // Parsed only when it holds a redaction at all.
-        let raw = std::fs::read(layout.archive_file(&day)).unwrap_or_default();
-        if !raw.windows(12).any(|w| w == b"<!-- erased:") {
-            continue;
-        }
-        for e in archive::read_day(layout, &day)?.erased {
+    for (day, parsed) in days {
+        for e in &parsed.erased {
             if !named.contains(&e.id) {
                 let what = format!(
                     "fact {} was taken out by a redaction line that no erasure receipt names (a remote's or a hand edit's): put its line back from a copy that holds it (a sync does when one does), or erase {} on the copy that holds it",
                     e.id, e.id
                 );
-                let file = rel::archive_file(&day);
+                let file = rel::archive_file(day);
                 report.problem(Kind::RedactedWithoutReceipt, &file, Some(e.line), what);
             }
         }
     }
-    Ok(())
 }
 
 const ENTRIES: &str = rel::ENTRIES;
@@ -498,14 +519,22 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
 /// A daemon may sync while this reads: a source counts as synced only if
 /// it was fresh both before the table and the files were read and after,
 /// so a sync in between is a note, never a false problem.
-async fn index(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
-    let fresh_before = fingerprints::freshness(layout)?;
+async fn index(
+    layout: &Layout,
+    (tombstones, kept): (&Tombstones, Option<&Index>),
+    report: &mut Report,
+) -> Result<()> {
+    let freshness = || match kept {
+        Some(index) => index.writer.freshness(),
+        None => fingerprints::freshness(layout),
+    };
+    let fresh_before = freshness()?;
     let Some(stored) = table::stored_rows(layout).await? else {
         return Ok(());
     };
     report.index_rows = Some(stored.len());
     let expected = rows::expected(layout)?;
-    let mut fresh = fingerprints::freshness(layout)?;
+    let mut fresh = freshness()?;
     for (source, state) in fresh.iter_mut() {
         if fresh_before.get(source) != Some(&Freshness::Fresh) {
             *state = Freshness::Stale;

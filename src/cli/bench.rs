@@ -92,6 +92,10 @@ enum What {
         /// Facts in every archive, spread over its day files.
         #[arg(long, default_value_t = 3000)]
         facts: usize,
+        /// How many times each other request (status, check, a gated
+        /// consolidation, the similar-entries lookup) is sent to each.
+        #[arg(long, default_value_t = 5)]
+        others: usize,
         #[command(flatten)]
         requests: Requests,
     },
@@ -268,8 +272,9 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         What::Days {
             days,
             facts,
+            others,
             requests,
-        } => day_counts(&rt, &days, facts, requests),
+        } => day_counts(&rt, (&days, facts), others, requests),
         What::SearchPath {
             sizes,
             per_day,
@@ -296,17 +301,19 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
     }
 }
 
-/// `bench days`: search and append at each count of day files.
+/// `bench days`: search, append and the other requests at each count of
+/// day files.
 fn day_counts(
     rt: &tokio::runtime::Runtime,
-    days: &[usize],
-    facts: usize,
+    (days, facts): (&[usize], usize),
+    others: usize,
     requests: Requests,
 ) -> Result<()> {
     let load = bench::DaysLoad {
         days,
         facts,
         requests: requests.load()?,
+        others,
     };
     print_lines(rt.block_on(bench::days(&requests.r#in, &load))?)
 }

@@ -20,6 +20,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
 use crate::Result;
+use crate::archive;
 use crate::layout::{Layout, Source};
 use crate::text::short_hash;
 
@@ -120,18 +121,24 @@ pub(super) fn forget_synced(layout: &Layout) -> Result<()> {
 /// Whether each source file is indexed as it is now (for `memd status` and
 /// `memd check`; reads no table).
 pub(crate) fn freshness(layout: &Layout) -> Result<BTreeMap<Source, Freshness>> {
+    Ok(freshness_of(&now(layout)?, layout))
+}
+
+/// Whether each source file is indexed as it is when its fingerprint is
+/// `prints`.
+pub(super) fn freshness_of(prints: &Prints, layout: &Layout) -> BTreeMap<Source, Freshness> {
     let synced = synced(layout);
-    Ok(now(layout)?
-        .into_iter()
+    prints
+        .iter()
         .map(|(source, fp)| {
-            let state = match synced.get(&source) {
-                Some(s) if *s == fp => Freshness::Fresh,
+            let state = match synced.get(source) {
+                Some(s) if s == fp => Freshness::Fresh,
                 Some(_) => Freshness::Stale,
                 None => Freshness::NotIndexed,
             };
-            (source, state)
+            (source.clone(), state)
         })
-        .collect())
+        .collect()
 }
 
 /// A file's own hash, the first part of its fingerprint (`None`: absent).
@@ -283,6 +290,9 @@ pub(super) struct Seen {
     /// The fingerprints at `stamps`, once computed and settled.
     prints: Option<Arc<Prints>>,
     days: BTreeMap<std::ffi::OsString, (Stamp, String)>,
+    /// Each day file as last parsed, with the stamp it was read at
+    /// ([`Seen::archive`]; filled only once asked for).
+    parsed: BTreeMap<std::ffi::OsString, (Stamp, Arc<archive::Day>)>,
     /// The day files last hashed anew, with their hash's state
     /// ([`Grown`]).
     grown: Vec<Grown>,
@@ -344,6 +354,30 @@ impl Seen {
             self.prints = Some(prints.clone());
         }
         Ok(prints)
+    }
+
+    /// The archive's days, parsed, in day order: each day file read again
+    /// only when its stamp moved since it was last parsed (a watched
+    /// writer's stamps move on the kernel's word, [`Seen::fingerprints`]).
+    /// A day file is stamped before it is read, so one that changes while
+    /// it is read is read again next time.
+    pub(super) fn archive(&mut self, layout: &Layout) -> Result<Vec<(String, Arc<archive::Day>)>> {
+        self.fingerprints(layout)?;
+        let mut parsed = BTreeMap::new();
+        let mut out = Vec::new();
+        for (name, stamp) in &self.stamps {
+            let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
+                continue;
+            };
+            let read = match self.parsed.remove(name) {
+                Some((was, read)) if was == *stamp => read,
+                _ => Arc::new(archive::read_day(layout, day)?),
+            };
+            out.push((day.to_string(), read.clone()));
+            parsed.insert(name.clone(), (stamp.clone(), read));
+        }
+        self.parsed = parsed;
+        Ok(out)
     }
 
     /// For a watched writer whose watch is in place and whose last look at
@@ -513,7 +547,8 @@ mod tests {
     /// that changed (those it stamped, and those the kernel named), are the
     /// ones every file read anew gives, through appends, a new and a
     /// removed day file, and a change to what every fingerprint shares
-    /// (the tombstones).
+    /// (the tombstones); and so are the day files it keeps parsed (what a
+    /// daemon's `status` counts).
     #[test]
     fn fingerprints_kept_between_changes_equal_those_read_anew() {
         kept_between_changes_equal_those_read_anew(Seen::default);
@@ -531,6 +566,10 @@ mod tests {
         let check = |seen: &mut Seen, what: &str| {
             let kept = seen.fingerprints(&layout).unwrap();
             assert_eq!(*kept, now(&layout).unwrap(), "after {what}");
+            let parsed = seen.archive(&layout).unwrap();
+            let parsed = archive::facts_of(parsed.iter().map(|(d, p)| (d.as_str(), &**p)));
+            let read = archive::read_all(&layout).unwrap();
+            assert_eq!(format!("{parsed:?}"), format!("{read:?}"), "after {what}");
             kept
         };
         let first = check(&mut seen, "the first read");

@@ -12,6 +12,7 @@
 //!   to do without asking the owner at all, so a search is never queued
 //!   behind a compaction when the files have not changed.
 
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::fingerprints::{self, Prints, Seen};
+use super::fingerprints::{self, Freshness, Prints, Seen};
 use super::owner::{Job, Owner, View};
 use super::{Shared, SyncReport};
 use crate::error::{Error, Result};
@@ -137,6 +138,22 @@ impl Writer {
             .filter(|(source, print)| !seen(source, print))
             .map(|(source, _)| source.to_string())
             .collect())
+    }
+
+    /// Whether each source file is indexed as it is now, from the
+    /// fingerprints this writer keeps (for a daemon's `status`: a day file
+    /// is hashed again only when it changed).
+    pub fn freshness(&self) -> Result<BTreeMap<Source, Freshness>> {
+        let prints = self.fingerprints()?;
+        Ok(fingerprints::freshness_of(&prints, &self.shared.layout))
+    }
+
+    /// The archive's days, parsed, in day order, as this writer keeps them:
+    /// only a day file that changed since it was last asked for is read
+    /// again (what a daemon's `status` counts, instead of reading every
+    /// day file).
+    pub fn archive(&self) -> Result<Vec<(String, Arc<crate::archive::Day>)>> {
+        self.seen.lock().unwrap().archive(&self.shared.layout)
     }
 
     /// The source files' fingerprints now.

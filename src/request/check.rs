@@ -34,13 +34,14 @@ impl Request for Check {
 
     async fn apply(self, target: &Target) -> Result<Report> {
         let layout = &target.memory.layout;
-        let report = crate::check::run(layout).await?;
+        let open = target.index_if_open();
+        let report = crate::check::run_kept(layout, open.as_deref()).await?;
         if !self.fix || report.index_rows.is_none() {
             return Ok(report);
         }
         let clear = report.index_fixable;
         target.run(Reindex { clear }).await?;
-        let mut after = crate::check::run(layout).await?;
+        let mut after = crate::check::run_kept(layout, target.index_if_open().as_deref()).await?;
         after.index_rebuilt = clear;
         Ok(after)
     }

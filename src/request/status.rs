@@ -26,6 +26,7 @@ impl Request for Status {
 
     async fn apply(self, target: &Target) -> Result<Report> {
         let memory = target.memory.clone();
-        blocking(move || crate::status::gather(&memory)).await
+        let index = target.index_if_open();
+        blocking(move || crate::status::gather(&memory, index.as_deref())).await
     }
 }

@@ -640,7 +640,9 @@ fn searched(c: &Http, q: &str) -> String {
 /// through a day file that is a symbolic link or a hard link to a file
 /// elsewhere (which the kernel does not report on the archive), an
 /// editor's save by rename, a new day file, and the archive directory
-/// itself replaced.
+/// itself replaced. Its status, which counts the day files it keeps
+/// parsed (reading again only those that changed), says after each the
+/// same days and facts as a status read from the files.
 #[test]
 fn a_daemons_next_search_sees_every_way_the_archive_changes() {
     use std::io::Write;
@@ -651,6 +653,13 @@ fn a_daemons_next_search_sees_every_way_the_archive_changes() {
     let finds = |marker: &str, how: &str| {
         let hits = searched(&c, marker);
         assert!(hits.contains(marker), "{how}: {hits}");
+        let (code, kept) = c.get("/v1/status");
+        assert_eq!(code, 200, "{kept}");
+        let memory = memd::Memory::open(&layout.root).unwrap();
+        let read = serde_json::to_value(memd::status::gather(&memory, None).unwrap()).unwrap();
+        for field in ["days", "facts", "facts_forgotten", "pending_facts"] {
+            assert_eq!(kept[field], read[field], "{how}: status {field}");
+        }
     };
     let day = |d: &str| layout.archive_file(d);
     let page = |d: &str, text: &str| format!("# {d}\n\n## 09:00:00\n- {text}\n");
@@ -697,6 +706,8 @@ fn a_daemons_next_search_sees_every_way_the_archive_changes() {
     finds("Zqreplaced", "the archive directory replaced");
     append(&day("2026-01-04"), "The user Zqafterwards");
     finds("Zqafterwards", "an append to the new archive directory");
+    std::fs::remove_file(day("2026-01-01")).unwrap();
+    finds("Zqreplaced", "a day file removed");
     drop(d);
 }
 

@@ -849,7 +849,9 @@ fn bench_lines(args: &[&str], dir: &std::path::Path) -> (Vec<serde_json::Value>,
 
 /// `memd bench days` runs a daemon per day count, all at once, and
 /// reports each count's figures with its ratio to the first; every post
-/// it times was found by the search after it (the bench fails otherwise).
+/// it times was found by the search after it (the bench fails otherwise),
+/// and status, check, a gated consolidation and the similar-entries
+/// lookup are timed at each count too (each must have succeeded).
 #[test]
 fn bench_days_compares_day_counts_in_one_run() {
     let t = tempfile::tempdir().unwrap();
@@ -864,6 +866,8 @@ fn bench_days_compares_day_counts_in_one_run() {
         "4",
         "--appends",
         "3",
+        "--others",
+        "2",
         "--embedder",
         "lexical",
         "--in",
@@ -880,7 +884,11 @@ fn bench_days_compares_day_counts_in_one_run() {
             l["append_to_searchable_p50_ms"].as_f64().unwrap() > 0.0,
             "{l}"
         );
+        for other in ["status", "check", "consolidate_gated", "similar"] {
+            assert!(l["others"][other]["p50_ms"].as_f64().unwrap() > 0.0, "{l}");
+        }
     }
+    assert_eq!(lines[0]["others"]["check"]["vs_first"], 1.0, "{stdout}");
 }
 
 /// `memd bench search-path ARGS` with 5 searches and 2 appends at each

@@ -110,7 +110,7 @@ async fn with_manual_review_a_run_applies_nothing_and_the_next_run_does_not_prop
         md.contains("  - Lives in Berlin\n  + Lives in Hamburg; previously Berlin."),
         "{md}"
     );
-    let status = memd::status::gather(&memory(&layout, &manual(&server.url))).unwrap();
+    let status = memd::status::gather(&memory(&layout, &manual(&server.url)), None).unwrap();
     assert_eq!(
         (
             status.pending_facts,

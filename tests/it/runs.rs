@@ -36,7 +36,7 @@ pub fn mover(body: &serde_json::Value) -> Reply {
 
 fn pending(layout: &memd::Layout) -> usize {
     let config = memd::config::Config::load(&layout.root).unwrap();
-    memd::status::gather(&crate::support::memory(layout, &config))
+    memd::status::gather(&crate::support::memory(layout, &config), None)
         .unwrap()
         .pending_facts
 }

@@ -155,6 +155,12 @@ pub enum Action {
         clear: bool,
     },
     CheckFix,
+    /// `memd status` and `memd check` through the daemon, or this
+    /// process's hold (each reads the day files it keeps parsed, again
+    /// only those that changed): the same days, facts, forgotten and
+    /// pending facts as a status read from the files, and the same
+    /// problems as a check of the files.
+    Status,
     /// The entries read back by id and as a list (`memd entries`, MCP
     /// `list_entries`, or in process): they must be the file's live
     /// entries, word for word.
@@ -296,6 +302,7 @@ impl Action {
             Action::Reindex { clear: false } => "reindex",
             Action::Reindex { clear: true } => "reindex --clear",
             Action::CheckFix => "check --fix",
+            Action::Status => "status and check (kept by the daemon or the hold)",
             Action::ReadEntries { via: Via::Here, .. } => {
                 "entries: list and get (in process / API)"
             }
@@ -410,6 +417,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         3 => (any::<u8>(), any::<bool>()).prop_map(|(pick, keep_out)| Action::Undo { pick, keep_out }),
         1 => any::<bool>().prop_map(|clear| Action::Reindex { clear }),
         1 => Just(Action::CheckFix),
+        1 => Just(Action::Status),
         2 => (via.clone(), any::<u8>()).prop_map(|(via, pick)| Action::ReadEntries { via, pick }),
         2 => (via, any::<u8>(), any::<u8>(), any::<bool>())
             .prop_map(|(via, pick, text, pin)| Action::EditEntry { via, pick, text, pin }),

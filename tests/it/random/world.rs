@@ -206,6 +206,7 @@ impl World {
                 .run(memd::request::Reindex { clear: *clear })
                 .map(drop)?),
             Action::CheckFix => Ok(self.run(memd::request::Check { fix: true }).map(drop)?),
+            Action::Status => self.status(),
             Action::ReadEntries { via, pick } => self.read_entries(*via, *pick),
             Action::EditEntry {
                 via,
@@ -557,6 +558,42 @@ impl World {
             held,
             "a fresh handle (left) and the long-lived one (right) searched {text:?}\nafter:\n{}",
             self.log.join("\n")
+        );
+        Ok(())
+    }
+
+    /// [`Action::Status`]: status and check through the daemon or the
+    /// hold against both read from the files (a failure is the oracle's,
+    /// not an error of the action).
+    fn status(&mut self) -> anyhow::Result<()> {
+        let kept = self.run(memd::request::Status {})?;
+        let memory = memd::Memory::open(&self.layout.root)?.at(self.clock());
+        let read = memd::status::gather(&memory, None)?;
+        let counts = |r: &memd::status::Report| {
+            serde_json::json!([r.days, r.facts, r.facts_forgotten, r.pending_facts])
+        };
+        let by = match self.daemon.is_some() {
+            true => "the daemon",
+            false => "this process's hold",
+        };
+        let after = self.log.join("\n");
+        assert_eq!(
+            counts(&kept),
+            counts(&read),
+            "status kept by {by} against the files'\nafter:\n{after}"
+        );
+        let problems = |r: memd::check::Report| -> Vec<String> {
+            let mut all: Vec<_> = (r.problems.iter())
+                .map(|p| format!("{:?}: {}", p.kind, p.what))
+                .collect();
+            all.sort();
+            all
+        };
+        let kept = problems(self.run(memd::request::Check { fix: false })?);
+        let read = problems(self.rt.block_on(memd::check::run(&memory.layout))?);
+        assert_eq!(
+            kept, read,
+            "check kept by {by} against the files'\nafter:\n{after}"
         );
         Ok(())
     }
