@@ -232,6 +232,16 @@ type Usable = (Vec<Op>, Vec<reply::Forget>);
 /// a bad moment gets another chance before facts are added verbatim.
 const CALLS_PER_RUN: u32 = 2;
 
+/// A call that failed for a reason not the reply's (the transport, the
+/// day's budget): not counted against the cluster's retries.
+fn not_counted(error: String, over_budget: bool) -> Decision {
+    Decision::Failed {
+        error,
+        counted: false,
+        over_budget,
+    }
+}
+
 impl Ctx<'_> {
     async fn decide(&self, cluster: Cluster, mut failures: u32) -> Planned {
         let per_fact = self.per_fact(&cluster);
@@ -261,29 +271,14 @@ impl Ctx<'_> {
             let reply = match self.ask(&messages, Some(&schema)).await {
                 Ok(r) => r,
                 Err(e) => {
-                    return planned(
-                        Decision::Failed {
-                            error: format!("{e:#}"),
-                            counted: false,
-                            over_budget: e.is_over_budget(),
-                        },
-                        failures,
-                    );
+                    return planned(not_counted(format!("{e:#}"), e.is_over_budget()), failures);
                 }
             };
             match self.verdict(&reply, &cluster) {
                 Ok((ops, kept_out)) => {
                     let ops = match self.update_check(ops, &cluster).await {
                         Ok(ops) => ops,
-                        Err(e) => {
-                            let error = format!("{e:#}");
-                            let failed = Decision::Failed {
-                                error,
-                                counted: false,
-                                over_budget: true,
-                            };
-                            return planned(failed, failures);
-                        }
+                        Err(e) => return planned(not_counted(format!("{e:#}"), true), failures),
                     };
                     let mut p = planned(Decision::Ops(ops), failures);
                     p.kept_out = kept_out;
@@ -504,18 +499,8 @@ impl<'a> Decide<'a> {
             .into_iter()
             .map(|(g, t)| (g, t.forgotten_by()))
             .collect();
-        match self.judge {
-            Judge::BuiltIn => {
-                let taken = planned.iter().flat_map(Planned::entries_touched).collect();
-                let entries = self.inputs.snapshots();
-                let embedder = self.embedder()?;
-                let (judged, updates) =
-                    super::judged::plan(near.rest, &entries, &taken, embedder).await?;
-                report.judged_updates = updates;
-                planned.extend(judged);
-            }
-            Judge::Llm(client) => planned.extend(self.ask(client, near.rest, report).await?),
-        }
+        let judged = self.judged(&planned, near.rest, report).await?;
+        planned.extend(judged);
         for p in &planned {
             kept_out.extend(p.kept_out.iter().map(|&(g, x)| {
                 let by = p.cluster.forgotten[x].by();
@@ -529,6 +514,29 @@ impl<'a> Decide<'a> {
             restatements,
             tombstones,
         })
+    }
+
+    /// The judge's decisions on `rest`, the groups neither a restatement,
+    /// a near duplicate nor a declared update settled; the built-in judge
+    /// leaves alone the entries `planned` already touches.
+    async fn judged(
+        &self,
+        planned: &[Planned],
+        rest: Vec<Group>,
+        report: &mut Report,
+    ) -> Result<Vec<Planned>> {
+        match self.judge {
+            Judge::BuiltIn => {
+                let taken = planned.iter().flat_map(Planned::entries_touched).collect();
+                let entries = self.inputs.snapshots();
+                let embedder = self.embedder()?;
+                let (judged, updates) =
+                    super::judged::plan(rest, &entries, &taken, embedder).await?;
+                report.judged_updates = updates;
+                Ok(judged)
+            }
+            Judge::Llm(client) => self.ask(client, rest, report).await,
+        }
     }
 
     /// Tier 2 ([`plan::near_duplicates`]) with the shipped rule; embeds

@@ -138,23 +138,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     let started = Instant::now();
     let stamp = Stamp::new(memory.clock);
     let judge = Judge::for_run(memory, &stamp.run)?;
-    let mut report = Report {
-        run_id: stamp.run.clone(),
-        dry_run: opts.dry_run,
-        judge: Judge::label(&memory.config),
-        ..Default::default()
-    };
-    if !opts.dry_run {
-        reviewed(memory, &mut report)?;
-    }
-    let mut state = State::load(&layout.state_file())?;
-    if let Some(last) = gate::future(&state, memory.clock.now()) {
-        tracing::warn!(%last, "the last run is recorded in the future (a clock was ahead); taken as now");
-        state.last_run = Some(stamp.clock.timestamp());
-        if !opts.dry_run {
-            state.save(&layout.state_file())?;
-        }
-    }
+    let (mut report, state) = begin(memory, opts, &stamp)?;
     if !opts.force
         && let Some(why) = gate::time(&state, &memory.config, memory.clock.now())
     {
@@ -218,6 +202,31 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     promote(memory, &judge, (&entries, embedder), &mut report).await;
     report.total_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(report)
+}
+
+/// A run's report as it starts, with the decisions made in REVIEW.md
+/// carried out first (not in a dry run), and the state it starts from (a
+/// last run recorded in the future taken as now).
+fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<(Report, State)> {
+    let layout = &memory.layout;
+    let mut report = Report {
+        run_id: stamp.run.clone(),
+        dry_run: opts.dry_run,
+        judge: Judge::label(&memory.config),
+        ..Default::default()
+    };
+    if !opts.dry_run {
+        reviewed(memory, &mut report)?;
+    }
+    let mut state = State::load(&layout.state_file())?;
+    if let Some(last) = gate::future(&state, memory.clock.now()) {
+        tracing::warn!(%last, "the last run is recorded in the future (a clock was ahead); taken as now");
+        state.last_run = Some(stamp.clock.timestamp());
+        if !opts.dry_run {
+            state.save(&layout.state_file())?;
+        }
+    }
+    Ok((report, state))
 }
 
 /// Apply the decisions, tombstone what was kept out, journal and save the

@@ -24,7 +24,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 pub use super::state::{ApiError, State};
-use super::state::{Shared, target};
+use super::state::{MemoryName, Shared, target};
 use crate::request::{self, Consolidate, Method, Request};
 
 /// Largest request body accepted (bytes).
@@ -105,11 +105,12 @@ async fn screen(
 /// daemon's, or the memory's own), once the router matched the route.
 async fn token(
     axum::extract::State(s): axum::extract::State<Shared>,
+    name: MemoryName,
     req: HttpRequest,
     next: Next,
 ) -> Response {
     let path = req.uri().path().to_string();
-    let own = memory_in(&path).and_then(|m| s.tokens.get(&m).cloned());
+    let own = name.folded().and_then(|m| s.tokens.get(&m).cloned());
     let check = super::guard::Check {
         tokens: s
             .token
@@ -120,7 +121,7 @@ async fn token(
         many: s.memories.root_dir().is_some(),
     };
     match check.refuse(req.headers()) {
-        Some(_) if super::page::is_page(&path) => super::page::refused(&path),
+        Some(_) if super::page::is_page(&path) => super::page::refused(name.0.as_deref()),
         Some((code, msg)) => refused(code, msg),
         None => next.run(req).await,
     }
@@ -131,10 +132,11 @@ async fn token(
 /// handed over to another node or once it was.
 async fn lease(
     axum::extract::State(s): axum::extract::State<Shared>,
+    name: MemoryName,
     req: HttpRequest,
     next: Next,
 ) -> Response {
-    let Some(name) = memory_in(req.uri().path()) else {
+    let Some(name) = name.folded() else {
         return next.run(req).await;
     };
     match s.memories.enter(&name) {
@@ -153,47 +155,33 @@ fn refused(code: u16, msg: String) -> Response {
     ApiError::new(status, msg).into_response()
 }
 
-/// The memory a path names, if it is under `/v1/m/`: decoded as the router
-/// decodes it (`%61lice` is `alice`), so that a token is asked for the
-/// memory the request will reach.
-fn memory_in(path: &str) -> Option<String> {
-    let rest = path
-        .strip_prefix("/v1/m/")
-        .or_else(|| path.strip_prefix("/m/"))?;
-    let raw = rest.split('/').next()?;
-    let name = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .ok()?;
-    // Folded as every lookup folds it (server::tenant).
-    Some(name.to_ascii_lowercase())
-}
-
 /// One request of type `R`, read from the path, the query or the body,
 /// and applied at the memory the path names.
 async fn handle<R: Request>(
     state: axum::extract::State<Shared>,
+    name: MemoryName,
     params: RawPathParams,
     uri: Uri,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Reply {
     let body = body.map_err(|e| ApiError::unread(e.status(), e.body_text()))?;
-    let handled = handled::<R>(state, params, uri, headers, body);
+    let handled = handled::<R>(state, (name, params), uri, headers, body);
     crate::steps::timed("HTTP handler", handled).await
 }
 
 async fn handled<R: Request>(
     axum::extract::State(s): axum::extract::State<Shared>,
-    params: RawPathParams,
+    (MemoryName(name), params): (MemoryName, RawPathParams),
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Reply {
-    let mut path: Vec<(String, String)> = params
-        .iter()
+    // The request's own fields in the path (an entry's id, a run's).
+    let path: Vec<(String, String)> = (params.iter())
+        .filter(|(k, _)| *k != "name")
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let name = take(&mut path, "name");
     let req: R = match R::ROUTE.method.in_query() {
         true => from_query(&path, uri.query().unwrap_or(""))?,
         false => from_body(&path, &headers, &body)?,
@@ -217,11 +205,6 @@ async fn handled<R: Request>(
         false => applied.await?,
     };
     Ok(respond::<R>(reply))
-}
-
-fn take(fields: &mut Vec<(String, String)>, name: &str) -> Option<String> {
-    let at = fields.iter().position(|(k, _)| k == name)?;
-    Some(fields.remove(at).1)
 }
 
 /// A request from the path's fields and the query string.

@@ -1,11 +1,13 @@
 //! What every route of the daemon shares, the API's and the page's: the
-//! daemon's [`State`], the error reply ([`ApiError`]), and where a request
-//! is applied ([`target`]).
+//! daemon's [`State`], the error reply ([`ApiError`]), the memory a route
+//! names ([`MemoryName`]), and where a request is applied ([`target`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::{FromRequestParts, MatchedPath, RawPathParams};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -102,6 +104,43 @@ impl From<crate::Error> for ApiError {
         };
         let remedy = e.remedy().map(|r| (r.clone(), "/v1".to_string()));
         ApiError(status, format!("{e:#}"), Some(e.kind()), remedy)
+    }
+}
+
+/// The memory a request's route names (`/v1/m/{name}/…`, `/m/{name}/…`),
+/// as the router decoded it; `None` on every other route (the one memory,
+/// and the operator's routes, whose `{name}` is not the memory the request
+/// runs on). The one place a route's memory is read from its path.
+pub(crate) struct MemoryName(pub Option<String>);
+
+impl MemoryName {
+    /// The name folded as every lookup folds it ([`super::tenant`]): what
+    /// the memories' tokens are keyed by.
+    pub(crate) fn folded(&self) -> Option<String> {
+        self.0.as_ref().map(|n| n.to_ascii_lowercase())
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for MemoryName {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str);
+        let on_memory =
+            route.is_some_and(|r| r.starts_with("/v1/m/{name}") || r.starts_with("/m/{name}"));
+        if !on_memory {
+            return Ok(MemoryName(None));
+        }
+        let params = RawPathParams::from_request_parts(parts, state).await.ok();
+        let name = params.and_then(|p| {
+            p.iter()
+                .find(|(k, _)| *k == "name")
+                .map(|(_, v)| v.to_string())
+        });
+        Ok(MemoryName(name))
     }
 }
 

@@ -66,30 +66,7 @@ type Placed = (Vec<u8>, usize, u8, Vec<Vec<u8>>);
 /// The merge.
 pub(crate) fn merge(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
     let (o, a, b) = (parse(base), parse(ours), parse(theirs));
-    let mut moved = None;
-    let header = if a.header == o.header || a.header == b.header {
-        b.header.clone()
-    } else if b.header == o.header {
-        a.header.clone()
-    } else {
-        // Both changed it (a day both sides created, one by hand): the
-        // smaller stays the header, the other's lines go under a heading
-        // of their own, where nothing above can swallow them.
-        let (keep, other) = if a.header <= b.header {
-            (&a.header, &b.header)
-        } else {
-            (&b.header, &a.header)
-        };
-        let rest: Vec<Vec<u8>> = other
-            .iter()
-            .filter(|l| !keep.contains(l))
-            .cloned()
-            .collect();
-        if rest.iter().any(|l| !is_blank(l)) {
-            moved = Some([vec![NO_TIME.to_vec()], rest].concat());
-        }
-        keep.clone()
-    };
+    let (header, moved) = merged_header(&o, &a, &b);
     let (mut used_a, mut used_b) = (vec![false; a.sections.len()], vec![false; b.sections.len()]);
     // (heading, the common section it comes of (new: none), its part of
     // that section (0: the section itself), lines): sorted, an order of
@@ -105,38 +82,7 @@ pub(crate) fn merge(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
             (Some(x), None) | (None, Some(x)) if x.len() > s.len() => (x, s.as_slice()),
             _ => continue,
         };
-        let mut merged: Vec<Vec<u8>> = s
-            .iter()
-            .enumerate()
-            .map(|(i, line)| {
-                // A redaction holds; two (an erasure on each side, dated
-                // apart) give the smaller, whichever side is ours.
-                let red = [&x[i], &y[i]]
-                    .into_iter()
-                    .filter(|r| is_redaction(r) && *r != line);
-                red.min().unwrap_or(line).clone()
-            })
-            .collect();
-        let (more_x, more_y) = (&x[s.len()..], &y[s.len()..]);
-        if more_x.is_empty() || more_y.is_empty() || more_x == more_y {
-            merged.extend(more_x.iter().chain(more_y).cloned());
-            merged.dedup_by(|_, _| false);
-            if more_x == more_y {
-                merged.truncate(s.len() + more_x.len());
-            }
-            out.push((s[0].clone(), n, 0, merged));
-            continue;
-        }
-        // Both added under it: each side's lines under the heading again.
-        out.push((s[0].clone(), n, 0, merged));
-        for more in [more_x, more_y] {
-            out.push((
-                s[0].clone(),
-                n,
-                1,
-                [vec![s[0].clone()], more.to_vec()].concat(),
-            ));
-        }
+        out.extend(merged_section((n, s), x, y));
     }
     for (sections, used) in [(&a.sections, &used_a), (&b.sections, &used_b)] {
         for (s, _) in sections.iter().zip(used.iter()).filter(|(_, u)| !**u) {
@@ -158,6 +104,65 @@ pub(crate) fn merge(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
         bytes.extend(s.concat());
     }
     bytes
+}
+
+/// The merged header, and, when both sides changed it, the other side's
+/// lines to go under a heading of their own.
+fn merged_header(o: &Day, a: &Day, b: &Day) -> (Vec<Vec<u8>>, Option<Vec<Vec<u8>>>) {
+    if a.header == o.header || a.header == b.header {
+        return (b.header.clone(), None);
+    }
+    if b.header == o.header {
+        return (a.header.clone(), None);
+    }
+    // Both changed it (a day both sides created, one by hand): the
+    // smaller stays the header, the other's lines go under a heading of
+    // their own, where nothing above can swallow them.
+    let (keep, other) = match a.header <= b.header {
+        true => (&a.header, &b.header),
+        false => (&b.header, &a.header),
+    };
+    let rest: Vec<Vec<u8>> = (other.iter())
+        .filter(|l| !keep.contains(l))
+        .cloned()
+        .collect();
+    let moved =
+        (rest.iter().any(|l| !is_blank(l))).then(|| [vec![NO_TIME.to_vec()], rest].concat());
+    (keep.clone(), moved)
+}
+
+/// The common section `s` (the `n`th) as the two sides `x` and `y` hold
+/// it: its lines (a redaction on either side holds), then what each side
+/// added under it, once when only one side added or both added the same,
+/// else each side's under the heading again.
+fn merged_section((n, s): (usize, &[Vec<u8>]), x: &[Vec<u8>], y: &[Vec<u8>]) -> Vec<Placed> {
+    let mut merged: Vec<Vec<u8>> = s
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            // A redaction holds; two (an erasure on each side, dated
+            // apart) give the smaller, whichever side is ours.
+            let red = [&x[i], &y[i]]
+                .into_iter()
+                .filter(|r| is_redaction(r) && *r != line);
+            red.min().unwrap_or(line).clone()
+        })
+        .collect();
+    let (more_x, more_y) = (&x[s.len()..], &y[s.len()..]);
+    if more_x.is_empty() || more_y.is_empty() || more_x == more_y {
+        merged.extend(more_x.iter().chain(more_y).cloned());
+        if more_x == more_y {
+            merged.truncate(s.len() + more_x.len());
+        }
+        return vec![(s[0].clone(), n, 0, merged)];
+    }
+    // Both added under it: each side's lines under the heading again.
+    let mut out = vec![(s[0].clone(), n, 0, merged)];
+    for more in [more_x, more_y] {
+        let lines = [vec![s[0].clone()], more.to_vec()].concat();
+        out.push((s[0].clone(), n, 1, lines));
+    }
+    out
 }
 
 /// The section of `sections`, not yet `used`, that is `base` as a side

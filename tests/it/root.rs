@@ -179,6 +179,8 @@ fn the_lru_closes_and_reopens_a_memory_without_losing_a_write() {
     assert_checks_clean(&alice.root, "the LRU");
 }
 
+/// A memory's own token opens that memory's routes, and nothing else: not
+/// another memory, not the list, not the operator's routes that name it.
 #[test]
 fn a_memorys_own_token_opens_that_memory_alone() {
     let root = root_dir();
@@ -191,6 +193,10 @@ fn a_memorys_own_token_opens_that_memory_alone() {
     assert_eq!(alice.post("/v1/m/alice/facts", fact.clone()).0, 200);
     assert_eq!(alice.post("/v1/m/bob/facts", fact.clone()).0, 401);
     assert_eq!(alice.get("/v1/memories").0, 401);
+    // The operator's routes name a memory too, but are not on it: a
+    // memory's own token moves nothing.
+    assert_eq!(alice.post("/v1/handover/alice", "").0, 401);
+    assert_eq!(alice.post("/v1/takeover/alice", "").0, 401);
     assert_eq!(Http::at(&d.base, None).get("/v1/m/alice/status").0, 401);
     let admin = Http::at(&d.base, Some("daemon-token"));
     assert_eq!(admin.post("/v1/m/bob/facts", fact).0, 200);

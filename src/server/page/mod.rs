@@ -21,13 +21,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Query, RawPathParams, State};
+use axum::extract::{Form, FromRequestParts, Query, RawPathParams, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::state::{ApiError, State as Daemon};
+use super::state::{ApiError, MemoryName, State as Daemon};
 use crate::pending::Journal;
 use crate::request::{self, Request, Target};
 
@@ -91,11 +92,7 @@ pub(crate) struct At {
 }
 
 impl At {
-    fn of(params: &RawPathParams) -> At {
-        let name = params
-            .iter()
-            .find(|(k, _)| *k == "name")
-            .map(|(_, v)| v.to_string());
+    fn of(MemoryName(name): MemoryName) -> At {
         let base = name.as_ref().map_or(String::new(), |n| format!("/m/{n}"));
         At { base, name }
     }
@@ -135,6 +132,15 @@ impl At {
     }
 }
 
+impl<S: Send + Sync> FromRequestParts<S> for At {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let name = MemoryName::from_request_parts(parts, state).await?;
+        Ok(At::of(name))
+    }
+}
+
 /// A message the page before left (`?said=`).
 #[derive(Deserialize, Default)]
 pub(crate) struct Said {
@@ -146,12 +152,7 @@ fn html(m: maud::Markup) -> Response {
     Html(m.into_string()).into_response()
 }
 
-pub(crate) async fn index(
-    State(s): State<Shared>,
-    params: RawPathParams,
-    Query(q): Query<Said>,
-) -> Page {
-    let at = At::of(&params);
+pub(crate) async fn index(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page {
     let layout = at.layout(&s)?;
     let core = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
     let status = at.run(&s, request::Status {}).await?;
@@ -203,8 +204,7 @@ fn given(s: &str) -> Option<String> {
     Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
-async fn search(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Asked>) -> Page {
-    let at = At::of(&params);
+async fn search(State(s): State<Shared>, at: At, Query(q): Query<Asked>) -> Page {
     let hits = match q.q.trim().is_empty() {
         true => Vec::new(),
         false => {
@@ -228,8 +228,7 @@ struct When {
 
 /// The entries file and MEMORY.md's lines as they were at a time (`memd
 /// show --as-of`), or "unknowable" and why.
-async fn as_of(State(s): State<Shared>, params: RawPathParams, Query(w): Query<When>) -> Page {
-    let at = At::of(&params);
+async fn as_of(State(s): State<Shared>, at: At, Query(w): Query<When>) -> Page {
     let shown = match given(&w.as_of) {
         None => None,
         Some(t) => Some(at.run(&s, request::Show { as_of: Some(t) }).await?),
@@ -237,8 +236,12 @@ async fn as_of(State(s): State<Shared>, params: RawPathParams, Query(w): Query<W
     Ok(html(views::as_of(&at, &w.as_of, shown.as_ref())))
 }
 
-async fn entry(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Said>) -> Page {
-    let at = At::of(&params);
+async fn entry(
+    State(s): State<Shared>,
+    at: At,
+    params: RawPathParams,
+    Query(q): Query<Said>,
+) -> Page {
     let id = At::param(&params, "id");
     let layout = at.layout(&s)?;
     let history = at.run(&s, request::History { id: id.clone() }).await?;
@@ -263,22 +266,19 @@ async fn entry(State(s): State<Shared>, params: RawPathParams, Query(q): Query<S
     Ok(html(views::entry(&at, q.said.as_deref(), &shown)))
 }
 
-async fn forget(State(s): State<Shared>, params: RawPathParams) -> Page {
-    let at = At::of(&params);
+async fn forget(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let id = At::param(&params, "id");
     at.run(&s, request::Forget { id: id.clone() }).await?;
     Ok(at.back(&format!("/entries/{id}"), &format!("forgot {id}")))
 }
 
-async fn unforget(State(s): State<Shared>, params: RawPathParams) -> Page {
-    let at = At::of(&params);
+async fn unforget(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let id = At::param(&params, "id");
     at.run(&s, request::Unforget { id: id.clone() }).await?;
     Ok(at.back(&format!("/entries/{id}"), &format!("{id} is back")))
 }
 
-async fn review(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Said>) -> Page {
-    let at = At::of(&params);
+async fn review(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page {
     let items = at.run(&s, request::ReviewItems {}).await?;
     Ok(html(views::review(&at, q.said.as_deref(), &items)))
 }
@@ -292,8 +292,7 @@ struct Decision {
     item: Option<crate::ids::ProposalId>,
 }
 
-async fn decide(State(s): State<Shared>, params: RawPathParams, Form(d): Form<Decision>) -> Page {
-    let at = At::of(&params);
+async fn decide(State(s): State<Shared>, at: At, Form(d): Form<Decision>) -> Page {
     let req = request::Review {
         action: d.action,
         ids: d.item.into_iter().collect(),
@@ -315,16 +314,14 @@ fn ids(ids: &[crate::ids::ProposalId]) -> String {
         .join(", ")
 }
 
-async fn runs(State(s): State<Shared>, params: RawPathParams, Query(q): Query<Said>) -> Page {
-    let at = At::of(&params);
+async fn runs(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page {
     let runs = at.run(&s, request::Runs { last: Some(50) }).await?;
     Ok(html(views::runs(&at, q.said.as_deref(), &runs)))
 }
 
 /// One run as a diff: each record of the journal it wrote, the entry's
 /// text before and after.
-async fn run(State(s): State<Shared>, params: RawPathParams) -> Page {
-    let at = At::of(&params);
+async fn run(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let run = At::param(&params, "run");
     let layout = at.layout(&s)?;
     let all = crate::journal::read(&layout.journal_file())?;
@@ -332,8 +329,7 @@ async fn run(State(s): State<Shared>, params: RawPathParams) -> Page {
     Ok(html(views::run(&at, &run, &records)))
 }
 
-async fn undo(State(s): State<Shared>, params: RawPathParams) -> Page {
-    let at = At::of(&params);
+async fn undo(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let run = At::param(&params, "run");
     let req = request::Undo {
         run: run.as_str().into(),
@@ -350,8 +346,7 @@ async fn undo(State(s): State<Shared>, params: RawPathParams) -> Page {
     Ok(at.back("/runs", &said))
 }
 
-async fn archive(State(s): State<Shared>, params: RawPathParams) -> Page {
-    let at = At::of(&params);
+async fn archive(State(s): State<Shared>, at: At) -> Page {
     let layout = at.layout(&s)?;
     let (facts, _) = crate::archive::read_all(&layout)?;
     let mut days: BTreeMap<&str, Vec<&crate::archive::Fact>> = BTreeMap::new();
@@ -361,8 +356,7 @@ async fn archive(State(s): State<Shared>, params: RawPathParams) -> Page {
     Ok(html(views::archive(&at, &days)))
 }
 
-async fn login_form(params: RawPathParams) -> Response {
-    let at = At::of(&params);
+async fn login_form(at: At) -> Response {
     html(views::login(&at, None))
 }
 
@@ -374,8 +368,7 @@ struct Login {
 /// The login form's POST: the token the daemon (or, under a root, the
 /// memory) takes, checked as a bearer token is, becomes an HttpOnly,
 /// SameSite=Strict cookie for the page's paths.
-async fn login(State(s): State<Shared>, params: RawPathParams, Form(l): Form<Login>) -> Response {
-    let at = At::of(&params);
+async fn login(State(s): State<Shared>, at: At, Form(l): Form<Login>) -> Response {
     let own = at.name.as_ref().and_then(|n| s.tokens.get(n));
     let token = s
         .token
@@ -444,12 +437,8 @@ pub(crate) async fn headers(req: axum::extract::Request, next: axum::middleware:
 }
 
 /// The login form, for a page request the token check refused.
-pub(crate) fn refused(path: &str) -> Response {
-    let base = path
-        .strip_prefix("/m/")
-        .and_then(|rest| rest.split('/').next())
-        .map(|n| format!("/m/{n}"))
-        .unwrap_or_default();
+pub(crate) fn refused(name: Option<&str>) -> Response {
+    let base = name.map(|n| format!("/m/{n}")).unwrap_or_default();
     let at = At { base, name: None };
     let page = views::login(&at, Some("this daemon needs its token"));
     (StatusCode::UNAUTHORIZED, Html(page.into_string())).into_response()
