@@ -6,9 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::judge::{Decision, Planned};
 use super::ops::{Cluster, Op};
 use super::pause_point;
+use super::planned::{Decision, Planned};
 use super::reply::repair;
 use super::report::Counts;
 use crate::Layout;

@@ -3,8 +3,8 @@
 //! already name their facts in `sources`, so no run decides them again.
 
 use super::apply::Applied;
-use super::judge::{Decision, Planned};
 use super::pause_point;
+use super::planned::{Decision, Planned};
 use crate::Layout;
 use crate::Result;
 use crate::ids::FactId;

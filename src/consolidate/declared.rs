@@ -23,9 +23,9 @@
 
 use std::collections::HashSet;
 
-use super::judge::Planned;
 use super::ops::{Cluster, Group, Op};
 use super::plan::snapshot;
+use super::planned::Planned;
 use super::reply::repair::declared_history;
 use crate::archive::Fact;
 use crate::entries::Document;
@@ -57,13 +57,11 @@ pub(crate) fn split(pending: Vec<Fact>, doc: &Document, stones: &Tombstones) -> 
             .filter(|p| normalize(&p.text) == text)
             .collect();
         let facts = fact_targets(&same, &pending, &text);
-        let with: Vec<&Fact> = facts
-            .iter()
-            .flat_map(|t| {
-                pending
-                    .iter()
-                    .filter(|p| normalize(&p.text) == normalize(&t.text))
-            })
+        // Each pending fact that says what a target says, once: two
+        // targets of one text (said twice that day) bring the same facts.
+        let target_texts: HashSet<String> = facts.iter().map(|t| normalize(&t.text)).collect();
+        let with: Vec<&Fact> = (pending.iter())
+            .filter(|p| target_texts.contains(&normalize(&p.text)))
             .collect();
         // The facts it supersedes join it, and so does what they declared
         // they supersede: it is the newest of that chain.
@@ -159,15 +157,15 @@ fn plan(
         .iter()
         .filter_map(|t| doc.get(t.as_str()).and_then(snapshot))
         .collect();
-    let olds: Vec<(&str, Option<&str>)> = entries
-        .iter()
+    let mut olds: Vec<(&str, Option<&str>)> = (entries.iter())
         .map(|e| (e.text.as_str(), Some(e.first_seen.as_str())))
-        .chain(
-            facts
-                .iter()
-                .map(|t| (t.text.as_str(), Some(t.day.as_str()))),
-        )
         .collect();
+    // A text the targets say more than once is one value of the past.
+    for t in facts {
+        if !olds.iter().any(|(o, _)| normalize(o) == normalize(&t.text)) {
+            olds.push((t.text.as_str(), Some(t.day.as_str())));
+        }
+    }
     let now = crate::history::Stated::new(&f.text, Some(&f.day));
     let mut ops = Vec::new();
     match targets.first() {
@@ -204,7 +202,7 @@ fn plan(
         forgotten: Vec::new(),
     };
     p.model = "declared".into();
-    if let super::judge::Decision::Ops(all) = &mut p.decision {
+    if let super::planned::Decision::Ops(all) = &mut p.decision {
         all.extend(ops);
     }
     p

@@ -16,8 +16,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::judge::Planned;
 use super::ops::{Group, Op, Snapshot};
+use super::planned::Planned;
 use super::reply::repair::declared_history;
 use crate::Result;
 use crate::embed::cache::Cached;

@@ -55,6 +55,7 @@ pub(crate) mod judge;
 mod judged;
 pub mod ops;
 pub(crate) mod plan;
+pub(crate) mod planned;
 pub(crate) mod promote;
 pub use promote::SAME_TOPIC_COSINE;
 pub mod reply;
@@ -72,10 +73,11 @@ use crate::journal::{self, Stamp};
 use crate::pause::Step;
 use crate::pending::Journal;
 use crate::state::State;
+use judge::Decide;
 pub use judge::Judge;
-use judge::{Decide, Decision, Planned};
 use ops::Op;
 use plan::Inputs;
+use planned::{Decided, Decision, Planned};
 pub use report::{ClusterReport, Counts, Report, Suppressed, Verdict};
 
 /// How a run is asked for: `memd consolidate [--force] [--dry-run]`,
@@ -185,7 +187,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
             let (ids, rest) =
                 crate::review::propose(memory, &stamp, decided.planned, &inputs.facts)?;
             report.proposed = ids;
-            judge::Decided {
+            Decided {
                 planned: rest,
                 restatements: 0,
                 tombstones: decided.tombstones,
@@ -234,7 +236,7 @@ fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<(Report, State
 fn write(
     memory: &Memory,
     stamp: &Stamp,
-    decided: &judge::Decided,
+    decided: &Decided,
     (inputs, state, settled): (&Inputs, State, &[crate::ids::FactId]),
     report: &mut Report,
 ) -> Result<Document> {

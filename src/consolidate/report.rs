@@ -96,7 +96,7 @@ pub struct Report {
     /// The decisions of REVIEW.md this run carried out first, when there
     /// were any ([`crate::review`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<crate::review::Carried>,
+    pub review: Option<crate::review::carried::Carried>,
     /// Facts that restate an entry, or a fact an entry holds: merged
     /// without a judge.
     pub restatements: usize,

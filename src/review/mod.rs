@@ -33,6 +33,7 @@
 //!   carried out, without applying them twice; a crash before 3 leaves
 //!   items of decided proposals, which the next carry-out takes out.
 
+pub mod carried;
 mod carry;
 pub mod sheet;
 
@@ -45,7 +46,8 @@ use crate::consolidate::ops::Op;
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId, ProposalId, RunId};
 
-pub use carry::{Carried, Left, Unreadable, carry_out};
+pub use carried::{Carried, Left, Unreadable};
+pub use carry::carry_out;
 pub(crate) use carry::{propose, words};
 pub use sheet::Mark;
 

@@ -669,3 +669,39 @@ fn an_entry_deleted_by_hand_after_killed_runs_leaves_no_memory_md_line_a_problem
         HandDeleteEntry { pick: 0 },
     ]);
 }
+
+/// Minimal sequence (seed 7930826158646160439, a 30-minute soak): a fact
+/// said several times the same day (`X`, `X.2`, …), the first ones in an
+/// entry, the later ones pending; then a correction that supersedes one
+/// of the held ones, and a run of the built-in judge. No entry may list a
+/// fact twice among its sources (`memd check`: HeldTwice).
+#[test]
+fn a_correction_of_a_held_fact_said_again_leaves_each_fact_in_one_entry_once() {
+    use crate::random::{Action::*, Blocked, Judge};
+    crate::random::replay(&[
+        AddUpdate { text: 0, pick: 0 },
+        AddMcpKilled { text: 0 },
+        Unwritable {
+            file: Blocked::Journal,
+            then: Box::new(run_built_in()),
+        },
+        add_here(247, false),
+        add_here(0, false),
+        AddCorrection {
+            text: 199,
+            pick: 56,
+            how: 1,
+        },
+        HandAppendFact { text: 0 },
+        add_here(53, true),
+        AddCorrection {
+            text: 29,
+            pick: 8,
+            how: 2,
+        },
+        Consolidate {
+            judge: Judge::BuiltIn,
+            force: false,
+        },
+    ]);
+}
