@@ -705,3 +705,31 @@ fn a_correction_of_a_held_fact_said_again_leaves_each_fact_in_one_entry_once() {
         },
     ]);
 }
+
+/// Minimal sequence (seed of a 30-minute soak, 2026-12-01): a line of
+/// invalid UTF-8 written by hand, folded into an entry with a fact; the
+/// entry's text edited and the entry erased, which takes its facts' texts
+/// out too, the hand-written one included; the same line written again is
+/// an erased text said again, which `memd check` reports and the oracle
+/// expects (it knew only the entry's own text as erased).
+#[test]
+fn a_hand_written_fact_erased_with_its_entry_and_written_again_is_said_again() {
+    use crate::random::{Action::*, Via};
+    crate::random::replay(&[
+        HandGarbage,
+        add_here(0, false),
+        run_built_in(),
+        HandDeleteEntry { pick: 11 },
+        EditEntry {
+            via: Via::Here,
+            pick: 0,
+            text: 0,
+            pin: false,
+        },
+        Erase {
+            pick: 0,
+            entry: true,
+        },
+        HandGarbage,
+    ]);
+}

@@ -1193,9 +1193,14 @@ impl World {
 
     /// The texts an erasure of `id` takes (before it runs): the entry's,
     /// or the fact's.
+    /// The texts erasing `id` takes out: an entry's own, and those of the
+    /// facts it holds (a fact a person wrote by hand and never saw in an
+    /// entry's words is erased with it all the same); or a fact's.
     fn erasure_texts(&self, id: &str) -> Vec<String> {
         match self.entry_by_id(id) {
-            Some((text, _)) => vec![text],
+            Some((text, sources)) => std::iter::once(text)
+                .chain(sources.iter().filter_map(|s| self.fact_text(s)))
+                .collect(),
             None => self.fact_text(id).into_iter().collect(),
         }
     }
