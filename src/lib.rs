@@ -104,8 +104,10 @@
 //! **Index.** [`index`] is split by job: rows of the files, their
 //! fingerprints, the LanceDB table (in the memory or on object storage:
 //! [`index::store`]), one owner task per handle that does every write
-//! and loads the words, a writer handle that asks it, cheap readers with
-//! one search call (after tantivy), and the words file (`.memd/index/words.bin`) a new process
+//! and loads the words, publishing after each change an immutable snapshot
+//! of the rows' words and vectors that searches read without a lock, a
+//! writer handle that asks it, cheap readers with one search call (after
+//! tantivy), and the words file (`.memd/index/words.bin`) a new process
 //! reads its query's words from; vectors come from [`embed`]. A query's
 //! days ([`when`]) add a list of the rows said then to its fusion.
 //!

@@ -363,21 +363,8 @@ impl Seen {
     /// it is read is read again next time.
     pub(super) fn archive(&mut self, layout: &Layout) -> Result<Vec<(String, Arc<archive::Day>)>> {
         self.fingerprints(layout)?;
-        let mut parsed = BTreeMap::new();
-        let mut out = Vec::new();
-        for (name, stamp) in &self.stamps {
-            let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
-                continue;
-            };
-            let read = match self.parsed.remove(name) {
-                Some((was, read)) if was == *stamp => read,
-                _ => Arc::new(archive::read_day(layout, day)?),
-            };
-            out.push((day.to_string(), read.clone()));
-            parsed.insert(name.clone(), (stamp.clone(), read));
-        }
-        self.parsed = parsed;
-        Ok(out)
+        let read = |day: &str| Ok(Some(Arc::new(archive::read_day(layout, day)?)));
+        by_stamp(&self.stamps, &mut self.parsed, read)
     }
 
     /// For a watched writer whose watch is in place and whose last look at
@@ -455,23 +442,12 @@ impl Seen {
     fn now(&mut self, layout: &Layout) -> Prints {
         let entries = own_hash(&layout.entries_file());
         let shared = shared_hash(layout, entries.as_deref());
-        let mut out = Prints::new();
-        let mut days = BTreeMap::new();
-        for (name, stamp) in &self.stamps {
-            let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
-                continue;
-            };
-            let own = match self.days.remove(name) {
-                Some((was, own)) if was == *stamp => own,
-                _ => match day_hash(&mut self.grown, name, &layout.archive_file(day)) {
-                    Some(own) => own,
-                    None => continue,
-                },
-            };
-            out.insert(Source::Day(day.to_string()), format!("{own}-{shared}"));
-            days.insert(name.clone(), (stamp.clone(), own));
-        }
-        self.days = days;
+        let grown = &mut self.grown;
+        let hashed = |day: &str| Ok(day_hash(grown, day.as_ref(), &layout.archive_file(day)));
+        let days = by_stamp(&self.stamps, &mut self.days, hashed).unwrap_or_default();
+        let mut out: Prints = (days.into_iter())
+            .map(|(day, own)| (Source::Day(day), format!("{own}-{shared}")))
+            .collect();
         for (source, own) in [
             (Source::Entries, entries),
             (Source::Core, own_hash(&layout.memory_md())),
@@ -482,6 +458,35 @@ impl Seen {
         }
         out
     }
+}
+
+/// Each day file's value at `stamps`, in day order: the one `cached`
+/// holds when its stamp is the same, else `read`'s for the day (`None`:
+/// left out); `cached` then holds what this walk gave, and nothing of
+/// the day files gone.
+fn by_stamp<T: Clone>(
+    stamps: &Stamps,
+    cached: &mut BTreeMap<std::ffi::OsString, (Stamp, T)>,
+    mut read: impl FnMut(&str) -> Result<Option<T>>,
+) -> Result<Vec<(String, T)>> {
+    let mut kept = BTreeMap::new();
+    let mut out = Vec::new();
+    for (name, stamp) in stamps {
+        let (Some(stamp), Some(day)) = (stamp, day_of(name)) else {
+            continue;
+        };
+        let value = match cached.remove(name) {
+            Some((was, value)) if was == *stamp => value,
+            _ => match read(day)? {
+                Some(value) => value,
+                None => continue,
+            },
+        };
+        out.push((day.to_string(), value.clone()));
+        kept.insert(name.clone(), (stamp.clone(), value));
+    }
+    *cached = kept;
+    Ok(out)
 }
 
 /// A day file as last hashed: its bytes (valid UTF-8) and the hash's

@@ -12,7 +12,7 @@
 //! Held, the rows of many facts go in one add.
 //!
 //! What holds meanwhile:
-//! - Searches in this process see the held rows ([`super::terms::Terms::ahead`],
+//! - Searches in this process see the held rows ([`super::snapshot::Model::ahead`],
 //!   stacked over one table version): a search of the files as they are
 //!   now answers from them, without waiting for the table.
 //! - The files are the truth. The held sources stay marked as syncing

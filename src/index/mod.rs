@@ -16,7 +16,8 @@
 //! | [`held`]          | rows shown to searches, committed later in groups     |
 //! | [`reader`]        | cheap readers: search, similar entries                |
 //! | [`search`]        | the ranking a search applies                          |
-//! | [`terms`], `vectors`, `row_hashes` | what the writer keeps in memory between writes |
+//! | `snapshot`        | what searches read, without a lock: the rows' words and vectors as the owner last published them |
+//! | [`terms`], `vectors`, `row_hashes` | the rows' words and BM25, their vectors, their hashes |
 //! | [`words`]         | the words of one table version, on disk, for a new process |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
@@ -37,6 +38,7 @@ pub mod reader;
 mod row_hashes;
 pub mod rows;
 pub mod search;
+mod snapshot;
 pub mod store;
 pub mod table;
 mod terms;
@@ -45,7 +47,9 @@ pub mod words;
 pub mod words_check;
 pub mod writer;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use serde::{Deserialize, Serialize};
 
@@ -85,8 +89,10 @@ struct Shared {
     config: Config,
     table: table::Table,
     embedder: Cached,
-    /// The rows' words, for full-text scores ([`terms`]).
-    terms: Mutex<terms::Terms>,
+    /// The rows' words and vectors as the owner last published them, for
+    /// full-text scores and the vector half of a search ([`snapshot`]):
+    /// read without a lock.
+    words: Arc<ArcSwap<snapshot::Snapshot>>,
     /// The recall log searches append to.
     recalls: crate::recall::Log,
     /// Whether a search has read LanceDB's vector index ahead
@@ -106,7 +112,7 @@ impl Index {
     /// lock).
     pub async fn open(memory: &Memory) -> Result<Index> {
         let shared = Arc::new(Shared::open(memory).await?);
-        Ok(Index::start(shared, None))
+        Index::start(shared, None)
     }
 
     /// The index of the daemon serving `memory`, which holds `served`, the
@@ -122,16 +128,17 @@ impl Index {
             let _all = table::write_lock(&memory.layout).await?;
             shared.table.inner.checkout_latest().await?;
         }
-        Ok(Index::start(shared, Some(served)))
+        Index::start(shared, Some(served))
     }
 
     /// The handle, its owner's task started ([`owner`]).
-    fn start(shared: Arc<Shared>, sole: Option<lock::Guard>) -> Index {
-        let (writer, asking) = Writer::start(shared.clone(), sole);
-        Index {
+    fn start(shared: Arc<Shared>, sole: Option<lock::Guard>) -> Result<Index> {
+        let model = snapshot::Model::new(shared.words.clone())?;
+        let (writer, asking) = Writer::start(shared.clone(), model, sole);
+        Ok(Index {
             writer,
             reader: Reader::new(shared, asking),
-        }
+        })
     }
 
     /// A sync waited for only until searches see the files as they are
@@ -203,7 +210,7 @@ impl Shared {
             config: config.clone(),
             table,
             embedder,
-            terms: Mutex::new(terms::Terms::new()?),
+            words: Arc::default(),
             recalls: crate::recall::Log::open(layout.recall_log()),
             warmed: Default::default(),
         })

@@ -121,8 +121,7 @@ impl Reader {
         };
         let (vector, dated) = near.split_dated(&asked.spans, n);
         let by_id: HashMap<&RowId, &Vec<f32>> = all.iter().map(|(h, v)| (&h.id, v)).collect();
-        let mut terms = Terms::new()?;
-        terms.load(0, all.clone(), None);
+        let terms = Terms::loaded(all.clone(), None)?;
         let idf_sum = terms.idf_sum(query);
         let words = terms.top(query, n);
         let text = Ranked {

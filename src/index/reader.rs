@@ -296,7 +296,7 @@ impl Reader {
         let (vector, dated) = near.split_dated(&asked.spans, n);
         let with_vectors = self.with_vectors(text, &vector);
         let text = steps::timed("full-text hits' vectors", with_vectors).await?;
-        let idf_sum = self.shared.terms.lock().unwrap().idf_sum(query);
+        let idf_sum = self.shared.words.load().idf_sum(query);
         let now = steps::timed("current parts", self.current_scores([&vector, &text], &qv)).await?;
         let lets = |h: &Hit| h.score >= narrow.min_score && narrow.lets(h);
         let lists = search::Lists {
@@ -369,7 +369,7 @@ impl Reader {
     /// the words ([`super::vectors`]), which [`Reader::full_text`] has
     /// just brought to the table's version, or else from LanceDB.
     async fn vector_list(&self, qv: &[f32], n: usize) -> Result<Ranked> {
-        if let Some(near) = self.shared.terms.lock().unwrap().nearest(qv, n) {
+        if let Some(near) = self.shared.words.load().nearest(qv, n) {
             return Ok(near);
         }
         search::vector_list(&self.shared.table.inner, qv.to_vec(), n).await
@@ -389,7 +389,7 @@ impl Reader {
     /// `wait` false and a write running, the words as they are serve.
     async fn full_text(&self, query: &str, n: usize, wait: bool) -> Result<Vec<Hit>> {
         self.words_current(wait).await?;
-        Ok(self.shared.terms.lock().unwrap().top(query, n))
+        Ok(self.shared.words.load().top(query, n))
     }
 
     /// Load the handle's words now, and take any read from the words
@@ -415,7 +415,7 @@ impl Reader {
     /// Whether the handle's words are those of the table at its version.
     async fn terms_current(&self) -> Result<bool> {
         let version = self.shared.table.version().await?;
-        Ok(self.shared.terms.lock().unwrap().version() == Some(version))
+        Ok(self.shared.words.load().version() == Some(version))
     }
 
     /// Load every row's words anew at the handle's version (benchmarks
@@ -437,11 +437,11 @@ impl Reader {
         let have: HashMap<&RowId, &Vec<f32>> =
             vector.rows.iter().map(|(h, v)| (&h.id, v)).collect();
         let kept: Vec<Option<Vec<f32>>> = {
-            let terms = self.shared.terms.lock().unwrap();
+            let words = self.shared.words.load();
             hits.iter()
                 .map(|h| match have.get(&h.id) {
                     Some(v) => Some((*v).clone()),
-                    None => terms.vector_of(&h.source, &h.id),
+                    None => words.vector_of(&h.source, &h.id),
                 })
                 .collect()
         };
@@ -498,12 +498,7 @@ impl Reader {
     /// `memd mcp` at 1k facts), else from LanceDB.
     async fn entries_near(&self, qv: &[f32], n: usize) -> Result<Vec<(Hit, Vec<f32>)>> {
         if self.terms_current().await?
-            && let Some(near) = self
-                .shared
-                .terms
-                .lock()
-                .unwrap()
-                .nearest_of(qv, n, RowKind::Entry)
+            && let Some(near) = self.shared.words.load().nearest_of(qv, n, RowKind::Entry)
         {
             return Ok(near.rows);
         }
@@ -616,7 +611,7 @@ mod tests {
                 for q in ["tea and a bike", "river cat", "piano", "nothing alike"] {
                     let qv = reader.query_vector(q).await.unwrap();
                     reader.full_text(q, 20, true).await.unwrap();
-                    let kept = reader.shared.terms.lock().unwrap().nearest(&qv, 20);
+                    let kept = reader.shared.words.load().nearest(&qv, 20);
                     let kept = kept.expect("vectors kept");
                     let table = &reader.shared.table.inner;
                     let lance = search::vector_list(table, qv, 20).await.unwrap();
@@ -744,7 +739,7 @@ mod tests {
         found(&loaded).await;
         let read = crate::index::Index::open(&memory).await.unwrap();
         found(&read).await;
-        assert!(read.reader.shared.terms.lock().unwrap().is_mapped());
+        assert!(read.reader.shared.words.load().is_mapped());
         for round in 0..2 {
             let kept: String = text
                 .lines()
@@ -756,7 +751,7 @@ mod tests {
             read.writer.sync().await.unwrap();
             let version = read.reader.shared.table.version().await.unwrap();
             let (mapped, at) = {
-                let terms = read.reader.shared.terms.lock().unwrap();
+                let terms = read.reader.shared.words.load();
                 (terms.is_mapped(), terms.version())
             };
             assert!(!mapped, "round {round}");

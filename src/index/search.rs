@@ -122,7 +122,7 @@ pub(super) fn fuse(lists: Lists, query: &[f32]) -> HashMap<RowId, (Hit, Vec<f32>
 }
 
 /// A full-text hit's BM25 score as a share of `idf_sum`, the sum of the
-/// idf of the query's words ([`super::terms::Terms::idf_sum`]): what a row
+/// idf of the query's words ([`super::terms::idf_sum`]): what a row
 /// holding each word once at the mean length scores.
 pub(super) fn words_score(bm25: f32, idf_sum: f32) -> f32 {
     match idf_sum > 0.0 {

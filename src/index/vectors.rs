@@ -14,6 +14,7 @@
 pub(super) const MAX_ROWS: usize = 20_000;
 
 /// One vector per slot of [`super::terms::Terms`].
+#[derive(Clone)]
 pub(super) struct Vectors {
     dim: usize,
     /// Slot-major: slot `s` is `data[s * dim..(s + 1) * dim]`.
@@ -75,33 +76,33 @@ impl Vectors {
         }
     }
 
+    /// Whether `slot` holds a vector.
+    pub(super) fn live(&self, slot: u32) -> bool {
+        self.live.get(slot as usize).copied().unwrap_or(false)
+    }
+
+    /// `1 / |v|` of the vector of `slot` (0 for a zero vector).
+    pub(super) fn inverse_norm(&self, slot: u32) -> f32 {
+        self.inverse_norms
+            .get(slot as usize)
+            .copied()
+            .unwrap_or(0.0)
+    }
+
     /// The vector of `slot`.
     pub(super) fn get(&self, slot: u32) -> &[f32] {
         let s = slot as usize;
         &self.data[s * self.dim..(s + 1) * self.dim]
     }
-
-    /// The live slots with their cosine distance to `query`: the `n`
-    /// nearest, and any as near as the `n`-th (which of those tied at the
-    /// cut are listed is the caller's choice, and must not depend on the
-    /// slots, which depend on the order rows were written), nearest first.
-    /// Empty if `query` has another dimension. Only the slots `keep`
-    /// keeps are measured.
-    pub(super) fn nearest(
-        &self,
-        query: &[f32],
-        n: usize,
-        keep: impl Fn(u32) -> bool,
-    ) -> Vec<(u32, f32)> {
-        let live = |s: u32| self.live[s as usize] && keep(s);
-        let vector = |s: u32| (self.get(s), self.inverse_norms[s as usize]);
-        nearest_among(self.dim, self.live.len(), (query, n), live, vector)
-    }
 }
 
-/// [`Vectors::nearest`] over slots `0..slots` of dimension `dim`, those
-/// `keep` keeps, each given by `vector` with its inverse norm (also for
-/// the vectors of the words file, [`super::words`]).
+/// The slots `0..slots` of dimension `dim` that `keep` keeps, each given
+/// by `vector` with its inverse norm, with their cosine distance to
+/// `query`: the `n` nearest, and any as near as the `n`-th (which of
+/// those tied at the cut are listed is the caller's choice, and must not
+/// depend on the slots, which depend on the order rows were written),
+/// nearest first. Empty if `query` has another dimension. For the
+/// vectors kept in memory and those of the words file ([`super::words`]).
 pub(super) fn nearest_among<'a>(
     dim: usize,
     slots: usize,
@@ -158,6 +159,11 @@ pub(super) fn inverse_norm(v: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
+    fn nearest(v: &Vectors, query: &[f32], n: usize) -> Vec<(u32, f32)> {
+        let vector = |s: u32| (v.get(s), v.inverse_norm(s));
+        nearest_among(v.dim, v.live.len(), (query, n), |s| v.live(s), vector)
+    }
+
     /// The nearest slots by cosine distance, with every one tied at the
     /// cut, the removed ones left out and a zero vector at distance 1.
     #[test]
@@ -171,13 +177,13 @@ mod tests {
         assert!(!v.set(4, &[1.0, 0.0]), "another dimension is refused");
         v.unset(5);
         assert_eq!(v.len(), 4);
-        let near = v.nearest(&[2.0, 0.0, 0.0], 3, |_| true);
+        let near = nearest(&v, &[2.0, 0.0, 0.0], 3);
         let slots: Vec<u32> = near.iter().map(|(s, _)| *s).collect();
         assert_eq!(slots, [0, 2, 1, 3], "the ties at the cut are all listed");
         assert!(near[0].1.abs() < 1e-6);
         assert!((near[1].1 - (1.0 - 1.0 / 2f32.sqrt())).abs() < 1e-6);
         assert!((near[2].1 - 1.0).abs() < 1e-6);
-        let all = v.nearest(&[2.0, 0.0, 0.0], 10, |_| true);
+        let all = nearest(&v, &[2.0, 0.0, 0.0], 10);
         assert_eq!(all.len(), 4);
         assert_eq!(all[3], (3, 1.0), "a zero vector is at distance 1");
     }

@@ -4,7 +4,7 @@
 //! every row. At 100,000 rows that load was most of a one-shot `memd
 //! search` (BENCHMARKS.md, issue 28). The file's rows are served from it
 //! until the process first writes the table; they are taken into memory
-//! then ([`super::terms::Terms`]).
+//! then ([`super::snapshot::Model::unmapped`]).
 //!
 //! Derived like the rest of `.memd/index/`, and deleting it costs only
 //! time:
@@ -239,23 +239,15 @@ pub(super) fn read(path: &Path, stamp: (u64, u64)) -> Option<Mapped> {
 /// The file at `path`, if it is one: of `want`'s version only, when given.
 fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
     use std::io::Read;
-    if cfg!(target_endian = "big") {
-        return None;
-    }
     let mut file = std::fs::File::open(path).ok()?;
     let size = usize::try_from(file.metadata().ok()?.len()).ok()?;
-    if size < HEADER || size % 8 != 0 {
-        return None;
-    }
-    let mut head = [0u8; HEADER];
-    file.read_exact(&mut head).ok()?;
-    let field = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().unwrap());
+    let mut buf = aligned(size)?;
+    let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut buf);
+    file.read_exact(&mut bytes[..HEADER]).ok()?;
+    let field = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
     if want.is_some_and(|w| w != (field(1), field(2))) {
         return None;
     }
-    let mut buf = vec![0u64; size / 8];
-    let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut buf);
-    bytes[..HEADER].copy_from_slice(&head);
     file.read_exact(&mut bytes[HEADER..]).ok()?;
     Mapped::parse(buf)
 }
@@ -264,12 +256,19 @@ fn read_if(path: &Path, want: Option<(u64, u64)>) -> Option<Mapped> {
 /// check` compares what it read once, so that a file written anew
 /// meanwhile cannot pair one file's header with another's words).
 pub(super) fn from_bytes(bytes: &[u8]) -> Option<Mapped> {
-    if cfg!(target_endian = "big") || bytes.len() < HEADER || !bytes.len().is_multiple_of(8) {
-        return None;
-    }
-    let mut buf = vec![0u64; bytes.len() / 8];
+    let mut buf = aligned(bytes.len())?;
     bytemuck::cast_slice_mut::<u64, u8>(&mut buf).copy_from_slice(bytes);
     Mapped::parse(buf)
+}
+
+/// A buffer, aligned for the file's parts, for a file of `size` bytes, if
+/// such a file can be one this machine reads (`None`: too short, not
+/// whole 8-byte words, or a big-endian machine).
+fn aligned(size: usize) -> Option<Vec<u64>> {
+    if cfg!(target_endian = "big") || size < HEADER || !size.is_multiple_of(8) {
+        return None;
+    }
+    Some(vec![0u64; size / 8])
 }
 
 impl Mapped {

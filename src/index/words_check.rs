@@ -38,9 +38,8 @@ pub async fn compare(layout: &crate::Layout) -> Result<Found> {
     }
     let dim = super::table::vector_dim(&table).await?;
     let (rows, dim) = super::reader::table_rows(&table, dim).await?;
-    let mut terms = super::terms::Terms::new()?;
-    terms.load(version, rows, dim);
-    let parts = terms.parts().expect("the rows were just loaded");
+    let terms = super::terms::Terms::loaded(rows, dim)?;
+    let parts = terms.parts(version).expect("the rows were just loaded");
     let want = super::words::encode(super::words::Parts { stamp, ..parts })?;
     Ok(if want == bytes {
         Found::Same

@@ -83,12 +83,21 @@ impl Writer {
     /// The writer of `shared`'s table, and how readers reach its owner:
     /// the owner's task starts here. With `sole`, the daemon's lock on
     /// the directory, it is the table's only writer.
-    pub(super) fn start(shared: Arc<Shared>, sole: Option<crate::lock::Guard>) -> (Writer, Asking) {
+    pub(super) fn start(
+        shared: Arc<Shared>,
+        model: super::snapshot::Model,
+        sole: Option<crate::lock::Guard>,
+    ) -> (Writer, Asking) {
         let (jobs, queue) = mpsc::unbounded_channel();
         let (publish, view) = watch::channel(View::default());
         let seen = Arc::new(Mutex::new(Seen::watching()));
         let pending = Arc::new(AtomicUsize::new(0));
-        let owner = Owner::new(shared.clone(), sole.is_some(), seen.clone(), publish);
+        let owner = Owner::new(
+            shared.clone(),
+            model,
+            sole.is_some(),
+            (seen.clone(), publish),
+        );
         tokio::spawn(owner.run(queue, pending.clone()));
         let asking = Asking {
             jobs: jobs.downgrade(),

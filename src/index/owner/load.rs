@@ -17,12 +17,12 @@ impl Owner {
     /// first append).
     pub(super) async fn words(&mut self, force: bool, unmap: bool) -> Result<()> {
         let version = self.shared.table.version().await?;
-        let current = self.shared.terms.lock().unwrap().version() == Some(version);
+        let current = self.words.version() == Some(version);
         if force || !current {
             self.load_words().await?;
         }
         if unmap {
-            self.shared.terms.lock().unwrap().unmapped();
+            self.words.unmapped();
         }
         Ok(())
     }
@@ -37,14 +37,12 @@ impl Owner {
         let path = self.shared.layout.index_words();
         let file = tokio::task::spawn_blocking(move || words::read(&path, stamp));
         if let Some(m) = timed("words file read", file).await? {
-            self.shared.terms.lock().unwrap().map(m);
+            self.words.map(m);
             return Ok(());
         }
         let rows = reader::table_rows(&table.inner, table.dim);
         let (rows, dim) = timed("words: table rows", rows).await?;
-        timed_now("words: tokenised", || {
-            self.shared.terms.lock().unwrap().load(stamp.0, rows, dim)
-        });
+        timed_now("words: tokenised", || self.words.load(stamp.0, rows, dim));
         if let Err(e) = timed("words file write", self.write_words(stamp)).await {
             tracing::debug!("words file not written: {e:#}");
         }
@@ -64,8 +62,8 @@ impl Owner {
     /// next one reads it.
     async fn write_words(&self, stamp: (u64, u64)) -> Result<()> {
         let bytes = {
-            let terms = self.shared.terms.lock().unwrap();
-            match terms.parts().filter(|_| !terms.made_here()) {
+            let words = &self.words;
+            match words.parts().filter(|_| !words.made_here()) {
                 Some(parts) => words::encode(words::Parts {
                     stamp: stamp.1,
                     ..parts

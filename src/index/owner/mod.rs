@@ -39,6 +39,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::fingerprints::{Prints, Seen};
 use super::held::Held;
 use super::row_hashes::RowHashes;
+use super::snapshot::Model;
 use super::{Shared, SyncReport, rows};
 use crate::error::Result;
 use crate::ids::FactId;
@@ -77,7 +78,7 @@ pub(super) struct View {
     /// The fingerprints the owner's last sync brought the table to.
     pub(super) synced: Option<Arc<Prints>>,
     /// The fingerprints of the files whose rows searches are shown ahead
-    /// of the table ([`super::terms::Terms::ahead`]): a running sync's,
+    /// of the table ([`super::snapshot::Model::ahead`]): a running sync's,
     /// or the rows held ([`super::held`]).
     pub(super) shown: Option<Arc<Prints>>,
     /// Whether rows are held back from the table.
@@ -86,6 +87,9 @@ pub(super) struct View {
 
 pub(super) struct Owner {
     shared: Arc<Shared>,
+    /// The rows' words and vectors, published as snapshots to searches
+    /// ([`super::snapshot`]).
+    words: Model,
     /// Whether it is the table's sole writer (the daemon's: no other
     /// process writes past its lock on the directory).
     sole: bool,
@@ -116,7 +120,7 @@ pub(super) struct Owner {
     /// The fingerprints the last sync brought the table to.
     synced: Option<Arc<Prints>>,
     /// The fingerprints of the files whose rows are shown to searches
-    /// ahead of the table ([`super::terms::Terms::ahead`]).
+    /// ahead of the table ([`super::snapshot::Model::ahead`]).
     shown: Option<Arc<Prints>>,
     /// Rows shown to searches and held back from the table ([`super::held`]).
     held: Option<Held>,
@@ -125,12 +129,13 @@ pub(super) struct Owner {
 impl Owner {
     pub(super) fn new(
         shared: Arc<Shared>,
+        words: Model,
         sole: bool,
-        seen: Arc<Mutex<Seen>>,
-        publish: watch::Sender<View>,
+        (seen, publish): (Arc<Mutex<Seen>>, watch::Sender<View>),
     ) -> Owner {
         Owner {
             shared,
+            words,
             sole,
             seen,
             publish,
@@ -251,7 +256,7 @@ impl Owner {
     /// Take back every row shown and not committed (held ones included),
     /// to be loaded from the table.
     fn take_back(&mut self) {
-        self.shared.terms.lock().unwrap().behind();
+        self.words.behind();
         self.shown = None;
         self.held = None;
         self.publish();
@@ -329,7 +334,7 @@ impl Owner {
         let after = table.version().await?;
         let before = held.before;
         let no_rows: [(&str, &str); 0] = [];
-        (self.shared.terms.lock().unwrap()).wrote(before, after, no_rows, []);
+        self.words.wrote(before, after, no_rows, []);
         self.known.same_rows(before, after);
         self.days.same_rows(before, after);
         self.written(held.prints, (held.rows, 0)).await

@@ -18,7 +18,7 @@
 //! so a sync that finds the files as it last synced them returns at once.
 //!
 //! Between its embedding and its table write, a sync shows its rows to
-//! this process's searches ([`super::super::terms::Terms::ahead`]). That
+//! this process's searches ([`super::super::snapshot::Model::ahead`]). That
 //! state is in memory only: a crash there (SIGKILL at the failpoint
 //! `index-shown`) leaves the table and the marks as a crash before the
 //! write does, and a write that fails takes the rows back, to be loaded
@@ -300,13 +300,7 @@ impl Owner {
         }
         let no_rows: [(&str, &str); 0] = [];
         let hits = hits(added, &changes.vectors);
-        if !self
-            .shared
-            .terms
-            .lock()
-            .unwrap()
-            .ahead(before, no_rows, hits)
-        {
+        if !self.words.ahead(before, no_rows, hits) {
             return false;
         }
         let rows = added.iter().map(|row| {
@@ -394,7 +388,7 @@ impl Owner {
         vectors: &[Vec<f32>],
     ) {
         let hits = hits(&added, vectors);
-        (self.shared.terms.lock().unwrap()).wrote(before, after, deleted(stale), hits);
+        self.words.wrote(before, after, deleted(stale), hits);
         let added = added.into_iter().map(|row| {
             (
                 row.0.source.rel().into_owned(),
@@ -407,7 +401,7 @@ impl Owner {
 
     /// Show a sync's changes to searches before the table commits them
     /// (from version `before`), when the words can
-    /// ([`crate::index::terms::Terms::ahead`]), and say they are the rows
+    /// ([`crate::index::snapshot::Model::ahead`]), and say they are the rows
     /// of the files at `current`.
     fn show_ahead(&mut self, before: u64, changes: &Changes<'_>, current: &Arc<Prints>) {
         if changes.stale.is_empty() && changes.added.is_empty() {
@@ -415,13 +409,7 @@ impl Owner {
         }
         let hits = hits(&changes.added, &changes.vectors);
         let deleted = deleted(&changes.stale);
-        if self
-            .shared
-            .terms
-            .lock()
-            .unwrap()
-            .ahead(before, deleted, hits)
-        {
+        if self.words.ahead(before, deleted, hits) {
             self.shown = Some(current.clone());
             self.publish();
         }

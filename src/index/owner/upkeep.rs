@@ -43,7 +43,7 @@ impl Owner {
         op.await?;
         let after = self.shared.table.version().await?;
         self.known.same_rows(before, after);
-        self.shared.terms.lock().unwrap().same_rows(before, after);
+        self.words.same_rows(before, after);
         self.days.same_rows(before, after);
         Ok(())
     }
@@ -135,7 +135,7 @@ impl Owner {
         self.publish();
         self.shared.table.inner.delete("true").await?;
         self.known.clear();
-        self.shared.terms.lock().unwrap().clear();
+        self.words.clear();
         fingerprints::forget_synced(&self.shared.layout)
     }
 
