@@ -3,15 +3,17 @@
 //!
 //! A one-shot `memd search` at 100,000 facts fills about 280 MiB of fresh
 //! memory (LanceDB's vector index, the words file, the model's session),
-//! and in 4 KiB pages the faults were most of its time: 0.18 s of system
-//! time in a 0.23 s run. The same binary run under glibc's
-//! `glibc.malloc.hugetlb=1` (which does this for every block glibc maps)
-//! took 0.16 s against 0.23, paired 20 times (`farm-bench`, BENCHMARKS.md,
-//! issue 28). Done here, it needs no environment variable.
+//! and in 4 KiB pages the faults were most of its time. The same binary
+//! run under glibc's `glibc.malloc.hugetlb=1` (which does this for every
+//! block glibc maps) was faster at the median of 20 paired runs
+//! (`farm-bench`; measured in BENCHMARKS.md, in the section on "2 MiB
+//! pages and reading ahead"). Done here, it needs no environment
+//! variable.
 //!
 //! Only blocks of [`LARGE`] or more, and only the whole 2 MiB pages inside
 //! each, so no other block's memory changes how it is backed. A large
-//! block written only in part holds 2 MiB for each huge page it touches. Where the kernel has no huge pages to give (or transparent huge
+//! block written only in part holds 2 MiB for each huge page it touches.
+//! Where the kernel has no huge pages to give (or transparent huge
 //! pages are off: `/sys/kernel/mm/transparent_hugepage/enabled` set to
 //! `never`, the way to turn this off), `madvise` changes nothing and the
 //! block is used as it is; its error is ignored for that reason.
@@ -20,9 +22,8 @@
 //! advised block (`defrag` set to `madvise`, Debian's default), a fault
 //! can wait for it. One run in 20 took about 0.3 s in the pairing above,
 //! each the first after a pause. The daemon's steady state is unchanged:
-//! `memd bench search-path` at 1,000 facts gave append → searchable p50
-//! 10.1–16.4 ms with the advice and 11.3–17.7 without, five runs each in
-//! turn.
+//! in `memd bench search-path` at 1,000 facts, append → searchable is no
+//! slower with the advice than without (same section).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 

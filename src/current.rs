@@ -1,11 +1,11 @@
-//! Current first (issue 32): of two texts on the same thing, the one
-//! stated on a later day ranks above the older, whatever else raised the
-//! older (recall counts for MEMORY.md's lines, words in common with the
-//! query for a search). A superseded line never outranks its successor;
-//! it is only moved below it, never dropped. A search raises the newer
-//! only when the query matches it nearly as well as the older
-//! ([`SEARCH_MATCH_RATIO`]): a question about one fact is not answered
-//! with a newer, different fact on the same person.
+//! Current first: of two texts on the same thing, the one stated on a
+//! later day ranks above the older, whatever else raised the older (recall
+//! counts for MEMORY.md's lines, words in common with the query for a
+//! search). A superseded line never outranks its successor; it is only
+//! moved below it, never dropped. A search raises the newer only when the
+//! query matches it nearly as well as the older ([`SEARCH_MATCH_RATIO`]):
+//! a question about one fact is not answered with a newer, different fact
+//! on the same person.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -25,7 +25,7 @@ pub const SAME_TOPIC_COSINE: f32 = 0.6;
 
 /// A search raises the newer of two hits on the same thing
 /// ([`SAME_TOPIC_COSINE`]) only when the query matches it at least this
-/// share as well as the older (issue 31). An update says what the fact it
+/// share as well as the older. An update says what the fact it
 /// replaces said, other value aside, so a question about the older
 /// matches it nearly as well ("where does the user work": 0.47 for the new
 /// employer, 0.48 for the old); a newer, different fact on the same person

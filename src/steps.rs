@@ -1,7 +1,7 @@
 //! Where a request's time goes, step by step, as memd runs it: for `memd
-//! bench search-path` (issue 28), which serves from its own process and
-//! turns the recording on. Off everywhere else, where a timed step costs
-//! one relaxed load of a flag.
+//! bench search-path`, which serves from its own process and turns the
+//! recording on. Off everywhere else, where a timed step costs one relaxed
+//! load of a flag.
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -634,8 +634,8 @@ fn versions_stamp(layout: &Layout) -> Stamp {
 
 /// `.memd/versions-tail.json`: the last version of each file, chunk list
 /// and all, for the file as it was at `stamp`. A writer reads it instead
-/// of the whole history (whose reading grows with every run: 11 ms at
-/// 10,000 entries after 50 writes, `memd bench versions`); any other
+/// of the whole history, whose reading grows with every run (measured in
+/// BENCHMARKS.md, "What recording versions costs a writer"); any other
 /// stamp, and the history is read. Derived: deleting it costs one read.
 #[derive(Serialize, Deserialize)]
 struct Tail {

@@ -1,5 +1,5 @@
 //! `memd bench search-path`: one search, and one append → searchable,
-//! broken into their steps as the daemon runs them (issue 28), at each
+//! broken into their steps as the daemon runs them, at each
 //! table size. The daemon is served from this process (`server::serve`,
 //! the code `memd serve` runs) with its steps recorded
 //! ([`crate::steps`]), and searched over HTTP on 127.0.0.1 with

@@ -10,15 +10,14 @@
 //! with many texts to embed (a sync of many rows, a rebuild), or a small
 //! file. A search's one query against a large cache embeds the query
 //! instead: reading the file took far longer than embedding it. At
-//! 100,000 facts (a 149 MB cache) a one-shot `memd search` took 1.27 s
-//! with a peak of 625 MiB when it read the file, 1.05 s and 471 MiB
-//! without (`farm-bench -n 8`, paired), and the daemon ended a run of
-//! searches and appends at 638 MB of memory with it, 499 MB without
-//! (BENCHMARKS.md). What this process embeds or finds stays in memory
-//! either way, and goes into the file as before; a query asked again by
-//! another process is appended again, which loading reads as one entry
-//! (the last of a key wins; all are equal). An erasure reads the file
-//! whole before it rewrites it ([`Cached::retain`]).
+//! 100,000 facts a one-shot `memd search` that leaves the file unread
+//! takes less time and memory, and so does a daemon over a run of
+//! searches and appends (measured in BENCHMARKS.md, "The sync after an
+//! append at 10k, and memory at 100k"). What this process embeds or finds
+//! stays in memory either way, and goes into the file as before; a query
+//! asked again by another process is appended again, which loading reads
+//! as one entry (the last of a key wins; all are equal). An erasure reads
+//! the file whole before it rewrites it ([`Cached::retain`]).
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -59,12 +59,12 @@ pub struct OnnxMiniLm {
 
 /// The model's two sessions, each made on first use. A session made from
 /// `model.onnx` reads and optimises the graph and packs the weights for
-/// the matrix kernels: about 200 ms, most of a one-shot `memd search`
-/// (BENCHMARKS.md). A *quick* session maps the graph as optimised and
-/// saved once in ONNX Runtime's own format ([`quick_file`]), uses the
-/// weights where they lie, and skips the packing: about 30 ms to make,
-/// and each text costs about 40% more (single text 6.4 vs 4.6 ms;
-/// 295 vs 378 texts/s in batches, `memd bench embed`). Its threads do not
+/// the matrix kernels: most of a one-shot `memd search`. A *quick*
+/// session maps the graph as optimised and saved once in ONNX Runtime's
+/// own format ([`quick_file`]), uses the weights where they lie, and
+/// skips the packing: it is made several times faster, and each text
+/// costs more (measured in BENCHMARKS.md, "An append costs what it adds;
+/// a one-shot search without ONNX Runtime's start"). Its threads do not
 /// spin at all: in a one-shot process they would take the cores from the
 /// search itself (the full session's threads spin only while a run
 /// lasts, [`session`]). So a call of at
@@ -125,12 +125,12 @@ fn runtime(library: &Path) -> Result<&'static Environment> {
 /// Its threads spin while a run lasts (each of the model's operators is
 /// handed to them at once) and stop when it ends. By default they went
 /// on spinning after it, taking both cores from what a daemon does next:
-/// the sync's table add, the next request. `memd bench serve --clients
-/// 16 --embedder minilm`: 394-397 requests/s against 357-360, search p50
-/// 69-70 ms against 77. `memd bench search-path --sizes 1000 --searches
-/// 200 --appends 100`: 5.8-6.0 s of user time against 7.1-7.3, search
-/// p50 3.2-3.3 ms against 3.1, append → searchable the same within its
-/// noise (BENCHMARKS.md, issue 28).
+/// the sync's table add, the next request. Stopped, they gave `memd
+/// bench serve --embedder minilm` more requests a second and a lower
+/// search p50, and `memd bench search-path` less user time, its search
+/// and append → searchable p50 the same within their noise (measured in
+/// BENCHMARKS.md, "Append → searchable at 10,000 facts, as a timeline",
+/// under "ONNX Runtime's threads stop spinning when a run ends").
 fn session(env: &Environment, model: &Path) -> ort::Result<Session> {
     builder(env, GraphOptimizationLevel::Level3)?
         .with_config_entry("session.force_spinning_stop", "1")?

@@ -334,7 +334,7 @@ pub struct Sample {
     pub updates: usize,
     pub seed: u64,
     /// Each update is added as an agent that knows it is one would add it:
-    /// `supersedes` the entries holding the facts it replaces (issue 32).
+    /// `supersedes` the entries holding the facts it replaces.
     pub declared: bool,
 }
 

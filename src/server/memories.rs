@@ -98,7 +98,8 @@ impl Opened {
         // The embedder's full session before the index's words and
         // vectors, as it was made before it was made lazily: made after
         // them, its freed scratch left the daemon's RSS at 100,000 facts
-        // 20–40 MB higher (BENCHMARKS.md).
+        // higher (measured in BENCHMARKS.md, "An append costs what it
+        // adds; a one-shot search without ONNX Runtime's start").
         if let Ok(e) = memory.embedder() {
             e.warm();
         }

@@ -675,11 +675,10 @@ fn entry_texts(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// Tier 2 of deduplication (issue 14): with the built-in judge, a fact
-/// that says what an entry says in nearly the same words (subject,
-/// articles, a plural "s") is kept into it, and two such pending facts
-/// make one entry; a fact that differs by a negation, a name or a word
-/// order stays apart.
+/// Tier 2 of deduplication: with the built-in judge, a fact that says what
+/// an entry says in nearly the same words (subject, articles, a plural
+/// "s") is kept into it, and two such pending facts make one entry; a fact
+/// that differs by a negation, a name or a word order stays apart.
 #[test]
 fn a_near_duplicate_is_merged_by_the_built_in_judge_and_a_near_miss_is_not() {
     let tmp = default_memory();
@@ -720,10 +719,9 @@ fn a_near_duplicate_is_merged_by_the_built_in_judge_and_a_near_miss_is_not() {
     crate::support::assert_checks_clean(dir, "near-duplicate merges");
 }
 
-/// Forgetting catches a rewording (issue 14 item 5): a fact that says what
-/// a forgotten entry said, in nearly the same words, stays out and is
-/// named; `memd forget --undo` brings the entry back with its id, and the
-/// rewording with it.
+/// Forgetting catches a rewording: a fact that says what a forgotten entry
+/// said, in nearly the same words, stays out and is named; `memd forget
+/// --undo` brings the entry back with its id, and the rewording with it.
 #[test]
 fn a_rewording_of_a_forgotten_entry_stays_out_until_the_forget_is_undone() {
     let tmp = default_memory();

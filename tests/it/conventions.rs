@@ -1,6 +1,6 @@
-//! The command line's conventions (issue 33): colour only when asked,
-//! memd's own log lines first, `-q` and `-v`; errors said the same, with
-//! the same exit code, whether a daemon answered or memd ran here.
+//! The command line's conventions: colour only when asked, memd's own log
+//! lines first, `-q` and `-v`; errors said the same, with the same exit
+//! code, whether a daemon answered or memd ran here.
 
 use std::path::Path;
 

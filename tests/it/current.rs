@@ -1,8 +1,7 @@
-//! What is true now, on top (issue 60): with the defaults (no LLM,
-//! MiniLM), an update an agent states in words, or declares by any id
-//! memd shows, is what search, `recall` and MEMORY.md answer with first,
-//! through the CLI, HTTP and MCP alike; what was true before stays
-//! findable as history.
+//! What is true now, on top: with the defaults (no LLM, MiniLM), an update
+//! an agent states in words, or declares by any id memd shows, is what
+//! search, `recall` and MEMORY.md answer with first, through the CLI, HTTP
+//! and MCP alike; what was true before stays findable as history.
 
 use std::io::Write;
 use std::path::Path;
@@ -174,9 +173,9 @@ fn job_line(core: &str) -> String {
         .to_string()
 }
 
-/// The issue's script: a job change said in words within a day, then
-/// another; each answer gives the current employer first, the history
-/// dated in the entry and findable.
+/// A job change said in words within a day, then another: each answer
+/// gives the current employer first, the history dated in the entry and
+/// findable.
 fn replay(s: &mut dyn Surface, dir: &Path) {
     s.add("User works at Acme", "s1", &[]).unwrap();
     s.add("User now works at Globex", "s2", &[]).unwrap();

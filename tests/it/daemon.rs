@@ -635,7 +635,7 @@ fn searched(c: &Http, q: &str) -> String {
 }
 
 /// A daemon's sync before a search stats only the day files the kernel
-/// says changed (issue 28), and its next search still finds at once what
+/// says changed, and its next search still finds at once what
 /// every way of changing the archive wrote: an append by hand, a write
 /// through a day file that is a symbolic link or a hard link to a file
 /// elsewhere (which the kernel does not report on the archive), an
@@ -765,11 +765,11 @@ fn a_daemon_honours_review_turned_on_while_it_runs_and_its_routes_carry_out_a_de
     d.stop();
 }
 
-/// The daemon shows a fact's rows to searches before LanceDB commits them
-/// (issue 28): stopped for good between the two, its search finds the
-/// fact, and the table does not hold it yet. Killed there, the next daemon
-/// indexes the fact from its file: its search gives the same hits in the
-/// same order, and `memd check` passes.
+/// The daemon shows a fact's rows to searches before LanceDB commits
+/// them: stopped for good between the two, its search finds the fact, and
+/// the table does not hold it yet. Killed there, the next daemon indexes
+/// the fact from its file: its search gives the same hits in the same
+/// order, and `memd check` passes.
 #[test]
 fn a_search_finds_a_fact_the_daemon_has_not_yet_written_to_the_table_as_it_will_once_written() {
     let (_t, layout) = memory_dir();

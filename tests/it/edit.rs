@@ -1,4 +1,4 @@
-//! `memd edit` / `PATCH /v1/entries/{id}` / MCP `edit_entry` (issue 33): an
+//! `memd edit` / `PATCH /v1/entries/{id}` / MCP `edit_entry`: an
 //! entry corrected by request keeps its id and facts, shows in MEMORY.md
 //! and search, is journaled, and is undone as a run.
 

@@ -1,6 +1,6 @@
-//! Entries as a resource (issue 33): listed and got by id in one shape from
-//! the CLI, HTTP and MCP, with the categories and sessions of their facts
-//! kept through consolidation.
+//! Entries as a resource: listed and got by id in one shape from the CLI,
+//! HTTP and MCP, with the categories and sessions of their facts kept
+//! through consolidation.
 
 use std::io::{BufRead, Write};
 use std::path::Path;

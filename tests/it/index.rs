@@ -156,7 +156,7 @@ async fn sync_is_idempotent_and_reindex_clear_gives_the_same_rows() {
 }
 
 /// A sync after an append looks only at the facts after those its last
-/// sync of the day file left (issue 28), and only while those are still in
+/// sync of the day file left, and only while those are still in
 /// the table as the files call for: with a row deleted from the table
 /// behind memd's back, an earlier fact forgotten, and the table compacted
 /// in between, each next append's sync leaves the table holding exactly

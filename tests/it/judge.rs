@@ -42,9 +42,9 @@ async fn the_llm_client_retries_5xx_and_drops_response_format_when_refused() {
     );
 }
 
-/// Structured output (issue 14 item 3): a judge call asks for
-/// `json_schema` with the cluster's own aliases as enums, so a
-/// constraining server cannot name a fact or an entry that was not shown.
+/// Structured output: a judge call asks for `json_schema` with the
+/// cluster's own aliases as enums, so a constraining server cannot name a
+/// fact or an entry that was not shown.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_judge_asks_for_a_schema_naming_only_the_clusters_aliases() {
     let server = scripted(|_, body| faithful(body)).await;
@@ -94,11 +94,10 @@ async fn the_judge_asks_for_a_schema_naming_only_the_clusters_aliases() {
     assert!(kind("REMOVE").is_none());
 }
 
-/// The per-fact request shape (issue 14 item 4): one decision per fact,
-/// the schema listing every fact in order; the decisions go through the
-/// same validation as ops. An update keeps the old value as history, a
-/// fact the same as an earlier one joins its entry, a new fact is added in
-/// its own words.
+/// The per-fact request shape: one decision per fact, the schema listing
+/// every fact in order; the decisions go through the same validation as
+/// ops. An update keeps the old value as history, a fact the same as an
+/// earlier one joins its entry, a new fact is added in its own words.
 #[tokio::test(flavor = "multi_thread")]
 async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() {
     let server = scripted(|_, body| {
@@ -172,11 +171,10 @@ async fn per_fact_decisions_update_join_and_add_with_every_fact_in_the_schema() 
     assert_eq!(schema["properties"]["decisions"]["minItems"], 3);
 }
 
-/// Forgetting catches a paraphrase with an LLM (issue 14 item 5): the
-/// judge is shown the forgotten text near a new fact and may keep the fact
-/// out with FORGET, which must say what the forgotten text says (a FORGET
-/// of an unrelated fact is refused). The fact kept out is named, and stays
-/// out.
+/// Forgetting catches a paraphrase with an LLM: the judge is shown the
+/// forgotten text near a new fact and may keep the fact out with FORGET,
+/// which must say what the forgotten text says (a FORGET of an unrelated
+/// fact is refused). The fact kept out is named, and stays out.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_llm_sees_what_was_forgotten_and_keeps_a_paraphrase_out() {
     let server = scripted(|_, body| {

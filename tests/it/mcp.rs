@@ -356,7 +356,7 @@ fn mcp_holds_its_index_and_still_sees_what_other_processes_write() {
 }
 
 /// `remember` through `memd mcp` is answered once the fact's rows are
-/// shown to searches, not after LanceDB writes them (issue 28): with the
+/// shown to searches, not after LanceDB writes them: with the
 /// server's sync stopped for good between the two, the remember is
 /// answered and a recall finds the fact. Killed
 /// there, the next process indexes the fact from its file, and `memd
@@ -414,8 +414,8 @@ fn mcp_answers_a_remember_before_the_table_holds_the_fact() {
 }
 
 /// A writer that is not the table's sole one reads every kept table
-/// version at each sync, so `memd mcp` drops old versions as it writes
-/// (issue 28): after 300 remembers, with versions kept for no time at all
+/// version at each sync, so `memd mcp` drops old versions as it writes:
+/// after 300 remembers, with versions kept for no time at all
 /// (a test build's `MEMD_VERSIONS_KEPT_SECONDS`), the table keeps at most
 /// one prune's worth; every fact is still found, and `memd check` passes.
 #[test]
@@ -486,11 +486,12 @@ fn remember(call: &mut impl FnMut(&str, Value) -> String, text: &str) {
 }
 
 /// An agent remembering facts back to back has them written to the table
-/// in groups, not one commit each (issue 28: a commit is ~5 ms whatever
-/// its rows). Held, they are found at once, `memd check` from another
-/// process meanwhile sees them as not synced yet (a note, not a problem),
-/// and the server's exit commits them: the table then holds every fact,
-/// in one more version.
+/// in groups, not one commit each: a commit costs about the same whatever
+/// its rows (measured in BENCHMARKS.md, "`remember`'s rows written to the
+/// table in groups"). Held, they are found at once, `memd check` from
+/// another process meanwhile sees them as not synced yet (a note, not a
+/// problem), and the server's exit commits them: the table then holds
+/// every fact, in one more version.
 #[test]
 fn mcp_writes_back_to_back_remembers_to_the_table_in_one_commit() {
     let (_t, layout, mut child, mut call) = holding_mcp();

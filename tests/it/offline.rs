@@ -600,10 +600,9 @@ async fn a_metadata_line_broken_by_hand_is_adopted_once() {
         .unwrap();
 }
 
-/// Tier 1 of deduplication (issue 14): a fact whose normalised text is
-/// that of a fact an entry already holds restates that entry, whatever the
-/// entry says now (here reworded by hand): KEEP, no judge call, no new
-/// entry.
+/// Tier 1 of deduplication: a fact whose normalised text is that of a fact
+/// an entry already holds restates that entry, whatever the entry says now
+/// (here reworded by hand): KEEP, no judge call, no new entry.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restatement_of_a_held_fact_is_kept_without_a_judge() {
     let server = scripted(|_, body| faithful(body)).await;

@@ -1,6 +1,6 @@
-//! Updates an agent can trust (issue 32): updates the agent declares
-//! (`supersedes`), applied with history by either judge; a run that
-//! leaves facts pending because its judge failed says so.
+//! Updates an agent can trust: updates the agent declares (`supersedes`),
+//! applied with history by either judge; a run that leaves facts pending
+//! because its judge failed says so.
 
 use std::path::Path;
 
@@ -25,10 +25,10 @@ fn holder(dir: &Path, fact: &str) -> (String, String) {
     (id, text)
 }
 
-/// The scenario of the issue, with the built-in judge: a job change and a
-/// move over sessions. The agent says which entries each new fact
-/// replaces; MEMORY.md then holds the current facts, each with what was
-/// true before as history, and no line says the old value first.
+/// A job change and a move over sessions, with the built-in judge. The
+/// agent says which entries each new fact replaces; MEMORY.md then holds
+/// the current facts, each with what was true before as history, and no
+/// line says the old value first.
 #[test]
 fn declared_updates_leave_only_current_facts_with_their_history() {
     let t = fresh();
@@ -568,11 +568,11 @@ async fn indexed(facts: &[(&str, &str, &str)]) -> (tempfile::TempDir, memd::inde
 }
 
 /// Current first never answers a question with a newer fact the question
-/// does not ask about (issue 31): a later fact on the same person that
-/// matches the question far less than the fact it asks about stays below
-/// it. Before, any later text at cosine 0.6 of the older was raised above
-/// it, and on the Letta sets a question on a fact no update touched had
-/// another fact on top 255 times in 1,534.
+/// does not ask about: a later fact on the same person that matches the
+/// question far less than the fact it asks about stays below it. Before,
+/// any later text at cosine 0.6 of the older was raised above it, and on
+/// the Letta sets a question on a fact no update touched had another fact
+/// on top 255 times in 1,534.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_later_fact_the_question_does_not_ask_about_stays_below_the_one_it_does() {
     let climber =
