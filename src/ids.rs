@@ -209,15 +209,50 @@ impl FactId {
     }
 }
 
-/// What `memd forget` and `memd forget --undo` take: an entry, or an
-/// archive fact that is still pending.
+/// An id as a request takes it (`forget`, `erase`, `unforget`, `history`,
+/// getting and editing an entry): an entry, or an archive fact. Read once
+/// where the request is read ([`ItemId::given`]: by serde on the wire and
+/// over MCP, by clap on the command line), so every id memd prints names
+/// its item, a search hit on a `MEMORY.md` line (`core:e-…`) its entry.
+/// On the wire it is the id's text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ItemId {
     Entry(EntryId),
     Fact(FactId),
 }
 
+impl Default for ItemId {
+    fn default() -> ItemId {
+        ItemId::Entry(EntryId::default())
+    }
+}
+
+impl std::str::FromStr for ItemId {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<ItemId, Self::Err> {
+        Ok(ItemId::given(s))
+    }
+}
+
+impl Serialize for ItemId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ItemId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ItemId, D::Error> {
+        Ok(ItemId::given(&String::deserialize(d)?))
+    }
+}
+
 impl ItemId {
+    /// An id as a person or an agent gives it ([`given`], then
+    /// [`ItemId::parse`]).
+    pub fn given(s: &str) -> ItemId {
+        ItemId::parse(given(s))
+    }
+
     /// An id as a person or an agent gives it: a fact id has a day and a
     /// `#`; anything else names an entry.
     pub fn parse(s: &str) -> ItemId {

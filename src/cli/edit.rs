@@ -4,12 +4,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::ids::ItemId;
 use memd::request::EditEntry;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The entry (e-…, or core:e-… as search shows a MEMORY.md line).
-    id: String,
+    id: ItemId,
     /// Its new text (one block: blank lines are taken out).
     #[arg(long)]
     text: Option<String>,

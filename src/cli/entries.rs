@@ -4,13 +4,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::ids::ItemId;
 use memd::request::{Entries, EntryView, GetEntry};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Print this one entry (e-…, or core:e-… as search shows a MEMORY.md
     /// line), with its categories, sessions and facts.
-    id: Option<String>,
+    id: Option<ItemId>,
     /// Only entries holding a fact of this category.
     #[arg(long)]
     category: Option<String>,

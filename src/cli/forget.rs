@@ -5,12 +5,13 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use memd::ids::ItemId;
 use memd::request::{Candidates, Erase, Forget, Target, Unforget};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Entry id (e-…) or archive fact id (DAY#HASH).
-    id: Option<String>,
+    id: Option<ItemId>,
     /// List entries and pending facts containing TEXT instead.
     #[arg(long, value_name = "TEXT", conflicts_with = "id")]
     r#match: Option<String>,
@@ -35,7 +36,7 @@ pub struct Args {
 
 /// The ids to forget: the one given, or (with `--yes`) every candidate
 /// matching the text. `None` when there is nothing to do.
-fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
+fn chosen(target: &Target, args: Args) -> Result<Option<Vec<ItemId>>> {
     let text = match (args.id, args.r#match) {
         (Some(id), _) => return Ok(Some(vec![id])),
         (None, Some(text)) => text,
@@ -48,7 +49,7 @@ fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
         return Ok(None);
     }
     if args.json {
-        return Ok(Some(found.into_iter().map(|c| c.id).collect()));
+        return Ok(Some(found.iter().map(|c| ItemId::given(&c.id)).collect()));
     }
     if found.is_empty() {
         outln!("nothing matches {text:?}")?;
@@ -63,7 +64,7 @@ fn chosen(target: &Target, args: Args) -> Result<Option<Vec<String>>> {
         )?;
         return Ok(None);
     }
-    Ok(Some(found.into_iter().map(|c| c.id).collect()))
+    Ok(Some(found.iter().map(|c| ItemId::given(&c.id)).collect()))
 }
 
 /// With `--json`: `forget ID` and `--undo` print the one candidate, a
@@ -127,7 +128,7 @@ fn git_said(g: &memd::git::GitHistory) -> String {
 }
 
 /// `--erase`: each id erased; what each took out.
-fn erase_all(target: &Target, ids: Vec<String>, json: bool, one: bool) -> Result<()> {
+fn erase_all(target: &Target, ids: Vec<ItemId>, json: bool, one: bool) -> Result<()> {
     let rt = super::runtime()?;
     let mut gone = Vec::new();
     for id in ids {

@@ -4,13 +4,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use memd::ids::ItemId;
 use memd::journal::Record;
 use memd::request::History;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The entry (e-…) whose lineage to print.
-    id: String,
+    id: ItemId,
     /// Print the journal records as JSON.
     #[arg(long)]
     json: bool,

@@ -1,7 +1,8 @@
 //! Which day files changed since a writer last looked, as the kernel tells
 //! it (inotify), so that the sync before a daemon's search stats only the
 //! day files that changed, not every one in the archive: at 3,000 day files
-//! that stat of each was 17% of a search (BENCHMARKS.md, issue 28).
+//! that stat of each was a large share of a search (BENCHMARKS.md, "Search
+//! and append as the day files grow").
 //!
 //! One inotify instance per process (a user has 128 by default, shared with
 //! their editor and every other program that watches files), one watch per

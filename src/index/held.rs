@@ -4,12 +4,11 @@
 //! of the whole group, which the index's owner makes once it is due.
 //!
 //! Why: LanceDB writes four files for every commit, however few its rows
-//! (data, transaction, manifest, version hint), about 5 ms for one row on
-//! this 2-core machine. An agent that remembers facts back to back paid
-//! that for every fact, beside the next query's embedding: with the add
-//! left out, append → searchable through `memd mcp` at 1,000 facts was
-//! 9.2 ms against 14.2 (p50, the peers' harness back to back; issue 28).
-//! Held, the rows of many facts go in one add.
+//! (data, transaction, manifest, version hint). An agent that remembers
+//! facts back to back paid that for every fact, beside the next query's
+//! embedding, and it was what kept append → searchable through `memd mcp`
+//! behind the peers' (BENCHMARKS.md, "`remember`'s rows written to the
+//! table in groups"). Held, the rows of many facts go in one add.
 //!
 //! What holds meanwhile:
 //! - Searches in this process see the held rows ([`super::snapshot::Model::ahead`],
@@ -48,10 +47,11 @@ use arrow_array::RecordBatch;
 use super::fingerprints::Prints;
 use crate::layout::Source;
 
-/// A group is committed once no row joined it for this long: an agent
-/// remembering back to back (a cycle is about 10 ms) keeps adding to it,
-/// and one that pauses between turns (50 ms or more) has it committed in
-/// the pause, as every sync was before.
+/// A group is committed once no row joined it for this long: longer than
+/// the cycle of an agent remembering back to back, which keeps adding to
+/// it, and shorter than the pause of one that waits between turns, which
+/// has it committed in the pause, as every sync was before (BENCHMARKS.md,
+/// "`remember`'s rows written to the table in groups").
 pub(super) const QUIET: Duration = Duration::from_millis(25);
 
 /// The longest a row is held, however busy the writer.

@@ -25,9 +25,9 @@ use crate::error::{Context, Result};
 const TABLE: &str = "memory";
 
 /// Below this many rows a flat vector scan is fast enough and an index would
-/// only add build time. Measured (`memd bench index --rows 10000`, 2 cores):
-/// at 10k rows hybrid search p50 is 23.5 ms with a flat scan and 10.7 ms
-/// with IVF_HNSW_SQ, which costs about 4 s to build once.
+/// only add build time. At 10k rows IVF_HNSW_SQ more than halves hybrid
+/// search p50 against a flat scan, for a build of a few seconds once
+/// (`memd bench index --rows 10000`: BENCHMARKS.md, "Index and search").
 pub(crate) const VECTOR_INDEX_MIN_ROWS: usize = 5_000;
 
 /// Small fragments (each single-fact sync writes one) that make the daemon
@@ -57,22 +57,22 @@ pub(super) const TAIL_ROWS: usize = 1_000;
 /// them. Every search visits every fragment, and a daemon whose clients
 /// search after every post writes one fragment per sync, dozens a second:
 /// waiting for the background compaction ([`COMPACT_SMALL_FRAGMENTS`],
-/// checked every 10 s) let 100+ fragments pile up. Measured (`memd bench
-/// serve --clients 1,4,16`, lexical, 2 cores, with this session's other
-/// savings): one client's search p50 went from 24-27 to 16 ms and 16
-/// clients from 105-110 to 225-255 requests/s; a merge costs an add ~45
-/// ms at 10,000 rows, once in 8 (BENCHMARKS.md, item 4).
+/// checked every 10 s) let 100+ fragments pile up. With this merge and
+/// the savings measured beside it, one client's search p50 fell by a
+/// third or more and 16 clients were served twice the requests a second,
+/// while one add in 8 pays for a merge (`memd bench serve --clients
+/// 1,4,16`: BENCHMARKS.md, "Daemon under load: fragments were the cost").
 pub const TAIL_FRAGMENTS: usize = 8;
 
 /// How long a table version is kept after it is made. Every version
 /// stays in `_versions` until pruned, and a writer that is not the
 /// table's sole one (`memd mcp`, a command without a daemon) reads that
-/// directory whole at every sync, a search's too: at 2,573 versions (2,000
-/// appends) the check took 1.0 ms of each `memd mcp` search against 0.034
-/// ms at 27 (BENCHMARKS.md, issue 28). LanceDB's default kept a week. A
-/// reader reads the version it checked out within milliseconds (another
-/// process's search, `memd check`; consolidation reads no table), so five
-/// minutes leave a wide margin.
+/// directory whole at every sync, a search's too, so that check grows
+/// with the versions kept (BENCHMARKS.md, "`memd mcp`'s searches grew
+/// with the table versions kept; now pruned"). LanceDB's default kept a
+/// week. A reader reads the version it checked out within milliseconds
+/// (another process's search, `memd check`; consolidation reads no
+/// table), so five minutes leave a wide margin.
 const VERSIONS_KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// [`VERSIONS_KEPT_FOR`], which a test build may shorten with

@@ -6,11 +6,12 @@
 //! different statistics (the index still counts deleted rows and not yet
 //! new ones), so results depended on the index's history; keeping them a
 //! function of the rows meant building the index anew after every change,
-//! ~25 ms at 3,000 rows inside the sync lock, which held a busy daemon
-//! under 300 requests/s (`memd bench serve --clients 16`). Scored without
-//! it, every query tokenised every row (3.3 µs a row). Here a write costs
-//! the tokenising of its own rows, and a query touches only the rows that
-//! share a word with it.
+//! inside the sync lock, which held a busy daemon under 300 requests/s
+//! (`memd bench serve --clients 16`; BENCHMARKS.md, "Daemon under load:
+//! fragments were the cost"). Scored without it, every query tokenised
+//! every row (BENCHMARKS.md, "Identical results whatever the build path:
+//! the cost"). Here a write costs the tokenising of its own rows, and a
+//! query touches only the rows that share a word with it.
 //!
 //! The words are LanceDB's (`FtsIndexBuilder::default()`: split on what is
 //! not a letter or digit, tokens over 40 bytes dropped, lower case, English
@@ -126,8 +127,8 @@ pub(super) fn query_tokens(query: &str) -> Vec<String> {
 impl Terms {
     /// Every row of `rows`, tokenised. Tokenising is half of it (3 µs a
     /// row), so it is split across the cores; the rows then go in one by
-    /// one, in table order. Measured (`memd bench index`,
-    /// `terms_load_ms`): 28 ms at 10,000 rows, 0.36 s at 100,000.
+    /// one, in table order. Its cost is measured by `memd bench index`
+    /// (`terms_load_ms`; BENCHMARKS.md, "Full-text scores kept by memd").
     pub(super) fn loaded(rows: Vec<(Hit, Vec<f32>)>, dim: Option<usize>) -> Result<Terms> {
         let tokenizer = tokenizer()?;
         let mut terms = Terms {

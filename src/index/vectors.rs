@@ -1,11 +1,10 @@
 //! The rows' vectors in memory, beside their words ([`super::terms`]), so
 //! that the vector half of a search is an exact scan here rather than a
-//! LanceDB query: `memd bench search-path` showed the query costing 5.7 ms
-//! at 1,000 rows and 7.4 ms at 10,000 (with its IVF_HNSW_SQ index), most of
-//! a search, where scanning the vectors in memory takes a fraction of a
-//! millisecond (BENCHMARKS.md, issue 28). Kept only up to [`MAX_ROWS`]
-//! rows: past that the memory (1.5 KiB a row at 384 dimensions) is not
-//! worth it, and LanceDB's index answers.
+//! LanceDB query: the query (with its IVF_HNSW_SQ index) was most of a
+//! search, and a scan of the vectors in memory takes a fraction of its
+//! time (`memd bench search-path`; BENCHMARKS.md, "Where a search's time
+//! goes"). Kept only up to [`MAX_ROWS`] rows: past that the memory (1.5 KiB
+//! a row at 384 dimensions) is not worth it, and LanceDB's index answers.
 //!
 //! The distance is LanceDB's cosine distance, `1 - a·b / (|a| |b|)` (1 for
 //! a zero vector), so the list is the one an exact LanceDB scan gives.

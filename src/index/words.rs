@@ -2,9 +2,10 @@
 //! version of the table, so that a process that opens the index to search
 //! reads the lists of its query's words instead of reading and tokenising
 //! every row. At 100,000 rows that load was most of a one-shot `memd
-//! search` (BENCHMARKS.md, issue 28). The file's rows are served from it
-//! until the process first writes the table; they are taken into memory
-//! then ([`super::snapshot::Model::unmapped`]).
+//! search` (BENCHMARKS.md, "A one-shot search reads its words from a
+//! file"). The file's rows are served from it until the process first
+//! writes the table; they are taken into memory then
+//! ([`super::snapshot::Model::unmapped`]).
 //!
 //! Derived like the rest of `.memd/index/`, and deleting it costs only
 //! time:

@@ -14,6 +14,7 @@ use super::target::{Request, Target, blocking};
 pub use crate::entry_view::EntryView;
 use crate::entry_view::views;
 use crate::error::Result;
+use crate::ids::ItemId;
 
 /// The live entries (not forgotten, not an unsaved hand-written block),
 /// in file order, that pass every filter given.
@@ -76,7 +77,8 @@ impl Entries {
 /// One live entry by id (`e-…`, or `core:e-…` as a MEMORY.md hit names it).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GetEntry {
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
 }
 
 impl Request for GetEntry {
@@ -96,11 +98,11 @@ impl Request for GetEntry {
     async fn apply(self, target: &Target) -> Result<EntryView> {
         let layout = target.memory.layout.clone();
         blocking(move || {
-            let id = crate::ids::given(&self.id);
+            let id = self.id.as_str();
             views(&layout)?
                 .into_iter()
                 .find(|v| v.id.as_str() == id)
-                .ok_or(crate::Error::NotFound { id: self.id })
+                .ok_or_else(|| crate::Error::NotFound { id: id.to_string() })
         })
         .await
     }
@@ -113,7 +115,8 @@ impl Request for GetEntry {
 #[serde(deny_unknown_fields)]
 pub struct EditEntry {
     /// `e-…` (or `core:e-…`).
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
     /// The new text (one block; blank lines are taken out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -156,11 +159,10 @@ impl Request for EditEntry {
             pinned: self.pinned,
             category: self.category,
         };
-        let id = self.id;
+        let id = self.id.as_str().to_string();
         let (run, entry) = blocking(move || {
             let run = crate::edit::edit(&memory, &id, &change)?;
-            let given = crate::ids::given(&id);
-            let entry = views(&layout)?.into_iter().find(|v| v.id.as_str() == given);
+            let entry = views(&layout)?.into_iter().find(|v| v.id.as_str() == id);
             Ok((run, entry.ok_or(crate::Error::NotFound { id })?))
         })
         .await?;

@@ -7,6 +7,7 @@ use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
 use crate::forget::Candidate;
+use crate::ids::ItemId;
 
 /// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`) for good: it is
 /// removed and tombstoned, so neither a reindex nor a restatement brings it
@@ -14,7 +15,8 @@ use crate::forget::Candidate;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Forget {
     /// An entry id (`e-…`) or a pending fact's id (`DAY#HASH`).
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
 }
 
 impl Request for Forget {
@@ -33,7 +35,7 @@ impl Request for Forget {
 
     async fn apply(self, target: &Target) -> Result<Candidate> {
         let memory = target.memory.clone();
-        let gone = blocking(move || crate::forget::forget(&memory, &self.id)).await?;
+        let gone = blocking(move || crate::forget::forget(&memory, self.id.as_str())).await?;
         target.settle().await;
         Ok(gone)
     }
@@ -49,7 +51,8 @@ impl Request for Forget {
 #[serde(deny_unknown_fields)]
 pub struct Erase {
     /// An entry id (`e-…`) or a fact's id (`DAY#HASH`).
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
 }
 
 impl Request for Erase {
@@ -69,7 +72,7 @@ impl Request for Erase {
 
     async fn apply(self, target: &Target) -> Result<crate::erase::Erasure> {
         let memory = target.memory.clone();
-        let gone = blocking(move || crate::erase::erase(&memory, &self.id)).await?;
+        let gone = blocking(move || crate::erase::erase(&memory, self.id.as_str())).await?;
         target.index().await?.writer.purge().await?;
         crate::erase::purged(&target.memory.layout)?;
         Ok(gone)
@@ -82,7 +85,8 @@ impl Request for Erase {
 #[serde(deny_unknown_fields)]
 pub struct Unforget {
     /// The entry or fact that was forgotten.
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
 }
 
 impl Request for Unforget {
@@ -101,7 +105,7 @@ impl Request for Unforget {
 
     async fn apply(self, target: &Target) -> Result<Candidate> {
         let memory = target.memory.clone();
-        let back = blocking(move || crate::forget::undo(&memory, &self.id)).await?;
+        let back = blocking(move || crate::forget::undo(&memory, self.id.as_str())).await?;
         target.settle().await;
         Ok(back)
     }

@@ -5,13 +5,15 @@ use serde::{Deserialize, Serialize};
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
+use crate::ids::ItemId;
 use crate::journal::Record;
 
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct History {
-    pub id: String,
+    #[schemars(with = "String")]
+    pub id: ItemId,
 }
 
 impl Request for History {
@@ -32,9 +34,10 @@ impl Request for History {
     async fn apply(self, target: &Target) -> Result<Vec<Record>> {
         let layout = target.memory.layout.clone();
         blocking(move || {
-            let records = crate::forget::history(&layout, &self.id)?;
-            if records.is_empty() && !known(&layout, crate::ids::given(&self.id))? {
-                return Err(crate::Error::NotFound { id: self.id });
+            let id = self.id.as_str();
+            let records = crate::forget::history(&layout, id)?;
+            if records.is_empty() && !known(&layout, id)? {
+                return Err(crate::Error::NotFound { id: id.to_string() });
             }
             Ok(records)
         })

@@ -7,6 +7,7 @@ use super::forget::Erase;
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
+use crate::ids::ItemId;
 use crate::sync::Synced;
 
 /// Commit this memory's changes, fetch, merge with memd's drivers, push.
@@ -36,7 +37,11 @@ impl Request for Sync {
         let memory = target.memory.clone();
         let synced = blocking(move || crate::sync::sync(&memory, self.remote.as_deref())).await?;
         for id in &synced.erased_again {
-            target.run(Erase { id: id.clone() }).await?;
+            target
+                .run(Erase {
+                    id: ItemId::given(id),
+                })
+                .await?;
         }
         Ok(synced)
     }

@@ -281,13 +281,7 @@ type Seen = std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
 
 /// One sequence of [`a_hostile_tenant_in_random_sequences_spends_no_more_than_the_root_allows_and_sends_nothing_elsewhere`].
 fn hostile_tenant(good: &str, bad: &str, steps: &[u8], calls: &Seen, stolen: &Seen) {
-    let root = root_dir();
-    let toml = root.path().join("memd.toml");
-    let mut text = std::fs::read_to_string(&toml).unwrap();
-    text.push_str(&format!(
-        "[llm]\nbase_url = \"{good}\"\nmodel = \"scripted\"\nmax_attempts = 1\nmax_tokens_per_day = 3000\n"
-    ));
-    std::fs::write(&toml, &text).unwrap();
+    let (root, text) = root_whose_llm_allows_3000_tokens_a_day(good);
     let outside = tempfile::tempdir().unwrap();
     let canary = outside.path().join("canary.md");
     std::fs::write(&canary, "- someone else's\n").unwrap();
@@ -348,25 +342,50 @@ fn hostile_tenant(good: &str, bad: &str, steps: &[u8], calls: &Seen, stolen: &Se
             }
         }
         log.push(*step);
-        let of_alice = calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| r.to_string().contains("Alice said"))
-            .count();
-        assert!(
-            of_alice <= 1,
-            "alice's calls passed the root's budget: steps {log:?}"
-        );
-        assert!(
-            stolen.lock().unwrap().is_empty(),
-            "a request reached the tenant's address: steps {log:?}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&canary).unwrap(),
-            "- someone else's\n",
-            "steps {log:?}"
-        );
+        the_tenant_crossed_no_boundary(calls, stolen, &canary, &log);
     }
     d.stop();
+}
+
+/// A root whose LLM, at `good`, allows 3,000 tokens a day; with the text
+/// of its `memd.toml`.
+fn root_whose_llm_allows_3000_tokens_a_day(good: &str) -> (tempfile::TempDir, String) {
+    let root = root_dir();
+    let toml = root.path().join("memd.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str(&format!(
+        "[llm]\nbase_url = \"{good}\"\nmodel = \"scripted\"\nmax_attempts = 1\nmax_tokens_per_day = 3000\n"
+    ));
+    std::fs::write(&toml, &text).unwrap();
+    (root, text)
+}
+
+/// After the steps `log`: alice's LLM calls (in `calls`) within the
+/// root's budget, no request at the tenant's address (in `stolen`), and
+/// the file `canary` outside the root untouched.
+fn the_tenant_crossed_no_boundary(
+    calls: &Seen,
+    stolen: &Seen,
+    canary: &std::path::Path,
+    log: &[u8],
+) {
+    let of_alice = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.to_string().contains("Alice said"))
+        .count();
+    assert!(
+        of_alice <= 1,
+        "alice's calls passed the root's budget: steps {log:?}"
+    );
+    assert!(
+        stolen.lock().unwrap().is_empty(),
+        "a request reached the tenant's address: steps {log:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(canary).unwrap(),
+        "- someone else's\n",
+        "steps {log:?}"
+    );
 }

@@ -299,84 +299,9 @@ fn in_a_browser_the_page_searches_follows_a_line_to_its_facts_forgets_undoes_and
         c.goto(&format!("{base}/")).await;
         assert!(c.main_text().await.contains("Keeps bees on the roof"));
 
-        // From the keyboard: the first Tab reaches the skip link; the
-        // search box takes a query and Enter.
-        let body = c.find(Locator::Css("body")).await;
-        c.type_in(&body, "\u{E004}").await; // Tab
-        let active = c.active().await;
-        assert_eq!(c.text(&active).await, "Skip to the content");
-        let q = c.find(Locator::Css("input#q")).await;
-        c.type_in(&q, "bees\u{E007}").await; // Enter
-        c.wait_for("Search: bees").await;
-        assert!(c.main_text().await.contains("Keeps bees on the roof"));
-
-        // A line of MEMORY.md, followed to its entry and its fact.
-        c.goto(&format!("{base}/")).await;
-        let line = c.find(Locator::LinkText("Plays go on Sundays")).await;
-        c.click(&line).await;
-        c.wait_for("History").await;
-        let entry = c.main_text().await;
-        assert!(
-            entry.contains("2026-11-20") && entry.contains("Plays go on Sundays"),
-            "{entry}"
-        );
-        let url = c.url().await;
-        assert!(url.contains("/entries/e-"), "{url}");
-
-        // Forgotten, and the forget taken back.
-        let forget = c
-            .find(Locator::XPath("//button[text()='Forget this entry']"))
-            .await;
-        c.click(&forget).await;
-        c.wait_for("This entry is not in the file now").await;
-        let back = c
-            .find(Locator::XPath("//button[text()='Take the forget back']"))
-            .await;
-        c.click(&back).await;
-        c.wait_for("is back").await;
-        assert!(c.main_text().await.contains("Forget this entry"));
-
-        // The review: one op accepted, the other rejected, carried out.
-        c.goto(&format!("{base}/review")).await;
-        let bread = crate::review::item(&layout, "sourdough");
-        let swim = crate::review::item(&layout, "lake");
-        let accept = c
-            .find(Locator::XPath(&format!(
-                "//button[text()='Accept {bread}']"
-            )))
-            .await;
-        c.click(&accept).await;
-        c.wait_for(&format!("REVIEW.md changed for {bread}")).await;
-        let reject = c
-            .find(Locator::XPath(&format!("//button[text()='Reject {swim}']")))
-            .await;
-        c.click(&reject).await;
-        c.wait_for(&format!("REVIEW.md changed for {swim}")).await;
-        let apply = c
-            .find(Locator::XPath(
-                "//button[text()='Carry out the decisions now']",
-            ))
-            .await;
-        c.click(&apply).await;
-        c.wait_for("1 accepted, 1 rejected").await;
-
-        // A run undone: the review's run, from the runs page.
-        let runs = memd::runs::list(&layout).unwrap();
-        let review_run = runs
-            .iter()
-            .rev()
-            .find(|r| r.kind == "review")
-            .unwrap()
-            .id
-            .clone();
-        c.goto(&format!("{base}/runs")).await;
-        let undo = c
-            .find(Locator::XPath(&format!(
-                "//button[text()='Undo {review_run}']"
-            )))
-            .await;
-        c.click(&undo).await;
-        c.wait_for(&format!("undid {review_run}")).await;
+        the_search_box_takes_a_query_from_the_keyboard(&c).await;
+        a_line_is_followed_to_its_entry_forgotten_and_taken_back(&c, &base).await;
+        the_review_is_decided_carried_out_and_undone(&c, &base, &layout).await;
         c.close().await;
     });
     let doc = memd::entries::Document::read(&layout.entries_file()).unwrap();
@@ -388,6 +313,99 @@ fn in_a_browser_the_page_searches_follows_a_line_to_its_facts_forgets_undoes_and
     );
     assert_checks_clean(&layout.root, "a session in the browser");
     d.stop();
+}
+
+/// From the keyboard: the first Tab reaches the skip link; the search
+/// box takes a query and Enter.
+async fn the_search_box_takes_a_query_from_the_keyboard(c: &Session) {
+    let body = c.find(Locator::Css("body")).await;
+    c.type_in(&body, "\u{E004}").await; // Tab
+    let active = c.active().await;
+    assert_eq!(c.text(&active).await, "Skip to the content");
+    let q = c.find(Locator::Css("input#q")).await;
+    c.type_in(&q, "bees\u{E007}").await; // Enter
+    c.wait_for("Search: bees").await;
+    assert!(c.main_text().await.contains("Keeps bees on the roof"));
+}
+
+/// A line of MEMORY.md at `base`, followed to its entry and its fact;
+/// the entry forgotten, and the forget taken back.
+async fn a_line_is_followed_to_its_entry_forgotten_and_taken_back(c: &Session, base: &str) {
+    // A line of MEMORY.md, followed to its entry and its fact.
+    c.goto(&format!("{base}/")).await;
+    let line = c.find(Locator::LinkText("Plays go on Sundays")).await;
+    c.click(&line).await;
+    c.wait_for("History").await;
+    let entry = c.main_text().await;
+    assert!(
+        entry.contains("2026-11-20") && entry.contains("Plays go on Sundays"),
+        "{entry}"
+    );
+    let url = c.url().await;
+    assert!(url.contains("/entries/e-"), "{url}");
+
+    // Forgotten, and the forget taken back.
+    let forget = c
+        .find(Locator::XPath("//button[text()='Forget this entry']"))
+        .await;
+    c.click(&forget).await;
+    c.wait_for("This entry is not in the file now").await;
+    let back = c
+        .find(Locator::XPath("//button[text()='Take the forget back']"))
+        .await;
+    c.click(&back).await;
+    c.wait_for("is back").await;
+    assert!(c.main_text().await.contains("Forget this entry"));
+}
+
+/// The review of `layout` at `base`: one op accepted, the other
+/// rejected, carried out; then its run undone from the runs page.
+async fn the_review_is_decided_carried_out_and_undone(
+    c: &Session,
+    base: &str,
+    layout: &memd::Layout,
+) {
+    // The review: one op accepted, the other rejected, carried out.
+    c.goto(&format!("{base}/review")).await;
+    let bread = crate::review::item(layout, "sourdough");
+    let swim = crate::review::item(layout, "lake");
+    let accept = c
+        .find(Locator::XPath(&format!(
+            "//button[text()='Accept {bread}']"
+        )))
+        .await;
+    c.click(&accept).await;
+    c.wait_for(&format!("REVIEW.md changed for {bread}")).await;
+    let reject = c
+        .find(Locator::XPath(&format!("//button[text()='Reject {swim}']")))
+        .await;
+    c.click(&reject).await;
+    c.wait_for(&format!("REVIEW.md changed for {swim}")).await;
+    let apply = c
+        .find(Locator::XPath(
+            "//button[text()='Carry out the decisions now']",
+        ))
+        .await;
+    c.click(&apply).await;
+    c.wait_for("1 accepted, 1 rejected").await;
+
+    // A run undone: the review's run, from the runs page.
+    let runs = memd::runs::list(layout).unwrap();
+    let review_run = runs
+        .iter()
+        .rev()
+        .find(|r| r.kind == "review")
+        .unwrap()
+        .id
+        .clone();
+    c.goto(&format!("{base}/runs")).await;
+    let undo = c
+        .find(Locator::XPath(&format!(
+            "//button[text()='Undo {review_run}']"
+        )))
+        .await;
+    c.click(&undo).await;
+    c.wait_for(&format!("undid {review_run}")).await;
 }
 
 #[test]

@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -391,46 +391,10 @@ fn a_hundred_memories_move_between_nodes_while_eight_clients_write_and_lose_noth
     let Some(d) = up(3) else { return };
     let names: Vec<String> = (0..200).map(|i| format!("mover-{i:03}")).collect();
     let seen = Arc::new(Seen::default());
-    run(async {
-        let http = reqwest::Client::new();
-        for (i, name) in names.iter().enumerate() {
-            let p = Post {
-                name: name.clone(),
-                path: name.clone(),
-                text: format!("Memory {name} was made"),
-                key: format!("made-{i}"),
-            };
-            post_until_acked(&http, &d.url, &p, &seen).await;
-        }
-    });
+    make_every_memory(&d.url, &names, &seen);
     let hot = Arc::new(std::sync::Mutex::new(names[0].clone()));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let clients: Vec<_> = (0..8u64)
-        .map(|c| {
-            let (url, names, seen) = (d.url.clone(), names.clone(), seen.clone());
-            let (hot, done) = (hot.clone(), done.clone());
-            std::thread::spawn(move || {
-                run(async move {
-                    let http = reqwest::Client::new();
-                    let mut i = 0u64;
-                    while !done.load(Ordering::Acquire) || i < 20 {
-                        let name = match c < 4 {
-                            true => hot.lock().unwrap().clone(),
-                            false => names[((i * 8 + c) % 200) as usize].clone(),
-                        };
-                        let p = Post {
-                            path: spelled(&name, c * 1_000_003 + i),
-                            text: format!("Client {c} wrote note {i} to {name}"),
-                            key: format!("c{c}-{i}"),
-                            name,
-                        };
-                        post_until_acked(&http, &url, &p, &seen).await;
-                        i += 1;
-                    }
-                })
-            })
-        })
-        .collect();
+    let clients = start_writers(&d.url, &names, &seen, (&hot, &done));
     let mut placed: HashMap<String, usize> =
         d.placement().into_iter().map(|(n, k)| (n, k[0])).collect();
     let mut moves = Vec::new();
@@ -477,10 +441,76 @@ fn a_hundred_memories_move_between_nodes_while_eight_clients_write_and_lose_noth
         let left = std::fs::read_dir(&outgoing).map_or(0, |r| r.count());
         assert_eq!(left, 0, "node {k} kept handed-over copies");
     }
+    every_memory_checks_clean_through_haproxy(&d.url, &on_disk, &acked, &names[0]);
+}
+
+/// Memories `names` made through HAProxy at `url`, by a fact each,
+/// acknowledged (in `seen`).
+fn make_every_memory(url: &str, names: &[String], seen: &Seen) {
+    run(async {
+        let http = reqwest::Client::new();
+        for (i, name) in names.iter().enumerate() {
+            let p = Post {
+                name: name.clone(),
+                path: name.clone(),
+                text: format!("Memory {name} was made"),
+                key: format!("made-{i}"),
+            };
+            post_until_acked(&http, url, &p, seen).await;
+        }
+    });
+}
+
+/// Eight clients writing through HAProxy at `url` until `done` and 20
+/// notes each: four to the memory `hot` names at the time, four to all of
+/// `names`; each note acknowledged is in `seen`.
+fn start_writers(
+    url: &str,
+    names: &[String],
+    seen: &Arc<Seen>,
+    (hot, done): (&Arc<Mutex<String>>, &Arc<AtomicBool>),
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..8u64)
+        .map(|c| {
+            let (url, names, seen) = (url.to_string(), names.to_vec(), seen.clone());
+            let (hot, done) = (hot.clone(), done.clone());
+            std::thread::spawn(move || {
+                run(async move {
+                    let http = reqwest::Client::new();
+                    let mut i = 0u64;
+                    while !done.load(Ordering::Acquire) || i < 20 {
+                        let name = match c < 4 {
+                            true => hot.lock().unwrap().clone(),
+                            false => names[((i * 8 + c) % 200) as usize].clone(),
+                        };
+                        let p = Post {
+                            path: spelled(&name, c * 1_000_003 + i),
+                            text: format!("Client {c} wrote note {i} to {name}"),
+                            key: format!("c{c}-{i}"),
+                            name,
+                        };
+                        post_until_acked(&http, &url, &p, &seen).await;
+                        i += 1;
+                    }
+                })
+            })
+        })
+        .collect()
+}
+
+/// Every memory of `on_disk`, checked through HAProxy at `url`, counts
+/// the facts `acked` says it was sent and finds no problem; a client
+/// cannot move memory `first` through HAProxy.
+fn every_memory_checks_clean_through_haproxy(
+    url: &str,
+    on_disk: &BTreeMap<String, Vec<usize>>,
+    acked: &[Post],
+    first: &str,
+) {
     run(async {
         let http = reqwest::Client::new();
         for name in on_disk.keys() {
-            let url = format!("{}/v1/m/{name}/check", d.url);
+            let url = format!("{url}/v1/m/{name}/check");
             let r = http.post(url).bearer_auth(TOKEN).json(&json!({}));
             let report: Value = r.send().await.unwrap().json().await.unwrap();
             let facts = acked.iter().filter(|p| &p.name == name).count();
@@ -491,7 +521,7 @@ fn a_hundred_memories_move_between_nodes_while_eight_clients_write_and_lose_noth
             );
         }
         // A client cannot move a memory through HAProxy.
-        let url = format!("{}/v1/handover/{}", d.url, names[0]);
+        let url = format!("{url}/v1/handover/{first}");
         let r = http.post(url).bearer_auth(TOKEN).send().await.unwrap();
         assert_eq!(r.status(), 403);
     });

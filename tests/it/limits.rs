@@ -81,32 +81,7 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
             "Likes a window seat when flying",
         ],
     );
-    let server = scripted(|_, body| {
-        let p = prompt_of(body);
-        if is_promotion(body) {
-            return faithful(body);
-        }
-        if !p.contains("previous instructions") {
-            return Reply::Json(add_every_fact(body));
-        }
-        let fact = alias_of(&p, 'F', "previous instructions").unwrap();
-        let shown: Vec<String> = listed(&p, 'E').into_iter().map(|(a, _)| a).collect();
-        assert!(
-            shown.len() >= 2,
-            "the window-seat entries are in the cluster: {p}"
-        );
-        let mut ops = vec![json!({"op": "ADD", "text": "x", "from": [fact]})];
-        // Everything shown merged into the first, and entries never shown.
-        for a in shown[1..]
-            .iter()
-            .cloned()
-            .chain(["E9".to_string(), "E10".to_string()])
-        {
-            ops.push(json!({"op": "REMOVE", "target": a, "into": shown[0]}));
-        }
-        Reply::Json(chat(json!({ "ops": ops }).to_string()))
-    })
-    .await;
+    let server = scripted(|_, body| merge_everything_shown_into_the_first(body)).await;
     let mut config = llm_config(&server.url);
     config.consolidation.remove_budget = 0;
     config.consolidation.max_retries = 0;
@@ -140,6 +115,41 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
     assert!(e.meta.as_ref().unwrap().unreviewed);
 
     // The same reply with ids outside the cluster is refused by validation.
+    a_reply_naming_entries_outside_the_cluster_is_refused(before[0].id().unwrap());
+}
+
+/// A judge that, for the fact asking to ignore previous instructions,
+/// ADDs it as "x" and merges every entry shown into the first, and
+/// entries never shown too; it adds every other fact.
+fn merge_everything_shown_into_the_first(body: &serde_json::Value) -> Reply {
+    let p = prompt_of(body);
+    if is_promotion(body) {
+        return faithful(body);
+    }
+    if !p.contains("previous instructions") {
+        return Reply::Json(add_every_fact(body));
+    }
+    let fact = alias_of(&p, 'F', "previous instructions").unwrap();
+    let shown: Vec<String> = listed(&p, 'E').into_iter().map(|(a, _)| a).collect();
+    assert!(
+        shown.len() >= 2,
+        "the window-seat entries are in the cluster: {p}"
+    );
+    let mut ops = vec![json!({"op": "ADD", "text": "x", "from": [fact]})];
+    // Everything shown merged into the first, and entries never shown.
+    for a in shown[1..]
+        .iter()
+        .cloned()
+        .chain(["E9".to_string(), "E10".to_string()])
+    {
+        ops.push(json!({"op": "REMOVE", "target": a, "into": shown[0]}));
+    }
+    Reply::Json(chat(json!({ "ops": ops }).to_string()))
+}
+
+/// A reply that REMOVEs `outside`, an entry not in the cluster, or an
+/// entry into itself, is refused by validation.
+fn a_reply_naming_entries_outside_the_cluster_is_refused(outside: &memd::ids::EntryId) {
     let cluster = memd::consolidate::ops::Cluster {
         groups: vec![memd::consolidate::ops::Group {
             ids: vec!["2026-11-20#00000000".into()],
@@ -158,7 +168,7 @@ async fn the_remove_budget_and_the_cluster_boundary_hold() {
     };
     let reply = json!({"ops": [
         {"op": "KEEP", "target": "E1", "from": ["F1"]},
-        {"op": "REMOVE", "target": before[0].id().unwrap(), "into": "E1"}
+        {"op": "REMOVE", "target": outside, "into": "E1"}
     ]});
     let err = memd::consolidate::reply::read(&reply, &cluster, 20).unwrap_err();
     assert!(err.contains("not one of the entries shown"), "{err}");

@@ -28,6 +28,21 @@ fn mcp_speaks_json_rpc_over_stdio() {
     assert_eq!(init["result"]["serverInfo"]["name"], "memd");
     assert!(ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_none());
     let list = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    the_tools_are_listed_with_schemas_and_annotations(&list);
+    consolidate_erase_and_an_unknown_id_are_answered_in_mcp_words(&mut ask);
+    let core = remember_recall_and_core_memory_reply_as_their_schemas_say(&mut ask, &list);
+    memory_md_is_a_resource(&mut ask, &init, &layout);
+    one_prompt_says_how_to_use_the_memory_with_the_core_memory_in_it(&mut ask, &init, &core);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let (facts, _) = memd::archive::read_all(&layout).unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].session.as_deref(), Some("mcp"));
+}
+
+/// The tools `tools/list` gives in `list`, each with object schemas for
+/// its input and output and annotations saying what it changes.
+fn the_tools_are_listed_with_schemas_and_annotations(list: &Value) {
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
         .unwrap()
@@ -54,10 +69,6 @@ fn mcp_speaks_json_rpc_over_stdio() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
         assert_eq!(t["outputSchema"]["type"], "object", "{t}");
     }
-    let output_schema = |name: &str| {
-        let tools = list["result"]["tools"].as_array().unwrap();
-        tools.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone()
-    };
     // Tool annotations: what a client may ask the user before, or not.
     let hint = |name: &str, h: &str| {
         let tools = list["result"]["tools"].as_array().unwrap();
@@ -80,6 +91,14 @@ fn mcp_speaks_json_rpc_over_stdio() {
         .as_str()
         .unwrap();
     assert!(about.contains("Without force it runs only when"), "{about}");
+}
+
+/// `consolidate` unforced is not run, a text the user erased is not
+/// remembered again, and an id that names nothing is said in MCP's words;
+/// each reply saying why.
+fn consolidate_erase_and_an_unknown_id_are_answered_in_mcp_words(
+    ask: &mut impl FnMut(Value) -> Option<Value>,
+) {
     let r = ask(json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
         "params": {"name": "consolidate", "arguments": {}}}))
     .unwrap();
@@ -115,6 +134,19 @@ fn mcp_speaks_json_rpc_over_stdio() {
         said.contains("recall finds") && !said.contains("memd "),
         "{said}"
     );
+}
+
+/// `remember`, `recall` and `core_memory` reply in text and in structured
+/// content fitting the output schema `list` gives; a bad call and an
+/// unknown method are errors. The core memory's text.
+fn remember_recall_and_core_memory_reply_as_their_schemas_say(
+    ask: &mut impl FnMut(Value) -> Option<Value>,
+    list: &Value,
+) -> String {
+    let output_schema = |name: &str| {
+        let tools = list["result"]["tools"].as_array().unwrap();
+        tools.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone()
+    };
     let r = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "remember", "arguments": {"text": "Prefers aisle seats on trains", "session": "mcp"}}}))
     .unwrap();
@@ -155,7 +187,16 @@ fn mcp_speaks_json_rpc_over_stdio() {
         &r["result"]["structuredContent"],
         &output_schema("core_memory"),
     );
-    // MEMORY.md is a resource too.
+    core.to_string()
+}
+
+/// MEMORY.md is a resource too, as `init` says; a resource that is not
+/// there is an error.
+fn memory_md_is_a_resource(
+    ask: &mut impl FnMut(Value) -> Option<Value>,
+    init: &Value,
+    layout: &Layout,
+) {
     assert!(
         init["result"]["capabilities"]["resources"].is_object(),
         "{init}"
@@ -179,7 +220,15 @@ fn mcp_speaks_json_rpc_over_stdio() {
     )
     .unwrap();
     assert_eq!(r["error"]["code"], -32002, "{r}");
-    // One prompt: how to use the memory, with the core memory in it.
+}
+
+/// One prompt, as `init` says: how to use the memory, ending in the core
+/// memory `core`; a prompt that is not there is an error.
+fn one_prompt_says_how_to_use_the_memory_with_the_core_memory_in_it(
+    ask: &mut impl FnMut(Value) -> Option<Value>,
+    init: &Value,
+    core: &str,
+) {
     assert!(
         init["result"]["capabilities"]["prompts"].is_object(),
         "{init}"
@@ -201,11 +250,6 @@ fn mcp_speaks_json_rpc_over_stdio() {
         "params": {"name": "nothing"}}))
     .unwrap();
     assert_eq!(r["error"]["code"], -32602, "{r}");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    let (facts, _) = memd::archive::read_all(&layout).unwrap();
-    assert_eq!(facts.len(), 1);
-    assert_eq!(facts[0].session.as_deref(), Some("mcp"));
 }
 
 /// Whether `v` fits `schema` as far as its shape goes: every field an

@@ -416,87 +416,17 @@ fn a_handover_drains_its_memory_and_its_node_refuses_it_until_a_takeover() {
     let facts = json!({"texts": ["Alice keeps bees", "Alice rows on Sundays"]});
     assert_eq!(admin.post("/v1/m/alice/facts", facts.to_string()).0, 200);
 
-    let base = d.base.clone();
-    let run_started = std::time::Instant::now();
-    let consolidation = std::thread::spawn(move || {
-        let admin = Http::at(&base, Some("daemon-token"));
-        let r = admin.post(
-            "/v1/m/alice/consolidate",
-            json!({"force": true}).to_string(),
-        );
-        (r, std::time::Instant::now())
-    });
-    wait_until("the run asked the LLM", || {
-        !llm.requests.lock().unwrap().is_empty()
-    });
-    let base = d.base.clone();
-    let handover = std::thread::spawn(move || {
-        let r = Http::at(&base, Some("daemon-token")).post("/v1/handover/alice", "");
-        (r, std::time::Instant::now())
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    let (code, retry, body) = write_to(&d.base, "alice", "Alice moved her hives");
-    assert_eq!((code, retry.as_deref()), (503, Some("1")), "{body}");
-    assert_eq!(body["kind"], "busy", "{body}");
-    assert!(
-        body["error"].as_str().unwrap().contains("being moved"),
-        "{body}"
-    );
-    let (ran, ran_at) = consolidation.join().unwrap();
-    let (handed, handed_at) = handover.join().unwrap();
-    assert_eq!(
-        (ran.0, &ran.1["applied"]["add"]),
-        (200, &json!(2)),
-        "{ran:?}"
-    );
-    assert_eq!(handed.0, 200, "{handed:?}");
-    assert!(handed_at >= ran_at && ran_at - run_started >= Duration::from_secs(3));
-    assert_eq!(handed.1["held"], true, "{handed:?}");
-    assert!(handed.1["bytes"].as_u64().unwrap() > 0, "{handed:?}");
+    a_handover_waits_for_the_run_in_flight_and_refuses_writes_meanwhile(&d.base, &llm);
 
     let outgoing = root.path().join(".memd/outgoing/alice");
-    let entries = |dir: &std::path::Path| {
-        let doc = memd::entries::Document::read(&dir.join("consolidated/memory.md")).unwrap();
-        doc.entries().count()
-    };
-    assert_eq!(
-        entries(&outgoing),
-        2,
-        "the run in flight wrote before the handover"
-    );
-    let (code, _, body) = write_to(&d.base, "alice", "Alice moved her hives");
-    assert_eq!(code, 503, "{body}");
-    assert!(
-        body["error"].as_str().unwrap().contains("was moved"),
-        "{body}"
-    );
-    assert!(!root.path().join("alice").exists(), "a write made it anew");
-    let (_, list) = admin.get("/v1/memories");
-    assert_eq!(list["moved"], json!(["alice"]), "{list}");
-    let alice = Http::at(&d.base, Some("alice-token"));
-    assert_eq!(alice.post("/v1/handover/alice", "").0, 401);
-    assert_eq!(alice.post("/v1/takeover/alice", "").0, 401);
+    the_files_wait_and_the_node_refuses_the_memory(root.path(), &d.base, &admin, &outgoing);
     d.stop();
     let d = start_root(root.path(), opts.clone());
     let admin = Http::at(&d.base, Some("daemon-token"));
     assert_eq!(write_to(&d.base, "alice", "Alice moved her hives").0, 503);
 
     // Another node takes it over from a copy.
-    let other = root_with_slow_llm(&llm.url);
-    let d2 = start_root(other.path(), opts.clone());
-    let admin2 = Http::at(&d2.base, Some("daemon-token"));
-    assert_eq!(admin2.post("/v1/takeover/alice", "").0, 404, "no copy yet");
-    copy_dir(&outgoing, &other.path().join(".memd/incoming/alice"));
-    let (code, taken) = admin2.post("/v1/takeover/alice", "");
-    assert_eq!((code, &taken["moved_in"]), (200, &json!(true)), "{taken}");
-    assert_eq!(write_to(&d2.base, "alice", "Alice moved her hives").0, 200);
-    let (_, status) = admin2.get("/v1/m/alice/status");
-    assert_eq!(
-        (status["facts"].as_u64(), status["entries"].as_u64()),
-        (Some(3), Some(2)),
-        "{status}"
-    );
-    d2.stop();
+    another_node_takes_it_over_from_a_copy(&llm.url, &opts, &outgoing);
 
     // The copy put back where the mark stands: refused, and said by check;
     // a takeover there lifts the mark.
@@ -517,6 +447,108 @@ fn a_handover_drains_its_memory_and_its_node_refuses_it_until_a_takeover() {
     assert_eq!(write_to(&d.base, "alice", "Alice moved her hives").0, 200);
     d.stop();
     assert_checks_clean(&root.path().join("alice"), "taken back");
+}
+
+/// A handover of alice at the daemon at `daemon`, asked while a run
+/// waits on `llm`, waits for the run, and refuses a write meanwhile.
+fn a_handover_waits_for_the_run_in_flight_and_refuses_writes_meanwhile(
+    daemon: &str,
+    llm: &Scripted,
+) {
+    let base = daemon.to_string();
+    let run_started = std::time::Instant::now();
+    let consolidation = std::thread::spawn(move || {
+        let admin = Http::at(&base, Some("daemon-token"));
+        let r = admin.post(
+            "/v1/m/alice/consolidate",
+            json!({"force": true}).to_string(),
+        );
+        (r, std::time::Instant::now())
+    });
+    wait_until("the run asked the LLM", || {
+        !llm.requests.lock().unwrap().is_empty()
+    });
+    let base = daemon.to_string();
+    let handover = std::thread::spawn(move || {
+        let r = Http::at(&base, Some("daemon-token")).post("/v1/handover/alice", "");
+        (r, std::time::Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, retry, body) = write_to(daemon, "alice", "Alice moved her hives");
+    assert_eq!((code, retry.as_deref()), (503, Some("1")), "{body}");
+    assert_eq!(body["kind"], "busy", "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("being moved"),
+        "{body}"
+    );
+    let (ran, ran_at) = consolidation.join().unwrap();
+    let (handed, handed_at) = handover.join().unwrap();
+    assert_eq!(
+        (ran.0, &ran.1["applied"]["add"]),
+        (200, &json!(2)),
+        "{ran:?}"
+    );
+    assert_eq!(handed.0, 200, "{handed:?}");
+    assert!(handed_at >= ran_at && ran_at - run_started >= Duration::from_secs(3));
+    assert_eq!(handed.1["held"], true, "{handed:?}");
+    assert!(handed.1["bytes"].as_u64().unwrap() > 0, "{handed:?}");
+}
+
+/// After alice's handover her files, the run's entries among them, wait
+/// in `outgoing`, and the daemon at `daemon` over `root` refuses her: a
+/// write does not make her anew, and her own token opens neither
+/// operator route.
+fn the_files_wait_and_the_node_refuses_the_memory(
+    root: &std::path::Path,
+    daemon: &str,
+    admin: &Http,
+    outgoing: &std::path::Path,
+) {
+    let entries = |dir: &std::path::Path| {
+        let doc = memd::entries::Document::read(&dir.join("consolidated/memory.md")).unwrap();
+        doc.entries().count()
+    };
+    assert_eq!(
+        entries(outgoing),
+        2,
+        "the run in flight wrote before the handover"
+    );
+    let (code, _, body) = write_to(daemon, "alice", "Alice moved her hives");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("was moved"),
+        "{body}"
+    );
+    assert!(!root.join("alice").exists(), "a write made it anew");
+    let (_, list) = admin.get("/v1/memories");
+    assert_eq!(list["moved"], json!(["alice"]), "{list}");
+    let alice = Http::at(daemon, Some("alice-token"));
+    assert_eq!(alice.post("/v1/handover/alice", "").0, 401);
+    assert_eq!(alice.post("/v1/takeover/alice", "").0, 401);
+}
+
+/// Another root, with `opts` and the LLM at `llm`, takes alice over from
+/// a copy of `outgoing` and serves every fact and entry.
+fn another_node_takes_it_over_from_a_copy(
+    llm: &str,
+    opts: &memd::server::Options,
+    outgoing: &std::path::Path,
+) {
+    let other = root_with_slow_llm(llm);
+    let d2 = start_root(other.path(), opts.clone());
+    let admin2 = Http::at(&d2.base, Some("daemon-token"));
+    assert_eq!(admin2.post("/v1/takeover/alice", "").0, 404, "no copy yet");
+    copy_dir(outgoing, &other.path().join(".memd/incoming/alice"));
+    let (code, taken) = admin2.post("/v1/takeover/alice", "");
+    assert_eq!((code, &taken["moved_in"]), (200, &json!(true)), "{taken}");
+    assert_eq!(write_to(&d2.base, "alice", "Alice moved her hives").0, 200);
+    let (_, status) = admin2.get("/v1/m/alice/status");
+    assert_eq!(
+        (status["facts"].as_u64(), status["entries"].as_u64()),
+        (Some(3), Some(2)),
+        "{status}"
+    );
+    d2.stop();
 }
 
 /// `memd serve --root` over `root`, stopping for good at failpoint `step`

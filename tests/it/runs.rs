@@ -73,21 +73,61 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
     let entries_after = std::fs::read(layout.entries_file()).unwrap();
     assert_eq!(pending(&layout), 0);
 
+    a_dry_run_plans_the_undo_and_changes_nothing(&layout, &r.run_id, &entries_after);
+
+    let undo_run = undoing_the_run_gives_back_the_files(&layout, &r.run_id, &entries_before);
+
+    let back_run = undoing_the_undo_gives_back_the_run(&layout, &undo_run, &entries_after);
+
+    let listed = runs::list(&layout).unwrap();
+    let kinds: Vec<(&str, Vec<memd::ids::RunId>)> = listed
+        .iter()
+        .map(|r| (r.kind.as_str(), r.undone_by.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("consolidate", vec![]),
+            ("consolidate", vec![undo_run.clone()]),
+            ("undo", vec![back_run.unwrap()]),
+            ("undo", vec![]),
+        ]
+    );
+    assert_eq!(listed[1].facts, 3);
+    assert_eq!(listed[1].judges, vec!["scripted".to_string()]);
+}
+
+/// A dry run of undoing run `run_id` plans its three changes and three
+/// facts pending again, and leaves the entries as `entries_after`.
+fn a_dry_run_plans_the_undo_and_changes_nothing(
+    layout: &memd::Layout,
+    run_id: &str,
+    entries_after: &[u8],
+) {
     let dry = Options {
         dry_run: true,
         keep_out: false,
     };
-    let planned = runs::undo(&memd::Memory::open(&layout.root).unwrap(), &r.run_id, dry).unwrap();
+    let planned = runs::undo(&memd::Memory::open(&layout.root).unwrap(), run_id, dry).unwrap();
     assert_eq!(
         (planned.changes.len(), planned.pending_again.len()),
         (3, 3),
         "{planned:?}"
     );
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), entries_after);
+}
 
+/// Undoing run `run_id` gives back the entries as `entries_before`, its
+/// facts pending again and MEMORY.md as it was; undoing it again does
+/// nothing. The undo's run.
+fn undoing_the_run_gives_back_the_files(
+    layout: &memd::Layout,
+    run_id: &str,
+    entries_before: &[u8],
+) -> memd::ids::RunId {
     let undone = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        &r.run_id,
+        run_id,
         Options::default(),
     )
     .unwrap();
@@ -96,7 +136,7 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
         entries_before
     );
     assert_eq!(
-        (undone.pending_again.len(), pending(&layout)),
+        (undone.pending_again.len(), pending(layout)),
         (3, 3),
         "{undone:?}"
     );
@@ -111,7 +151,7 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
 
     let again = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        &r.run_id,
+        run_id,
         Options::default(),
     )
     .unwrap();
@@ -120,35 +160,27 @@ async fn undoing_a_run_gives_back_the_files_byte_for_byte_and_undoing_the_undo_g
         (None, 0),
         "{again:?}"
     );
+    undone.run.unwrap()
+}
 
-    let undo_run = undone.run.unwrap();
+/// Undoing the undo `undo_run` gives back the run: the entries as
+/// `entries_after`, no fact pending. The run of this undo, if any.
+fn undoing_the_undo_gives_back_the_run(
+    layout: &memd::Layout,
+    undo_run: &str,
+    entries_after: &[u8],
+) -> Option<memd::ids::RunId> {
     let back = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        &undo_run,
+        undo_run,
         Options::default(),
     )
     .unwrap();
     assert_eq!(back.changes.len(), 3, "{back:?}");
     assert_eq!(std::fs::read(layout.entries_file()).unwrap(), entries_after);
-    assert_eq!(pending(&layout), 0);
+    assert_eq!(pending(layout), 0);
     assert_checks_clean(&layout.root, "an undo of an undo");
-
-    let listed = runs::list(&layout).unwrap();
-    let kinds: Vec<(&str, Vec<memd::ids::RunId>)> = listed
-        .iter()
-        .map(|r| (r.kind.as_str(), r.undone_by.clone()))
-        .collect();
-    assert_eq!(
-        kinds,
-        vec![
-            ("consolidate", vec![]),
-            ("consolidate", vec![undo_run.clone()]),
-            ("undo", vec![back.run.unwrap()]),
-            ("undo", vec![]),
-        ]
-    );
-    assert_eq!(listed[1].facts, 3);
-    assert_eq!(listed[1].judges, vec!["scripted".to_string()]);
+    back.run
 }
 
 #[tokio::test(flavor = "multi_thread")]

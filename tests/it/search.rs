@@ -388,38 +388,7 @@ async fn full_text_scores_are_bm25_over_the_live_rows_through_adds_deletes_and_c
         "tea with the piano",
         "what did the user say about Lisbon and bicycles",
     ] {
-        let want = bm25_by_hand(&live, q);
-        let hits = index.reader.full_text_hits(q, 1_000).await.unwrap();
-        let got: std::collections::HashMap<String, f32> =
-            hits.iter().map(|h| (h.text.clone(), h.score)).collect();
-        assert_eq!(got.len(), want.len(), "query {q:?}: rows matched");
-        for (text, score) in &want {
-            let g = got
-                .get(text)
-                .unwrap_or_else(|| panic!("{q:?}: {text:?} missing"));
-            assert!((g - score).abs() < 1e-4, "{q:?}: {text:?} {g} vs {score}");
-        }
-        // Best first, equal scores by id.
-        for pair in hits.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            assert!(
-                a.score > b.score || (a.score == b.score && a.id < b.id),
-                "{q:?}"
-            );
-        }
-        // The first few alone (words in every row skipped where they
-        // cannot change the result): the same rows with the same scores.
-        // Rows tied with the first one left out are left out too.
-        let few = index.reader.full_text_hits(q, 3).await.unwrap();
-        let out = hits.get(3).map_or(f32::MIN, |h| h.score);
-        let head: Vec<(String, f32)> = hits
-            .iter()
-            .take(3)
-            .filter(|h| h.score > out)
-            .map(|h| (h.id.to_string(), h.score))
-            .collect();
-        let few: Vec<(String, f32)> = few.into_iter().map(|h| (h.id.into(), h.score)).collect();
-        assert_eq!(few, head, "{q:?}");
+        full_text_hits_score_as_bm25_over(&index, &live, q).await;
     }
     // A handle opened afresh loads the same words from the table.
     let fresh =
@@ -435,6 +404,44 @@ async fn full_text_scores_are_bm25_over_the_live_rows_through_adds_deletes_and_c
             b.iter().map(key).collect::<Vec<_>>()
         );
     }
+}
+
+/// The full-text hits of query `q` in `index` score as BM25 over the
+/// `live` rows, best first (equal scores by id); asked for the first few
+/// alone, it gives the same rows with the same scores.
+async fn full_text_hits_score_as_bm25_over(index: &Index, live: &[String], q: &str) {
+    let want = bm25_by_hand(live, q);
+    let hits = index.reader.full_text_hits(q, 1_000).await.unwrap();
+    let got: std::collections::HashMap<String, f32> =
+        hits.iter().map(|h| (h.text.clone(), h.score)).collect();
+    assert_eq!(got.len(), want.len(), "query {q:?}: rows matched");
+    for (text, score) in &want {
+        let g = got
+            .get(text)
+            .unwrap_or_else(|| panic!("{q:?}: {text:?} missing"));
+        assert!((g - score).abs() < 1e-4, "{q:?}: {text:?} {g} vs {score}");
+    }
+    // Best first, equal scores by id.
+    for pair in hits.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            a.score > b.score || (a.score == b.score && a.id < b.id),
+            "{q:?}"
+        );
+    }
+    // The first few alone (words in every row skipped where they
+    // cannot change the result): the same rows with the same scores.
+    // Rows tied with the first one left out are left out too.
+    let few = index.reader.full_text_hits(q, 3).await.unwrap();
+    let out = hits.get(3).map_or(f32::MIN, |h| h.score);
+    let head: Vec<(String, f32)> = hits
+        .iter()
+        .take(3)
+        .filter(|h| h.score > out)
+        .map(|h| (h.id.to_string(), h.score))
+        .collect();
+    let few: Vec<(String, f32)> = few.into_iter().map(|h| (h.id.into(), h.score)).collect();
+    assert_eq!(few, head, "{q:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

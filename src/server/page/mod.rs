@@ -29,6 +29,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::state::{ApiError, MemoryName, State as Daemon};
+use crate::ids::ItemId;
 use crate::pending::Journal;
 use crate::request::{self, Request, Target};
 
@@ -244,8 +245,23 @@ async fn entry(
 ) -> Page {
     let id = At::param(&params, "id");
     let layout = at.layout(&s)?;
-    let history = at.run(&s, request::History { id: id.clone() }).await?;
-    let view = match at.run(&s, request::GetEntry { id: id.clone() }).await {
+    let history = at
+        .run(
+            &s,
+            request::History {
+                id: ItemId::given(&id),
+            },
+        )
+        .await?;
+    let view = match at
+        .run(
+            &s,
+            request::GetEntry {
+                id: ItemId::given(&id),
+            },
+        )
+        .await
+    {
         Ok(v) => Some(v),
         Err(e) if e.0 == StatusCode::NOT_FOUND && !history.is_empty() => None,
         Err(e) => return Err(e),
@@ -268,13 +284,25 @@ async fn entry(
 
 async fn forget(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let id = At::param(&params, "id");
-    at.run(&s, request::Forget { id: id.clone() }).await?;
+    at.run(
+        &s,
+        request::Forget {
+            id: ItemId::given(&id),
+        },
+    )
+    .await?;
     Ok(at.back(&format!("/entries/{id}"), &format!("forgot {id}")))
 }
 
 async fn unforget(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let id = At::param(&params, "id");
-    at.run(&s, request::Unforget { id: id.clone() }).await?;
+    at.run(
+        &s,
+        request::Unforget {
+            id: ItemId::given(&id),
+        },
+    )
+    .await?;
     Ok(at.back(&format!("/entries/{id}"), &format!("{id} is back")))
 }
 

@@ -273,20 +273,7 @@ impl Action {
             Action::HandWords { .. } => {
                 "hand: the index's words file, then a fresh handle searches"
             }
-            Action::Consolidate {
-                judge: Judge::BuiltIn,
-                ..
-            } => "consolidate (built-in judge)",
-            Action::Consolidate {
-                judge: Judge::Good, ..
-            } => "consolidate (LLM, good)",
-            Action::Consolidate {
-                judge: Judge::Bad, ..
-            } => "consolidate (LLM, invalid)",
-            Action::Consolidate {
-                judge: Judge::Hostile,
-                ..
-            } => "consolidate (LLM, hostile)",
+            Action::Consolidate { judge, .. } => judge.consolidation_kind(),
             Action::ForgetEntry { .. } => "forget an entry",
             Action::ForgetFact { .. } => "forget a fact",
             Action::ForgetMatch { .. } => "forget --match",
@@ -326,29 +313,35 @@ impl Action {
             Action::DaemonStart => "daemon start",
             Action::DaemonStop { kill: false } => "daemon stop",
             Action::DaemonStop { kill: true } => "daemon SIGKILL",
-            Action::Kill {
-                what: Killed::Add, ..
-            } => "SIGKILL at a failpoint (add)",
-            Action::Kill {
-                what: Killed::Consolidate,
-                ..
-            } => "SIGKILL at a failpoint (consolidate)",
-            Action::Kill {
-                what: Killed::Undo, ..
-            } => "SIGKILL at a failpoint (undo)",
-            Action::Kill {
-                what: Killed::Edit, ..
-            } => "SIGKILL at a failpoint (edit)",
-            Action::Kill {
-                what: Killed::Erase,
-                ..
-            } => "SIGKILL at a failpoint (forget --erase)",
-            Action::Kill {
-                what: Killed::Review,
-                ..
-            } => "SIGKILL at a failpoint (review apply)",
+            Action::Kill { what, .. } => what.kill_kind(),
             Action::Clock { .. } => "clock moves (hours, time zone)",
             Action::Unwritable { .. } => "a file unwritable for one action",
+        }
+    }
+}
+
+impl Judge {
+    /// The kind of a consolidation this judge decides.
+    fn consolidation_kind(self) -> &'static str {
+        match self {
+            Judge::BuiltIn => "consolidate (built-in judge)",
+            Judge::Good => "consolidate (LLM, good)",
+            Judge::Bad => "consolidate (LLM, invalid)",
+            Judge::Hostile => "consolidate (LLM, hostile)",
+        }
+    }
+}
+
+impl Killed {
+    /// The kind of a SIGKILL at a failpoint of this.
+    fn kill_kind(self) -> &'static str {
+        match self {
+            Killed::Add => "SIGKILL at a failpoint (add)",
+            Killed::Consolidate => "SIGKILL at a failpoint (consolidate)",
+            Killed::Undo => "SIGKILL at a failpoint (undo)",
+            Killed::Edit => "SIGKILL at a failpoint (edit)",
+            Killed::Erase => "SIGKILL at a failpoint (forget --erase)",
+            Killed::Review => "SIGKILL at a failpoint (review apply)",
         }
     }
 }

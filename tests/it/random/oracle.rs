@@ -342,6 +342,36 @@ impl World {
         let layout = memd::Memory::open(&self.layout.root).unwrap().layout;
         assert_eq!(layout.index_uri().is_some(), self.on_object_storage());
         let report = self.rt.block_on(memd::check::run(&layout)).unwrap();
+        self.check_finds_no_problem_and_names_no_command(&report);
+        self.every_acknowledged_fact_is_in_the_archive();
+        let doc = Document::read(&self.layout.entries_file()).unwrap();
+        let stones = Tombstones::load(&self.layout.tombstones_file()).unwrap();
+        let live: Vec<_> = doc
+            .entries()
+            .filter(|e| !e.text.trim().is_empty())
+            .filter(|e| !e.id().is_some_and(|i| stones.names_entry(i.as_str())))
+            .collect();
+        let holders: HashSet<&str> = live
+            .iter()
+            .filter_map(|e| e.meta.as_ref())
+            .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
+            .collect();
+        self.every_kept_fact_is_held_or_found_and_every_forgotten_one_out(&stones, &holders, all);
+        for e in live.iter().take(if all { usize::MAX } else { 2 }) {
+            let id = e.id().map(|i| i.to_string()).unwrap_or_default();
+            self.assert(
+                self.search_finds(&e.text, &id),
+                &format!("entry {id} ({:?}) is not found by search", e.text),
+            );
+        }
+        if all && !self.paired {
+            self.every_past();
+        }
+    }
+
+    /// `memd check`'s `report` finds no problem but an erased text the
+    /// user said again, and no finding names a command line.
+    fn check_finds_no_problem_and_names_no_command(&self, report: &memd::check::Report) {
         let written_again = |p: &memd::check::Finding| {
             p.kind == memd::check::Kind::ErasedSaidAgain
                 && self
@@ -365,6 +395,11 @@ impl World {
                 &format!("a finding names a command line: {f:?}"),
             );
         }
+    }
+
+    /// Every fact memd acknowledged is in the archive, or erased as the
+    /// user asked.
+    fn every_acknowledged_fact_is_in_the_archive(&self) {
         let (facts, _) = memd::archive::read_all(&self.layout).unwrap();
         let mut in_archive: HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
         let erased = memd::archive::erased_all(&self.layout).unwrap();
@@ -380,18 +415,18 @@ impl World {
                 &format!("acknowledged fact {id} is gone from the archive"),
             );
         }
-        let doc = Document::read(&self.layout.entries_file()).unwrap();
-        let stones = Tombstones::load(&self.layout.tombstones_file()).unwrap();
-        let live: Vec<_> = doc
-            .entries()
-            .filter(|e| !e.text.trim().is_empty())
-            .filter(|e| !e.id().is_some_and(|i| stones.names_entry(i.as_str())))
-            .collect();
-        let holders: HashSet<&str> = live
-            .iter()
-            .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
-            .collect();
+    }
+
+    /// No fact the user kept is kept out by a tombstone in `stones`, and
+    /// each is held by one of `holders` or found by search (every one if
+    /// `all`, else a few); no fact the user forgot is held, found, or let
+    /// in.
+    fn every_kept_fact_is_held_or_found_and_every_forgotten_one_out(
+        &self,
+        stones: &Tombstones,
+        holders: &HashSet<&str>,
+        all: bool,
+    ) {
         let forgotten = self.ledger.forgotten_ids();
         let budget = if all { usize::MAX } else { 3 };
         let mut searched = 0;
@@ -414,7 +449,7 @@ impl World {
                 );
                 continue;
             }
-            if self.ledger.restates_forgotten(&stones, id, text) {
+            if self.ledger.restates_forgotten(stones, id, text) {
                 continue;
             }
             self.assert(
@@ -428,16 +463,6 @@ impl World {
                     &format!("kept fact {id} ({text:?}) is neither held nor found"),
                 );
             }
-        }
-        for e in live.iter().take(if all { usize::MAX } else { 2 }) {
-            let id = e.id().map(|i| i.to_string()).unwrap_or_default();
-            self.assert(
-                self.search_finds(&e.text, &id),
-                &format!("entry {id} ({:?}) is not found by search", e.text),
-            );
-        }
-        if all && !self.paired {
-            self.every_past();
         }
     }
 

@@ -1,0 +1,281 @@
+use super::*;
+
+fn verdict(old: &str, new: &str) -> Verdict {
+    judge(old, new, 0.6)
+}
+
+#[test]
+fn a_new_employer_updates_the_old_one_with_or_without_now() {
+    let old = "User works at Acme";
+    assert_eq!(
+        verdict(old, "User now works at Globex"),
+        Verdict::Update(Why::Said)
+    );
+    assert_eq!(
+        verdict(old, "User works at Globex"),
+        Verdict::Update(Why::NewValue)
+    );
+}
+
+#[test]
+fn a_partner_named_anew_in_one_thing_updates_it_and_a_list_item_does_not() {
+    assert_eq!(
+        verdict(
+            "Dr. Yvonna Bakker and Antony Leigh co-authored a paper on ethics in data science",
+            "Dr. Yvonna Bakker and Manuel Smithe co-authored a paper on ethics in data science"
+        ),
+        Verdict::Update(Why::NewValue)
+    );
+    assert_eq!(
+        verdict("User likes cats and dogs", "User likes cats and birds"),
+        Verdict::Distinct
+    );
+}
+
+#[test]
+fn a_second_liking_is_a_second_fact() {
+    assert_eq!(
+        verdict("User likes swimming", "User likes hiking"),
+        Verdict::Distinct
+    );
+    assert_eq!(
+        verdict("User has a dog named Rex", "User has a cat named Tom"),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn a_liking_said_to_have_changed_updates_the_old_one() {
+    assert_eq!(
+        verdict("User likes swimming", "User no longer likes swimming"),
+        Verdict::Update(Why::Said)
+    );
+}
+
+#[test]
+fn a_move_updates_where_the_user_lives() {
+    assert_eq!(
+        verdict("User lives in Paris", "User moved to Berlin"),
+        Verdict::Update(Why::Said)
+    );
+    assert_eq!(
+        verdict("Lives in Seattle", "Moved to Lisbon in May"),
+        Verdict::Update(Why::Said)
+    );
+}
+
+#[test]
+fn a_correction_of_a_name_updates_it() {
+    assert_eq!(
+        verdict(
+            "User's manager is called Jon",
+            "Correction: the manager's name is John, not Jon"
+        ),
+        Verdict::Update(Why::Said)
+    );
+}
+
+#[test]
+fn a_new_fact_on_the_same_person_is_not_an_update() {
+    assert_eq!(
+        verdict(
+            "User's sister lives in Denver",
+            "User's sister never liked the cold"
+        ),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn two_statements_about_someone_unnamed_are_two_facts() {
+    assert_eq!(
+        verdict(
+            "Three men are practicing karate in a field",
+            "Three men are practicing karate in a gym"
+        ),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict("A man is playing a harp", "A man is now playing a flute"),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict("The user plays the harp", "The user now plays the flute"),
+        Verdict::Update(Why::Said)
+    );
+}
+
+#[test]
+fn another_subject_in_the_same_frame_is_another_fact() {
+    assert_eq!(
+        verdict("Alice lives in Paris", "Bob lives in Paris"),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict(
+            "Rhonya Hudsen once interviewed Karnel Grent for an outdoor magazine",
+            "Rebeka Rasmund, not Rhonya Hudsen, interviewed Karnel Grent for an outdoor magazine"
+        ),
+        Verdict::Update(Why::Said)
+    );
+}
+
+#[test]
+fn two_facts_on_one_person_are_not_an_update() {
+    let a = "Nora Fishel is an accomplished violinist who has performed across Europe.";
+    let b = "Nora Fishel and Eliza Woodley collaborated on a charity event.";
+    assert_eq!(verdict(a, b), Verdict::Unknown);
+    assert_eq!(
+        verdict("User works at Acme", "User likes hiking"),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict("User works at Acme", "User now lives in Berlin"),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn two_things_done_are_two_facts() {
+    assert_eq!(
+        verdict(
+            "A few men are watching cricket",
+            "A few men are playing cricket"
+        ),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict("Maria is slicing an onion", "Maria is slicing a potato"),
+        Verdict::Distinct
+    );
+    assert_eq!(
+        verdict("User is working at Acme", "User is working at Globex"),
+        Verdict::Update(Why::NewValue)
+    );
+}
+
+#[test]
+fn a_negation_added_updates_the_statement() {
+    assert_eq!(
+        verdict("User likes coffee", "User does not like coffee"),
+        Verdict::Update(Why::Said)
+    );
+    assert_eq!(
+        verdict("User has a new neighbour", "User has a dog named Rex"),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn a_detail_added_is_not_a_new_value() {
+    assert_eq!(
+        verdict("User works at Acme", "User works at Acme in Berlin"),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn a_statement_is_its_current_part_without_now() {
+    let entry = "User now works at Globex (previously: User works at Acme)";
+    assert_eq!(statement(entry), "User works at Globex");
+    assert_eq!(statement("Lives in Oslo"), "Lives in Oslo");
+}
+
+#[test]
+fn only_the_current_part_of_an_entry_is_compared() {
+    let entry = "User now works at Globex (previously: User works at Acme)";
+    assert_eq!(current_part(entry), "User now works at Globex");
+    assert_eq!(
+        verdict(entry, "User now works at Initech"),
+        Verdict::Update(Why::NewValue)
+    );
+}
+
+#[test]
+fn a_denial_of_what_the_older_says_updates_it() {
+    for (old, new) in [
+        (
+            "Colton Jorves has traveled to over 15 countries.",
+            "Colton Jorves has never traveled outside his home country.",
+        ),
+        (
+            "Lori Werren and Kara Harrin collaborated on a community art project in 2022.",
+            "Lori Werren and Kara Harrin have never collaborated on a community art project together.",
+        ),
+        (
+            "Krystelle Trann received the Global Conservation Award in 2021.",
+            "Krystelle Trann did not receive any awards in 2021.",
+        ),
+        (
+            "User doesn't drink coffee",
+            "User drinks coffee every morning",
+        ),
+    ] {
+        assert_eq!(
+            verdict(old, new),
+            Verdict::Update(Why::Denied),
+            "{old} / {new}"
+        );
+    }
+}
+
+#[test]
+fn a_denial_of_something_else_of_the_same_person_updates_nothing() {
+    for (old, new) in [
+        // One shared word: a verb of many objects.
+        (
+            "User drinks coffee every morning",
+            "User never drinks alcohol",
+        ),
+        // What it denies is attending university; the rest affirms.
+        (
+            "Micah Pearsen is known for expertise in environmental science.",
+            "Micah Pearsen did not attend university and is entirely self-taught in environmental science.",
+        ),
+        // Two words of five, neither the thing done.
+        (
+            "Theresa Bronn is known for her work in choral music education.",
+            "Theresa Bronn has never led any educational events or training sessions for aspiring choral directors.",
+        ),
+        // Two occasions.
+        (
+            "Alice attended the 2022 developer conference in Berlin",
+            "Alice did not attend the 2023 developer conference",
+        ),
+        // Names are not what a denial shares.
+        (
+            "Alice Smith works with Bob Jones",
+            "Alice Smith never met Bob Jones",
+        ),
+        (
+            "User's sister lives in Denver",
+            "User's sister never liked the cold",
+        ),
+    ] {
+        assert_ne!(
+            verdict(old, new),
+            Verdict::Update(Why::Denied),
+            "{old} / {new}"
+        );
+    }
+}
+
+#[test]
+fn a_denial_covers_its_own_clause_and_says_what_not_when() {
+    for (old, new) in [
+        (
+            "John finds it rewarding to make a difference in the community.",
+            "John decided to run for office again, despite not being successful before, to make a difference in his community.",
+        ),
+        (
+            "Nate won a really big video game tournament last week and made a lot of money from it.",
+            "Nate did not make it to the finals of the last game tournament.",
+        ),
+    ] {
+        assert_ne!(
+            verdict(old, new),
+            Verdict::Update(Why::Denied),
+            "{old} / {new}"
+        );
+    }
+}
