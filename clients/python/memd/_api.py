@@ -23,7 +23,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -49,9 +49,6 @@ from .types import (
     Status,
     UndoOutcome,
 )
-
-if TYPE_CHECKING:
-    from .client import AsyncClient, Client
 
 P = ParamSpec("P")
 
@@ -118,10 +115,10 @@ class Endpoint(Generic[P, T]):
     def __get__(self, obj: None, owner: type) -> Endpoint[P, T]: ...
 
     @overload
-    def __get__(self, obj: Client, owner: type) -> Callable[P, T]: ...
+    def __get__(self, obj: SyncOperations, owner: type) -> Callable[P, T]: ...
 
     @overload
-    def __get__(self, obj: AsyncClient, owner: type) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, obj: AsyncOperations, owner: type) -> Callable[P, Awaitable[T]]: ...
 
     def __get__(self, obj: Any, owner: type) -> Any:
         if obj is None:
@@ -458,3 +455,13 @@ ENDPOINTS: Mapping[str, Endpoint[..., Any]] = {
     name: value for name, value in vars(Operations).items() if isinstance(value, Endpoint)
 }
 """Every operation by method name (``remember`` is ``add``)."""
+
+
+class SyncOperations(Operations):
+    """The operations of a client that sends each call and returns its reply
+    (:class:`~memd.Client`)."""
+
+
+class AsyncOperations(Operations):
+    """The operations of a client whose methods return awaitables
+    (:class:`~memd.AsyncClient`)."""

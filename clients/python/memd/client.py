@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._api import Call, Endpoint, Operations
+from ._api import AsyncOperations, Call, Endpoint, SyncOperations
 from .errors import TransportError, error_from
 
 T = TypeVar("T")
@@ -119,7 +119,7 @@ def _unreachable(e: httpx.TransportError) -> TransportError:
     return TransportError(f"no reply from memd: {e}")
 
 
-class Client(_Base[httpx.Client], Operations):
+class Client(_Base[httpx.Client], SyncOperations):
     """A blocking client of memd's HTTP API.
 
     >>> with Client() as memd:
@@ -166,7 +166,7 @@ class Client(_Base[httpx.Client], Operations):
         self.close()
 
 
-class AsyncClient(_Base[httpx.AsyncClient], Operations):
+class AsyncClient(_Base[httpx.AsyncClient], AsyncOperations):
     """An asyncio client of memd's HTTP API: :class:`Client`'s methods, each
     a coroutine.
 

@@ -7,7 +7,7 @@
 //! file: [`super::terms`], [`super::words`]) and the rows written since,
 //! on top ([`Top`]): rows added, and the base's rows taken out. A write
 //! copies the top only, never the base; once the top holds more than
-//! [`fold_at`] rows, the owner folds it into a new base (a copy of the
+//! [`model::fold_at`] rows, the owner folds it into a new base (a copy of the
 //! old one with the top's changes made), so what a write copies stays
 //! small and a fold's copy is paid once per that many rows. Readers that
 //! hold an older snapshot keep its base alive until they let go.

@@ -15,12 +15,16 @@ use crate::index::terms::{self, Terms};
 use crate::index::words::Mapped;
 use crate::layout::Source;
 
-/// Rows on top past which a write folds them into a new base: the
-/// larger of 256 and four times the square root of the base's rows, so
-/// that the top a write copies and the base a fold copies (once per that
-/// many rows) cost about alike per row written.
+/// Rows on top past which a write folds them into a new base: twice the
+/// square root of the base's rows, at least 64. A write copies the top (T
+/// rows, T/2 on average) and a fold copies the base (N rows) once per T
+/// rows written, so a row written costs about c_top × T/2 + c_base × N/T,
+/// least at T = √(2 N c_base / c_top); copying costs about the same per
+/// row either way (0.7 µs a row on top, 0.7–1.5 µs a row of the base at
+/// 3,000 and 20,000 rows: BENCHMARKS.md, "Searches read a snapshot"), so
+/// T = 2√N.
 fn fold_at(base_rows: usize) -> usize {
-    (4 * base_rows.isqrt()).max(256)
+    (2 * base_rows.isqrt()).max(64)
 }
 
 /// The owner's side of the snapshots: their parts as plain fields, and
