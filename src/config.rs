@@ -9,7 +9,10 @@
 
 use std::path::Path;
 
+use crate::atomic;
 use crate::error::{Context, Result, bail, err};
+use crate::index::store;
+use crate::layout::rel;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -501,8 +504,8 @@ impl Config {
     /// Load `memd.toml` from `dir` (absent = defaults), then apply `MEMD_*`
     /// environment overrides.
     pub fn load(dir: &Path) -> Result<Config> {
-        let path = dir.join(crate::layout::rel::CONFIG);
-        let bytes = crate::atomic::read_if_exists(&path)
+        let path = dir.join(rel::CONFIG);
+        let bytes = atomic::read_if_exists(&path)
             .with_context(|| format!("reading {}", path.display()))?
             .unwrap_or_default();
         let text = String::from_utf8(bytes)
@@ -538,7 +541,7 @@ impl Config {
         let config: Config = toml::Value::Table(table)
             .try_into()
             .map_err(|e| err!("after environment overrides: {e}"))?;
-        crate::index::store::check_uri(&config.index.uri)?;
+        store::check_uri(&config.index.uri)?;
         Ok(config)
     }
 

@@ -16,9 +16,10 @@
 
 use std::path::Path;
 
-use crate::error::{Context, Result, bail};
+use crate::error::{Context, Error, Result, bail};
 use crate::ids::EntryId;
 use crate::text::{escape_comments, unescape_comments};
+use crate::{atomic, clock};
 
 pub const BEGIN: &str = "<!-- memd:begin -->";
 pub const END: &str = "<!-- memd:end -->";
@@ -50,7 +51,7 @@ impl Line {
     fn dated(&self) -> String {
         self.date
             .as_deref()
-            .filter(|d| crate::clock::is_day(d))
+            .filter(|d| clock::is_day(d))
             .map(|d| format!("{DATE_SEP}{d}"))
             .unwrap_or_default()
     }
@@ -63,7 +64,7 @@ impl Line {
         let mut text = body[..at].trim();
         let mut date = None;
         if let Some((rest, d)) = text.rsplit_once(DATE_SEP)
-            && crate::clock::is_day(d)
+            && clock::is_day(d)
         {
             (text, date) = (rest.trim_end(), Some(d.to_string()));
         }
@@ -175,11 +176,11 @@ impl CoreMd {
     }
 
     pub fn read(path: &Path) -> Result<CoreMd> {
-        let read = crate::atomic::read_if_exists(path);
+        let read = atomic::read_if_exists(path);
         let Some(b) = read.with_context(|| format!("reading {}", path.display()))? else {
             return Ok(CoreMd::default());
         };
-        CoreMd::parse(&b).map_err(|e| crate::Error::Corrupt {
+        CoreMd::parse(&b).map_err(|e| Error::Corrupt {
             path: path.to_path_buf(),
             line: None,
             message: e.to_string(),
@@ -239,7 +240,7 @@ pub fn write_lines(path: &Path, lines: &[Line]) -> Result<bool> {
     if current.as_deref() == Some(next.as_slice()) {
         return Ok(false);
     }
-    crate::atomic::write(path, &next).with_context(|| format!("writing {}", path.display()))?;
+    atomic::write(path, &next).with_context(|| format!("writing {}", path.display()))?;
     Ok(true)
 }
 

@@ -12,7 +12,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::embed::cosine;
 use crate::ids::{FactId, RowId};
 use crate::index::rows::{Hit, RowKind};
-use crate::update::{Read, Verdict, Why};
+use crate::update::{self, Read, Verdict, Why};
+use crate::{Layout, Result, archive};
 
 /// Least cosine at which two texts are taken to speak of the same thing,
 /// for the current-first order. `memd eval dedup` (EVALUATION.md) puts
@@ -209,7 +210,7 @@ fn states_anew_read(
     if !later && !same_day {
         return Anew::No;
     }
-    match crate::update::judge_read(old, new, cos.unwrap_or(0.0)) {
+    match update::judge_read(old, new, cos.unwrap_or(0.0)) {
         Verdict::Update(Why::Said) => return Anew::ByWords,
         Verdict::Update(Why::Denied) => return Anew::Denied,
         Verdict::Update(Why::NewValue) if later => return Anew::ByWords,
@@ -229,7 +230,7 @@ fn states_anew_read(
 /// the pending facts among the hits (at most `k`), not the archive. The
 /// scores shown are then lowered where needed so that they still never
 /// rise down the list.
-pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate::Result<()> {
+pub(crate) fn declared_below(layout: &Layout, hits: &mut [Hit]) -> Result<()> {
     let facts: HashSet<&str> = hits
         .iter()
         .filter(|h| h.kind == RowKind::Fact)
@@ -242,7 +243,7 @@ pub(crate) fn declared_below(layout: &crate::Layout, hits: &mut [Hit]) -> crate:
     // Row superseded → the fact hit that declared it.
     let mut declared: HashMap<String, String> = HashMap::new();
     for day in days {
-        for f in crate::archive::declaring(layout, &day)? {
+        for f in archive::declaring(layout, &day)? {
             // The fact's id parsed from its line alone lacks the count of
             // the same text earlier that day (`.2`): its hash decides.
             let by = facts

@@ -30,6 +30,8 @@
 
 use serde::Serialize;
 
+use crate::text::fold;
+
 /// Words that carry nothing two memory texts could differ by: articles and
 /// the subject of agent memory ("User loves coffee" = "Loves coffee").
 const IGNORED: &[&str] = &["a", "an", "the", "user", "users"];
@@ -79,7 +81,7 @@ impl Rule {
     }
 
     fn words(&self, text: &str) -> Vec<String> {
-        let mut words: Vec<String> = crate::text::fold(text)
+        let mut words: Vec<String> = fold(text)
             .split(|c: char| !c.is_alphanumeric() && c != '\'')
             .map(|w| w.trim_matches('\''))
             .map(|w| w.strip_suffix("'s").unwrap_or(w))
@@ -244,7 +246,7 @@ impl Rule {
     /// of its leading clauses says: "Gina lost her job at Door Dash during
     /// the month" says "Gina lost her job at Door Dash".
     pub fn leading_keys(&self, text: &str) -> Vec<String> {
-        let folded = crate::text::fold(text);
+        let folded = fold(text);
         let mut words: Vec<String> = Vec::new();
         // Positions in `words` where a punctuation mark ends a clause.
         let mut stops: Vec<usize> = Vec::new();

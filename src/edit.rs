@@ -21,13 +21,17 @@
 //! making the same edit again settles it (undoing that run does not: the
 //! file already is as the run found it, so the undo has nothing to do).
 
+use crate::consolidate::promote;
 use crate::core_md::{self, CoreMd};
 use crate::entries::{self, Document, text_hash};
 use crate::error::{Result, bail};
-use crate::ids::{EntryId, RunId};
+use crate::ids::{self, EntryId, RunId};
 use crate::journal::{self, Op, Stamp};
+use crate::limits::MAX_FACT_BYTES;
+use crate::pause::Step;
 use crate::tombstones::Tombstones;
-use crate::{Layout, Memory};
+use crate::versions::Writing;
+use crate::{Error, Layout, Memory, runs};
 
 /// What to change; `None` leaves it as it is.
 #[derive(Debug, Clone, Default)]
@@ -45,10 +49,10 @@ const ATTEMPTS: usize = 10;
 /// Apply `change` to live entry `id` (`e-…`, or `core:e-…`). The run that
 /// journaled it, or `None` when the entry already was as asked.
 pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>> {
-    let id = EntryId::from(crate::ids::given(id));
+    let id = EntryId::from(ids::given(id));
     let text = valid_text(change.text.as_deref())?;
     let layout = &memory.layout;
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     for _ in 0..ATTEMPTS {
         let (mut doc, original) = Document::read_for_update(&layout.entries_file())?;
@@ -58,7 +62,7 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
             .filter(|_| !stones.names_entry(id.as_str()));
         let Some((before_text, Some(before_meta))) = live.map(|e| (e.text.clone(), e.meta.clone()))
         else {
-            return Err(crate::Error::NotFound { id: id.to_string() });
+            return Err(Error::NotFound { id: id.to_string() });
         };
         let after_text = text.clone().unwrap_or_else(|| before_text.clone());
         let mut meta = before_meta.clone();
@@ -85,11 +89,11 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
         r.meta_before = Some(before_meta);
         r.meta_after = Some(meta);
         let today = stamp.today();
-        let saved = crate::runs::save_journaled(
+        let saved = runs::save_journaled(
             layout,
             &mut doc,
             (original.as_deref(), &today),
-            (&[r], crate::pause::Step::EditJournaled),
+            (&[r], Step::EditJournaled),
         )?;
         let Some(adopted) = saved else {
             tracing::info!("consolidated/memory.md changed during the edit; editing again");
@@ -105,16 +109,16 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
 /// The text to store, one block; an error if it is empty or too long.
 fn valid_text(text: Option<&str>) -> Result<Option<String>> {
     let Some(text) = text else { return Ok(None) };
-    if text.len() > crate::limits::MAX_FACT_BYTES {
-        return Err(crate::Error::Invalid(format!(
+    if text.len() > MAX_FACT_BYTES {
+        return Err(Error::Invalid(format!(
             "the text is {} bytes; an entry holds at most {}",
             text.len(),
-            crate::limits::MAX_FACT_BYTES
+            MAX_FACT_BYTES
         )));
     }
     let text = entries::sanitize_text(text);
     if text.is_empty() {
-        return Err(crate::Error::Invalid(
+        return Err(Error::Invalid(
             "the text is empty; an edit cannot empty an entry (forget it instead)".into(),
         ));
     }
@@ -128,7 +132,7 @@ fn core_line(layout: &Layout, id: &EntryId, text: &str) -> Result<()> {
     let Some(line) = lines.iter_mut().find(|l| l.entry_id == *id) else {
         return Ok(());
     };
-    line.text = crate::consolidate::promote::line_text(text);
+    line.text = promote::line_text(text);
     core_md::write_lines(&layout.memory_md(), &lines)?;
     Ok(())
 }

@@ -21,9 +21,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Context, Result};
+use crate::error::{Context, Error, Result};
 use crate::ids::{EntryId, FactId};
-use crate::text::{escape_comments, short_hash, unescape_comments};
+use crate::lock::{Guard, lock_or_explain};
+use crate::text::{escape_comments, first_bad_byte, normalize, short_hash, unescape_comments};
+use crate::{Layout, atomic};
 
 /// What `memd init` writes.
 pub(crate) const EMPTY_FILE: &str = "# Memory\n";
@@ -105,8 +107,8 @@ impl Entry {
 /// The lock every writer of the entries file holds (consolidation,
 /// forget): `.memd/consolidate.lock`. It is this module's because the file
 /// is; the OS frees it if the holder dies.
-pub fn lock(layout: &crate::Layout) -> Result<crate::lock::Guard> {
-    crate::lock::lock_or_explain(
+pub fn lock(layout: &Layout) -> Result<Guard> {
+    lock_or_explain(
         &layout.entries_lock(),
         "a consolidation (or forget) in this memory directory",
     )
@@ -192,7 +194,7 @@ pub fn sources(path: &Path) -> Result<HashSet<FactId>> {
         #[serde(default)]
         sources: Vec<FactId>,
     }
-    let read = crate::atomic::read_if_exists(path);
+    let read = atomic::read_if_exists(path);
     let Some(bytes) = read.with_context(|| format!("reading {}", path.display()))? else {
         return Ok(HashSet::new());
     };
@@ -306,13 +308,13 @@ impl Document {
     /// [`Document::read`], with the bytes it was parsed from (`None` for a
     /// missing file), for [`Document::save_if_unchanged`].
     pub(crate) fn read_for_update(path: &Path) -> Result<(Document, Option<Vec<u8>>)> {
-        let read = crate::atomic::read_if_exists(path);
+        let read = atomic::read_if_exists(path);
         let Some(bytes) = read.with_context(|| format!("reading {}", path.display()))? else {
             return Ok((Document::default(), None));
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut doc = Document::parse(&text);
-        if let Some((_, line)) = crate::text::first_bad_byte(&bytes) {
+        if let Some((_, line)) = first_bad_byte(&bytes) {
             doc.not_utf8 = Some(line);
             let message =
                 "not UTF-8; memd reads it but will not rewrite the file until it is fixed by hand";
@@ -363,7 +365,7 @@ impl Document {
     fn writable(&self, path: &Path) -> Result<()> {
         match self.not_utf8 {
             None => Ok(()),
-            Some(line) => Err(crate::Error::Corrupt {
+            Some(line) => Err(Error::Corrupt {
                 path: path.to_path_buf(),
                 line: Some(line),
                 message: "not UTF-8; memd will not rewrite it (that would replace the bytes for good): fix the line by hand".into(),
@@ -374,7 +376,7 @@ impl Document {
     pub fn save(&mut self, path: &Path, today: &str) -> Result<Vec<EntryId>> {
         self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
-        crate::atomic::write(path, self.render().as_bytes())
+        atomic::write(path, self.render().as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(adopted)
     }
@@ -398,7 +400,7 @@ impl Document {
         self.writable(path)?;
         let adopted = self.adopt_hand_written(today);
         let conflict = std::cell::Cell::new(false);
-        let result = crate::atomic::write_with_hook(path, self.render().as_bytes(), || {
+        let result = atomic::write_with_hook(path, self.render().as_bytes(), || {
             if std::fs::read(path).ok().as_deref() != original {
                 conflict.set(true);
                 return Err(std::io::Error::other("changed during the run"));
@@ -431,7 +433,7 @@ impl Document {
             if entry.meta.is_some() {
                 continue;
             }
-            let text = crate::text::normalize(&entry.text);
+            let text = normalize(&entry.text);
             let Some((id, _, sources)) = missing
                 .iter()
                 .find(|(id, t, _)| *t == text && !given.contains(id))

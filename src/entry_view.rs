@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::archive::Fact;
+use crate::Layout;
+use crate::archive::{self, Fact};
 use crate::entries::{Document, Entry, Meta};
 use crate::error::Result;
 use crate::ids::{EntryId, FactId};
@@ -58,10 +59,10 @@ impl EntryView {
 }
 
 /// Every live entry of the file, in file order, as the API shows it.
-pub fn views(layout: &crate::Layout) -> Result<Vec<EntryView>> {
+pub fn views(layout: &Layout) -> Result<Vec<EntryView>> {
     let doc = Document::read(&layout.entries_file())?;
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    let (facts, _) = crate::archive::read_all(layout)?;
+    let (facts, _) = archive::read_all(layout)?;
     Ok(views_of(&doc, &tombstones, &facts))
 }
 

@@ -61,15 +61,21 @@ use std::collections::{BTreeSet, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, Fact};
+use crate::clock::Clock;
+use crate::consolidate::deleted_by_hand;
 use crate::entries::Document;
 use crate::error::{Error, Result};
+use crate::git::{GitHistory, history_of};
 use crate::ids::{EntryId, FactId, given};
 use crate::journal::{self, Record, Stamp};
+use crate::layout::rel;
 use crate::pause::{Step, at};
 use crate::remedy::Remedy;
+use crate::review::{self, Proposal};
 use crate::text::{erased_hash, normalize};
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
-use crate::{Layout, Memory, core_md, recall, versions};
+use crate::versions::Writing;
+use crate::{Layout, Memory, core_md, forget, jsonl, recall, versions};
 
 /// What every surface says of a text the user erased that is added
 /// again: it is not written (the receipt keeps it out for good).
@@ -105,7 +111,7 @@ pub struct Erasure {
     /// still hold the text, and how to purge them (memd never rewrites
     /// git history).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git: Option<crate::git::GitHistory>,
+    pub git: Option<GitHistory>,
 }
 
 /// What one erasure covers (see the module doc), gathered from the files
@@ -193,7 +199,7 @@ impl Scope {
 
     /// Whether a proposal of review mode ([`crate::review`]) acts on what
     /// this erasure covers, or says its text.
-    fn proposal(&self, p: &crate::review::Proposal) -> bool {
+    fn proposal(&self, p: &Proposal) -> bool {
         p.op.from().iter().any(|f| self.facts.contains(f))
             || p.op
                 .target()
@@ -262,7 +268,7 @@ impl Scope {
             && self.hashes.iter().all(|h| t.hashes.contains(h))
     }
 
-    fn receipt(&self, id: &str, clock: &crate::clock::Clock) -> Tombstone {
+    fn receipt(&self, id: &str, clock: &Clock) -> Tombstone {
         let mut sources: Vec<FactId> = self.facts.iter().cloned().collect();
         // The fact named first: the receipt is found by it.
         if let Some(at) = sources.iter().position(|f| f.as_str() == id) {
@@ -293,10 +299,10 @@ fn receipt_of(t: &Tombstone, id: &str) -> bool {
 pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let id = given(id);
     let layout = &memory.layout;
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let mut doc = Document::read(&layout.entries_file())?;
-    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
+    deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let (facts, _) = archive::read_all(layout)?;
     let records = journal::read(&layout.journal_file())?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
@@ -310,7 +316,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     let ts = stamp.clock.timestamp();
     // Due until the index is purged too ([`purged`]): check reports it.
     std::fs::create_dir_all(layout.runtime_dir())?;
-    crate::jsonl::append(&layout.erase_pending(), &[id.to_string()])?;
+    jsonl::append(&layout.erase_pending(), &[id.to_string()])?;
 
     if !stones.all.iter().any(|t| scope.receipt_covers(t, id)) {
         tombstones::append(
@@ -332,14 +338,14 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         .collect();
     let journal_records =
         journal::erase(&layout.journal_file(), |r| scope.scrub(r, &ts), &forgets)?;
-    crate::review::erase(layout, |p| scope.proposal(p), &ts)?;
+    review::erase(layout, |p| scope.proposal(p), &ts)?;
     at(layout, Step::EraseJournaled);
     remove_entries(layout, &mut doc, &live, &stamp)?;
     at(layout, Step::EraseEntriesWritten);
     redact(layout, &scope, &facts, &ts)?;
     at(layout, Step::EraseArchiveWritten);
     tombstones::erase(&layout.tombstones_file(), |t| scope.empty_tombstone(t), &[])?;
-    crate::versions::erase(layout, |file, chunk| scope.in_chunk(file, chunk), &ts)?;
+    versions::erase(layout, |file, chunk| scope.in_chunk(file, chunk), &ts)?;
     Ok(Erasure {
         id: id.to_string(),
         entries: scope
@@ -350,7 +356,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
         facts: scope.facts.iter().cloned().collect(),
         journal_records,
         recalls,
-        git: crate::git::history_of(&layout.root, &said),
+        git: history_of(&layout.root, &said),
     })
 }
 
@@ -366,7 +372,7 @@ pub fn purged(layout: &Layout) -> Result<()> {
 /// The erasures whose index purge has not finished (a crash, or a failure
 /// of the index, after the files): their ids.
 pub(crate) fn purge_pending(layout: &Layout) -> Result<Vec<String>> {
-    let (ids, _) = crate::jsonl::read::<String>(&layout.erase_pending())?;
+    let (ids, _) = jsonl::read::<String>(&layout.erase_pending())?;
     Ok(ids)
 }
 
@@ -402,9 +408,7 @@ fn scope(
     let mut held: BTreeSet<FactId> = BTreeSet::new();
     if EntryId::looks_like(id) {
         s.entry = Some(EntryId::from(id));
-        s.entries = crate::forget::lineage_ids(records, id)
-            .into_iter()
-            .collect();
+        s.entries = forget::lineage_ids(records, id).into_iter().collect();
         for e in doc
             .entries()
             .filter(|e| e.id().is_some_and(|i| s.entries.contains(i.as_str())))
@@ -511,16 +515,16 @@ fn said_elsewhere(layout: &Layout, id: &str, s: &Scope, facts: &[Fact]) -> Resul
     }
     let files = [
         (
-            crate::layout::rel::JOURNAL,
-            crate::jsonl::unreadable::<Record>(&layout.journal_file())?,
+            rel::JOURNAL,
+            jsonl::unreadable::<Record>(&layout.journal_file())?,
         ),
         (
-            crate::layout::rel::TOMBSTONES,
-            crate::jsonl::unreadable::<Tombstone>(&layout.tombstones_file())?,
+            rel::TOMBSTONES,
+            jsonl::unreadable::<Tombstone>(&layout.tombstones_file())?,
         ),
         (
-            crate::layout::rel::RECALL_LOG,
-            crate::jsonl::unreadable::<recall::Hit>(&layout.recall_log())?,
+            rel::RECALL_LOG,
+            jsonl::unreadable::<recall::Hit>(&layout.recall_log())?,
         ),
     ];
     for (file, lines) in files {
@@ -547,7 +551,7 @@ fn remove_entries(
     for e in live {
         doc.remove(e.as_str());
     }
-    crate::forget::save(layout, doc, stamp)
+    forget::save(layout, doc, stamp)
 }
 
 /// Each erased fact's line (by its id, or its text's hash: a line said

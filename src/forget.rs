@@ -13,18 +13,20 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::archive::{self, Fact};
+use crate::consolidate::deleted_by_hand;
 use crate::core_md;
 use crate::entries::Document;
 use crate::error::{Result, bail};
-use crate::ids::{EntryId, FactId};
+use crate::ids::{EntryId, FactId, given};
 use crate::index::RowKind;
 use crate::journal::{self, Record, Stamp};
-use crate::pending::Journal;
+use crate::pending::{Journal, Pending, lift};
 use crate::remedy::Remedy;
 use crate::state::State;
 use crate::text::normalize;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
-use crate::{Layout, Memory, entries};
+use crate::versions::Writing;
+use crate::{Error, Layout, Memory, entries};
 
 /// Something that can be forgotten.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -57,7 +59,7 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
         })
         .collect();
     let (facts, _) = archive::read_all(layout)?;
-    let pending = crate::pending::Pending::new(&state, &tombstones, &doc, Journal::of(layout));
+    let pending = Pending::new(&state, &tombstones, &doc, Journal::of(layout));
     out.extend(
         facts
             .into_iter()
@@ -75,15 +77,15 @@ pub fn candidates(layout: &Layout, needle: &str) -> Result<Vec<Candidate>> {
 /// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`), stamped with
 /// `memory`'s clock. Returns what was forgotten.
 pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
-    let id = crate::ids::given(id);
+    let id = given(id);
     let layout = &memory.layout;
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let (facts, _) = archive::read_all(layout)?;
     let mut doc = Document::read(&layout.entries_file())?;
     // Entries deleted by hand since the last run are recorded first, so
     // that forgets apply in the order the user made them.
-    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
+    deleted_by_hand::record(layout, &mut doc, &stamp)?;
     if let Some(entry) = doc.remove(id) {
         forget_entry(
             layout,
@@ -121,7 +123,7 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
             text: f.text.clone(),
         });
     }
-    Err(crate::Error::NotFound { id: id.to_string() })
+    Err(Error::NotFound { id: id.to_string() })
 }
 
 /// A fact that is not pending is not forgotten by its id: one an entry
@@ -153,7 +155,7 @@ fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Resul
         let fix = Remedy::Forget {
             id: m.id.to_string(),
         };
-        return Ok(Some(Err(crate::Error::Invalid(said).remedied(fix))));
+        return Ok(Some(Err(Error::Invalid(said).remedied(fix))));
     }
     let itself = |t: &Tombstone| t.reason != Reason::RestatesForgotten && t.sources.contains(&f.id);
     if tombstones.all.iter().any(itself) {
@@ -161,7 +163,7 @@ fn not_pending(layout: &Layout, doc: &Document, f: &Fact) -> Result<Option<Resul
     }
     match holder {
         Some(_) if tombstones.covers(&f.id, &f.text) => done,
-        Some(m) => Ok(Some(Err(crate::Error::Invalid(format!(
+        Some(m) => Ok(Some(Err(Error::Invalid(format!(
             "fact {} is consolidated into entry {}: forget or edit that entry",
             f.id, m.id
         ))
@@ -241,16 +243,16 @@ pub(crate) fn save(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result
 /// before the lift leaves the tombstones in force, and running the undo
 /// again finishes it (the entry is not restored twice).
 pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
-    let id = crate::ids::given(id);
+    let id = given(id);
     let layout = &memory.layout;
     let stamp = Stamp::new(memory.clock);
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let mut doc = Document::read(&layout.entries_file())?;
-    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
+    deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     refuse_erased(&stones, id)?;
     let Some(first) = stones.all.iter().find(|t| t.of(id)) else {
-        return Err(crate::Error::NotFound { id: id.to_string() });
+        return Err(Error::NotFound { id: id.to_string() });
     };
     let records = journal::read(&layout.journal_file())?;
     let forgot = forgetting(&records, id);
@@ -288,7 +290,7 @@ pub fn undo(memory: &Memory, id: &str) -> Result<Candidate> {
             text,
         )?;
     }
-    crate::pending::lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
+    lift(layout, &stones, vec![Tombstone::lift(&stamp.clock, id)])?;
     let mut r = stamp.record(journal::Op::Unforget, id);
     // No text when nothing was put back: the journal then says the entry
     // is not there ([`journal::lineage`]).
@@ -312,7 +314,7 @@ fn refuse_erased(stones: &Tombstones, id: &str) -> Result<()> {
         t.entry.as_ref().is_some_and(|e| e == id) || t.sources.iter().any(|f| f == id)
     };
     match stones.receipts().any(named) {
-        true => Err(crate::Error::Invalid(format!(
+        true => Err(Error::Invalid(format!(
             "{id} was erased: an erasure cannot be undone"
         ))),
         false => Ok(()),
@@ -332,7 +334,7 @@ fn refuse_text_erased(
         .iter()
         .any(|t| t.of(id) && t.text.is_empty() && !t.hashes.is_empty());
     match emptied || forgot.is_some_and(|r| r.erased.is_some()) {
-        true => Err(crate::Error::Invalid(format!(
+        true => Err(Error::Invalid(format!(
             "{id} says a text that was erased: it cannot be brought back"
         ))),
         false => Ok(()),
@@ -346,7 +348,7 @@ fn refuse_text_erased(
 /// them an entry from their own words (a tombstone keeps only a folded
 /// text to match).
 fn put_back(
-    layout: &crate::Layout,
+    layout: &Layout,
     doc: &mut Document,
     stamp: &Stamp,
     id: &str,
@@ -400,7 +402,7 @@ fn forgetting(records: &[Record], id: &str) -> Option<Record> {
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it (recursively).
 pub fn history(layout: &Layout, id: &str) -> Result<Vec<Record>> {
-    let id = crate::ids::given(id);
+    let id = given(id);
     let all = journal::read(&layout.journal_file())?;
     let ids = lineage_ids(&all, id);
     Ok(all

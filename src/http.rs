@@ -6,18 +6,18 @@
 
 use std::time::Duration;
 
-use crate::Error;
+use crate::{Error, Result};
 
 /// Why a POST did not succeed.
 pub enum Failure {
     /// A status that retrying will not change, with the body's start.
     Status(reqwest::StatusCode, String),
     /// Retries used up (or the request could not be built).
-    Gave(crate::Error),
+    Gave(Error),
 }
 
 impl Failure {
-    pub(crate) fn into_error(self, url: &str) -> crate::Error {
+    pub(crate) fn into_error(self, url: &str) -> Error {
         match self {
             Failure::Status(s, body) => Error::Service(format!("{url} answered {s}: {body}")),
             Failure::Gave(e) => e,
@@ -28,7 +28,7 @@ impl Failure {
 /// The body of `resp`, read a chunk at a time and refused past `max`
 /// bytes, so a hostile or broken server cannot make memd hold an
 /// unbounded reply in memory.
-pub(crate) async fn read_capped(mut resp: reqwest::Response, max: usize) -> crate::Result<Vec<u8>> {
+pub(crate) async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>> {
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await? {
         if body.len() + chunk.len() > max {

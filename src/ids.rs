@@ -10,6 +10,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{Clock, is_day};
+use crate::text;
+
 /// The common part of the string ids: a newtype over its text.
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
@@ -136,10 +139,7 @@ string_id!(
 impl ProposalId {
     /// The id of the `n`th op `run` proposed.
     pub fn new(run: &RunId, n: usize) -> ProposalId {
-        ProposalId(format!(
-            "p-{}",
-            crate::text::short_hash(&format!("{run}/{n}"), 8)
-        ))
+        ProposalId(format!("p-{}", text::short_hash(&format!("{run}/{n}"), 8)))
     }
 
     /// Whether `s` has the shape of a proposal's id: `p-` and 8 hex digits.
@@ -165,7 +165,7 @@ impl EntryId {
 impl RunId {
     /// A new run's id: the time `clock` gives, and a hash that keeps two
     /// runs in one second apart.
-    pub fn new(clock: &crate::clock::Clock) -> RunId {
+    pub fn new(clock: &Clock) -> RunId {
         let now = clock.now();
         let salt = format!(
             "{:?}{:?}{}",
@@ -176,7 +176,7 @@ impl RunId {
         RunId(format!(
             "r-{}-{}",
             now.format("%Y%m%dT%H%M%S"),
-            crate::text::short_hash(&salt, 4)
+            text::short_hash(&salt, 4)
         ))
     }
 }
@@ -205,7 +205,7 @@ impl FactId {
     /// Whether `s` has the shape of a fact id (a day, `#`, a hash).
     pub fn looks_like(s: &str) -> bool {
         s.split_once('#')
-            .is_some_and(|(day, hash)| crate::clock::is_day(day) && !hash.is_empty())
+            .is_some_and(|(day, hash)| is_day(day) && !hash.is_empty())
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
-use crate::entries::Meta;
+use crate::entries::{Document, Meta};
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::jsonl;
@@ -138,7 +138,7 @@ impl Stamp {
     /// ids (`adopted`, from [`crate::entries::Document::save`]), with their
     /// text: whatever saves the file journals them, so a later deletion by
     /// hand of one (or of a twin) is recognised.
-    pub fn adoptions(&self, doc: &crate::entries::Document, adopted: &[EntryId]) -> Vec<Record> {
+    pub fn adoptions(&self, doc: &Document, adopted: &[EntryId]) -> Vec<Record> {
         adopted
             .iter()
             .map(|id| {

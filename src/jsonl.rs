@@ -12,6 +12,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::atomic;
+
 /// A line that could not be read, for reporting.
 #[derive(Debug, Clone)]
 pub struct BadLine {
@@ -23,7 +25,7 @@ pub struct BadLine {
 /// Malformed lines are logged (file and line) and returned in the second
 /// element so callers such as `memd status` can show them.
 pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<(Vec<T>, Vec<BadLine>)> {
-    let Some(bytes) = crate::atomic::read_if_exists(path)? else {
+    let Some(bytes) = atomic::read_if_exists(path)? else {
         return Ok((Vec::new(), Vec::new()));
     };
     Ok(parse(path, &bytes))
@@ -69,12 +71,12 @@ pub fn append_then<T: Serialize>(path: &Path, records: &[T], sync: bool) -> io::
         serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
         buf.push(b'\n');
     }
-    let mut file = crate::atomic::open_locked(path)?;
+    let mut file = atomic::open_locked(path)?;
     let len = file.metadata()?.len();
     if len > 0 && !ends_with_newline(path, len)? {
         buf.insert(0, b'\n');
     }
-    crate::atomic::append_whole_then(&mut file, len, &buf, sync)
+    atomic::append_whole_then(&mut file, len, &buf, sync)
 }
 
 /// Rewrite `path` atomically, each well-formed record through `change`
@@ -88,7 +90,7 @@ pub fn rewrite<T: Serialize + DeserializeOwned>(
     mut change: impl FnMut(&T) -> Option<Option<T>>,
     extra: &[T],
 ) -> io::Result<usize> {
-    let _lock = crate::atomic::open_locked(path)?;
+    let _lock = atomic::open_locked(path)?;
     let bytes = std::fs::read(path)?;
     let (mut out, mut changed) = (Vec::with_capacity(bytes.len()), 0);
     for line in bytes.split_inclusive(|&b| b == b'\n') {
@@ -114,14 +116,14 @@ pub fn rewrite<T: Serialize + DeserializeOwned>(
         out.push(b'\n');
     }
     if changed > 0 || !extra.is_empty() {
-        crate::atomic::write(path, &out)?;
+        atomic::write(path, &out)?;
     }
     Ok(changed)
 }
 
 /// The lines of `path` that do not parse as `T`: line number and text.
 pub fn unreadable<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<(usize, String)>> {
-    let Some(bytes) = crate::atomic::read_if_exists(path)? else {
+    let Some(bytes) = atomic::read_if_exists(path)? else {
         return Ok(Vec::new());
     };
     let text = String::from_utf8_lossy(&bytes);

@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Context, Result};
+use crate::clock;
+use crate::error::{Context, Error, Result};
+use crate::index::store;
 
 /// Every file's path relative to the memory directory, as findings,
 /// index rows and reports name it. This module is the only place that
@@ -159,7 +161,7 @@ impl Layout {
     pub fn open(root: impl Into<PathBuf>) -> Result<Layout> {
         let layout = Layout::new(root);
         if !layout.root.is_dir() || !layout.archive_dir().is_dir() {
-            return Err(crate::Error::NotMemoryDir {
+            return Err(Error::NotMemoryDir {
                 exists: layout.root.is_dir(),
                 path: layout.root,
             });
@@ -235,7 +237,7 @@ impl Layout {
     pub fn with_index_uri(mut self, prefix: &str) -> Layout {
         self.index_uri = match prefix.is_empty() {
             true => None,
-            false => crate::index::store::table_uri(prefix, &self.root),
+            false => store::table_uri(prefix, &self.root),
         };
         self
     }
@@ -376,5 +378,5 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// Whether `s` is a `YYYY-MM-DD` date.
 pub(crate) fn is_day(s: &str) -> bool {
-    crate::clock::is_day(s)
+    clock::is_day(s)
 }

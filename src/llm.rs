@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config;
 use crate::error::{Context, Result, bail};
-use crate::http::Failure;
+use crate::http::{Failure, post_json, read_capped};
+use crate::usage::Budget;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -63,7 +64,7 @@ pub struct Client {
     format: AtomicU8,
     /// What the calls may spend, and where they are recorded (a memory's
     /// runs; none for evaluations).
-    budget: Option<std::sync::Arc<crate::usage::Budget>>,
+    budget: Option<std::sync::Arc<Budget>>,
 }
 
 /// How a reply is asked for, most structured first.
@@ -150,7 +151,7 @@ impl Client {
     }
 
     /// This client, its calls admitted by and recorded in `budget`.
-    pub fn with_budget(mut self, budget: crate::usage::Budget) -> Client {
+    pub fn with_budget(mut self, budget: Budget) -> Client {
         self.budget = Some(std::sync::Arc::new(budget));
         self
     }
@@ -234,7 +235,7 @@ impl Client {
                 }
                 _ => {}
             }
-            match crate::http::post_json(
+            match post_json(
                 &self.http,
                 &self.url,
                 self.api_key.as_deref(),
@@ -257,7 +258,7 @@ impl Client {
                 Err(f) => return Err(f.into_error(&self.url)),
             }
         };
-        let body = crate::http::read_capped(resp, MAX_REPLY_BYTES).await?;
+        let body = read_capped(resp, MAX_REPLY_BYTES).await?;
         let reply: Reply = serde_json::from_slice(&body).with_context(|| {
             format!(
                 "{} returned a reply that is not a chat completion",

@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Context, Result};
+use crate::error::{Context, Error, Result};
 use fs4::fs_std::FileExt;
 
 /// A held lock; released on drop (or by the OS when the process dies).
@@ -61,7 +61,7 @@ pub(crate) fn lock_or_explain(path: &Path, what: &str) -> Result<Guard> {
         return Ok(g);
     }
     let holder = std::fs::read_to_string(path).unwrap_or_default();
-    Err(crate::Error::Busy {
+    Err(Error::Busy {
         what: what.to_string(),
         pid: holder.trim().parse().ok(),
     })

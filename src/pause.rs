@@ -8,6 +8,8 @@
 //! `memd check`.
 
 use crate::Layout;
+#[cfg(feature = "failpoints")]
+use crate::atomic;
 
 /// A point where a test may stop memd for good.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +122,7 @@ pub(crate) fn at(layout: &Layout, step: Step) {
     if std::env::var("MEMD_PAUSE_AT").ok().as_deref() == Some(step.name()) {
         // Whole or absent: a test that read the marker as it was being
         // written got no pid, and its `kill` failed (seen under load).
-        let _ = crate::atomic::write_unsynced(
+        let _ = atomic::write_unsynced(
             &layout.paused_at(step.name()),
             std::process::id().to_string().as_bytes(),
         );

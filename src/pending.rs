@@ -20,12 +20,12 @@ use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::archive::Fact;
+use crate::archive::{self, Fact};
 use crate::entries::Document;
 use crate::ids::FactId;
-use crate::journal;
 use crate::state::State;
-use crate::tombstones::Tombstones;
+use crate::tombstones::{Tombstone, Tombstones, append};
+use crate::{Layout, Result, journal};
 
 /// Why a fact needs no decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub enum Journal<'a> {
 
 impl Journal<'_> {
     /// The journal of the memory `layout` lays out.
-    pub fn of(layout: &crate::Layout) -> Journal<'static> {
+    pub fn of(layout: &Layout) -> Journal<'static> {
         Journal::At(layout.journal_file())
     }
 }
@@ -148,11 +148,7 @@ impl<'a> Pending<'a> {
 /// holds, come off the watermark: pending again, so the next run decides
 /// them. Saved before the lifts: a crash between the two leaves them
 /// pending and still kept out, never decided and held by nothing (hidden).
-pub(crate) fn lift(
-    layout: &crate::Layout,
-    stones: &Tombstones,
-    lifts: Vec<crate::tombstones::Tombstone>,
-) -> crate::error::Result<()> {
+pub(crate) fn lift(layout: &Layout, stones: &Tombstones, lifts: Vec<Tombstone>) -> Result<()> {
     if lifts.is_empty() {
         return Ok(());
     }
@@ -166,7 +162,7 @@ pub(crate) fn lift(
         .filter_map(|e| e.meta.as_ref())
         .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
         .collect();
-    let (facts, _) = crate::archive::read_all(layout)?;
+    let (facts, _) = archive::read_all(layout)?;
     let back: Vec<&Fact> = facts
         .iter()
         .filter(|f| stones.covers(&f.id, &f.text) && !after.covers(&f.id, &f.text))
@@ -178,5 +174,5 @@ pub(crate) fn lift(
         }
         state.save(&layout.state_file())?;
     }
-    crate::tombstones::append(&layout.tombstones_file(), &lifts)
+    append(&layout.tombstones_file(), &lifts)
 }

@@ -10,8 +10,8 @@
 //! one, read at every run, so a prompt can be tuned without a rebuild.
 //! Placeholders are `{{name}}`.
 
-use crate::Layout;
 use crate::error::{Context, Result};
+use crate::{Layout, atomic};
 
 pub(crate) const CONSOLIDATE: &str = "consolidate.md";
 pub(crate) const DECIDE: &str = "decide.md";
@@ -32,7 +32,7 @@ fn built_in(name: &str) -> Option<&'static str> {
 /// built-in one.
 pub fn load(layout: &Layout, name: &str) -> Result<String> {
     let path = layout.prompt_file(name);
-    let read = crate::atomic::read_if_exists(&path);
+    let read = atomic::read_if_exists(&path);
     match read.with_context(|| format!("reading {}", path.display()))? {
         Some(b) => String::from_utf8(b).with_context(|| format!("{}: not UTF-8", path.display())),
         None => built_in(name)

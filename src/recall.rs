@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
 use crate::ids::RowId;
-use crate::jsonl;
+use crate::{jsonl, text};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {
@@ -169,7 +169,7 @@ pub fn summary(
             .unwrap_or(365.0);
         let q = u
             .queries
-            .entry(crate::text::normalize(&h.query))
+            .entry(text::normalize(&h.query))
             .or_insert_with(|| (HashSet::new(), f64::INFINITY));
         q.0.insert(h.ts.clone());
         q.1 = q.1.min(age_days);

@@ -16,7 +16,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::archive::Fact;
-use crate::error::{Context, Result};
+use crate::atomic;
+use crate::error::{Context, Error, Result};
 use crate::ids::{FactId, RunId};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,9 +51,9 @@ impl State {
     /// valid JSON is an error, not a reset: a reset would re-consolidate
     /// everything.
     pub fn load(path: &Path) -> Result<State> {
-        let read = crate::atomic::read_if_exists(path);
+        let read = atomic::read_if_exists(path);
         match read.with_context(|| format!("reading {}", path.display()))? {
-            Some(b) => serde_json::from_slice(&b).map_err(|e| crate::Error::Corrupt {
+            Some(b) => serde_json::from_slice(&b).map_err(|e| Error::Corrupt {
                 path: path.to_path_buf(),
                 line: Some(e.line()),
                 message: format!(
@@ -66,7 +67,7 @@ impl State {
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self)?;
         bytes.push(b'\n');
-        crate::atomic::write(path, &bytes).with_context(|| format!("writing {}", path.display()))
+        atomic::write(path, &bytes).with_context(|| format!("writing {}", path.display()))
     }
 
     /// Whether a run has decided `fact` (by its id, never its day).

@@ -6,13 +6,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::config::Config;
+use crate::consolidate::Judge;
+use crate::embed::Model;
 use crate::entries::Document;
 use crate::index::Index;
-use crate::index::fingerprints::Freshness;
+use crate::index::fingerprints::{self, Freshness};
 use crate::layout::{Source, rel};
-use crate::pending::Journal;
+use crate::pending::{Journal, Pending};
+use crate::review::Proposals;
+use crate::server::info::{self, Info};
 use crate::state::State;
 use crate::tombstones::Tombstones;
+use crate::usage::{self, COMPLETION_ALLOWANCE};
+use crate::watch::{self, Health};
 use crate::{Memory, archive};
 
 /// What `memd status` reports.
@@ -48,11 +54,11 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_budget: Option<u64>,
     /// The embedder, and whether its model's files are in place.
-    pub embedder: crate::embed::Model,
+    pub embedder: Model,
     /// Per source file: `fresh`, `stale` or `not indexed`.
     pub index: BTreeMap<Source, Freshness>,
     /// The daemon serving this directory, if one runs.
-    pub daemon: Option<crate::server::info::Info>,
+    pub daemon: Option<Info>,
     /// The watcher's last health record and whether it is alive.
     pub watcher: Option<WatcherStatus>,
     /// Problems found while reading the files (none of them fatal).
@@ -64,7 +70,7 @@ pub struct Report {
 pub struct WatcherStatus {
     pub alive: bool,
     #[serde(flatten)]
-    pub health: crate::watch::Health,
+    pub health: Health,
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -85,7 +91,7 @@ type ArchiveAndIndex = (
 fn archive_and_index(memory: &Memory, index: Option<&Index>) -> Result<ArchiveAndIndex> {
     let layout = &memory.layout;
     let Some(index) = index else {
-        let freshness = crate::index::fingerprints::freshness(layout)?;
+        let freshness = fingerprints::freshness(layout)?;
         return Ok((archive::read_all(layout)?, freshness));
     };
     let days = index.writer.archive()?;
@@ -117,25 +123,25 @@ pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     let entries: Vec<_> = doc.entries().collect();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let state = State::load(&layout.state_file())?;
-    let pending = crate::pending::Pending::new(&state, &tombstones, &doc, Journal::of(layout));
-    let proposals = crate::review::Proposals::load(layout)?;
+    let pending = Pending::new(&state, &tombstones, &doc, Journal::of(layout));
+    let proposals = Proposals::load(layout)?;
     let held = proposals.held();
     let facts_under_review = facts
         .iter()
         .filter(|f| held.contains(&f.id) && pending.is_pending(f))
         .count();
     let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
-    let judge = crate::consolidate::Judge::describe(config);
-    let llm_tokens_today = crate::usage::spent_today(layout, &memory.clock.today())?;
+    let judge = Judge::describe(config);
+    let llm_tokens_today = usage::spent_today(layout, &memory.clock.today())?;
     let llm_budget = config.llm.daily_budget();
     if let Some(limit) = llm_budget
-        && llm_tokens_today + crate::usage::COMPLETION_ALLOWANCE > limit
+        && llm_tokens_today + COMPLETION_ALLOWANCE > limit
     {
         warnings.push(format!(
             "the day's LLM budget is spent ({llm_tokens_today} of {limit} tokens, [llm] max_tokens_per_day): consolidation makes no LLM call until tomorrow and {pending} facts wait"
         ));
     }
-    let embedder = crate::embed::Model::of(&config.embedder);
+    let embedder = Model::of(&config.embedder);
     warnings.extend(embedder.missing.clone());
     Ok(Report {
         dir: layout.root.display().to_string(),
@@ -166,9 +172,8 @@ pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
         llm_budget,
         embedder,
         index: freshness,
-        daemon: crate::server::info::running(layout),
-        watcher: crate::watch::health(layout)
-            .map(|(health, alive)| WatcherStatus { alive, health }),
+        daemon: info::running(layout),
+        watcher: watch::health(layout).map(|(health, alive)| WatcherStatus { alive, health }),
         warnings,
         config: config.clone(),
     })

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Clock;
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId, RunId};
-use crate::jsonl;
 use crate::text::{erased_hash, normalize, short_hash};
+use crate::{atomic, jsonl};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tombstone {
@@ -318,7 +318,7 @@ pub(crate) fn erase(
 /// never erased anything holds no hash, and its tombstones are not parsed
 /// at all.
 pub(crate) fn erased_among(path: &Path, texts: &[&str]) -> Result<Vec<bool>> {
-    let bytes = crate::atomic::read_if_exists(path)
+    let bytes = atomic::read_if_exists(path)
         .with_context(|| format!("reading {}", path.display()))?
         .unwrap_or_default();
     if !bytes.windows(HASHES.len()).any(|w| w == HASHES) {

@@ -27,6 +27,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Clock;
 use crate::error::{Context, Error, Result};
 use crate::ids::RunId;
 use crate::{Layout, jsonl};
@@ -55,7 +56,7 @@ pub struct Call {
 /// What a run's LLM calls may spend today, and where they are recorded.
 pub struct Budget {
     path: PathBuf,
-    clock: crate::clock::Clock,
+    clock: Clock,
     day: String,
     run: RunId,
     limit: Option<u64>,
@@ -79,12 +80,7 @@ impl Budget {
     /// The budget of run `run` of the memory at `layout`: `limit` tokens a
     /// day (`None`: no limit, usage still recorded), with today's calls
     /// read from the file.
-    pub fn open(
-        layout: &Layout,
-        clock: crate::clock::Clock,
-        run: &RunId,
-        limit: Option<u64>,
-    ) -> Result<Budget> {
+    pub fn open(layout: &Layout, clock: Clock, run: &RunId, limit: Option<u64>) -> Result<Budget> {
         let path = layout.usage_file();
         let day = clock.today();
         let spent = spent_on(&read(&path)?, &day);

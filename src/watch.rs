@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::index::Index;
-use crate::{Error, Layout};
+use crate::{Error, Layout, atomic};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
@@ -122,7 +122,7 @@ pub async fn run(
             }
         }
         health.heartbeat = now();
-        crate::atomic::write(&health_path(layout), &serde_json::to_vec_pretty(&health)?)?;
+        atomic::write(&health_path(layout), &serde_json::to_vec_pretty(&health)?)?;
     }
     Ok(())
 }

@@ -12,16 +12,16 @@ use super::{
     Day, KEY_OPEN, SUPERSEDES_OPEN, decode, escape_leading, id_hash, is_memd_heading, parse,
     parse_item, parse_session_heading, valid_category,
 };
-use crate::Layout;
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId};
-use crate::text::norm_hash;
+use crate::text::{self, norm_hash, normalize};
+use crate::{Layout, atomic, pause, tombstones};
 
 /// Append `bytes` to day `day`'s file as they are, under its lock, on a
 /// line of their own (a merge's facts put back: [`crate::sync`]).
 pub(crate) fn append_raw(layout: &Layout, day: &str, bytes: &[u8]) -> Result<()> {
     let path = layout.archive_file(day);
-    let mut file = crate::atomic::open_locked(&path)
+    let mut file = atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let len = file.metadata()?.len();
     let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -30,7 +30,7 @@ pub(crate) fn append_raw(layout: &Layout, day: &str, bytes: &[u8]) -> Result<()>
         buf.push(b'\n');
     }
     buf.extend_from_slice(bytes);
-    crate::atomic::append_whole_then(&mut file, len, &buf, true)
+    atomic::append_whole_then(&mut file, len, &buf, true)
         .with_context(|| format!("appending to {}", path.display()))
 }
 
@@ -220,12 +220,12 @@ fn append_locked(
     if !existed && let Some(done) = written_nearby(layout, day, facts)? {
         return Ok(done);
     }
-    let mut file = crate::atomic::open_locked(&path)
+    let mut file = atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let erased: Vec<bool> = match unless_erased {
         true => {
             let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
-            crate::tombstones::erased_among(&layout.tombstones_file(), &texts)?
+            tombstones::erased_among(&layout.tombstones_file(), &texts)?
         }
         false => vec![false; facts.len()],
     };
@@ -249,15 +249,15 @@ fn append_locked(
     }
     let written = lines(&mut buf, (day, time), &today, &nearby, &kept);
     let out = with_erased(facts, &erased, written, day);
-    crate::pause::at(layout, crate::pause::Step::AppendLocked);
+    pause::at(layout, pause::Step::AppendLocked);
     if out.iter().any(|a| a.written) {
         let len = bytes.len() as u64;
-        crate::atomic::append_whole(&mut file, len, buf.as_bytes())
+        atomic::append_whole(&mut file, len, buf.as_bytes())
             .with_context(|| format!("appending to {} (nothing was written)", path.display()))?;
         if !existed {
-            crate::atomic::sync_dir(&layout.archive_dir())?;
+            atomic::sync_dir(&layout.archive_dir())?;
         }
-        crate::pause::at(layout, crate::pause::Step::AppendWritten);
+        pause::at(layout, pause::Step::AppendWritten);
     }
     Ok(out)
 }
@@ -427,8 +427,8 @@ fn folded(path: &Path, src: &str) -> Arc<str> {
         .as_ref()
         .filter(|(_, old, _)| src.starts_with(&**old) && (old.is_empty() || old.ends_with('\n')));
     let folded: Arc<str> = match grown {
-        Some((_, old, fold)) => crate::text::fold_extended(fold, &src[old.len()..]).into(),
-        None => crate::text::fold(src).into(),
+        Some((_, old, fold)) => text::fold_extended(fold, &src[old.len()..]).into(),
+        None => text::fold(src).into(),
     };
     let mut folds = FOLDS.lock().unwrap();
     folds.retain(|(p, ..)| p != path);
@@ -454,7 +454,7 @@ impl DayText {
 
     fn read(layout: &Layout, day: &str) -> Result<DayText> {
         let path = layout.archive_file(day);
-        let bytes = crate::atomic::read_if_exists(&path)
+        let bytes = atomic::read_if_exists(&path)
             .with_context(|| format!("reading {}", path.display()))?
             .unwrap_or_default();
         Ok(DayText::new(&path, day, decode(&bytes).0.into_owned()))
@@ -511,7 +511,7 @@ impl DayText {
         let folded = self.folded.get_or_init(|| folded(&self.path, &self.src));
         // A redaction line says its hash, not its text.
         let erased = self.src.contains(&format!("#{hash}"));
-        if !erased && !folded.contains(&crate::text::normalize(text)) {
+        if !erased && !folded.contains(&normalize(text)) {
             return 0;
         }
         self.ids().filter(|id| id_hash(id) == hash).count()

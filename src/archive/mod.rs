@@ -47,11 +47,11 @@ use std::ops::Range;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
 use serde::Serialize;
 
-use crate::Layout;
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId};
 use crate::layout::rel;
-use crate::text::norm_hash;
+use crate::text::{self, norm_hash};
+use crate::{Layout, atomic};
 
 pub use append::{Appended, InvalidFact, NewFact, append, new_facts};
 pub(crate) use append::{append_raw, append_unless_erased};
@@ -596,7 +596,7 @@ pub fn read_day_after(
 /// replaced, with the warning that says where (also logged).
 fn read_text(layout: &Layout, day: &str) -> Result<(String, Option<String>)> {
     let path = layout.archive_file(day);
-    let bytes = crate::atomic::read_if_exists(&path)
+    let bytes = atomic::read_if_exists(&path)
         .with_context(|| format!("reading {}", path.display()))?
         .unwrap_or_default();
     match String::from_utf8(bytes) {
@@ -612,7 +612,7 @@ fn read_text(layout: &Layout, day: &str) -> Result<(String, Option<String>)> {
 }
 
 fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<String>) {
-    let warning = crate::text::first_bad_byte(bytes).map(|(at, line)| {
+    let warning = text::first_bad_byte(bytes).map(|(at, line)| {
         format!("invalid UTF-8 at byte {at} (line {line}); replaced with U+FFFD")
     });
     (String::from_utf8_lossy(bytes), warning)
@@ -663,6 +663,8 @@ pub fn erased_all(layout: &Layout) -> Result<Vec<FactId>> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    use crate::memory;
 
     /// Lines a day file may hold: memd's own, and a hand's (other bullets,
     /// nesting, fences and comments left open, quotes, lazy continuations,
@@ -730,7 +732,7 @@ mod tests {
     #[test]
     fn a_restatement_a_hand_edit_put_before_the_end_gets_the_next_occurrence() {
         let dir = tempfile::tempdir().unwrap();
-        let layout = crate::memory::init(dir.path()).unwrap();
+        let layout = memory::init(dir.path()).unwrap();
         let fact = |t: &str| new_facts(vec![t.into()], None, None, None, false);
         let day = "2026-01-02";
         append(&layout, day, "10:00:00", &fact("User likes coffee")).unwrap();

@@ -3,9 +3,9 @@
 //! redaction no erasure accounts for is put back ([`unredact`]).
 
 use super::{ERASED_OPEN, Erased, Fact, KEY_OPEN, decode, parse};
-use crate::Layout;
 use crate::error::{Context, Result, bail};
 use crate::ids::FactId;
+use crate::{Layout, atomic};
 
 /// The line an erased fact's list item becomes (`memd forget --erase`):
 /// its id and the time of the erasure, its idempotency key (so that a
@@ -37,7 +37,7 @@ pub(crate) fn redact(
     if !path.exists() {
         return Ok(0);
     }
-    let _lock = crate::atomic::open_locked(&path)
+    let _lock = atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let src = decode(&raw).0;
@@ -70,7 +70,7 @@ pub(crate) fn redact(
         );
         out.splice(from..to, redaction(f, ts).into_bytes());
     }
-    crate::atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
+    atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
     Ok(gone.len())
 }
 
@@ -86,7 +86,7 @@ pub(crate) fn unredact(
     items: &std::collections::HashMap<FactId, String>,
 ) -> Result<Vec<FactId>> {
     let path = layout.archive_file(day);
-    let _lock = crate::atomic::open_locked(&path)
+    let _lock = atomic::open_locked(&path)
         .with_context(|| format!("opening and locking {}", path.display()))?;
     let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let parsed = parse(day, &decode(&raw).0);
@@ -117,7 +117,7 @@ pub(crate) fn unredact(
                 .count();
         out.splice(from + indent..text_end, item.trim_end().bytes());
     }
-    crate::atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
+    atomic::write(&path, &out).with_context(|| format!("rewriting {}", path.display()))?;
     Ok(back.iter().map(|(e, _)| e.id.clone()).collect())
 }
 

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use super::path_client::Client;
 use super::{WORDS, percentile, start_serve, synthetic_fact};
+use crate::memory;
 
 /// One day count's figures.
 #[derive(Debug, Serialize)]
@@ -92,7 +93,7 @@ fn memory_with(
     embedder: &str,
 ) -> Result<tempfile::TempDir> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
+    let layout = memory::init(tmp.path())?;
     std::fs::write(
         layout.config_file(),
         format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 86400\n"),

@@ -21,7 +21,14 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::archive::{self, NewFact};
-use crate::index::Query;
+use crate::config::Config;
+use crate::consolidate::Options;
+use crate::embed::Embedder;
+use crate::entries::{Document, EMPTY_FILE};
+use crate::index::{COMPACT_IDLE, Index, Query};
+use crate::layout::Source;
+use crate::request::Target;
+use crate::{Layout, Memory, memory};
 
 #[derive(Debug, Serialize)]
 pub struct AppendReport {
@@ -45,7 +52,7 @@ pub fn append(
     batches: usize,
 ) -> Result<AppendReport> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
+    let layout = memory::init(tmp.path())?;
     let mut lat = Vec::with_capacity(singles);
     for i in 0..singles {
         let fact = NewFact {
@@ -173,7 +180,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// 100 hybrid queries (k = 8): search times without the query embedding,
 /// and the query embedding times, both sorted.
-async fn time_queries(index: &crate::index::Index) -> Result<(Vec<Duration>, Vec<Duration>)> {
+async fn time_queries(index: &Index) -> Result<(Vec<Duration>, Vec<Duration>)> {
     let mut search = Vec::new();
     let mut embed = Vec::new();
     for q in 0..100 {
@@ -208,12 +215,11 @@ async fn time_queries(index: &crate::index::Index) -> Result<(Vec<Duration>, Vec
 pub async fn index(
     parent: &Path,
     rows: usize,
-    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+    embedder: std::sync::Arc<dyn Embedder>,
 ) -> Result<IndexReport> {
-    use crate::index::Index;
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
-    let config = crate::config::Config::default();
+    let layout = memory::init(tmp.path())?;
+    let config = Config::default();
     for (d, start) in (0..rows).step_by(1000).enumerate() {
         let facts: Vec<NewFact> = (start..(start + 1000).min(rows))
             .map(|i| NewFact {
@@ -229,10 +235,9 @@ pub async fn index(
     }
     let name = embedder.id();
     let t = Instant::now();
-    let index = Index::open(
-        &crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()),
-    )
-    .await?;
+    let index =
+        Index::open(&Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()))
+            .await?;
     index.writer.sync().await?;
     let build = t.elapsed().as_secs_f64();
 
@@ -243,7 +248,7 @@ pub async fn index(
     // appends does between two background compactions.
     let (after, _) = time_queries(&index).await?;
     // What a daemon does once writes pause.
-    tokio::time::sleep(crate::index::COMPACT_IDLE).await;
+    tokio::time::sleep(COMPACT_IDLE).await;
     let t = Instant::now();
     index.writer.compact_if_needed().await?;
     let compaction = t.elapsed();
@@ -269,10 +274,7 @@ pub async fn index(
 }
 
 /// 20 single appends, each timed until a search finds it, sorted.
-async fn add_to_searchable(
-    layout: &crate::Layout,
-    index: &crate::index::Index,
-) -> Result<Vec<Duration>> {
+async fn add_to_searchable(layout: &Layout, index: &Index) -> Result<Vec<Duration>> {
     let mut visible = Vec::new();
     for i in 0..20 {
         let text = format!("User adopted a tortoise named Sheldon number {i}");
@@ -323,20 +325,19 @@ pub async fn reembed(
     parent: &Path,
     n: usize,
     every: usize,
-    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+    embedder: std::sync::Arc<dyn Embedder>,
 ) -> Result<ReembedReport> {
-    use crate::index::Index;
     let every = every.max(1);
-    let config = crate::config::Config::default();
+    let config = Config::default();
     let name = embedder.id();
     let run = |whole: bool| {
         let embedder = embedder.clone();
         let config = config.clone();
         async move {
             let tmp = tempfile::tempdir_in(parent)?;
-            let layout = crate::memory::init(tmp.path())?;
+            let layout = memory::init(tmp.path())?;
             let index = Index::open(
-                &crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()),
+                &Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone()),
             )
             .await?;
             let mut embedded = 0;
@@ -358,7 +359,7 @@ pub async fn reembed(
                 } else if i % every == every / 2 {
                     embedded += index
                         .writer
-                        .rewrite_source_uncached(&crate::layout::Source::Day("2026-01-01".into()))
+                        .rewrite_source_uncached(&Source::Day("2026-01-01".into()))
                         .await?;
                     seconds += t.elapsed().as_secs_f64() * (every - 1) as f64;
                 }
@@ -446,12 +447,11 @@ pub async fn consolidate(
     parent: &Path,
     entries: usize,
     facts: usize,
-    mut config: crate::config::Config,
+    mut config: Config,
 ) -> Result<ConsolidateReport> {
-    use crate::entries::Document;
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
-    let mut doc = Document::parse(crate::entries::EMPTY_FILE);
+    let layout = memory::init(tmp.path())?;
+    let mut doc = Document::parse(EMPTY_FILE);
     for i in 0..entries {
         let text = synthetic_fact(i);
         let meta = doc.new_meta(&text, "2025-01-01", Vec::new());
@@ -469,19 +469,18 @@ pub async fn consolidate(
     config.llm.base_url = instant_llm().await?;
     config.llm.model = "instant".into();
     config.consolidation.concurrency = 1; // so LLM time and memd's time do not overlap
-    let index =
-        crate::index::Index::open(&crate::Memory::new(layout.clone(), config.clone())).await?;
+    let index = Index::open(&Memory::new(layout.clone(), config.clone())).await?;
     index.writer.sync().await?;
     let embedder = index.embedder().inner().id();
     drop(index);
     // Timed around the run and the index sync after it, as before the
     // sync moved to the caller.
     let started = Instant::now();
-    let opts = crate::consolidate::Options {
+    let opts = Options {
         force: true,
         dry_run: false,
     };
-    let r = crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
+    let r = Target::local(Memory::new(layout.clone(), config.clone()))
         .run(opts)
         .await?;
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -527,7 +526,7 @@ pub async fn serve(
     embedder: &str,
 ) -> Result<ServeReport> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
+    let layout = memory::init(tmp.path())?;
     std::fs::write(
         layout.config_file(),
         format!("[embedder]\nkind = \"{embedder}\"\n[consolidation]\ninterval_seconds = 3600\n"),
@@ -686,7 +685,7 @@ fn embed_texts(n: usize) -> Vec<String> {
 pub async fn embed(
     texts: usize,
     batch: usize,
-    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+    embedder: std::sync::Arc<dyn Embedder>,
 ) -> Result<EmbedReport> {
     let all = embed_texts(texts);
     let t = Instant::now();

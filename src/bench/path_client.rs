@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail, ensure};
 use serde_json::{Value, json};
 
-use crate::mcp::{Scope, Session};
+use crate::mcp::{Scope, Session, handle};
+use crate::{Memory, steps};
 
 /// Which way the bench's requests go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -37,7 +38,7 @@ impl Client {
     }
 
     /// The MCP server of `memory`, set up as `memd mcp` sets it up.
-    pub(super) async fn mcp(memory: crate::Memory) -> Result<Client> {
+    pub(super) async fn mcp(memory: Memory) -> Result<Client> {
         if let Ok(e) = memory.embedder() {
             e.warm();
         }
@@ -123,8 +124,8 @@ impl Client {
         };
         let msg = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let line = msg.to_string();
-        let handled = crate::mcp::handle(scope, session, &line);
-        let Some(mut reply) = crate::steps::timed("MCP call", handled).await else {
+        let handled = handle(scope, session, &line);
+        let Some(mut reply) = steps::timed("MCP call", handled).await else {
             bail!("no reply to {method}");
         };
         match reply.get_mut("result") {

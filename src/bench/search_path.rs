@@ -17,7 +17,10 @@ use serde::Serialize;
 
 use super::path_client::{Client, Via};
 use super::{WORDS, percentile, synthetic_fact};
-use crate::server::{Options, Served};
+use crate::memory::init;
+use crate::server::{self, Options, Served};
+use crate::steps::{Span, record, take};
+use crate::{Layout, Memory};
 
 /// One step's figures.
 #[derive(Debug, Serialize)]
@@ -100,7 +103,7 @@ const ORDER: &[&str] = &[
 /// Run the load at each size, in one memory under `parent`.
 pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathReport>> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
+    let layout = init(tmp.path())?;
     std::fs::write(
         layout.config_file(),
         format!(
@@ -115,13 +118,13 @@ pub async fn search_path(parent: &Path, load: &PathLoad<'_>) -> Result<Vec<PathR
         written = written.max(size);
         out.push(one_size(&layout, size, load).await?);
     }
-    crate::steps::record(false);
+    record(false);
     Ok(out)
 }
 
 /// Add facts `from..to` to the archive, `per_day` to a day file, today's
 /// first and then back in time (the daemon indexes them when it starts).
-fn grow(layout: &crate::Layout, from: usize, to: usize, per_day: usize) -> Result<()> {
+fn grow(layout: &Layout, from: usize, to: usize, per_day: usize) -> Result<()> {
     use std::io::Write;
     // The first facts are today's, where the appends go too.
     let today = chrono::Local::now().date_naive();
@@ -141,8 +144,8 @@ fn grow(layout: &crate::Layout, from: usize, to: usize, per_day: usize) -> Resul
 }
 
 /// Serve the memory from this process, search and append, and stop.
-async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> Result<PathReport> {
-    let memory = crate::Memory::open(&layout.root)?;
+async fn one_size(layout: &Layout, size: usize, load: &PathLoad<'_>) -> Result<PathReport> {
+    let memory = Memory::open(&layout.root)?;
     if load.via == Via::Mcp {
         let client = Client::mcp(memory).await?;
         let report = measure(&client, size, load).await;
@@ -156,7 +159,7 @@ async fn one_size(layout: &crate::Layout, size: usize, load: &PathLoad<'_>) -> R
         let _ = stopped.await;
     };
     let served = Served::One(memory);
-    let daemon = tokio::spawn(crate::server::serve(
+    let daemon = tokio::spawn(server::serve(
         served,
         listener,
         Options::default(),
@@ -186,8 +189,8 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
     // before their table write and the vector index built after it
     // (docs/SEARCH.md); what follows measures a memory at rest.
     client.settle().await?;
-    crate::steps::record(true);
-    crate::steps::take();
+    record(true);
+    take();
     let mut searches = Vec::new();
     for i in 0..load.requests.searches {
         // Never asked before (the embedding cache would answer it).
@@ -196,7 +199,7 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
         client.search(&q).await?;
         searches.push(t.elapsed());
     }
-    let search_steps = crate::steps::times(&crate::steps::take());
+    let search_steps = crate::steps::times(&take());
     let mut appends = Vec::new();
     let mut cycles = Vec::new();
     for i in 0..load.requests.appends {
@@ -209,11 +212,11 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
     // answered), not those of the wait.
     let appended = Instant::now();
     client.settle().await?;
-    let spans = crate::steps::take();
+    let spans = take();
     let spans: Vec<_> = spans.into_iter().filter(|s| s.from < appended).collect();
     let append_steps = crate::steps::times(&spans);
     let append_timeline = median_timeline(&cycles, &spans);
-    crate::steps::record(false);
+    record(false);
     let (search_steps, hop) = steps(search_steps, &searches);
     let (append_steps, _) = steps(append_steps, &[]);
     let mut report = PathReport {
@@ -236,7 +239,7 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
 /// the reply that found its fact), by when they began: on 2 cores, an
 /// append's sync, the embeddings and the next request's handling run side
 /// by side, and which waited for which is what a step's own time hides.
-fn median_timeline(cycles: &[(Instant, Instant)], spans: &[crate::steps::Span]) -> Vec<Moment> {
+fn median_timeline(cycles: &[(Instant, Instant)], spans: &[Span]) -> Vec<Moment> {
     let mut order: Vec<&(Instant, Instant)> = cycles.iter().collect();
     order.sort_by_key(|(sent, found)| *found - *sent);
     let Some(&&(sent, found)) = order.get(order.len() / 2) else {

@@ -10,7 +10,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{percentile, synthetic_fact};
+use crate::Layout;
 use crate::archive::{self, NewFact};
+use crate::server::memories::layout_of;
 
 /// What to load.
 pub struct Load {
@@ -57,14 +59,14 @@ fn name(i: usize) -> String {
 /// The memories under `root`, each with `facts` facts in its archive.
 fn populate(root: &Path, load: &Load) -> Result<()> {
     std::fs::write(
-        crate::Layout::new(root).config_file(),
+        Layout::new(root).config_file(),
         format!(
             "[embedder]\nkind = \"{}\"\n[consolidation]\ninterval_seconds = 86400\n",
             load.embedder
         ),
     )?;
     for i in 0..load.memories {
-        let layout = crate::server::memories::layout_of(root, &name(i), true)?;
+        let layout = layout_of(root, &name(i), true)?;
         let facts: Vec<NewFact> = (0..load.facts)
             .map(|f| NewFact {
                 text: synthetic_fact(i * 7919 + f),
@@ -154,7 +156,7 @@ fn missing(root: &Path, ids: &[(usize, String)]) -> Result<usize> {
     }
     let mut missing = 0;
     for (m, ids) in by_memory {
-        let layout = crate::Layout::open(root.join(name(m)))?;
+        let layout = Layout::open(root.join(name(m)))?;
         let (facts, _) = archive::read_all(&layout)?;
         let stored: std::collections::HashSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
         missing += ids.iter().filter(|id| !stored.contains(*id)).count();

@@ -12,7 +12,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::percentile;
+use crate::Memory;
 use crate::entries::Document;
+use crate::memory::init;
+use crate::versions::Writing;
 
 /// One file size's figures.
 #[derive(Debug, Serialize)]
@@ -35,9 +38,9 @@ pub struct VersionsReport {
 /// change saved under [`crate::versions::Writing`].
 pub fn versions(parent: &Path, entries: usize, edits: usize) -> Result<VersionsReport> {
     let tmp = tempfile::tempdir_in(parent)?;
-    let layout = crate::memory::init(tmp.path())?;
+    let layout = init(tmp.path())?;
     std::fs::write(layout.config_file(), "[embedder]\nkind = \"lexical\"\n")?;
-    let memory = crate::Memory::open(tmp.path())?;
+    let memory = Memory::open(tmp.path())?;
     let path = layout.entries_file();
     let mut doc = Document::read(&path)?;
     for i in 0..entries {
@@ -46,14 +49,14 @@ pub fn versions(parent: &Path, entries: usize, edits: usize) -> Result<VersionsR
         doc.push(&text, meta);
     }
     {
-        let _w = crate::versions::Writing::start(&memory)?;
+        let _w = Writing::start(&memory)?;
         doc.save(&path, "2026-01-01")?;
     }
     let first = std::fs::metadata(layout.versions_file())?.len();
     let (mut record, mut save) = (Vec::new(), Vec::new());
     for n in 0..edits {
         let t = Instant::now();
-        let w = crate::versions::Writing::start(&memory)?;
+        let w = Writing::start(&memory)?;
         let started = t.elapsed();
         let mut doc = Document::read(&path)?;
         let nth = n * 7919 % entries.max(1);

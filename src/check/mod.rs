@@ -32,16 +32,18 @@ use crate::archive;
 use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
-use crate::ids::{EntryId, RowId};
+use crate::ids::{EntryId, FactId, RowId};
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table::{self, StoredRow};
 use crate::index::{Index, RowKind};
 use crate::layout::{Source, rel};
 use crate::remedy::Remedy;
+use crate::review::Line;
 use crate::state::State;
 use crate::tombstones::Tombstones;
-use crate::{Layout, journal, jsonl, recall};
+use crate::versions::History;
+use crate::{Layout, entry_view, erase, journal, jsonl, recall, sync, usage};
 
 mod kept;
 mod kind;
@@ -179,7 +181,7 @@ pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
     )?;
     review::check(layout, (&journal, &tombstones), &mut report)?;
     versions(layout, &tombstones, &mut report)?;
-    for (run, seen, limit) in crate::usage::past_budget(layout)? {
+    for (run, seen, limit) in usage::past_budget(layout)? {
         let what = format!(
             "run {run} called the LLM after the day's runs before it had spent {seen} tokens of a budget of {limit}"
         );
@@ -218,15 +220,15 @@ fn handed_over(layout: &Layout, report: &mut Report) {
 /// rebuilds byte for byte, unless an erasure took its text; none holds a
 /// text an erasure took ([`crate::versions`]).
 fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Result<()> {
-    let history = crate::versions::History::load(layout, None)?;
-    let file = crate::layout::rel::VERSIONS;
+    let history = History::load(layout, None)?;
+    let file = rel::VERSIONS;
     for line in &history.unreadable {
         report.problem(Kind::Unreadable, file, Some(*line), "not a version record");
     }
     for what in history.damaged() {
         report.problem(Kind::VersionDamaged, file, None, what);
     }
-    if let Some((what, fix)) = crate::erase::in_versions(tombstones, &history) {
+    if let Some((what, fix)) = erase::in_versions(tombstones, &history) {
         report
             .problems
             .push(Finding::new(Kind::EraseUnfinished, file, None, what).fixed_by(fix));
@@ -238,7 +240,7 @@ fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Re
 /// memd's merge drivers (without them a `git pull` merges memd's files as
 /// text) ([`crate::sync::health`]).
 fn synced(layout: &Layout, report: &mut Report) {
-    let Some(health) = crate::sync::health(&layout.root) else {
+    let Some(health) = sync::health(&layout.root) else {
         return;
     };
     for (file, what) in health.unfinished {
@@ -275,7 +277,7 @@ fn synced(layout: &Layout, report: &mut Report) {
 /// text is on disk again).
 fn erasures(
     layout: &Layout,
-    files: (&Document, &[archive::Fact], &[crate::journal::Record]),
+    files: (&Document, &[archive::Fact], &[journal::Record]),
     (days, tombstones): (&Days, &Tombstones),
     report: &mut Report,
 ) -> Result<()> {
@@ -286,8 +288,8 @@ fn erasures(
     let redacted = (days.iter())
         .flat_map(|(_, parsed)| parsed.erased.iter().map(|e| e.id.clone()))
         .collect();
-    let found = crate::erase::check(tombstones, files, &redacted);
-    for id in crate::erase::purge_pending(layout)? {
+    let found = erase::check(tombstones, files, &redacted);
+    for id in erase::purge_pending(layout)? {
         let what = format!(
             "the index may still hold what erasing {id} took (deleted rows, old versions, embeddings)"
         );
@@ -316,7 +318,7 @@ fn erasures(
 /// Each redaction line named by an erasure receipt: one that is not took
 /// a fact out with nothing saying why.
 fn redactions_receipted(days: &Days, tombstones: &Tombstones, report: &mut Report) {
-    let named: std::collections::HashSet<&crate::ids::FactId> = tombstones
+    let named: std::collections::HashSet<&FactId> = tombstones
         .receipts()
         .flat_map(|t| t.sources.iter())
         .collect();
@@ -388,7 +390,7 @@ fn listed(
             want.push((&m.id, &e.text));
         }
     }
-    let views = crate::entry_view::views_of(doc, tombstones, facts);
+    let views = entry_view::views_of(doc, tombstones, facts);
     let got: Vec<(&EntryId, &str)> = views.iter().map(|v| (&v.id, v.text.as_str())).collect();
     for (id, _) in want.iter().filter(|w| !got.contains(w)) {
         let what = format!(
@@ -494,11 +496,11 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
         ),
         (
             rel::USAGE,
-            jsonl::read::<crate::usage::Call>(&layout.usage_file())?.1,
+            jsonl::read::<usage::Call>(&layout.usage_file())?.1,
         ),
         (
             rel::PROPOSALS,
-            jsonl::read::<crate::review::Line>(&layout.proposals_file())?.1,
+            jsonl::read::<Line>(&layout.proposals_file())?.1,
         ),
     ];
     for (file, lines) in bad {

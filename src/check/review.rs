@@ -9,12 +9,13 @@ use crate::Layout;
 use crate::error::Result;
 use crate::journal::{Op, Record};
 use crate::layout::rel;
-use crate::review::Proposals;
 use crate::review::sheet::Sheet;
+use crate::review::{self, Proposals};
+use crate::tombstones::Tombstones;
 
 pub(super) fn check(
     layout: &Layout,
-    (journal, stones): (&[Record], &crate::tombstones::Tombstones),
+    (journal, stones): (&[Record], &Tombstones),
     report: &mut Report,
 ) -> Result<()> {
     let props = Proposals::load(layout)?;
@@ -67,7 +68,7 @@ pub(super) fn check(
         let what = format!(
             "{}'s item is gone: the next carry-out rejects it and keeps its facts word for word ({})",
             p.item,
-            crate::review::words(p)
+            review::words(p)
         );
         report.note(Kind::ReviewRejected, rel::REVIEW, None, what);
     }

@@ -11,11 +11,11 @@ use super::pause_point;
 use super::planned::{Decision, Planned};
 use super::reply::repair;
 use super::report::Counts;
-use crate::Layout;
-use crate::Result;
 use crate::entries::{Document, sanitize_text, text_hash};
+use crate::error::bail;
 use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Record, Stamp};
+use crate::{Layout, Result, pause};
 
 /// What applying a run's decisions did.
 #[derive(Default)]
@@ -47,7 +47,7 @@ pub(crate) fn apply(
             apply_decision(&mut doc, p, stamp, &mut out);
         }
         let Some(adopted) = doc.save_if_unchanged(&path, &today, original.as_deref(), || {
-            pause_point(layout, crate::pause::Step::BeforeRename);
+            pause_point(layout, pause::Step::BeforeRename);
             Ok(())
         })?
         else {
@@ -63,7 +63,7 @@ pub(crate) fn apply(
         }
         return Ok((out, doc));
     }
-    crate::error::bail!(
+    bail!(
         "consolidated/memory.md kept changing while the run applied its changes; nothing was written, run again"
     )
 }

@@ -17,8 +17,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::Result;
 use crate::text::content_words;
+use crate::{Result, embed};
 
 /// Neighbour-gathering knobs.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +130,7 @@ pub fn clusters(
     p: Params,
 ) -> Result<Vec<Vec<usize>>> {
     let k = p.neighbor_k;
-    let by_vector = crate::embed::nearest(vectors, seeds, vectors.len(), k)?;
+    let by_vector = embed::nearest(vectors, seeds, vectors.len(), k)?;
     tracing::debug!("vector neighbours");
     let by_words = keyword_neighbours(texts, seeds, k);
     tracing::debug!("word neighbours");

@@ -29,6 +29,7 @@ use super::planned::Planned;
 use super::reply::repair::declared_history;
 use crate::archive::Fact;
 use crate::entries::Document;
+use crate::history::Stated;
 use crate::ids::{EntryId, FactId};
 use crate::text::normalize;
 use crate::tombstones::Tombstones;
@@ -166,7 +167,7 @@ fn plan(
             olds.push((t.text.as_str(), Some(t.day.as_str())));
         }
     }
-    let now = crate::history::Stated::new(&f.text, Some(&f.day));
+    let now = Stated::new(&f.text, Some(&f.day));
     let mut ops = Vec::new();
     match targets.first() {
         None => ops.push(Op::Add {

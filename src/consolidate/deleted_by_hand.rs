@@ -13,13 +13,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::Layout;
-use crate::entries::Document;
+use crate::entries::{Document, Entry};
 use crate::error::Result;
 use crate::ids::{EntryId, FactId};
 use crate::journal::{self, Lineage, Op, Stamp};
 use crate::text::normalize;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
+use crate::{Layout, core_md};
 
 /// Entries memd wrote (alive in `lineage`, named by no tombstone) that
 /// the file has no longer by id while it still holds their text: in a
@@ -34,7 +34,7 @@ pub(crate) fn unlabelled(
     lineage: &BTreeMap<EntryId, Lineage>,
     stones: &Tombstones,
 ) -> Vec<(EntryId, String, Vec<FactId>)> {
-    let known = |e: &crate::entries::Entry| {
+    let known = |e: &Entry| {
         e.id()
             .is_none_or(|id| lineage.get(id).is_some_and(|l| l.alive))
     };
@@ -160,7 +160,7 @@ pub(crate) fn record(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Resu
     // Their lines of MEMORY.md first: a failure after this leaves them
     // unrecorded, and the next run records them.
     let ids: HashSet<&str> = gone.iter().map(|r| r.entry.as_str()).collect();
-    crate::core_md::drop_lines(&layout.memory_md(), &ids)?;
+    core_md::drop_lines(&layout.memory_md(), &ids)?;
     tombstones::append(&layout.tombstones_file(), &stones)?;
     journal::append(&layout.journal_file(), &gone)?;
     Ok(gone.len())

@@ -15,12 +15,16 @@ use super::plan::{self, Inputs};
 use super::planned::{Decided, Decision, Planned};
 use super::reply::{self, per_fact, update};
 use super::report::{Report, Suppressed};
-use crate::config::Config;
+use crate::archive::Fact;
+use crate::config::{Config, Request};
+use crate::duplicate::Rule;
 use crate::embed::cache::Cached;
+use crate::ids::RunId;
 use crate::llm::{self, Message};
 use crate::state::State;
 use crate::text::short_hash;
-use crate::tombstones::Tombstone;
+use crate::tombstones::{Reason, Tombstone};
+use crate::usage::Budget;
 use crate::{Memory, Result, prompts};
 
 /// Who decides what the pending facts do to the entries.
@@ -43,11 +47,11 @@ impl Judge {
 
     /// The judge of run `run` of `memory`: its LLM's calls held to the
     /// day's budget and recorded ([`crate::usage`]).
-    pub fn for_run(memory: &Memory, run: &crate::ids::RunId) -> Result<Judge> {
+    pub fn for_run(memory: &Memory, run: &RunId) -> Result<Judge> {
         Ok(match Judge::from_config(&memory.config)? {
             Judge::Llm(client) => {
                 let limit = memory.config.llm.daily_budget();
-                let budget = crate::usage::Budget::open(&memory.layout, memory.clock, run, limit)?;
+                let budget = Budget::open(&memory.layout, memory.clock, run, limit)?;
                 Judge::Llm(client.with_budget(budget))
             }
             built_in => built_in,
@@ -396,11 +400,7 @@ impl<'a> Decide<'a> {
     /// Every pending fact's decision: restatements first (their count is
     /// returned), then the judge's clusters; and the tombstones for facts
     /// that say what was forgotten.
-    pub(crate) async fn decide(
-        &self,
-        pending: Vec<crate::archive::Fact>,
-        report: &mut Report,
-    ) -> Result<Decided> {
+    pub(crate) async fn decide(&self, pending: Vec<Fact>, report: &mut Report) -> Result<Decided> {
         let inputs = self.inputs;
         let declared = super::declared::split(pending, &inputs.doc, &inputs.tombstones);
         report.warnings.extend(declared.warnings);
@@ -470,13 +470,10 @@ impl<'a> Decide<'a> {
     /// Tier 2 ([`plan::near_duplicates`]) with the shipped rule; embeds
     /// only the texts whose words another text shares.
     async fn near_duplicates(&self, groups: Vec<Group>) -> Result<plan::NearDuplicates> {
-        let rule = crate::duplicate::Rule::SHIPPED;
+        let rule = Rule::SHIPPED;
         let entries = self.inputs.snapshots();
         let texts = plan::near_texts(&groups, &entries, &self.inputs.tombstones, rule);
-        let compared: Vec<String> = texts
-            .iter()
-            .map(|t| crate::duplicate::Rule::compared(t))
-            .collect();
+        let compared: Vec<String> = texts.iter().map(|t| Rule::compared(t)).collect();
         let vectors = match compared.is_empty() {
             true => Vec::new(),
             false => self.embedder()?.embed(&compared).await?,
@@ -506,8 +503,8 @@ impl<'a> Decide<'a> {
         let clusters = plan::with_forgotten(embedder, clusters, &self.inputs.tombstones).await?;
         let ops = prompts::load(layout, prompts::CONSOLIDATE)?;
         let per_fact = match config.consolidation.request {
-            crate::config::Request::Ops => None,
-            crate::config::Request::PerFact => Some(prompts::load(layout, prompts::DECIDE)?),
+            Request::Ops => None,
+            Request::PerFact => Some(prompts::load(layout, prompts::DECIDE)?),
         };
         let update = match config.consolidation.check_updates {
             true => Some(prompts::load(layout, prompts::UPDATE)?),
@@ -538,7 +535,7 @@ impl<'a> Decide<'a> {
                 forgotten: entry.clone(),
                 erased: None,
             }));
-            let reason = crate::tombstones::Reason::RestatesForgotten;
+            let reason = Reason::RestatesForgotten;
             let clock = &self.memory.clock;
             let mut t = Tombstone::new(clock, entry, &g.text, g.ids, reason);
             t.restates = fact;

@@ -65,14 +65,17 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Memory;
-use crate::Result;
+use crate::config::{Config, Review};
 use crate::embed::cache::Cached;
 use crate::entries::Document;
+use crate::ids::FactId;
 use crate::journal::{self, Stamp};
 use crate::pause::Step;
-use crate::pending::Journal;
+use crate::pending::{Journal, Pending};
 use crate::state::State;
+use crate::tombstones::{self, Tombstones};
+use crate::versions::Writing;
+use crate::{Layout, Memory, Result, atomic, core_md, review};
 use judge::Decide;
 pub use judge::Judge;
 use ops::Op;
@@ -95,13 +98,13 @@ pub struct Options {
 use crate::pause::at as pause_point;
 
 /// Temp files interrupted writes of this run's files left behind.
-fn remove_stale_temp_files(layout: &crate::Layout) {
+fn remove_stale_temp_files(layout: &Layout) {
     for path in [
         layout.entries_file(),
         layout.memory_md(),
         layout.state_file(),
     ] {
-        crate::atomic::remove_stale_temps(&path);
+        atomic::remove_stale_temps(&path);
     }
 }
 
@@ -125,7 +128,7 @@ pub fn due(memory: &Memory) -> Result<bool> {
     }
     let inputs = Inputs::read(layout)?;
     let (pending, _) = inputs.pending(&state);
-    let held = crate::review::held(layout)?;
+    let held = review::held(layout)?;
     let pending = pending.iter().filter(|f| !held.contains(&f.id)).count();
     Ok(gate::volume(pending, config).is_none())
 }
@@ -136,7 +139,7 @@ pub fn due(memory: &Memory) -> Result<bool> {
 /// `memory`'s clock.
 pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>) -> Result<Report> {
     let layout = &memory.layout;
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let started = Instant::now();
     let stamp = Stamp::new(memory.clock);
     let judge = Judge::for_run(memory, &stamp.run)?;
@@ -148,7 +151,7 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     }
     let mut inputs = Inputs::read(layout)?;
     let (pending, settled) = inputs.pending(&state);
-    let held = crate::review::held(layout)?;
+    let held = review::held(layout)?;
     let (pending, under_review): (Vec<_>, Vec<_>) =
         pending.into_iter().partition(|f| !held.contains(&f.id));
     report.under_review = under_review.len();
@@ -182,10 +185,9 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     }
     pause_point(layout, Step::Planned);
     let decided = match review_mode(memory) {
-        crate::config::Review::Auto => decided,
-        crate::config::Review::Manual => {
-            let (ids, rest) =
-                crate::review::propose(memory, &stamp, decided.planned, &inputs.facts)?;
+        Review::Auto => decided,
+        Review::Manual => {
+            let (ids, rest) = review::propose(memory, &stamp, decided.planned, &inputs.facts)?;
             report.proposed = ids;
             Decided {
                 planned: rest,
@@ -237,7 +239,7 @@ fn write(
     memory: &Memory,
     stamp: &Stamp,
     decided: &Decided,
-    (inputs, state, settled): (&Inputs, State, &[crate::ids::FactId]),
+    (inputs, state, settled): (&Inputs, State, &[FactId]),
     report: &mut Report,
 ) -> Result<Document> {
     let layout = &memory.layout;
@@ -257,9 +259,9 @@ fn write(
             _ => None,
         })
         .collect();
-    crate::core_md::drop_lines(&layout.memory_md(), &removed)?;
+    core_md::drop_lines(&layout.memory_md(), &removed)?;
     let (mut applied, entries) = apply::apply(layout, &decided.planned, stamp)?;
-    crate::tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
+    tombstones::append(&layout.tombstones_file(), &decided.tombstones)?;
     applied.records.extend(report.suppressed.iter().map(|s| {
         let mut r = stamp.record(journal::Op::Suppress, &s.fact);
         match &s.erased {
@@ -273,8 +275,7 @@ fn write(
     report.applied = applied.counts.clone();
     report.skipped_hand_edited = applied.skipped;
     let state = commit::commit(layout, &applied, &decided.planned, settled, state, stamp)?;
-    let rule =
-        crate::pending::Pending::new(&state, &inputs.tombstones, &entries, Journal::of(layout));
+    let rule = Pending::new(&state, &inputs.tombstones, &entries, Journal::of(layout));
     report.facts_done = inputs.facts.iter().filter(|f| !rule.is_pending(f)).count();
     Ok(entries)
 }
@@ -286,21 +287,21 @@ fn write(
 /// reads its configuration when it starts; a person who turns review on
 /// while it runs is taken at their word at the next run (turning it off
 /// takes a restart: the safe way round, nothing is applied unasked).
-fn review_mode(memory: &Memory) -> crate::config::Review {
-    use crate::config::Review;
+fn review_mode(memory: &Memory) -> Review {
     match memory.config.consolidation.review {
         Review::Manual => Review::Manual,
-        Review::Auto => crate::config::Config::load(&memory.layout.root)
-            .map_or(Review::Auto, |c| c.consolidation.review),
+        Review::Auto => {
+            Config::load(&memory.layout.root).map_or(Review::Auto, |c| c.consolidation.review)
+        }
     }
 }
 
 /// A REVIEW.md memd cannot read stops a run in `manual` mode (it could
 /// not add its proposals), and is a warning in `auto` mode.
 fn reviewed(memory: &Memory, report: &mut Report) -> Result<()> {
-    let carried = match crate::review::carry_out(memory) {
+    let carried = match review::carry_out(memory) {
         Ok(c) => c,
-        Err(e) if review_mode(memory) == crate::config::Review::Auto => {
+        Err(e) if review_mode(memory) == Review::Auto => {
             report
                 .warnings
                 .push(format!("decisions of REVIEW.md not carried out: {e:#}"));
@@ -308,7 +309,7 @@ fn reviewed(memory: &Memory, report: &mut Report) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    report.review = (carried != crate::review::Carried::default()).then_some(carried);
+    report.review = (carried != review::Carried::default()).then_some(carried);
     Ok(())
 }
 
@@ -324,10 +325,10 @@ fn skipped(mut report: Report, why: String) -> Report {
 /// journaled too, so that a hand deletion of one is recognised and its
 /// facts are forgotten, never hidden. A block that is an entry memd wrote
 /// with its metadata taken off gets that entry's id and sources back.
-fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
+fn adopt(layout: &Layout, doc: &mut Document, stamp: &Stamp) -> Result<()> {
     let mut records = Vec::new();
     let known = journal::lineage(&journal::read(&layout.journal_file())?);
-    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
     let mut missing = deleted_by_hand::unlabelled(doc, &known, &stones);
     if !missing.is_empty() || doc.entries().any(|e| e.meta.is_none()) {
         let given = doc.reclaim(&missing, &stamp.today());
@@ -337,7 +338,7 @@ fn adopt(layout: &crate::Layout, doc: &mut Document, stamp: &Stamp) -> Result<()
         // failure here leaves the file as it was, and the next run merges.
         let ids: std::collections::HashSet<&str> =
             merged.iter().map(|r| r.entry.as_str()).collect();
-        crate::core_md::drop_lines(&layout.memory_md(), &ids)?;
+        core_md::drop_lines(&layout.memory_md(), &ids)?;
         records.extend(merged);
         if !given.is_empty() || !missing.is_empty() {
             tracing::info!(

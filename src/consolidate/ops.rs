@@ -54,7 +54,7 @@ pub struct Forgotten {
     pub entry: Option<EntryId>,
     /// The forgotten fact, when a pending fact was forgotten on its own.
     #[serde(skip)]
-    pub fact: Option<crate::ids::FactId>,
+    pub fact: Option<FactId>,
 }
 
 impl Forgotten {
@@ -66,7 +66,7 @@ impl Forgotten {
 
 /// The user's forget a restatement is kept out by: the entry, or the one
 /// pending fact, forgotten ([`crate::tombstones::Tombstone::forgotten_by`]).
-pub(crate) type ForgottenBy = (Option<EntryId>, Option<crate::ids::FactId>);
+pub(crate) type ForgottenBy = (Option<EntryId>, Option<FactId>);
 
 impl Cluster {
     /// Every fact id of the cluster.

@@ -7,7 +7,6 @@ use std::collections::{HashMap, HashSet};
 use super::cluster;
 use super::ops::{Cluster, Group, Op, Snapshot};
 use super::report::Suppressed;
-use crate::Layout;
 use crate::archive::{self, Fact};
 use crate::config::Config;
 use crate::duplicate::{PART_MIN_COSINE, Rule};
@@ -18,7 +17,8 @@ use crate::ids::FactId;
 use crate::pending::{Journal, Pending, Settled};
 use crate::state::State;
 use crate::text::normalize;
-use crate::tombstones::{Tombstone, Tombstones};
+use crate::tombstones::{Reason, Tombstone, Tombstones};
+use crate::{Layout, embed, update};
 
 /// What a run reads besides the state (which the gate reads first).
 pub struct Inputs {
@@ -72,7 +72,7 @@ impl Inputs {
             .filter(|f| settled.contains(&f.id))
             .filter_map(|f| {
                 let t = self.tombstones.restated(&f.id, &f.text)?;
-                let erased = t.reason == crate::tombstones::Reason::Erase;
+                let erased = t.reason == Reason::Erase;
                 Some(Suppressed {
                     fact: f.id.clone(),
                     text: f.text.clone(),
@@ -186,7 +186,7 @@ pub(crate) fn restatements(
 /// says the old value is true again, which is for the judge to read as
 /// an update, not a restatement to keep into the entry.
 fn only_as_history(entry: &str, fact: &str) -> bool {
-    let now = crate::update::current_part(entry);
+    let now = update::current_part(entry);
     let fact = normalize(fact);
     now.len() < entry.len()
         && normalize(&entry[now.len()..]).contains(&fact)
@@ -338,13 +338,13 @@ pub(crate) fn near_duplicates(
 ) -> NearDuplicates {
     let vector = |t: &str| vectors.get(t);
     let same = |a: &str, b: &str| match (vector(a), vector(b)) {
-        (Some(x), Some(y)) => rule.same(a, b, crate::embed::cosine(x, y)),
+        (Some(x), Some(y)) => rule.same(a, b, embed::cosine(x, y)),
         _ => false,
     };
     // Says `part`, a leading clause of `whole`, and nothing `whole` lacks.
     let says = |whole: &str, part: &str| match (vector(whole), vector(part)) {
         (Some(x), Some(y)) => {
-            let cosine = crate::embed::cosine(x, y);
+            let cosine = embed::cosine(x, y);
             rule.same(part, whole, cosine) || rule.part_of(part, whole, cosine, PART_MIN_COSINE)
         }
         _ => false,
@@ -448,7 +448,7 @@ pub(crate) async fn with_forgotten(
             .map(|(i, f)| {
                 let best = vectors
                     .iter()
-                    .map(|v| crate::embed::cosine(v, f))
+                    .map(|v| embed::cosine(v, f))
                     .fold(f32::MIN, f32::max);
                 (best, i)
             })

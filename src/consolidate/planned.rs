@@ -4,6 +4,7 @@
 //! these; none of them needs the judges.
 
 use super::ops::{Cluster, Group, Op, Snapshot};
+use crate::ids::EntryId;
 use crate::tombstones::Tombstone;
 
 /// What a cluster's judge decided.
@@ -53,7 +54,7 @@ impl Planned {
     }
 
     /// The entries the decision's ops name.
-    pub(crate) fn entries_touched(&self) -> Vec<crate::ids::EntryId> {
+    pub(crate) fn entries_touched(&self) -> Vec<EntryId> {
         let Decision::Ops(ops) = &self.decision else {
             return Vec::new();
         };

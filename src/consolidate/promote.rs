@@ -25,7 +25,7 @@ use crate::ids::{EntryId, RowId};
 use crate::llm::{self, Message};
 use crate::recall::{self, Usage};
 use crate::tombstones::Tombstones;
-use crate::{Layout, Memory, prompts};
+use crate::{Layout, Memory, current, embed, prompts};
 
 /// Half-life of the recency bonus, in days.
 const RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
@@ -118,12 +118,12 @@ pub fn current_first(
     vectors: Vec<Vec<f32>>,
     max: usize,
 ) -> (Vec<(EntryId, EntryId)>, Vec<Vec<f32>>) {
-    let compared = crate::current::Compared {
+    let compared = current::Compared {
         older: pool_size(max),
         newer: usize::MAX,
         match_ratio: 0.0,
     };
-    let pairs = crate::current::raise_newer(ranked, &vectors, compared);
+    let pairs = current::raise_newer(ranked, &vectors, compared);
     let pairs = pairs
         .into_iter()
         .map(|(o, n)| (ranked[o].id.clone(), ranked[n].id.clone()))
@@ -139,7 +139,7 @@ pub fn current_first(
 /// from (and compared with every entry for a newer one on the same
 /// thing): three times the lines, at least [`crate::current::PROMOTION_TOP`].
 fn pool_size(max: usize) -> usize {
-    crate::current::PROMOTION_TOP.max(3 * max)
+    current::PROMOTION_TOP.max(3 * max)
 }
 
 /// Weight of a line's greatest cosine with a line already chosen: thirty
@@ -175,7 +175,7 @@ pub fn choose<'a>(
             let Some(v) = vectors else { return 0.0 };
             chosen
                 .iter()
-                .map(|&j| crate::embed::cosine(&v[i], &v[j]) as f64)
+                .map(|&j| embed::cosine(&v[i], &v[j]) as f64)
                 .fold(0.0, f64::max)
         };
         let ready = |i: usize| newer_of(i).all(|(_, n)| chosen.iter().any(|&j| ranked[j].id == *n));
@@ -191,7 +191,7 @@ pub fn choose<'a>(
     chosen.into_iter().map(|i| &ranked[i]).collect()
 }
 
-impl crate::current::Ranked for Candidate {
+impl current::Ranked for Candidate {
     fn day(&self) -> Option<&str> {
         Some(&self.updated)
     }

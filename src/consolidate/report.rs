@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ops::Op;
-use crate::ids::{EntryId, FactId, RunId};
+use crate::ids::{EntryId, FactId, ProposalId, RunId};
+use crate::review::carried::Carried;
 
 /// What became of one cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -92,11 +93,11 @@ pub struct Report {
     /// With `review = "manual"`: the ops this run proposed (items of
     /// `consolidated/REVIEW.md`), none of them applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub proposed: Vec<crate::ids::ProposalId>,
+    pub proposed: Vec<ProposalId>,
     /// The decisions of REVIEW.md this run carried out first, when there
     /// were any ([`crate::review`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<crate::review::carried::Carried>,
+    pub review: Option<Carried>,
     /// Facts that restate an entry, or a fact an entry holds: merged
     /// without a judge.
     pub restatements: usize,

@@ -27,7 +27,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::Embedder;
-use crate::Result;
+use crate::progress::Progress;
+use crate::{Result, atomic};
 
 /// Texts embedded per call: the unit of progress shown and of work kept if
 /// embedding fails part-way (about a third of a second on ONNX Runtime:
@@ -195,7 +196,7 @@ impl Cached {
                 false => missing,
             }
         };
-        let mut progress = crate::progress::Progress::new("texts embedded", missing.len() as u64);
+        let mut progress = Progress::new("texts embedded", missing.len() as u64);
         for chunk in missing.chunks(CHUNK) {
             let todo: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
             let _flight = self.fly(chunk.iter().map(|&i| keys[i]).collect());
@@ -214,9 +215,7 @@ impl Cached {
             // A failed cache write only costs a re-embedding later.
             // Whole records only, also with several processes (and into the
             // file the path names: an erasure renames a new one over it).
-            if let Err(e) =
-                crate::atomic::open_locked(&self.path).and_then(|mut f| f.write_all(&buf))
-            {
+            if let Err(e) = atomic::open_locked(&self.path).and_then(|mut f| f.write_all(&buf)) {
                 tracing::warn!(file = %self.path.display(), error = %e, "cannot write the embedding cache");
             }
         }
@@ -243,8 +242,8 @@ impl Cached {
                 buf.extend_from_slice(&x.to_le_bytes());
             }
         }
-        let _lock = crate::atomic::open_locked(&self.path)?;
-        crate::atomic::write(&self.path, &buf)?;
+        let _lock = atomic::open_locked(&self.path)?;
+        atomic::write(&self.path, &buf)?;
         // Another embedder's cache may hold the erased texts' vectors too:
         // it is derived, and goes (made again if that embedder comes back).
         let dir = self.path.parent().unwrap_or(Path::new("."));

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::Result;
 use crate::config::{self, EmbedderKind};
+use crate::error::bail;
 
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync {
@@ -119,7 +120,7 @@ pub(crate) fn nearest(
         return Ok(vec![Vec::new(); queries.len()]);
     }
     if let Some(v) = vectors.iter().find(|v| v.len() != dim) {
-        crate::error::bail!("vectors of {} and {dim} dimensions mixed", v.len());
+        bail!("vectors of {} and {dim} dimensions mixed", v.len());
     }
     let cand: Vec<f32> = vectors[..candidates].iter().flatten().copied().collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -22,6 +22,7 @@ use tokenizers::Tokenizer;
 
 use super::{Embedder, minilm};
 use crate::error::{Result, bail, err};
+use crate::text;
 
 /// The graph, beside the safetensors weights.
 pub fn model_file(dir: &Path) -> PathBuf {
@@ -167,7 +168,7 @@ fn quick_file(dir: &Path) -> Option<PathBuf> {
         stamp(&library_file(dir))?,
         ort::MINOR_VERSION
     );
-    let name = format!("model-{}.ort", crate::text::short_hash(&key, 16));
+    let name = format!("model-{}.ort", text::short_hash(&key, 16));
     Some(dir.join("onnxruntime").join(name))
 }
 

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use super::{Embedder, normalize};
-use crate::config;
 use crate::error::{Context, Result, bail};
+use crate::{config, http};
 
 pub struct OpenAi {
     client: reqwest::Client,
@@ -56,7 +56,7 @@ impl OpenAi {
 
     async fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let body = serde_json::json!({ "model": self.model, "input": texts });
-        let resp = crate::http::post_json(
+        let resp = http::post_json(
             &self.client,
             &self.url,
             self.api_key.as_deref(),
@@ -69,7 +69,7 @@ impl OpenAi {
         // A 3,072-dimension vector is ~120 KiB of JSON at ~40 bytes a
         // number; 1 MiB per text is room for any honest reply.
         let max = (texts.len().max(1)) << 20;
-        let body = crate::http::read_capped(resp, max).await?;
+        let body = http::read_capped(resp, max).await?;
         let reply: Reply = serde_json::from_slice(&body).with_context(|| {
             format!(
                 "{} returned a reply that is not an embeddings response",

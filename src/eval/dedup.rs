@@ -16,8 +16,9 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::duplicate::{Rule, Words};
-use crate::embed::{Embedder, cache::Cached};
+use crate::duplicate::{PART_MIN_COSINE, Rule, Words};
+use crate::embed::{self, Embedder, cache::Cached};
+use crate::index::reader::SIMILAR_MIN_COSINE;
 use crate::text::normalize;
 
 /// Cosine thresholds the report covers.
@@ -138,8 +139,7 @@ async fn parts(cached: &Cached, dir: &Path, sources: &[Labelled]) -> Result<Vec<
         .iter()
         .flat_map(|(w, p, _)| [Rule::compared(w), Rule::compared(p)]);
     let at = embedded(cached, texts).await?;
-    let cosine =
-        |w: &str, p: &str| crate::embed::cosine(&at[&Rule::compared(w)], &at[&Rule::compared(p)]);
+    let cosine = |w: &str, p: &str| embed::cosine(&at[&Rule::compared(w)], &at[&Rule::compared(p)]);
     let rows = PART_THRESHOLDS.iter().map(|&t| {
         let merged: Vec<&(String, String, PartClass)> =
             pairs.iter().filter(|(w, p, _)| cosine(w, p) >= t).collect();
@@ -298,7 +298,7 @@ pub async fn run(
         .map(|s| {
             s.pairs
                 .iter()
-                .map(|(a, b)| crate::embed::cosine(&at[a], &at[b]))
+                .map(|(a, b)| embed::cosine(&at[a], &at[b]))
                 .collect()
         })
         .collect();
@@ -327,9 +327,9 @@ pub async fn run(
             })
             .collect(),
         shipped: Rule::SHIPPED,
-        similar_min: crate::index::reader::SIMILAR_MIN_COSINE,
+        similar_min: SIMILAR_MIN_COSINE,
         parts: parts(&cached, dir, &sources).await?,
-        part_shipped: crate::duplicate::PART_MIN_COSINE,
+        part_shipped: PART_MIN_COSINE,
     })
 }
 
@@ -361,7 +361,7 @@ async fn compared_cosines(cached: &Cached, sources: &[Labelled]) -> Result<Vec<V
     let at = embedded(cached, texts).await?;
     let cosine = |a: &str, b: &str| {
         let (x, y) = (&at[&Rule::compared(a)], &at[&Rule::compared(b)]);
-        crate::embed::cosine(x, y)
+        embed::cosine(x, y)
     };
     Ok(sources
         .iter()

@@ -22,10 +22,14 @@ use serde::Serialize;
 
 use crate::archive::{self, NewFact};
 use crate::config::Config;
+use crate::consolidate::judge::Judge;
 use crate::consolidate::{self, Options};
 use crate::duplicate::Rule;
 use crate::embed::{self, Embedder};
 use crate::entries::Document;
+use crate::memory::init;
+use crate::progress::Progress;
+use crate::{Memory, forget};
 
 /// One kind of rewording and how often it stayed out.
 #[derive(Debug, Serialize)]
@@ -70,8 +74,8 @@ async fn kept_out(
     (original, reworded): (&str, &str),
 ) -> Result<bool> {
     let tmp = tempfile::tempdir()?;
-    let layout = crate::memory::init(tmp.path())?;
-    let memory = crate::Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone());
+    let layout = init(tmp.path())?;
+    let memory = Memory::new(layout.clone(), config.clone()).with_embedder(embedder.clone());
     let cached = memory.cached_embedder()?;
     let force = Options {
         force: true,
@@ -88,7 +92,7 @@ async fn kept_out(
     consolidate::run_with(&memory, force, Some(&cached)).await?;
     let doc = Document::read(&layout.entries_file())?;
     for id in doc.entries().filter_map(|e| e.id()) {
-        crate::forget::forget(&memory, id)?;
+        forget::forget(&memory, id)?;
     }
     let back = add("2026-11-19", reworded)?;
     consolidate::run_with(&memory, force, Some(&cached)).await?;
@@ -112,7 +116,7 @@ async fn measure(
         kept_out: 0,
         came_back: Vec::new(),
     };
-    let mut progress = crate::progress::Progress::steps("cases evaluated", cases.len() as u64);
+    let mut progress = Progress::steps("cases evaluated", cases.len() as u64);
     for (original, reworded) in cases {
         match kept_out(config, embedder, (original, reworded)).await? {
             true => out.kept_out += 1,
@@ -148,7 +152,7 @@ pub async fn run(dir: &Path, config: Config, cases: usize) -> Result<ForgetRepor
         kinds.push(measure(s.name, &some, &config, &embedder).await?);
     }
     Ok(ForgetReport {
-        judge: crate::consolidate::judge::Judge::label(&config),
+        judge: Judge::label(&config),
         kinds,
     })
 }

@@ -30,12 +30,18 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, NewFact};
-use crate::config::Config;
+use crate::config::{Config, MIN_SCORE};
 use crate::consolidate::reply::faithful;
 use crate::consolidate::{self, Options};
 use crate::entries::{Document, Entry};
+use crate::history::opens_at;
+use crate::ids::FactId;
+use crate::index::search::Hit;
+use crate::progress::Progress;
+use crate::request::{Search, Target};
+use crate::state::State;
 use crate::text::{content_words, coverage};
-use crate::{Layout, layout};
+use crate::{Layout, Memory, layout, memory};
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Row {
@@ -163,7 +169,7 @@ const HISTORY_OPENERS: &[&str] = &["previously", "formerly", "before that", "unt
 /// current statement, because the history is what such a question
 /// matches, and the entry that holds it says the new value first.
 fn statement(text: &str) -> &str {
-    if let Some(at) = crate::history::opens_at(text) {
+    if let Some(at) = opens_at(text) {
         return text[..at].trim_end();
     }
     let lower = text.to_lowercase();
@@ -260,11 +266,7 @@ fn pick(mut all: Vec<u64>, n: usize, seed: u64) -> Vec<u64> {
 /// is still among the 10 hits. Names are no test of which: a Letta update
 /// often names both people ("Bryen is fluent in Spanish, while Austen only
 /// speaks English").
-async fn searched(
-    target: &crate::request::Target,
-    row: &Row,
-    report: &mut LettaReport,
-) -> Result<&'static str> {
+async fn searched(target: &Target, row: &Row, report: &mut LettaReport) -> Result<&'static str> {
     if row.question.trim().is_empty() {
         return Ok("no question");
     }
@@ -297,19 +299,13 @@ async fn searched(
 }
 
 /// 1 when the top hit scores under the default cutoff, else 0.
-fn under_cutoff(hits: &[crate::index::search::Hit]) -> usize {
-    usize::from(
-        hits.first()
-            .is_some_and(|h| h.score < crate::config::MIN_SCORE),
-    )
+fn under_cutoff(hits: &[Hit]) -> usize {
+    usize::from(hits.first().is_some_and(|h| h.score < MIN_SCORE))
 }
 
 /// The 10 best hits for `question`, however little they match.
-async fn top_ten(
-    target: &crate::request::Target,
-    question: &str,
-) -> Result<Vec<crate::index::search::Hit>> {
-    let search = crate::request::Search {
+async fn top_ten(target: &Target, question: &str) -> Result<Vec<Hit>> {
+    let search = Search {
         query: Some(question.to_string()),
         k: Some(10),
         min_score: Some(0.0),
@@ -381,7 +377,7 @@ pub async fn run(
         sets: chosen.clone(),
         ..Default::default()
     };
-    let mut progress = crate::progress::Progress::steps("sets evaluated", chosen.len() as u64);
+    let mut progress = Progress::steps("sets evaluated", chosen.len() as u64);
     for set in chosen {
         let rows = &by_set[&set];
         let tmp = tempfile::tempdir()?;
@@ -427,7 +423,7 @@ struct SetRun {
     base: Layout,
     facts: Vec<String>,
     /// The archive ids of `facts`, in order.
-    ids: Vec<crate::ids::FactId>,
+    ids: Vec<FactId>,
     /// The entries after the ingest.
     before: Vec<Entry>,
     /// Everything the judge was shown across the set (facts, new facts,
@@ -449,7 +445,7 @@ impl SetRun {
         report: &mut LettaReport,
     ) -> Result<SetRun> {
         let facts = rows[0].facts.clone();
-        let base = crate::memory::init(&root.join("base"))?;
+        let base = memory::init(&root.join("base"))?;
         let new: Vec<NewFact> = facts
             .iter()
             .map(|t| NewFact {
@@ -457,11 +453,11 @@ impl SetRun {
                 ..Default::default()
             })
             .collect();
-        let ids: Vec<crate::ids::FactId> = archive::append(&base, INGEST_DAY, "09:00:00", &new)?
+        let ids: Vec<FactId> = archive::append(&base, INGEST_DAY, "09:00:00", &new)?
             .into_iter()
             .map(|a| a.id)
             .collect();
-        let r = crate::request::Target::local(crate::Memory::new(base.clone(), config.clone()))
+        let r = Target::local(Memory::new(base.clone(), config.clone()))
             .run(FORCE)
             .await?;
         add_usage(report, &r);
@@ -481,7 +477,7 @@ impl SetRun {
             .sum::<usize>();
         // A fact no entry holds is lost only if the run decided it; one
         // the judge could not decide is still pending.
-        let state = crate::state::State::load(&base.state_file())?;
+        let state = State::load(&base.state_file())?;
         let pending: HashSet<usize> = (0..facts.len())
             .filter(|&i| {
                 holder(&before, &ids[i]).is_none() && !state.watermark.done.contains(&ids[i])
@@ -515,7 +511,7 @@ impl SetRun {
     /// answer to a question about the older).
     async fn others_searched(
         &self,
-        target: &crate::request::Target,
+        target: &Target,
         row: &Row,
         report: &mut LettaReport,
     ) -> Result<()> {
@@ -578,15 +574,14 @@ impl SetRun {
         let new_id = archive::append(&layout, UPDATE_DAY, "09:00:00", &[fact])?
             .remove(0)
             .id;
-        let target =
-            crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()));
+        let target = Target::local(Memory::new(layout.clone(), config.clone()));
         let r = target.run(FORCE).await?;
         add_usage(report, &r);
         let top = searched(&target, row, report).await?;
         self.others_searched(&target, row, report).await?;
         let after = entries_of(&layout)?;
         report.update_rows += 1;
-        let done = crate::state::State::load(&layout.state_file())?;
+        let done = State::load(&layout.state_file())?;
         let pending = holder(&after, &new_id).is_none() && !done.watermark.done.contains(&new_id);
         let outcome = self.outcome(row, &after, pending, report);
         let touched_before = report.others_touched;
@@ -684,10 +679,11 @@ fn unplaced(now: &str, new_fact: &str, after: &[Entry], pending: bool) -> &'stat
 #[cfg(test)]
 mod tests {
     use super::{says_new, statement, unplaced};
+    use crate::entries::Entry;
 
     #[test]
     fn a_new_fact_still_pending_is_scored_pending_even_when_another_entry_names_its_value() {
-        let fluent = crate::entries::Entry {
+        let fluent = Entry {
             meta: None,
             text: "Amara Monrow is fluent in multiple languages.".into(),
         };

@@ -19,9 +19,15 @@ use serde_json::Value;
 
 use crate::archive::{self, NewFact};
 use crate::config::Config;
-use crate::consolidate::{self, Options};
+use crate::consolidate::{self, Options, promote};
+use crate::core_md::CoreMd;
 use crate::entries::Document;
+use crate::ids::{EntryId, RowId};
 use crate::index::{Index, Query};
+use crate::memory::init;
+use crate::progress::Progress;
+use crate::request::Target;
+use crate::{Layout, Memory};
 
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct LocomoReport {
@@ -120,10 +126,10 @@ pub async fn run(
         ..Default::default()
     };
     let chosen = all.len().min(conversations);
-    let mut progress = crate::progress::Progress::steps("conversations evaluated", chosen as u64);
+    let mut progress = Progress::steps("conversations evaluated", chosen as u64);
     for (i, conv) in all.iter().take(conversations).enumerate() {
         let tmp = tempfile::tempdir()?;
-        let layout = crate::memory::init(tmp.path())?;
+        let layout = init(tmp.path())?;
         // Dialogue id → the archive facts that cite it.
         let mut by_dia: HashMap<String, Vec<String>> = HashMap::new();
         let mut ingested = 0;
@@ -136,10 +142,9 @@ pub async fn run(
                 force: true,
                 dry_run: false,
             };
-            let r =
-                crate::request::Target::local(crate::Memory::new(layout.clone(), config.clone()))
-                    .run(force)
-                    .await?;
+            let r = Target::local(Memory::new(layout.clone(), config.clone()))
+                .run(force)
+                .await?;
             report.llm_calls += r.llm_calls;
             report.prompt_tokens += r.prompt_tokens;
             report.completion_tokens += r.completion_tokens;
@@ -150,7 +155,7 @@ pub async fn run(
         progress.inc(1);
         let doc = Document::read(&layout.entries_file())?;
         report.entries += doc.entries().count();
-        let index = Index::open(&crate::Memory::new(layout.clone(), config.clone())).await?;
+        let index = Index::open(&Memory::new(layout.clone(), config.clone())).await?;
         index.writer.sync().await?;
         let asked = Questions {
             doc: &doc,
@@ -158,7 +163,7 @@ pub async fn run(
             ingested,
         };
         asked.ask(conv, &index, &mut report).await?;
-        let memory = crate::Memory::new(layout.clone(), config.clone());
+        let memory = Memory::new(layout.clone(), config.clone());
         asked.core(conv, (&memory, &index), &mut report).await?;
         let foreign = &all[(i + 1) % all.len()];
         cutoffs(&asked, (conv, foreign), &index, &mut report.cutoffs).await?;
@@ -182,7 +187,7 @@ pub async fn run(
 fn session_facts(
     conv: &Value,
     s: usize,
-    layout: &crate::Layout,
+    layout: &Layout,
     by_dia: &mut HashMap<String, Vec<String>>,
 ) -> Result<Option<usize>> {
     let Some(obs) = conv["observation"][format!("session_{s}_observation")].as_object() else {
@@ -304,7 +309,7 @@ impl Questions<'_> {
     async fn core(
         &self,
         conv: &Value,
-        (memory, index): (&crate::Memory, &Index),
+        (memory, index): (&Memory, &Index),
         report: &mut LocomoReport,
     ) -> Result<()> {
         let scored: Vec<(String, HashSet<String>)> = conv["qa"]
@@ -320,7 +325,7 @@ impl Questions<'_> {
             index.reader.search(&Query::new(q, 10).logged()).await?;
         }
         let embedder = memory.cached_embedder()?;
-        crate::consolidate::promote::run(memory, self.doc, None, Some(&embedder)).await?;
+        promote::run(memory, self.doc, None, Some(&embedder)).await?;
         let core = self.core_rows(memory)?;
         for (_, rows) in scored.iter().skip(1).step_by(2) {
             report.core_held_out += 1;
@@ -330,8 +335,8 @@ impl Questions<'_> {
     }
 
     /// The entry ids MEMORY.md has a line for.
-    fn core_rows(&self, memory: &crate::Memory) -> Result<HashSet<String>> {
-        let core = crate::core_md::CoreMd::read(&memory.layout.memory_md())?;
+    fn core_rows(&self, memory: &Memory) -> Result<HashSet<String>> {
+        let core = CoreMd::read(&memory.layout.memory_md())?;
         Ok(core
             .lines()
             .into_iter()
@@ -365,8 +370,8 @@ impl Questions<'_> {
         for f in facts {
             rows.insert((*f).clone());
             if let Some(e) = holder.get(*f) {
-                let entry = crate::ids::EntryId::from(e.as_str());
-                rows.insert(crate::ids::RowId::core(&entry).to_string());
+                let entry = EntryId::from(e.as_str());
+                rows.insert(RowId::core(&entry).to_string());
                 rows.insert(e.clone());
             }
         }

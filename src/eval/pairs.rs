@@ -31,12 +31,17 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::Memory;
 use crate::archive::{self, NewFact};
 use crate::config::Config;
-use crate::consolidate::Options;
-use crate::consolidate::reply::per_fact::accepts_update_among;
+use crate::consolidate::reply::per_fact::{self, accepts_update_among};
+use crate::consolidate::{Judge, Options};
 use crate::entries::Document;
 use crate::ids::FactId;
+use crate::memory::init;
+use crate::progress::Progress;
+use crate::request::Target;
+use crate::state::State;
 use crate::text::normalize;
 
 /// What the second run made of a pair.
@@ -97,7 +102,7 @@ pub async fn run(
     let started = Instant::now();
     config.promotion.max_lines = 0;
     let mut report = PairsReport {
-        judge: crate::consolidate::Judge::label(&config),
+        judge: Judge::label(&config),
         seed,
         sources: Vec::new(),
         false_supersessions: 0,
@@ -107,7 +112,7 @@ pub async fn run(
     };
     let sources = sources(data)?;
     let total = (sources.len() * per_source) as u64;
-    let mut progress = crate::progress::Progress::steps("pairs evaluated", total);
+    let mut progress = Progress::steps("pairs evaluated", total);
     for (name, expect, pairs) in sources {
         let mut counts = SourceCounts {
             name,
@@ -169,7 +174,7 @@ pub fn gate(data: &Path) -> Result<GateReport> {
             .collect();
         let accepted = pairs
             .iter()
-            .filter(|(a, b)| crate::consolidate::reply::per_fact::accepts_update(b, a))
+            .filter(|(a, b)| per_fact::accepts_update(b, a))
             .count();
         out.sources.push((name.to_string(), pairs.len(), accepted));
     }
@@ -229,9 +234,9 @@ fn in_sets(data: &Path) -> Result<Vec<(String, usize, usize)>> {
 /// A then B in a fresh memory, a run after each; what became of them.
 async fn one(config: &Config, a: &str, b: &str) -> Result<Outcome> {
     let tmp = tempfile::tempdir()?;
-    let layout = crate::memory::init(tmp.path())?;
-    let memory = crate::Memory::new(layout.clone(), config.clone());
-    let target = crate::request::Target::local(memory);
+    let layout = init(tmp.path())?;
+    let memory = Memory::new(layout.clone(), config.clone());
+    let target = Target::local(memory);
     let said = |day: &str, text: &str| -> Result<FactId> {
         let fact = NewFact {
             text: text.to_string(),
@@ -249,7 +254,7 @@ async fn one(config: &Config, a: &str, b: &str) -> Result<Outcome> {
         doc.entries()
             .find(|e| e.meta.as_ref().is_some_and(|m| m.sources.contains(id)))
     };
-    let state = crate::state::State::load(&layout.state_file())?;
+    let state = State::load(&layout.state_file())?;
     Ok(match (holder(&first), holder(&second)) {
         (_, None) if !state.watermark.done.contains(&second) => Outcome::Failed,
         (Some(x), Some(y)) if x.id() == y.id() => {

@@ -7,12 +7,12 @@ use std::collections::HashSet;
 
 use chrono::NaiveDate;
 
-use crate::Layout;
 use crate::core_md::{CoreMd, Line};
 use crate::entries::Document;
 use crate::error::Result;
 use crate::ids::RowId;
 use crate::tombstones::Tombstones;
+use crate::{Layout, archive, entry_view};
 
 /// A search narrowed to the facts of a category, of a session or said
 /// from a day on, the entries holding one and their MEMORY.md lines; or
@@ -65,7 +65,7 @@ impl Filter {
     fn only(&self, layout: &Layout) -> Result<HashSet<String>> {
         let since = self.since.map(|d| d.format("%Y-%m-%d").to_string());
         let same = |want: &Option<String>, is: &Option<String>| want.is_none() || want == is;
-        let (facts, _) = crate::archive::read_all(layout)?;
+        let (facts, _) = archive::read_all(layout)?;
         let doc = Document::read(&layout.entries_file())?;
         let stones = Tombstones::load(&layout.tombstones_file())?;
         let mut out: HashSet<String> = facts
@@ -80,7 +80,7 @@ impl Filter {
         let dated =
             |l: &&Line| (since.as_ref()).is_none_or(|d| l.date.as_ref().is_some_and(|ld| ld >= d));
         let (category, session) = (self.category.as_deref(), self.session.as_deref());
-        let views = crate::entry_view::views_of(&doc, &stones, &facts);
+        let views = entry_view::views_of(&doc, &stones, &facts);
         for v in views
             .iter()
             .filter(|v| v.is_of(category, session, since.as_deref()))

@@ -19,10 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use crate::Result;
-use crate::archive;
-use crate::layout::{Layout, Source};
-use crate::text::short_hash;
+use crate::layout::{Layout, Source, is_day};
+use crate::text::{short_hash, short_hex};
+use crate::{Result, archive, atomic};
 
 /// Each source file's fingerprint.
 pub(crate) type Prints = BTreeMap<Source, String>;
@@ -99,7 +98,7 @@ pub(super) fn begin_sync<'a>(
 ) -> Result<()> {
     let sources: Vec<&Source> = sources.collect();
     let mark = serde_json::to_vec(&sources)?;
-    crate::atomic::write_unsynced(&layout.index_syncing(), &mark)?;
+    atomic::write_unsynced(&layout.index_syncing(), &mark)?;
     Ok(())
 }
 
@@ -108,14 +107,14 @@ pub(super) fn begin_sync<'a>(
 /// again).
 pub(super) fn save_synced(layout: &Layout, prints: &Prints) -> Result<()> {
     let prints = serde_json::to_vec_pretty(prints)?;
-    crate::atomic::write_unsynced(&layout.index_files(), &prints)?;
-    Ok(crate::atomic::remove(&layout.index_syncing())?)
+    atomic::write_unsynced(&layout.index_files(), &prints)?;
+    Ok(atomic::remove(&layout.index_syncing())?)
 }
 
 /// Forget every sync (the table was emptied).
 pub(super) fn forget_synced(layout: &Layout) -> Result<()> {
-    crate::atomic::remove(&layout.index_files())?;
-    Ok(crate::atomic::remove(&layout.index_syncing())?)
+    atomic::remove(&layout.index_files())?;
+    Ok(atomic::remove(&layout.index_syncing())?)
 }
 
 /// Whether each source file is indexed as it is now (for `memd status` and
@@ -535,18 +534,19 @@ fn day_hash(
     if grown.len() > KEEP_GROWN {
         grown.remove(0);
     }
-    Some(crate::text::short_hex(state, 16))
+    Some(short_hex(state, 16))
 }
 
 /// The day of a day file's name (`YYYY-MM-DD.md`), as [`stamps`] keys it.
 fn day_of(name: &std::ffi::OsStr) -> Option<&str> {
     let day = name.to_str()?.strip_suffix(".md")?;
-    crate::layout::is_day(day).then_some(day)
+    is_day(day).then_some(day)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory;
 
     /// The fingerprints a daemon keeps, reading again only the day files
     /// that changed (those it stamped, and those the kernel named), are the
@@ -562,7 +562,7 @@ mod tests {
 
     fn kept_between_changes_equal_those_read_anew(seen: fn() -> Seen) {
         let t = tempfile::tempdir().unwrap();
-        let layout = crate::memory::init(t.path()).unwrap();
+        let layout = memory::init(t.path()).unwrap();
         let day = |d: &str| layout.archive_file(d);
         for d in ["2026-01-01", "2026-01-02", "2026-01-03"] {
             std::fs::write(day(d), format!("# {d}\n\n## 09:00:00\n- fact of {d}\n")).unwrap();

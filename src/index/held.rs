@@ -46,6 +46,7 @@ use arrow_array::RecordBatch;
 
 use super::fingerprints::Prints;
 use crate::layout::Source;
+use crate::pause;
 
 /// A group is committed once no row joined it for this long: longer than
 /// the cycle of an agent remembering back to back, which keeps adding to
@@ -91,7 +92,7 @@ impl Held {
 /// [`QUIET`] and [`AT_MOST`], which a test build may set both to
 /// `MEMD_HELD_MS`, so that a test can stop memd while rows are held.
 fn waits() -> (Duration, Duration) {
-    match crate::pause::tuned("MEMD_HELD_MS").map(Duration::from_millis) {
+    match pause::tuned("MEMD_HELD_MS").map(Duration::from_millis) {
         Some(both) => (both, both),
         None => (QUIET, AT_MOST),
     }

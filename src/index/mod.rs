@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::embed::cache::Cached;
 use crate::error::{Context, Result};
-use crate::{Layout, Memory, lock};
+use crate::{Layout, Memory, lock, recall, steps};
 
 pub use filter::Filter;
 pub(crate) use past::rows_as_of;
@@ -94,7 +94,7 @@ struct Shared {
     /// read without a lock.
     words: Arc<ArcSwap<snapshot::Snapshot>>,
     /// The recall log searches append to.
-    recalls: crate::recall::Log,
+    recalls: recall::Log,
     /// Whether a search has read LanceDB's vector index ahead
     /// ([`Reader::warm_vector_index`]).
     warmed: std::sync::atomic::AtomicBool,
@@ -167,13 +167,13 @@ impl Index {
             (Some(_), _) => Vec::new(),
             (None, true) => {
                 let synced = async {
-                    crate::steps::timed("sync", self.writer.sync_to_read()).await?;
+                    steps::timed("sync", self.writer.sync_to_read()).await?;
                     self.reader.words_current(true).await
                 };
                 let asked = self.reader.asked_vector(query.text);
-                let embedded = crate::steps::timed("query embedding", asked);
+                let embedded = steps::timed("query embedding", asked);
                 let warmed = self.reader.warm_vector_index();
-                let warmed = crate::steps::timed("vector index read ahead", warmed);
+                let warmed = steps::timed("vector index read ahead", warmed);
                 let (synced, _, ()) = tokio::join!(synced, embedded, warmed);
                 synced?;
                 Vec::new()
@@ -211,7 +211,7 @@ impl Shared {
             table,
             embedder,
             words: Arc::default(),
-            recalls: crate::recall::Log::open(layout.recall_log()),
+            recalls: recall::Log::open(layout.recall_log()),
             warmed: Default::default(),
         })
     }

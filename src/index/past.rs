@@ -19,14 +19,14 @@ use super::reader::{Query, Reader};
 use super::rows::{Row, core_row, entry_rows, fact_row};
 use super::search::{Hit, Ranked};
 use super::terms::Terms;
-use crate::Layout;
-use crate::archive::Fact;
+use crate::archive::{self, Fact};
 use crate::core_md::Line;
 use crate::entries::Document;
 use crate::error::{Error, Result};
 use crate::ids::{FactId, RowId};
 use crate::tombstones::Tombstones;
 use crate::versions::{self, Then};
+use crate::{Layout, embed};
 
 /// When fact `f` was written, as well as the archive says: its heading's
 /// time on its day (memd starts a section at each second it appends in),
@@ -81,7 +81,7 @@ pub(crate) fn rows_as_of(layout: &Layout, at: DateTime<FixedOffset>) -> Result<V
         .filter_map(|e| e.meta.as_ref())
         .flat_map(|m| &m.sources)
         .collect();
-    let (facts, _) = crate::archive::read_all(layout)?;
+    let (facts, _) = archive::read_all(layout)?;
     let mut rows: Vec<Row> = facts
         .iter()
         .filter(|f| !held.contains(&f.id) && written(f, &at).is_some_and(|w| w <= at))
@@ -109,12 +109,9 @@ impl Reader {
         let qv = self.query_vector(query).await?;
         let all: Vec<(Hit, Vec<f32>)> = rows.iter().map(Row::hit).zip(vectors).collect();
         let n = (k * 4).max(20);
-        let cosines: Vec<f32> = all
-            .iter()
-            .map(|(_, v)| crate::embed::cosine(&qv, v))
-            .collect();
+        let cosines: Vec<f32> = all.iter().map(|(_, v)| embed::cosine(&qv, v)).collect();
         let wide = super::reader::pool(&asked.spans, n);
-        let near = crate::embed::top_k(&cosines, wide, usize::MAX);
+        let near = embed::top_k(&cosines, wide, usize::MAX);
         let near = Ranked {
             scores: near.iter().map(|&(_, s)| s).collect(),
             rows: near.iter().map(|&(i, _)| all[i].clone()).collect(),

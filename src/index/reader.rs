@@ -15,12 +15,11 @@ use super::rows::RowKind;
 use super::search::{self, CurrentScores, Hit, Ranked, SimilarEntry};
 use super::table::collect;
 use super::writer::Asking;
-use crate::Result;
 use crate::embed::cosine;
 use crate::ids::RowId;
 use crate::tombstones::Tombstones;
-use crate::when::Asked;
-use crate::{recall, steps};
+use crate::when::{self, Asked, Span};
+use crate::{Error, Result, recall, steps, update};
 
 /// Least cosine similarity at which an existing entry is shown as similar
 /// to a new fact (`memd eval dedup`, EVALUATION.md).
@@ -34,7 +33,7 @@ const SPAN_POOL: usize = 10;
 
 /// How many of the nearest rows to read for lists of `n` rows, for a
 /// query that names `spans` ([`SPAN_POOL`]).
-pub(super) fn pool(spans: &[crate::when::Span], n: usize) -> usize {
+pub(super) fn pool(spans: &[Span], n: usize) -> usize {
     match spans.is_empty() {
         true => n,
         false => n * SPAN_POOL,
@@ -44,7 +43,7 @@ pub(super) fn pool(spans: &[crate::when::Span], n: usize) -> usize {
 /// `query` as search reads it ([`crate::when::read`]): today is the local
 /// day, as recency weighting counts it ([`search::finish`]).
 pub(crate) fn asked(query: &str) -> Asked {
-    crate::when::read(query, chrono::Local::now().date_naive())
+    when::read(query, chrono::Local::now().date_naive())
 }
 
 /// What narrows a search besides `k`, as the rows it names.
@@ -254,7 +253,7 @@ impl Reader {
             if let Some(vector) = super::table::on_column(&indices, "vector") {
                 inner.prewarm_index(&vector.name).await?;
             }
-            Ok::<_, crate::Error>(())
+            Ok::<_, Error>(())
         };
         if let Err(e) = warm.await {
             tracing::debug!("vector index not read ahead: {e:#}");
@@ -321,7 +320,7 @@ impl Reader {
     ) -> Result<CurrentScores> {
         let mut rows: Vec<(RowId, String)> = Vec::new();
         for (h, _) in lists.iter().flat_map(|l| &l.rows) {
-            let now = crate::update::statement(&h.text);
+            let now = update::statement(&h.text);
             if now != h.text && !rows.iter().any(|(id, _)| *id == h.id) {
                 rows.push((h.id.clone(), now));
             }
@@ -420,6 +419,7 @@ impl Reader {
 
     /// Load every row's words anew at the handle's version (benchmarks
     /// time it).
+    #[cfg(feature = "lab")]
     pub(crate) async fn load_terms(&self) -> Result<()> {
         self.ask_words(true, false).await
     }
@@ -577,14 +577,17 @@ pub(super) async fn table_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, EmbedderKind};
+    use crate::index::Index;
+    use crate::{Layout, Memory};
 
     /// A new memory in a temporary directory, with the model-free embedder.
-    fn lexical_memory() -> (tempfile::TempDir, crate::Layout, crate::Memory) {
+    fn lexical_memory() -> (tempfile::TempDir, Layout, Memory) {
         let t = tempfile::tempdir().unwrap();
         let layout = crate::memory::init(t.path()).unwrap();
-        let mut config = crate::config::Config::default();
-        config.embedder.kind = crate::config::EmbedderKind::Lexical;
-        let memory = crate::Memory::new(layout.clone(), config);
+        let mut config = Config::default();
+        config.embedder.kind = EmbedderKind::Lexical;
+        let memory = Memory::new(layout.clone(), config);
         (t, layout, memory)
     }
 
@@ -604,8 +607,8 @@ mod tests {
             text
         };
         std::fs::write(layout.archive_file("2026-01-01"), day(120, 0)).unwrap();
-        let index = crate::index::Index::open(&memory).await.unwrap();
-        let same = |index: &crate::index::Index| {
+        let index = Index::open(&memory).await.unwrap();
+        let same = |index: &Index| {
             let reader = index.reader.clone();
             async move {
                 for q in ["tea and a bike", "river cat", "piano", "nothing alike"] {
@@ -660,7 +663,7 @@ mod tests {
             text.push_str(&format!("- The user likes {a}, {b} and {c}, note {i}\n"));
         }
         std::fs::write(layout.archive_file("2026-01-01"), text).unwrap();
-        let built = crate::index::Index::open(&memory).await.unwrap();
+        let built = Index::open(&memory).await.unwrap();
         built.writer.sync().await.unwrap();
         let indices = built
             .reader
@@ -671,7 +674,7 @@ mod tests {
             .await
             .unwrap();
         assert!(super::super::table::on_column(&indices, "vector").is_some());
-        let cached = |index: &crate::index::Index| {
+        let cached = |index: &Index| {
             let table = index.reader.shared.table.inner.clone();
             async move {
                 let dataset = table.dataset().unwrap().get().await.unwrap();
@@ -679,8 +682,8 @@ mod tests {
             }
         };
         let (ahead, plain) = (
-            crate::index::Index::open(&memory).await.unwrap(),
-            crate::index::Index::open(&memory).await.unwrap(),
+            Index::open(&memory).await.unwrap(),
+            Index::open(&memory).await.unwrap(),
         );
         let before = cached(&ahead).await;
         ahead.reader.warm_vector_index().await;
@@ -715,7 +718,7 @@ mod tests {
             text.push_str(&format!("- The user likes {a} and {b}, note {i}\n"));
         }
         std::fs::write(layout.archive_file("2026-01-01"), &text).unwrap();
-        let found = |index: &crate::index::Index| {
+        let found = |index: &Index| {
             let reader = index.reader.clone();
             async move {
                 let mut out = Vec::new();
@@ -730,14 +733,14 @@ mod tests {
                 out as Vec<Vec<(String, String)>>
             }
         };
-        let first = crate::index::Index::open(&memory).await.unwrap();
+        let first = Index::open(&memory).await.unwrap();
         first.writer.sync().await.unwrap();
         drop(first);
         // Loads the words from the table and writes the file; the next
         // handle reads it.
-        let loaded = crate::index::Index::open(&memory).await.unwrap();
+        let loaded = Index::open(&memory).await.unwrap();
         found(&loaded).await;
-        let read = crate::index::Index::open(&memory).await.unwrap();
+        let read = Index::open(&memory).await.unwrap();
         found(&read).await;
         assert!(read.reader.shared.words.load().is_mapped());
         for round in 0..2 {
@@ -756,7 +759,7 @@ mod tests {
             };
             assert!(!mapped, "round {round}");
             assert_eq!(at, Some(version), "kept in step, round {round}");
-            let fresh = crate::index::Index::open(&memory).await.unwrap();
+            let fresh = Index::open(&memory).await.unwrap();
             assert_eq!(found(&read).await, found(&fresh).await, "round {round}");
         }
     }

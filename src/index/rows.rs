@@ -12,11 +12,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::archive;
-use crate::core_md::CoreMd;
-use crate::entries::{Document, text_hash};
+use crate::core_md::{CoreMd, Line};
+use crate::entries::{self, Document, text_hash};
 use crate::error::Result;
 use crate::ids::{FactId, RowId};
 use crate::layout::{Layout, Source};
+use crate::pending::{Journal, Pending};
 use crate::state::State;
 use crate::text::short_hash;
 use crate::tombstones::Tombstones;
@@ -159,7 +160,7 @@ pub(crate) type RowsBySource = HashMap<Source, Vec<Hashed>>;
 
 /// The rows every source file calls for.
 pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
-    let sources = crate::entries::sources(&layout.entries_file())?;
+    let sources = entries::sources(&layout.entries_file())?;
     desired_for(layout, None, &sources)
 }
 
@@ -168,7 +169,7 @@ pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
 /// never anything tombstoned. (Benchmarks build tables from it.)
 #[cfg(feature = "lab")]
 pub(crate) fn desired(layout: &Layout) -> Result<HashMap<Source, Vec<Row>>> {
-    let sources = crate::entries::sources(&layout.entries_file())?;
+    let sources = entries::sources(&layout.entries_file())?;
     Ok(desired_for(layout, None, &sources)?
         .into_iter()
         .map(|(s, rows)| {
@@ -378,7 +379,7 @@ impl DayRows {
 }
 
 /// The row of a generated line of MEMORY.md.
-pub(super) fn core_row(l: crate::core_md::Line) -> Row {
+pub(super) fn core_row(l: Line) -> Row {
     Row {
         id: RowId::core(&l.entry_id),
         kind: RowKind::Core,
@@ -415,11 +416,11 @@ fn fact_rows(
     let state = State::load(&layout.state_file())?;
     // Consolidated facts are represented by their entries, so the entries'
     // sources count even when only a day file changed.
-    let pending = crate::pending::Pending::with_sources(
+    let pending = Pending::with_sources(
         &state,
         tombstones,
         sources.iter().map(FactId::as_str),
-        crate::pending::Journal::of(layout),
+        Journal::of(layout),
     );
     let mut out = RowsBySource::new();
     let mut tails = Tails::new();

@@ -15,7 +15,6 @@ use serde::Serialize;
 pub use super::rows::Hit;
 use super::rows::RowKind;
 use super::table::{collect, string_col};
-use crate::Result;
 use crate::embed::cosine;
 use crate::error::Context;
 use crate::ids::{RowId, given};
@@ -24,6 +23,7 @@ use crate::text::normalize;
 use crate::tombstones::Tombstones;
 use crate::update::current_part;
 use crate::when::Span;
+use crate::{Result, current};
 
 /// The usual constant of reciprocal rank fusion: damps the head of each list
 /// so that agreement between the two lists outweighs a single first place.
@@ -251,12 +251,12 @@ pub(super) fn finish(
     // question that names days, which asks what was said then.
     if !dated {
         let (mut ranked, vectors): (Vec<Hit>, Vec<Vec<f32>>) = hits.into_iter().unzip();
-        let compared = crate::current::Compared {
+        let compared = current::Compared {
             older: k,
             newer: k,
-            match_ratio: crate::current::SEARCH_MATCH_RATIO,
+            match_ratio: current::SEARCH_MATCH_RATIO,
         };
-        let _ = crate::current::raise_newer(&mut ranked, &vectors, compared);
+        let _ = current::raise_newer(&mut ranked, &vectors, compared);
         hits = ranked.into_iter().zip(vectors).collect();
         hits.sort_by(by_score);
     }
@@ -376,7 +376,7 @@ pub struct SimilarEntry {
     pub same: bool,
 }
 
-impl crate::current::Ranked for Hit {
+impl current::Ranked for Hit {
     fn day(&self) -> Option<&str> {
         self.day.as_deref()
     }

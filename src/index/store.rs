@@ -50,7 +50,7 @@ use object_store::client::{
 };
 
 use crate::Layout;
-use crate::error::{Result, bail};
+use crate::error::{Error, Result, bail};
 
 /// Retries of a request the store did not answer (a refused connection,
 /// a timeout, a 5xx) before the request that needed it fails.
@@ -118,7 +118,7 @@ pub(super) async fn connect(layout: &Layout) -> Result<lancedb::Connection> {
 
 /// LanceDB's error `e` about `layout`'s table, as memd says it: on object
 /// storage, what to do about it ([`unreachable`]).
-pub(super) fn failed(layout: &Layout, e: lancedb::Error) -> crate::Error {
+pub(super) fn failed(layout: &Layout, e: lancedb::Error) -> Error {
     match layout.index_uri() {
         Some(uri) => unreachable(uri, &e),
         None => e.into(),
@@ -127,7 +127,7 @@ pub(super) fn failed(layout: &Layout, e: lancedb::Error) -> crate::Error {
 
 /// A failure to reach the table at `uri` on object storage, said as what
 /// to do about it (LanceDB's own error is its debug print, pages long).
-fn unreachable(uri: &str, e: &dyn std::fmt::Display) -> crate::Error {
+fn unreachable(uri: &str, e: &dyn std::fmt::Display) -> Error {
     let text = e.to_string();
     let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
     let endpoint = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
@@ -154,7 +154,7 @@ fn unreachable(uri: &str, e: &dyn std::fmt::Display) -> crate::Error {
     } else {
         text.chars().take(300).collect()
     };
-    crate::Error::Service(format!(
+    Error::Service(format!(
         "the index's table at {uri}: {why} (facts are kept in the files; the index catches up once the store answers)"
     ))
 }

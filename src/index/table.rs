@@ -19,8 +19,10 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use serde::{Deserialize, Serialize};
 
 use super::rows::Row;
-use crate::Layout;
-use crate::error::{Context, Result};
+use crate::error::{Context, Error, Result};
+use crate::lock::{self, Guard};
+use crate::server::info;
+use crate::{Layout, atomic, pause};
 
 const TABLE: &str = "memory";
 
@@ -78,7 +80,7 @@ const VERSIONS_KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30
 /// [`VERSIONS_KEPT_FOR`], which a test build may shorten with
 /// `MEMD_VERSIONS_KEPT_SECONDS` (a test cannot wait five minutes).
 pub(super) fn versions_kept_for() -> std::time::Duration {
-    crate::pause::tuned("MEMD_VERSIONS_KEPT_SECONDS")
+    pause::tuned("MEMD_VERSIONS_KEPT_SECONDS")
         .map_or(VERSIONS_KEPT_FOR, std::time::Duration::from_secs)
 }
 
@@ -190,7 +192,7 @@ impl Table {
             }
         };
         if have.as_ref() != Some(&want) {
-            crate::atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
+            atomic::write(&meta_path, &serde_json::to_vec_pretty(&want)?)?;
         }
         Ok(Table { inner, dim })
     }
@@ -298,8 +300,8 @@ impl Table {
     /// and the files only they name (files no version names are kept
     /// until LanceDB can tell them from another writer's uncommitted ones).
     pub(super) async fn prune(&self, kept_for: std::time::Duration) -> Result<()> {
-        let older_than = lancedb::table::Duration::from_std(kept_for)
-            .map_err(|e| crate::Error::Index(e.into()))?;
+        let older_than =
+            lancedb::table::Duration::from_std(kept_for).map_err(|e| Error::Index(e.into()))?;
         self.inner
             .optimize(lancedb::table::OptimizeAction::Prune {
                 older_than: Some(older_than),
@@ -437,8 +439,8 @@ pub(super) async fn remove(layout: &Layout) -> Result<()> {
 /// the index the daemon owns (a CLI run with another embedder once deleted
 /// a running daemon's index, and its searches failed for 35 s).
 fn refuse_if_owned(layout: &Layout, have: &Meta, want: &Meta) -> Result<()> {
-    match crate::server::info::running(layout) {
-        Some(d) if d.pid != std::process::id() => Err(crate::Error::Invalid(format!(
+    match info::running(layout) {
+        Some(d) if d.pid != std::process::id() => Err(Error::Invalid(format!(
             "the index was built with the embedder {} and the daemon (pid {}) owns it; this command asks for {}: use the daemon's configuration, or stop the daemon first",
             have.embedder, d.pid, want.embedder
         ))),
@@ -451,8 +453,8 @@ fn refuse_if_owned(layout: &Layout, have: &Meta, want: &Meta) -> Result<()> {
 /// that removing the index keeps it. Without it two processes syncing the
 /// same new file both added its rows (8 parallel `memd add` left 293 rows
 /// for 80 facts).
-pub(super) async fn write_lock(layout: &Layout) -> Result<crate::lock::Guard> {
-    crate::lock::wait_for(&layout.index_lock()).await
+pub(super) async fn write_lock(layout: &Layout) -> Result<Guard> {
+    lock::wait_for(&layout.index_lock()).await
 }
 
 /// One row as the table holds it: what `memd check` compares with the

@@ -39,9 +39,9 @@ use lancedb::index::scalar::FtsIndexBuilder;
 use super::RowKind;
 use super::search::Hit;
 use super::vectors::Vectors;
-use crate::Result;
 use crate::ids::RowId;
 use crate::layout::Source;
+use crate::{Error, Result};
 
 /// BM25's term-frequency saturation and length normalisation (LanceDB's).
 const K1: f32 = 1.2;
@@ -86,7 +86,7 @@ fn tokenizer() -> Result<Box<dyn LanceTokenizer>> {
     });
     match made {
         Ok(t) => Ok(t.box_clone()),
-        Err(e) => Err(crate::Error::Index(e.clone().into())),
+        Err(e) => Err(Error::Index(e.clone().into())),
     }
 }
 

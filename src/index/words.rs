@@ -46,6 +46,7 @@ use std::path::Path;
 use super::RowKind;
 use super::search::Hit;
 use crate::Result;
+use crate::layout::Source;
 
 /// "memdwrd1": the layout above, written on a little-endian machine (a
 /// file from another reads as foreign and is ignored).
@@ -423,7 +424,7 @@ impl Mapped {
     }
 
     /// The row of `source` and `id`, if the file has it.
-    pub(super) fn slot_of(&self, source: &crate::layout::Source, id: &str) -> Option<u32> {
+    pub(super) fn slot_of(&self, source: &Source, id: &str) -> Option<u32> {
         let want = format!("{}\u{0}{id}", source.rel());
         self.find(&self.key_at, &self.keys, self.rows, want.as_bytes())
     }

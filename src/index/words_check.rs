@@ -1,6 +1,7 @@
 //! What `memd check` finds of the words file (`.memd/index/words.bin`,
 //! [`super::words`]): whether it is the file the table's rows make now.
 
+use crate::Layout;
 use crate::error::Result;
 
 /// What `memd check` finds of the words file ([`compare`]).
@@ -21,7 +22,7 @@ pub enum Found {
 
 /// The words file against the words of the table's rows (read only; a
 /// writer beside it may move the table on, which reads as [`Found::Other`]).
-pub async fn compare(layout: &crate::Layout) -> Result<Found> {
+pub async fn compare(layout: &Layout) -> Result<Found> {
     let path = layout.index_words();
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(Found::Absent);

@@ -23,8 +23,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::fingerprints::{self, Freshness, Prints, Seen};
 use super::owner::{Job, Owner, View};
 use super::{Shared, SyncReport};
+use crate::archive::Day;
 use crate::error::{Error, Result};
 use crate::layout::Source;
+use crate::lock::Guard;
+use crate::{Layout, steps};
 
 /// How handles reach the owner: its jobs, and how many are queued or
 /// running ([`Asking::busy`]).
@@ -76,7 +79,7 @@ pub struct Writer {
     seen: Arc<Mutex<Seen>>,
     /// For the daemon's writer, the daemon's lock on the directory: while
     /// it is held no other process writes this table.
-    sole: Option<crate::lock::Guard>,
+    sole: Option<Guard>,
 }
 
 impl Writer {
@@ -86,7 +89,7 @@ impl Writer {
     pub(super) fn start(
         shared: Arc<Shared>,
         model: super::snapshot::Model,
-        sole: Option<crate::lock::Guard>,
+        sole: Option<Guard>,
     ) -> (Writer, Asking) {
         let (jobs, queue) = mpsc::unbounded_channel();
         let (publish, view) = watch::channel(View::default());
@@ -122,7 +125,7 @@ impl Writer {
         if self.sole.is_none() || self.view.borrow().holding {
             return Ok(ControlFlow::Continue(None));
         }
-        let current = crate::steps::timed_now("sync: fingerprints", || self.fingerprints())?;
+        let current = steps::timed_now("sync: fingerprints", || self.fingerprints())?;
         let view = self.view.borrow();
         let same = !view.holding && view.synced.as_ref().is_some_and(|s| **s == *current);
         Ok(match same {
@@ -161,7 +164,7 @@ impl Writer {
     /// only a day file that changed since it was last asked for is read
     /// again (what a daemon's `status` counts, instead of reading every
     /// day file).
-    pub fn archive(&self) -> Result<Vec<(String, Arc<crate::archive::Day>)>> {
+    pub fn archive(&self) -> Result<Vec<(String, Arc<Day>)>> {
         self.seen.lock().unwrap().archive(&self.shared.layout)
     }
 
@@ -317,7 +320,7 @@ fn checked(current: &Prints) -> SyncReport {
 
 /// Delete `.memd/index` entirely, under the index lock (`reindex --clear`
 /// without a daemon; the embedding cache is kept).
-pub(super) async fn clear(layout: &crate::Layout) -> Result<()> {
+pub(super) async fn clear(layout: &Layout) -> Result<()> {
     let _all = super::table::write_lock(layout).await?;
     super::table::remove(layout).await
 }

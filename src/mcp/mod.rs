@@ -31,11 +31,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::Memory;
-use crate::error::{Result, bail};
-use crate::remedy::Surface;
+use crate::core_md::CoreMd;
+use crate::error::{Kind, Result, bail};
+use crate::limits::MAX_BODY;
+use crate::remedy::{self, Surface};
 use crate::request::{Core, Holder, Lazy, Target};
 use crate::server::memories::{self, Memories};
+use crate::{Error, Memory};
 
 /// The protocol version answered when the client asks for none we know.
 const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -334,7 +336,7 @@ async fn get_prompt(scope: &Scope, params: &Value) -> std::result::Result<Value,
         Some(USE_MEMORY) => {
             let core = core_memory(scope)
                 .await
-                .and_then(|t| Ok(crate::core_md::CoreMd::parse(t.as_bytes())?.compact()))
+                .and_then(|t| Ok(CoreMd::parse(t.as_bytes())?.compact()))
                 .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
             let text = include_str!("use_memory.md").replace("{{core}}", core.trim_end());
             Ok(json!({
@@ -363,7 +365,7 @@ async fn call(scope: &Scope, params: &Value) -> Value {
             "isError": false
         }),
         Err(e) => {
-            let said = crate::remedy::with(format!("{e:#}"), e.remedy(), Surface::Mcp);
+            let said = remedy::with(format!("{e:#}"), e.remedy(), Surface::Mcp);
             let text = format!("{said}{}", found_by(&e));
             json!({"content": [{"type": "text", "text": text}], "isError": true})
         }
@@ -404,7 +406,7 @@ const PARSE_ERROR: i64 = -32700;
 /// The longest message line read; a longer one is skipped and answered
 /// with a parse error, so one line cannot cost unbounded memory. The same
 /// limit as the API's request bodies ([`crate::limits::MAX_BODY`]).
-const MAX_LINE: usize = crate::limits::MAX_BODY;
+const MAX_LINE: usize = MAX_BODY;
 
 fn too_long() -> String {
     format!("parse error: a message longer than {MAX_LINE} bytes is not read")
@@ -449,8 +451,8 @@ async fn read_line(
 
 /// How a model finds the id a failed call named, in this surface's words
 /// (memd's errors name no surface's commands).
-fn found_by(e: &crate::Error) -> &'static str {
-    match e.kind() == crate::error::Kind::NotFound {
+fn found_by(e: &Error) -> &'static str {
+    match e.kind() == Kind::NotFound {
         true => " (recall finds entries and facts by their words, with their ids)",
         false => "",
     }

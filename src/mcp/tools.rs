@@ -10,7 +10,10 @@ use std::pin::Pin;
 use serde_json::{Map, Value, json};
 
 use crate::consolidate;
+use crate::erase::{Erasure, NOT_WRITTEN_AGAIN};
 use crate::error::{Context, Result};
+use crate::forget::Candidate;
+use crate::index::rows::Hit;
 use crate::request::{
     self, Add, Consolidate, Core, EditEntry, Entries, EntryView, Erase, Forget, GetEntry, Search,
     Target,
@@ -98,7 +101,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "recall",
         description: "Search long-term memory (facts and consolidated entries) by meaning and keywords. Each hit has its id and the day it was stated; with exclude_core: true, what core_memory already shows is left out.",
         schema: || schema::<Search>(&["wait"]),
-        output: || list_of::<crate::index::rows::Hit>("hits"),
+        output: || list_of::<Hit>("hits"),
         call: |t, args| Box::pin(recall(t, args)),
         hints: READ,
     },
@@ -106,7 +109,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "forget",
         description: "Forget an entry (e-…) or a pending fact (DAY#HASH) for good; it will not come back.",
         schema: || schema::<Forget>(&[]),
-        output: object::<crate::forget::Candidate>,
+        output: object::<Candidate>,
         call: |t, args| Box::pin(forget(t, args)),
         hints: Hints {
             read_only: false,
@@ -118,7 +121,7 @@ pub(super) const TOOLS: &[Tool] = &[
         name: "erase",
         description: "Erase an entry (e-…) or a pending fact (DAY#HASH): forgotten for good and its text taken out of every file memd keeps (the archive, history, index). Only when the user asks that something be deleted for good (a secret, personal data); it cannot be undone.",
         schema: || schema::<Erase>(&[]),
-        output: object::<crate::erase::Erasure>,
+        output: object::<Erasure>,
         call: |t, args| Box::pin(erase(t, args)),
         hints: Hints {
             read_only: false,
@@ -279,8 +282,7 @@ async fn remember(target: &Target, args: Map<String, Value>) -> Result<Answered>
         if f.fact.erased {
             out.push_str(&format!(
                 "not remembered as {}: {}",
-                f.fact.id,
-                crate::erase::NOT_WRITTEN_AGAIN
+                f.fact.id, NOT_WRITTEN_AGAIN
             ));
             continue;
         }

@@ -7,9 +7,13 @@ use super::route::{Method, Route};
 use super::similar::Similar;
 use super::target::{Request, Target, blocking};
 use crate::archive::{self, Appended};
-use crate::error::Result;
+use crate::entries::Document;
+use crate::error::{Error, Result};
 use crate::ids::{EntryId, FactId, RowId};
 use crate::index::search::SimilarEntry;
+use crate::text::normalize;
+use crate::tombstones::Tombstones;
+use crate::{Layout, steps};
 
 /// Facts to append: `text`, or a batch in `texts`. A file write, durable
 /// before the reply; the similar entries are information only, looked up
@@ -77,14 +81,14 @@ impl Add {
         match (&self.text, &self.texts) {
             (Some(t), None) => Ok((vec![t.clone()], false)),
             (None, Some(ts)) if !ts.is_empty() => Ok((ts.clone(), true)),
-            _ => Err(crate::Error::Invalid(
+            _ => Err(Error::Invalid(
                 "give either \"text\" or a non-empty \"texts\"".into(),
             )),
         }
         .and_then(|(texts, many)| {
             let bytes: usize = texts.iter().map(String::len).sum();
             match bytes > MAX_FACT_BYTES {
-                true => Err(crate::Error::Invalid(format!(
+                true => Err(Error::Invalid(format!(
                     "{bytes} bytes of facts in one add; at most {MAX_FACT_BYTES}"
                 ))),
                 false => Ok((texts, many)),
@@ -109,14 +113,14 @@ struct Superseded {
 /// fact says (a fact superseding itself) as invalid. Nothing is written
 /// either way. (An entry that already says it is a restatement: the run
 /// keeps the fact into it.)
-fn resolve(layout: &crate::Layout, ids: &[RowId], text: &str) -> Result<Superseded> {
-    let doc = crate::entries::Document::read(&layout.entries_file())?;
-    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+fn resolve(layout: &Layout, ids: &[RowId], text: &str) -> Result<Superseded> {
+    let doc = Document::read(&layout.entries_file())?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
     let facts = match ids.iter().any(|id| FactId::looks_like(id.as_str())) {
         true => archive::read_all(layout)?.0,
         false => Vec::new(),
     };
-    let gone = |id: &RowId| crate::Error::NoSuch {
+    let gone = |id: &RowId| Error::NoSuch {
         what: format!(
             "live entry or fact {id} in this memory to supersede (it is unknown, forgotten or erased; nothing was written)"
         ),
@@ -159,8 +163,8 @@ fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) {
 /// the fact itself, stated again (the run would keep it as its own
 /// history).
 fn refuse_self(id: &RowId, target: &str, text: &str) -> Result<()> {
-    match crate::text::normalize(target) == crate::text::normalize(text) {
-        true => Err(crate::Error::Invalid(format!(
+    match normalize(target) == normalize(text) {
+        true => Err(Error::Invalid(format!(
             "supersedes {id}: it says what this fact says, and a fact cannot supersede itself (nothing was written)"
         ))),
         false => Ok(()),
@@ -192,7 +196,7 @@ impl Request for Add {
         let layout = target.memory.layout.clone();
         if !self.supersedes.is_empty() {
             if many {
-                return Err(crate::Error::Invalid(
+                return Err(Error::Invalid(
                     "supersedes goes with one fact (text), not a batch".into(),
                 ));
             }
@@ -203,7 +207,7 @@ impl Request for Add {
         }
         let now = target.memory.clock.now();
         let appended = blocking(move || archive::append_unless_erased(&layout, now, &facts));
-        let appended = crate::steps::timed("append", appended).await?;
+        let appended = steps::timed("append", appended).await?;
         // The similar entries' lookup syncs the index first; without it,
         // the index starts catching up now.
         let similar = match self.similar {

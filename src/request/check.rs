@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::reindex::Reindex;
 use super::route::{Method, Route};
 use super::target::{Request, Target};
-use crate::check::Report;
+use crate::check::{self, Report};
 use crate::error::Result;
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -35,13 +35,13 @@ impl Request for Check {
     async fn apply(self, target: &Target) -> Result<Report> {
         let layout = &target.memory.layout;
         let open = target.index_if_open();
-        let report = crate::check::run_kept(layout, open.as_deref()).await?;
+        let report = check::run_kept(layout, open.as_deref()).await?;
         if !self.fix || report.index_rows.is_none() {
             return Ok(report);
         }
         let clear = report.index_fixable;
         target.run(Reindex { clear }).await?;
-        let mut after = crate::check::run_kept(layout, target.index_if_open().as_deref()).await?;
+        let mut after = check::run_kept(layout, target.index_if_open().as_deref()).await?;
         after.index_rebuilt = clear;
         Ok(after)
     }

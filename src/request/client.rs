@@ -6,8 +6,9 @@
 use serde_json::Value;
 
 use super::route::{Method, Route};
-use crate::error::{Context, Result, err};
+use crate::error::{Context, Error, Result, err};
 use crate::layout::Layout;
+use crate::server::info::running;
 
 /// The daemon serving one memory directory.
 pub struct Client {
@@ -24,7 +25,7 @@ impl Client {
     /// The daemon serving `layout`, if one runs. It is sent `MEMD_TOKEN`
     /// when that is set.
     pub fn for_memory(layout: &Layout) -> Option<Client> {
-        let info = crate::server::info::running(layout)?;
+        let info = running(layout)?;
         Some(Client {
             base: format!("http://{}", info.listen),
             pid: info.pid,
@@ -110,7 +111,7 @@ impl Client {
         if !status.is_success() {
             let msg = value["error"].as_str().unwrap_or("no detail");
             let kind = serde_json::from_value(value["kind"].clone()).ok();
-            let said = crate::Error::Daemon {
+            let said = Error::Daemon {
                 status: status.as_u16(),
                 kind,
                 message: msg.to_string(),

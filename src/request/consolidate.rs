@@ -3,7 +3,7 @@
 
 use super::route::{Method, Route};
 use super::target::{Request, Target};
-use crate::consolidate::Report;
+use crate::consolidate::{self, Report};
 use crate::error::Result;
 
 /// A run: `force` skips the time and volume gate (never the lock),
@@ -35,7 +35,7 @@ impl Request for Consolidate {
     async fn apply(self, target: &Target) -> Result<Report> {
         let open = target.index_if_open();
         let embedder = open.as_ref().map(|i| i.embedder());
-        let mut report = crate::consolidate::run_with(&target.memory, self, embedder).await?;
+        let mut report = consolidate::run_with(&target.memory, self, embedder).await?;
         if report.skipped.is_some() || self.dry_run {
             return Ok(report);
         }

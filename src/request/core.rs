@@ -4,7 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
-use crate::error::{Context, Result};
+use crate::core_md::CoreMd;
+use crate::error::{Context, Error, Result};
+use crate::text::first_bad_byte;
+use crate::{Layout, atomic};
 
 /// `MEMORY.md` byte for byte (a missing file is empty), or compact.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -24,9 +27,9 @@ pub struct CoreText(pub Vec<u8>);
 impl CoreText {
     /// The text, or a clear error naming the line where it is not UTF-8
     /// (for front ends that carry text only, such as MCP).
-    pub fn text(self, layout: &crate::Layout) -> Result<String> {
-        if let Some((at, line)) = crate::text::first_bad_byte(&self.0) {
-            return Err(crate::Error::Corrupt {
+    pub fn text(self, layout: &Layout) -> Result<String> {
+        if let Some((at, line)) = first_bad_byte(&self.0) {
+            return Err(Error::Corrupt {
                 path: layout.memory_md(),
                 line: Some(line),
                 message: format!(
@@ -58,7 +61,7 @@ impl Request for Core {
     async fn apply(self, target: &Target) -> Result<CoreText> {
         let path = target.memory.layout.memory_md();
         let bytes = blocking(move || {
-            let read = crate::atomic::read_if_exists(&path);
+            let read = atomic::read_if_exists(&path);
             read.with_context(|| format!("reading {}", path.display()))
         })
         .await?;
@@ -67,7 +70,7 @@ impl Request for Core {
             return Ok(CoreText(bytes));
         }
         let text = CoreText(bytes).text(&target.memory.layout)?;
-        let compact = crate::core_md::CoreMd::parse(text.as_bytes())?.compact();
+        let compact = CoreMd::parse(text.as_bytes())?.compact();
         Ok(CoreText(compact.into_bytes()))
     }
 

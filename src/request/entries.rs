@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
+use crate::edit::{self, Change};
 pub use crate::entry_view::EntryView;
 use crate::entry_view::views;
-use crate::error::Result;
-use crate::ids::ItemId;
+use crate::error::{Error, Result};
+use crate::ids::{ItemId, RunId};
 
 /// The live entries (not forgotten, not an unsaved hand-written block),
 /// in file order, that pass every filter given.
@@ -102,7 +103,7 @@ impl Request for GetEntry {
             views(&layout)?
                 .into_iter()
                 .find(|v| v.id.as_str() == id)
-                .ok_or_else(|| crate::Error::NotFound { id: id.to_string() })
+                .ok_or_else(|| Error::NotFound { id: id.to_string() })
         })
         .await
     }
@@ -134,7 +135,7 @@ pub struct Edited {
     /// The run the edit is journaled under (`memd undo RUN` takes it
     /// back); absent when the entry already was as asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<crate::ids::RunId>,
+    pub run: Option<RunId>,
     pub entry: EntryView,
 }
 
@@ -154,16 +155,16 @@ impl Request for EditEntry {
     async fn apply(self, target: &Target) -> Result<Edited> {
         let memory = target.memory.clone();
         let layout = memory.layout.clone();
-        let change = crate::edit::Change {
+        let change = Change {
             text: self.text,
             pinned: self.pinned,
             category: self.category,
         };
         let id = self.id.as_str().to_string();
         let (run, entry) = blocking(move || {
-            let run = crate::edit::edit(&memory, &id, &change)?;
+            let run = edit::edit(&memory, &id, &change)?;
             let entry = views(&layout)?.into_iter().find(|v| v.id.as_str() == id);
-            Ok((run, entry.ok_or(crate::Error::NotFound { id })?))
+            Ok((run, entry.ok_or(Error::NotFound { id })?))
         })
         .await?;
         target.settle().await;
@@ -175,7 +176,7 @@ impl Request for EditEntry {
 pub(super) fn valid_day(day: &str) -> Result<chrono::NaiveDate> {
     match chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d") {
         Ok(d) => Ok(d),
-        Err(_) => Err(crate::Error::Invalid(format!(
+        Err(_) => Err(Error::Invalid(format!(
             "since must be a day, YYYY-MM-DD (got {day:?})"
         ))),
     }

@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
+use crate::erase::{self, Erasure};
 use crate::error::Result;
-use crate::forget::Candidate;
+use crate::forget::{self, Candidate};
 use crate::ids::ItemId;
 
 /// Forget an entry (`e-…`) or a pending fact (`DAY#HASH`) for good: it is
@@ -35,7 +36,7 @@ impl Request for Forget {
 
     async fn apply(self, target: &Target) -> Result<Candidate> {
         let memory = target.memory.clone();
-        let gone = blocking(move || crate::forget::forget(&memory, self.id.as_str())).await?;
+        let gone = blocking(move || forget::forget(&memory, self.id.as_str())).await?;
         target.settle().await;
         Ok(gone)
     }
@@ -57,7 +58,7 @@ pub struct Erase {
 
 impl Request for Erase {
     /// What was erased.
-    type Reply = crate::erase::Erasure;
+    type Reply = Erasure;
 
     const ROUTE: Route = Route {
         method: Method::Post,
@@ -70,11 +71,11 @@ impl Request for Erase {
         true
     }
 
-    async fn apply(self, target: &Target) -> Result<crate::erase::Erasure> {
+    async fn apply(self, target: &Target) -> Result<Erasure> {
         let memory = target.memory.clone();
-        let gone = blocking(move || crate::erase::erase(&memory, self.id.as_str())).await?;
+        let gone = blocking(move || erase::erase(&memory, self.id.as_str())).await?;
         target.index().await?.writer.purge().await?;
-        crate::erase::purged(&target.memory.layout)?;
+        erase::purged(&target.memory.layout)?;
         Ok(gone)
     }
 }
@@ -105,7 +106,7 @@ impl Request for Unforget {
 
     async fn apply(self, target: &Target) -> Result<Candidate> {
         let memory = target.memory.clone();
-        let back = blocking(move || crate::forget::undo(&memory, self.id.as_str())).await?;
+        let back = blocking(move || forget::undo(&memory, self.id.as_str())).await?;
         target.settle().await;
         Ok(back)
     }
@@ -133,6 +134,6 @@ impl Request for Candidates {
 
     async fn apply(self, target: &Target) -> Result<Vec<Candidate>> {
         let layout = target.memory.layout.clone();
-        blocking(move || crate::forget::candidates(&layout, &self.text)).await
+        blocking(move || forget::candidates(&layout, &self.text)).await
     }
 }

@@ -4,9 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
-use crate::error::Result;
+use crate::entries::Document;
+use crate::error::{Error, Result};
 use crate::ids::ItemId;
 use crate::journal::Record;
+use crate::{Layout, archive, forget};
 
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it.
@@ -35,9 +37,9 @@ impl Request for History {
         let layout = target.memory.layout.clone();
         blocking(move || {
             let id = self.id.as_str();
-            let records = crate::forget::history(&layout, id)?;
+            let records = forget::history(&layout, id)?;
             if records.is_empty() && !known(&layout, id)? {
-                return Err(crate::Error::NotFound { id: id.to_string() });
+                return Err(Error::NotFound { id: id.to_string() });
             }
             Ok(records)
         })
@@ -46,11 +48,11 @@ impl Request for History {
 }
 
 /// Whether `id` is an entry of the file or a fact of the archive.
-fn known(layout: &crate::Layout, id: &str) -> Result<bool> {
-    let doc = crate::entries::Document::read(&layout.entries_file())?;
+fn known(layout: &Layout, id: &str) -> Result<bool> {
+    let doc = Document::read(&layout.entries_file())?;
     if doc.get(id).is_some() {
         return Ok(true);
     }
-    let (facts, _) = crate::archive::read_all(layout)?;
+    let (facts, _) = archive::read_all(layout)?;
     Ok(facts.iter().any(|f| f.id == id))
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target};
+use crate::check;
 use crate::error::Result;
 use crate::index::{Index, SyncReport};
 
@@ -61,7 +62,7 @@ async fn clear(target: &Target) -> Result<()> {
 /// number of rows.
 async fn sync_repairing(index: &Index, target: &Target) -> Result<(SyncReport, usize)> {
     let mut report = index.writer.sync().await?;
-    if crate::check::index_only(&target.memory.layout)
+    if check::index_only(&target.memory.layout)
         .await?
         .index_fixable
     {

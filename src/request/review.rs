@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::ProposalId;
-use crate::review::Carried;
+use crate::remedy::Remedy;
+use crate::review::{self, Carried};
 
 /// The open proposals of `consolidated/REVIEW.md`, oldest first, each with
 /// what the file says of it, and the lines of the file memd cannot read.
@@ -32,7 +33,7 @@ impl Request for ReviewItems {
 
     async fn apply(self, target: &Target) -> Result<Items> {
         let layout = target.memory.layout.clone();
-        blocking(move || crate::review::list(&layout)).await
+        blocking(move || review::list(&layout)).await
     }
 }
 
@@ -98,23 +99,22 @@ impl Request for Review {
         let mut out = Reviewed::default();
         if self.action != Action::Apply {
             if self.ids.is_empty() && !self.all {
-                return Err(crate::Error::Invalid(
-                    "name the proposals to decide (`p-…`), or all".into(),
-                )
-                .remedied(crate::remedy::Remedy::ReviewItems));
+                return Err(
+                    Error::Invalid("name the proposals to decide (`p-…`), or all".into())
+                        .remedied(Remedy::ReviewItems),
+                );
             }
             let memory = target.memory.clone();
             let accept = self.action == Action::Accept;
             let (ids, all) = (self.ids, self.all);
-            out.changed =
-                blocking(move || crate::review::decide(&memory, &ids, all, accept)).await?;
+            out.changed = blocking(move || review::decide(&memory, &ids, all, accept)).await?;
             if !self.apply {
                 return Ok(out);
             }
         }
         let open = target.index_if_open();
         let embedder = open.as_ref().map(|i| i.embedder());
-        let carried = crate::review::apply(&target.memory, embedder).await?;
+        let carried = review::apply(&target.memory, embedder).await?;
         if carried.run.is_some() {
             target.settle().await;
         }

@@ -6,7 +6,7 @@ use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
 use crate::ids::RunId;
-use crate::runs::{Options, Outcome, Run};
+use crate::runs::{Options, Outcome, Run, list, undo};
 
 /// Every run in the journal, oldest first: when, kind, judges, ops by
 /// kind, facts.
@@ -32,7 +32,7 @@ impl Request for Runs {
 
     async fn apply(self, target: &Target) -> Result<Vec<Run>> {
         let layout = target.memory.layout.clone();
-        let runs = blocking(move || crate::runs::list(&layout)).await?;
+        let runs = blocking(move || list(&layout)).await?;
         let keep = self.last.unwrap_or(runs.len()).min(runs.len());
         Ok(runs[runs.len() - keep..].to_vec())
     }
@@ -64,7 +64,7 @@ impl Request for Undo {
     async fn apply(self, target: &Target) -> Result<Outcome> {
         let memory = target.memory.clone();
         let (run, opts) = (self.run, self.options);
-        let outcome = blocking(move || crate::runs::undo(&memory, &run, opts)).await?;
+        let outcome = blocking(move || undo(&memory, &run, opts)).await?;
         if outcome.run.is_some() {
             target.settle().await;
         }

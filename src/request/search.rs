@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::search::Hit;
-use crate::index::{Filter, Query, Searched};
+use crate::index::{Filter, Query, Searched, rows_as_of};
+use crate::{current, versions};
 
 /// A search. The index is brought in step with the files first, so every
 /// fact acknowledged before it is searched; with `wait` false the index
@@ -108,7 +109,7 @@ impl Request for Search {
         let query = Query::new(&text, k).logged().waiting(wait);
         let query = query.above(min_score).filtered(filter);
         let Searched { mut hits, behind } = target.index().await?.search(&query).await?;
-        crate::current::declared_below(&target.memory.layout, &mut hits)?;
+        current::declared_below(&target.memory.layout, &mut hits)?;
         if wait {
             return Ok(Found::all(hits));
         }
@@ -122,11 +123,11 @@ impl Search {
     fn asked(&self, target: &Target) -> Result<(String, usize, f32)> {
         let text = self.query.clone().filter(|t| !t.trim().is_empty());
         let text = text.ok_or_else(|| {
-            crate::Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
+            Error::Invalid("q is required: the text to search for (`q` or `query`)".into())
         })?;
         let default = target.memory.config.search.default_k as usize;
         if let Some(k) = self.k.filter(|k| !(1..=MAX_K).contains(k)) {
-            return Err(crate::Error::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "k is how many hits to return: 1 to {MAX_K} (asked for {k})"
             )));
         }
@@ -135,7 +136,7 @@ impl Search {
             .min_score
             .unwrap_or(target.memory.config.search.min_score);
         if !(0.0..=1.0).contains(&min_score) {
-            return Err(crate::Error::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "min_score is a score from 0 to 1 (got {min_score})"
             )));
         }
@@ -146,19 +147,19 @@ impl Search {
     /// a recall.
     async fn in_the_past(self, target: &Target) -> Result<Found> {
         if self.category.is_some() || self.session.is_some() || self.since.is_some() {
-            return Err(crate::Error::Invalid(
+            return Err(Error::Invalid(
                 "as_of searches every fact and entry of then: category, session and since are not taken with it".into(),
             ));
         }
         if self.exclude_core == Some(true) {
-            return Err(crate::Error::Invalid(
+            return Err(Error::Invalid(
                 "as_of searches the memory as it was: exclude_core (today's MEMORY.md) is not taken with it".into(),
             ));
         }
         let (text, k, min_score) = self.asked(target)?;
-        let at = crate::versions::parse_time(self.as_of.as_deref().unwrap_or_default())?;
+        let at = versions::parse_time(self.as_of.as_deref().unwrap_or_default())?;
         let layout = target.memory.layout.clone();
-        let rows = super::target::blocking(move || crate::index::rows_as_of(&layout, at)).await?;
+        let rows = super::target::blocking(move || rows_as_of(&layout, at)).await?;
         let index = target.index().await?;
         let query = Query::new(&text, k).above(min_score).over(rows);
         let hits = index.search(&query).await?.hits;

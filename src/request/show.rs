@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
-use crate::error::Result;
+use crate::entries::Document;
+use crate::error::{Error, Result};
+use crate::ids::EntryId;
+use crate::tombstones::Tombstones;
 use crate::versions::{self, Then};
 
 /// `consolidated/memory.md` and MEMORY.md's generated lines as of a time
@@ -31,7 +34,7 @@ pub struct Shown {
     /// Entries `memory` holds that were forgotten since: shown as the file
     /// was (as `history` shows them); search and MEMORY.md leave them out.
     /// `memd forget --erase` takes a text out of every version.
-    pub forgotten_since: Vec<crate::ids::EntryId>,
+    pub forgotten_since: Vec<EntryId>,
 }
 
 impl Request for Show {
@@ -55,15 +58,15 @@ impl Request for Show {
         let layout = target.memory.layout.clone();
         let (memory, core, forgotten_since) = blocking(move || {
             let (memory, core) = versions::as_of(&layout, at)?;
-            let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
-            let doc = crate::entries::Document::parse(memory.text().unwrap_or_default());
+            let stones = Tombstones::load(&layout.tombstones_file())?;
+            let doc = Document::parse(memory.text().unwrap_or_default());
             let forgotten = doc
                 .entries()
                 .filter_map(|e| e.id())
                 .filter(|id| stones.names_entry(id.as_str()))
                 .cloned()
                 .collect();
-            Ok::<_, crate::Error>((memory, core, forgotten))
+            Ok::<_, Error>((memory, core, forgotten))
         })
         .await?;
         Ok(Shown {

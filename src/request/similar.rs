@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Method, Route};
 use super::target::{Request, Target};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::search::SimilarEntry;
 
 /// How many similar entries are shown per text.
@@ -37,7 +37,7 @@ impl Request for Similar {
 
     async fn apply(self, target: &Target) -> Result<Self::Reply> {
         if self.texts.len() > SIMILAR_MAX_TEXTS {
-            return Err(crate::Error::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "at most {SIMILAR_MAX_TEXTS} texts per request"
             )));
         }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
-use crate::status::Report;
+use crate::status::{self, Report};
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Status {}
@@ -27,6 +27,6 @@ impl Request for Status {
     async fn apply(self, target: &Target) -> Result<Report> {
         let memory = target.memory.clone();
         let index = target.index_if_open();
-        blocking(move || crate::status::gather(&memory, index.as_deref())).await
+        blocking(move || status::gather(&memory, index.as_deref())).await
     }
 }

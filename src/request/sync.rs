@@ -8,7 +8,7 @@ use super::route::{Method, Route};
 use super::target::{Request, Target, blocking};
 use crate::error::Result;
 use crate::ids::ItemId;
-use crate::sync::Synced;
+use crate::sync::{self, Synced};
 
 /// Commit this memory's changes, fetch, merge with memd's drivers, push.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -35,7 +35,7 @@ impl Request for Sync {
 
     async fn apply(self, target: &Target) -> Result<Synced> {
         let memory = target.memory.clone();
-        let synced = blocking(move || crate::sync::sync(&memory, self.remote.as_deref())).await?;
+        let synced = blocking(move || sync::sync(&memory, self.remote.as_deref())).await?;
         for id in &synced.erased_again {
             target
                 .run(Erase {

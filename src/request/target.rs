@@ -9,9 +9,9 @@ use serde::de::DeserializeOwned;
 
 use super::client::Client;
 use super::route::Route;
-use crate::Memory;
 use crate::error::{Result, err};
 use crate::index::Index;
+use crate::{Error, Memory};
 
 /// One operation: its parameters (this type) and its reply.
 pub trait Request:
@@ -124,7 +124,7 @@ impl Lazy {
 #[async_trait::async_trait]
 impl Holder for Lazy {
     async fn index(&self) -> Result<Arc<Index>> {
-        let open = || async { Ok::<_, crate::Error>(Arc::new(Index::open(&self.memory).await?)) };
+        let open = || async { Ok::<_, Error>(Arc::new(Index::open(&self.memory).await?)) };
         Ok(self.index.get_or_try_init(open).await?.clone())
     }
 

@@ -7,19 +7,20 @@ use std::fmt::Write as _;
 use super::carried::{Carried, Left, Unreadable};
 use super::sheet::{self, Mark, Sheet};
 use super::{Decided, Decision, Line, Proposal, Proposals, REVIEW_JUDGE, Seen};
-use crate::Memory;
-use crate::archive::Fact;
+use crate::archive::{self, Fact};
 use crate::consolidate::apply;
 use crate::consolidate::ops::{Cluster, Group, Op, Snapshot};
 use crate::consolidate::plan::Inputs;
 use crate::consolidate::planned::{Decision as Judged, Planned};
+use crate::consolidate::reply::repair;
 use crate::entries::{Document, sanitize_text};
 use crate::error::Result;
-use crate::ids::{FactId, ProposalId, RunId};
+use crate::ids::{EntryId, FactId, ProposalId, RunId};
 use crate::journal::{self, Stamp};
 use crate::pause::{Step, at as pause_point};
 use crate::pending::{Pending, Settled};
 use crate::state::State;
+use crate::{Memory, core_md};
 
 /// Write the ops of `planned` (each cluster's decision) as proposals and
 /// their items; the planned left to apply (clusters that failed, whose
@@ -36,10 +37,7 @@ pub(crate) fn propose(
     for (cluster, p) in planned.into_iter().enumerate() {
         let (ops, fallback) = match &p.decision {
             Judged::Ops(ops) => (ops.clone(), false),
-            Judged::Fallback(_) => (
-                crate::consolidate::reply::repair::fallback(&p.cluster),
-                true,
-            ),
+            Judged::Fallback(_) => (repair::fallback(&p.cluster), true),
             Judged::Failed { .. } => {
                 rest.push(p);
                 continue;
@@ -96,7 +94,7 @@ fn show(memory: &Memory, proposals: &[&Proposal], facts: &HashMap<&str, &Fact>) 
     super::append(&memory.layout, &[Line::Shown { items, ts }])
 }
 
-fn into(op: &Op) -> Option<&crate::ids::EntryId> {
+fn into(op: &Op) -> Option<&EntryId> {
     match op {
         Op::Remove { into, .. } => Some(into),
         _ => None,
@@ -528,7 +526,7 @@ fn write(
             _ => None,
         })
         .collect();
-    crate::core_md::drop_lines(&layout.memory_md(), &removed)?;
+    core_md::drop_lines(&layout.memory_md(), &removed)?;
     let (applied, doc) = apply::apply(layout, &plan.planned, stamp)?;
     journal::append(&layout.journal_file(), &applied.records)?;
     state.mark_done(applied.done.iter());
@@ -577,7 +575,7 @@ fn tidy(
         let facts = match facts {
             Some(f) => f,
             None => {
-                read = crate::archive::read_all(&memory.layout)?.0;
+                read = archive::read_all(&memory.layout)?.0;
                 &read
             }
         };

@@ -41,10 +41,14 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::Layout;
 use crate::consolidate::ops::Op;
+use crate::consolidate::promote;
+use crate::embed::cache::Cached;
+use crate::entries::{self, Document};
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId, ProposalId, RunId};
+use crate::versions::Writing;
+use crate::{Error, Layout, Memory, jsonl};
 
 pub use carried::{Carried, Left, Unreadable};
 pub use carry::carry_out;
@@ -141,8 +145,8 @@ pub struct Proposals {
 impl Proposals {
     pub fn load(layout: &Layout) -> Result<Proposals> {
         let path = layout.proposals_file();
-        let (lines, _) = crate::jsonl::read::<Line>(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let (lines, _) =
+            jsonl::read::<Line>(&path).with_context(|| format!("reading {}", path.display()))?;
         let mut out = Proposals::default();
         for line in lines {
             match line {
@@ -200,7 +204,7 @@ pub fn held(layout: &Layout) -> Result<HashSet<FactId>> {
 
 pub(crate) fn append(layout: &Layout, lines: &[Line]) -> Result<()> {
     let path = layout.proposals_file();
-    crate::jsonl::append(&path, lines).with_context(|| format!("appending to {}", path.display()))
+    jsonl::append(&path, lines).with_context(|| format!("appending to {}", path.display()))
 }
 
 /// An open item as `memd review` lists it.
@@ -265,13 +269,13 @@ pub fn list(layout: &Layout) -> Result<Items> {
 /// (or withdrawn), is an error, and nothing is changed; one decided the
 /// same way already is left as it is.
 pub fn decide(
-    memory: &crate::Memory,
+    memory: &Memory,
     ids: &[ProposalId],
     all: bool,
     accept: bool,
 ) -> Result<Vec<ProposalId>> {
     let layout = &memory.layout;
-    let _lock = crate::entries::lock(layout)?;
+    let _lock = entries::lock(layout)?;
     let props = Proposals::load(layout)?;
     let open: HashSet<&ProposalId> = props.open().map(|p| &p.item).collect();
     let mut chosen: Vec<ProposalId> = match all {
@@ -281,7 +285,7 @@ pub fn decide(
     for bad in chosen.iter().filter(|id| !open.contains(id)) {
         let Some(d) = props.decided.get(bad) else {
             let what = format!("open proposal {bad} (the review lists the open ones)");
-            return Err(crate::Error::NoSuch { what });
+            return Err(Error::NoSuch { what });
         };
         let said = match d.decision {
             Decision::Accepted if accept => continue,
@@ -292,7 +296,7 @@ pub fn decide(
                 "withdrawn (one of its facts was forgotten or erased since, the others are pending again)"
             }
         };
-        return Err(crate::Error::Invalid(format!(
+        return Err(Error::Invalid(format!(
             "proposal {bad} was {said}: a decision is carried out once, and nothing was changed"
         )));
     }
@@ -331,15 +335,12 @@ pub fn decide(
 /// `memd review apply`: carry out what REVIEW.md says now, under the
 /// entries lock, then refresh MEMORY.md (ranked without the LLM) when the
 /// entries changed. The caller brings the index in step.
-pub async fn apply(
-    memory: &crate::Memory,
-    embedder: Option<&crate::embed::cache::Cached>,
-) -> Result<Carried> {
-    let _lock = crate::versions::Writing::start(memory)?;
+pub async fn apply(memory: &Memory, embedder: Option<&Cached>) -> Result<Carried> {
+    let _lock = Writing::start(memory)?;
     let carried = carry_out(memory)?;
     if carried.run.is_some() {
-        let doc = crate::entries::Document::read(&memory.layout.entries_file())?;
-        if let Err(e) = crate::consolidate::promote::run(memory, &doc, None, embedder).await {
+        let doc = Document::read(&memory.layout.entries_file())?;
+        if let Err(e) = promote::run(memory, &doc, None, embedder).await {
             tracing::warn!(
                 "MEMORY.md not refreshed after the review: {e:#}; the next run refreshes it"
             );
@@ -378,7 +379,7 @@ pub(crate) fn erase(
         })
         .collect();
     let ids: HashSet<&str> = gone.iter().map(|p| p.item.as_str()).collect();
-    let changed = crate::jsonl::rewrite(
+    let changed = jsonl::rewrite(
         &path,
         |l: &Line| match l {
             Line::Proposed(p) if ids.contains(p.item.as_str()) && p.erased.is_none() => {

@@ -18,6 +18,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use crate::atomic;
 use crate::error::{Context, Error, Result};
 use crate::ids::ProposalId;
 
@@ -70,8 +71,8 @@ impl Sheet {
     /// The file at `path` (no file: an empty sheet). Invalid UTF-8 is an
     /// error memd will not guess about: the person fixes the file.
     pub fn read(path: &Path) -> Result<Sheet> {
-        let original = crate::atomic::read_if_exists(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let original =
+            atomic::read_if_exists(path).with_context(|| format!("reading {}", path.display()))?;
         let text = match &original {
             None => String::new(),
             Some(bytes) => match std::str::from_utf8(bytes) {
@@ -243,8 +244,8 @@ impl Sheet {
             return Ok(true);
         }
         let conflict = std::cell::Cell::new(false);
-        let result = crate::atomic::write_with_hook(path, text.as_bytes(), || {
-            let now = crate::atomic::read_if_exists(path)?;
+        let result = atomic::write_with_hook(path, text.as_bytes(), || {
+            let now = atomic::read_if_exists(path)?;
             if now != self.original {
                 conflict.set(true);
                 return Err(std::io::Error::other("changed while memd edited it"));

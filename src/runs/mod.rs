@@ -56,9 +56,11 @@ use crate::error::{Result, bail};
 use crate::ids::{EntryId, FactId, RunId};
 use crate::journal::{self, Op, Record, Stamp};
 use crate::remedy::Remedy;
+use crate::review::Proposals;
 use crate::state::State;
 use crate::tombstones::{self, Reason, Tombstone, Tombstones};
-use crate::{Layout, Memory, archive, consolidate};
+use crate::versions::Writing;
+use crate::{Error, Layout, Memory, archive, consolidate, pause, pending, usage};
 
 use verdict::{Verdict, verdict};
 
@@ -104,7 +106,7 @@ pub fn op_name(op: Op) -> String {
 /// Every run in the journal, oldest first.
 pub fn list(layout: &Layout) -> Result<Vec<Run>> {
     let records = journal::read(&layout.journal_file())?;
-    let proposals = crate::review::Proposals::load(layout)?;
+    let proposals = Proposals::load(layout)?;
     let reviews = proposals.runs();
     let mut runs: Vec<Run> = Vec::new();
     let mut facts: Vec<BTreeSet<&FactId>> = Vec::new();
@@ -173,7 +175,7 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
             runs[i].undone_by.push(by);
         }
     }
-    let tokens = crate::usage::by_run(layout)?;
+    let tokens = usage::by_run(layout)?;
     for run in &mut runs {
         run.tokens = tokens.get(&run.id).copied().unwrap_or(0);
     }
@@ -411,7 +413,7 @@ fn record(stamp: &Stamp, undoes: &RunId, s: &Step) -> Record {
 pub fn records<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
     let records: Vec<&Record> = all.iter().filter(|r| r.run == id).collect();
     if records.is_empty() {
-        return Err(crate::Error::NoSuch {
+        return Err(Error::NoSuch {
             what: format!("run {id:?} in the journal"),
         });
     }
@@ -428,7 +430,7 @@ fn records_of<'a>(all: &'a [Record], id: &str) -> Result<Vec<&'a Record>> {
             .iter()
             .all(|r| forgets(r.op) || matches!(r.op, Op::Adopt | Op::HandRemove))
     {
-        return Err(crate::Error::Invalid(format!(
+        return Err(Error::Invalid(format!(
             "run {id} forgot or brought back entries, which an undo of a run does not take back: forget or bring back each entry itself"
         )));
     }
@@ -443,7 +445,7 @@ const ATTEMPTS: usize = 10;
 /// Holds the entries lock.
 pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
     let layout = &memory.layout;
-    let _lock = crate::versions::Writing::start(memory)?;
+    let _lock = Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
     let today = stamp.today();
     // Entries deleted by hand since the last run are recorded first: an
@@ -484,7 +486,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
             layout,
             &mut doc,
             (original.as_deref(), &today),
-            (&records, crate::pause::Step::UndoJournaled),
+            (&records, pause::Step::UndoJournaled),
         )?;
         let Some(adopted) = saved else {
             tracing::info!(
@@ -492,7 +494,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
             );
             continue;
         };
-        crate::pause::at(layout, crate::pause::Step::UndoEntriesWritten);
+        pause::at(layout, pause::Step::UndoEntriesWritten);
         journal::append(&layout.journal_file(), &stamp.adoptions(&doc, &adopted))?;
         state.mark_done(into.iter());
         state.save(&layout.state_file())?;
@@ -512,12 +514,12 @@ pub(crate) fn save_journaled(
     layout: &Layout,
     doc: &mut Document,
     (original, today): (Option<&[u8]>, &str),
-    (records, step): (&[Record], crate::pause::Step),
+    (records, step): (&[Record], pause::Step),
 ) -> Result<Option<Vec<EntryId>>> {
     doc.save_if_unchanged(&layout.entries_file(), today, original, || {
         journal::append(&layout.journal_file(), records)
             .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-        crate::pause::at(layout, step);
+        pause::at(layout, step);
         Ok(())
     })
 }
@@ -594,7 +596,7 @@ fn let_back_in(
             None => Tombstone::lift(&stamp.clock, f.as_str()),
         })
         .collect();
-    crate::pending::lift(layout, &stones, lifts)
+    pending::lift(layout, &stones, lifts)
 }
 
 /// The run an undo took back, when `records` are an undo's.

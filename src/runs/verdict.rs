@@ -3,7 +3,7 @@
 //! (it changed since the run).
 
 use super::{Slot, Step};
-use crate::entries::{Document, Meta, text_hash};
+use crate::entries::{Document, Entry, Meta, text_hash};
 use crate::ids::{EntryId, FactId};
 use crate::journal::{Op, Record};
 use crate::remedy::Remedy;
@@ -100,10 +100,7 @@ pub(super) fn undo_keep(doc: &Document, r: &Record) -> Verdict {
     if !meta.sources.iter().any(|s| r.sources.contains(s)) {
         return Verdict::Done;
     }
-    if doc
-        .get(&r.entry)
-        .is_some_and(crate::entries::Entry::edited_by_hand)
-    {
+    if doc.get(&r.entry).is_some_and(Entry::edited_by_hand) {
         return Verdict::Left("edited by hand since the run: left as it is".into());
     }
     let to = meta_before_op(&meta, r, &text);

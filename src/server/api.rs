@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 pub use super::state::{ApiError, State};
 use super::state::{MemoryName, Shared, target};
 use crate::request::{self, Consolidate, Method, Request};
+use crate::steps;
 
 /// Largest request body accepted (bytes).
 pub(crate) use crate::limits::MAX_BODY;
@@ -167,7 +168,7 @@ async fn handle<R: Request>(
 ) -> Reply {
     let body = body.map_err(|e| ApiError::unread(e.status(), e.body_text()))?;
     let handled = handled::<R>(state, (name, params), uri, headers, body);
-    crate::steps::timed("HTTP handler", handled).await
+    steps::timed("HTTP handler", handled).await
 }
 
 async fn handled<R: Request>(
@@ -280,7 +281,7 @@ fn json_content(headers: &HeaderMap) -> bool {
 /// (labelled UTF-8 only when it is).
 fn respond<R: Request>(reply: R::Reply) -> Response {
     let Some(media) = R::MEDIA else {
-        return crate::steps::timed_now("reply serialised", || Json(reply).into_response());
+        return steps::timed_now("reply serialised", || Json(reply).into_response());
     };
     let bytes = R::raw(&reply);
     let kind = match std::str::from_utf8(&bytes) {

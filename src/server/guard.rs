@@ -29,6 +29,8 @@ use std::net::{IpAddr, SocketAddr};
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 
+use crate::text::short_hash;
+
 /// The tokens a route asks for: any one of them opens it.
 pub(crate) struct Check<'a> {
     /// The daemon's token, and under a root the memory's own (none: no
@@ -151,7 +153,7 @@ pub(crate) const SESSION_COOKIE: &str = "memd_session";
 /// The login cookie's value for `token`: a hash of it, so the cookie
 /// never holds the token itself.
 pub(crate) fn session_of(token: &str) -> String {
-    crate::text::short_hash(&format!("memd page session\n{token}"), 64)
+    short_hash(&format!("memd page session\n{token}"), 64)
 }
 
 /// Whether the request carries the login cookie of `token`.

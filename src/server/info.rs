@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Layout, lock};
+use crate::{Error, Layout, Result, atomic, lock};
 
 /// `.memd/daemon.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -63,7 +63,7 @@ pub fn running(layout: &Layout) -> Option<Info> {
 /// or a command asking whether a daemon runs probes this lock, and such a
 /// probe at the instant a daemon started made the start fail as if the
 /// directory were served.
-pub(crate) async fn claim(layout: &Layout) -> crate::Result<lock::Guard> {
+pub(crate) async fn claim(layout: &Layout) -> Result<lock::Guard> {
     let path = layout.daemon_lock();
     let claimed = tokio::task::spawn_blocking(move || lock::lock_within_a_moment(&path));
     match claimed.await?? {
@@ -73,9 +73,9 @@ pub(crate) async fn claim(layout: &Layout) -> crate::Result<lock::Guard> {
 }
 
 /// The error when another daemon already holds this directory.
-fn already_served(layout: &Layout) -> crate::Error {
+fn already_served(layout: &Layout) -> Error {
     let other = running(layout);
-    crate::Error::DaemonRunning {
+    Error::DaemonRunning {
         dir: layout.root.clone(),
         pid: other.as_ref().map(|i| i.pid),
         listen: other.map(|i| i.listen),
@@ -85,7 +85,7 @@ fn already_served(layout: &Layout) -> crate::Error {
 /// An error if a daemon already serves `layout`: what a caller checks
 /// before binding an address, so a second daemon is told why it may not
 /// start rather than that the port is taken.
-pub fn ensure_not_served(layout: &Layout) -> crate::Result<()> {
+pub fn ensure_not_served(layout: &Layout) -> Result<()> {
     match running(layout) {
         Some(_) => Err(already_served(layout)),
         None => Ok(()),
@@ -95,7 +95,7 @@ pub fn ensure_not_served(layout: &Layout) -> crate::Result<()> {
 /// Say where this daemon listens (atomically: a reader sees all or nothing).
 pub(crate) fn write(layout: &Layout, info: &Info) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(info).expect("Info serialises");
-    crate::atomic::write(&layout.daemon_info(), &bytes)
+    atomic::write(&layout.daemon_info(), &bytes)
 }
 
 /// Remove the record when the directory is no longer served.

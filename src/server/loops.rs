@@ -22,7 +22,8 @@ use tracing::Instrument;
 use super::memories::{Memories, Opened};
 use super::shutdown::Shutdown;
 use crate::config::Config;
-use crate::request::{Consolidate, Holder};
+use crate::request::{self, Consolidate, Holder};
+use crate::watch;
 
 /// How many memories consolidate at once (each run is mostly one core of
 /// embedding or waiting on an LLM).
@@ -43,7 +44,7 @@ pub(super) async fn run(memories: &Memories, config: &Config, stop: &Shutdown) {
         let watched = match one.index().await {
             Ok(index) => {
                 let layout = &one.memory().layout;
-                crate::watch::run(layout, &index, RECONCILE_EVERY, stop.recv()).await
+                watch::run(layout, &index, RECONCILE_EVERY, stop.recv()).await
             }
             Err(e) => Err(e),
         };
@@ -74,7 +75,7 @@ async fn sync(memories: &Memories) {
     let Some(one) = memories.the_one() else {
         return;
     };
-    match one.target().run(crate::request::Sync::default()).await {
+    match one.target().run(request::Sync::default()).await {
         Ok(s) if !s.conflicts.is_empty() => tracing::warn!(
             conflicts = ?s.conflicts,
             "sync left a merge for the person to finish (then a sync)"

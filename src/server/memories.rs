@@ -41,7 +41,7 @@ use crate::embed::{self, Embedder};
 use crate::error::{Context, Result};
 use crate::index::Index;
 use crate::request::{Holder, Lazy, Target};
-use crate::{Layout, Memory};
+use crate::{Error, Layout, Memory};
 
 use super::tenant;
 pub use super::tenant::{MAX_NAME, check_name, layout_of};
@@ -429,7 +429,7 @@ impl Memories {
     fn under_root(&self) -> Result<&Root> {
         match &self.served {
             Served::Root(r) => Ok(r),
-            Served::One(_) => Err(crate::Error::Invalid(
+            Served::One(_) => Err(Error::Invalid(
                 "only a daemon serving a root of memories hands one over".into(),
             )),
         }
@@ -473,7 +473,7 @@ impl Memories {
         let root = self.under_root()?;
         let name = tenant::canonical(name)?;
         if root.leases.draining(&name) {
-            return Err(crate::Error::Busy {
+            return Err(Error::Busy {
                 what: format!("a handover of memory {name:?}"),
                 pid: None,
             });
@@ -506,7 +506,7 @@ impl Memories {
         drop(o);
         match super::released(&opened, &indexes, moves::DRAIN_WAIT).await {
             true => Ok(()),
-            false => Err(crate::Error::Busy {
+            false => Err(Error::Busy {
                 what: format!("a task still holding memory {name:?}"),
                 pid: None,
             }),

@@ -58,6 +58,7 @@ use tokio::net::TcpListener;
 use crate::Memory;
 use crate::config::Config;
 use crate::error::{Context, Result};
+use crate::index::Index;
 use crate::request::Holder;
 use memories::{Memories, Opened};
 
@@ -135,7 +136,7 @@ pub async fn serve(
     }
     let opened: Vec<Weak<Opened>> = held.iter().map(Arc::downgrade).collect();
     let indexes = held.iter().filter_map(|o| o.index_if_open());
-    let indexes: Vec<Weak<crate::index::Index>> = indexes.map(|i| Arc::downgrade(&i)).collect();
+    let indexes: Vec<Weak<Index>> = indexes.map(|i| Arc::downgrade(&i)).collect();
     drop((held, memories));
     if !released(&opened, &indexes, RELEASE_WAIT).await {
         tracing::warn!("a memory is still held {RELEASE_WAIT:?} after the daemon stopped");
@@ -157,7 +158,7 @@ const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// one after `wait`.
 async fn released(
     opened: &[Weak<Opened>],
-    indexes: &[Weak<crate::index::Index>],
+    indexes: &[Weak<Index>],
     wait: std::time::Duration,
 ) -> bool {
     let deadline = tokio::time::Instant::now() + wait;

@@ -48,8 +48,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::clock::Clock;
 use crate::error::{Context, Result};
-use crate::{Error, Layout};
+use crate::pause::{self, Step};
+use crate::{Error, Layout, atomic};
 
 use crate::layout::rel::HANDED_OVER;
 pub use crate::layout::rel::{INCOMING, OUTGOING};
@@ -220,13 +222,10 @@ pub fn move_out(root: &Path, name: &str) -> Result<HandedOver> {
     let dir = root.join(name);
     if !mark.exists() {
         create_parent(&mark)?;
-        crate::atomic::write(
-            &mark,
-            crate::clock::Clock::System.now().to_rfc3339().as_bytes(),
-        )
-        .with_context(|| format!("writing {}", mark.display()))?;
+        atomic::write(&mark, Clock::System.now().to_rfc3339().as_bytes())
+            .with_context(|| format!("writing {}", mark.display()))?;
     }
-    crate::pause::at(&Layout::new(root), crate::pause::Step::HandoverMarked);
+    pause::at(&Layout::new(root), Step::HandoverMarked);
     let held = dir.exists() || outgoing.exists();
     if dir.exists() {
         if outgoing.exists() {
@@ -286,7 +285,7 @@ pub fn move_in(root: &Path, name: &str) -> Result<TakenOver> {
         }
         Some(_) if Layout::is_memory(&incoming) => {
             rename(&incoming, &dir)?;
-            crate::pause::at(&Layout::new(root), crate::pause::Step::TakeoverMovedIn);
+            pause::at(&Layout::new(root), Step::TakeoverMovedIn);
             true
         }
         Some(_) => {
@@ -312,7 +311,7 @@ pub fn move_in(root: &Path, name: &str) -> Result<TakenOver> {
     let mark = mark(root, name);
     if mark.exists() {
         std::fs::remove_file(&mark).with_context(|| format!("removing {}", mark.display()))?;
-        crate::atomic::sync_dir(&root.join(HANDED_OVER))?;
+        atomic::sync_dir(&root.join(HANDED_OVER))?;
     }
     Ok(TakenOver {
         name: name.to_string(),
@@ -328,9 +327,9 @@ fn take_ledger(from: &Path, to: &Path) -> Result<()> {
         return rename(from, to);
     }
     let brought = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
-    let mut file = crate::atomic::open_locked(to)?;
+    let mut file = atomic::open_locked(to)?;
     let len = file.metadata()?.len();
-    crate::atomic::append_whole(&mut file, len, &brought)?;
+    atomic::append_whole(&mut file, len, &brought)?;
     std::fs::remove_file(from).with_context(|| format!("removing {}", from.display()))?;
     Ok(())
 }
@@ -346,7 +345,7 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to)
         .with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
     for dir in [from.parent(), to.parent()].into_iter().flatten() {
-        crate::atomic::sync_dir(dir)?;
+        atomic::sync_dir(dir)?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::remedy::Remedy;
 use crate::request::{self, Method, Request};
 
 /// The description of a daemon serving one memory (`/v1/…`), or many
@@ -184,7 +185,7 @@ fn ok(schema: Value) -> Value {
 /// What would fix an error, as data: an operation (`op`) and the id it
 /// takes, if any.
 fn remedy_schema() -> Value {
-    let ops: Vec<Value> = crate::remedy::Remedy::each("e-1")
+    let ops: Vec<Value> = Remedy::each("e-1")
         .iter()
         .map(|r| json!(r)["op"].clone())
         .collect();

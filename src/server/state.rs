@@ -15,7 +15,7 @@ use serde_json::json;
 use super::memories::{Memories, OnDemand};
 use super::shutdown::Shutdown;
 use crate::config::Config;
-use crate::error::Kind;
+use crate::error::{Error, Kind};
 use crate::remedy::Remedy;
 use crate::request::{Request, Target};
 
@@ -93,8 +93,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<crate::Error> for ApiError {
-    fn from(e: crate::Error) -> ApiError {
+impl From<Error> for ApiError {
+    fn from(e: Error) -> ApiError {
         let status = match e.kind() {
             Kind::Busy if e.is_moved() => StatusCode::SERVICE_UNAVAILABLE,
             Kind::Busy => StatusCode::CONFLICT,

@@ -43,7 +43,10 @@ use std::path::Path;
 
 use crate::config::Config;
 use crate::error::{Context, Result};
-use crate::{Error, Layout};
+use crate::layout::rel;
+use crate::memory::init;
+use crate::pause::{self, Step};
+use crate::{Error, Layout, atomic};
 
 /// Longest memory name, in bytes.
 pub const MAX_NAME: usize = 64;
@@ -190,8 +193,7 @@ pub fn bind_budget(root: &Config, config: &mut Config) {
 /// Where memory `name` under `root` has its LLM calls counted: in the
 /// root, out of the tenant's reach (see the module doc).
 pub fn ledger(root: &Path, name: &str) -> std::path::PathBuf {
-    root.join(crate::layout::rel::TENANT_LEDGERS)
-        .join(format!("{name}.jsonl"))
+    root.join(rel::TENANT_LEDGERS).join(format!("{name}.jsonl"))
 }
 
 /// The layout of memory `name` under `root`, checked (name, links), its
@@ -289,8 +291,8 @@ fn sweep(root: &Path, name: &str) {
 /// already is kept, but for `memd.toml`.
 fn move_in(temp: &Path, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let archive = std::ffi::OsStr::new(crate::layout::rel::ARCHIVE.trim_end_matches('/'));
-    let config = std::ffi::OsStr::new(crate::layout::rel::CONFIG);
+    let archive = std::ffi::OsStr::new(rel::ARCHIVE.trim_end_matches('/'));
+    let config = std::ffi::OsStr::new(rel::CONFIG);
     for e in std::fs::read_dir(temp)? {
         let e = e?;
         let to = dir.join(e.file_name());
@@ -303,24 +305,24 @@ fn move_in(temp: &Path, dir: &Path) -> Result<()> {
         Err(_) if Layout::is_memory(dir) => {}
         made => made?,
     }
-    crate::atomic::sync_dir(dir)?;
+    atomic::sync_dir(dir)?;
     match dir.parent() {
-        Some(root) => Ok(crate::atomic::sync_dir(root)?),
+        Some(root) => Ok(atomic::sync_dir(root)?),
         None => Ok(()),
     }
 }
 
 /// A new memory in `temp`, with the root's `memd.toml` when it has one.
 fn build(root: &Path, temp: &Path) -> Result<()> {
-    let layout = crate::memory::init(temp)?;
+    let layout = init(temp)?;
     let template = Layout::new(root).config_file();
     if template.is_file() {
         let text =
             std::fs::read(&template).with_context(|| format!("reading {}", template.display()))?;
-        crate::atomic::write(&layout.config_file(), &text)
+        atomic::write(&layout.config_file(), &text)
             .with_context(|| format!("writing {}", layout.config_file().display()))?;
     }
-    crate::pause::at(&Layout::new(root), crate::pause::Step::MemoryCreated);
+    pause::at(&Layout::new(root), Step::MemoryCreated);
     Ok(())
 }
 

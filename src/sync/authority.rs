@@ -27,6 +27,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::{Repo, merge};
+use crate::atomic;
 use crate::error::{Context, Result};
 
 /// Whether `path` (relative to the top, `/`-separated) is one a remote may
@@ -202,7 +203,7 @@ fn merge_last_file(repo: &Repo, path: &str) -> Result<bool> {
     let Some(merged) = merge::clean(kind, &blob(&base), &ours, &blob(theirs)) else {
         return Ok(false);
     };
-    crate::atomic::write(&file, &merged)?;
+    atomic::write(&file, &merged)?;
     repo.run(&["add", "--", path])?;
     Ok(true)
 }

@@ -213,6 +213,7 @@ fn is_redaction(line: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Layout, archive};
 
     const BASE: &str = "# 2026-11-27\n\n## 10:00:00\n- tea\n";
 
@@ -223,10 +224,10 @@ mod tests {
     /// The facts the archive reads in a day file of `text`.
     fn texts(text: &str) -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
-        let layout = crate::Layout::new(dir.path());
+        let layout = Layout::new(dir.path());
         std::fs::create_dir_all(dir.path().join("archive")).unwrap();
         std::fs::write(layout.archive_file("2026-11-27"), text).unwrap();
-        let (facts, _) = crate::archive::read_all(&layout).unwrap();
+        let (facts, _) = archive::read_all(&layout).unwrap();
         facts.into_iter().map(|f| f.text).collect()
     }
 

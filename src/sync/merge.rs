@@ -27,6 +27,9 @@ use crate::core_md::CoreMd;
 use crate::entries::{Document, Entry};
 use crate::error::{Context, Result, bail};
 use crate::state::State;
+#[cfg(feature = "failpoints")]
+use crate::{Layout, pause};
+use crate::{atomic, versions};
 
 /// Which merge a file takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -76,9 +79,9 @@ pub fn run(kind: Kind, base: &Path, ours: &Path, theirs: &Path) -> Result<Merged
     #[cfg(feature = "failpoints")]
     if let Some(layout) = std::env::current_dir()
         .ok()
-        .and_then(|d| crate::Layout::open(d).ok())
+        .and_then(|d| Layout::open(d).ok())
     {
-        crate::pause::at(&layout, crate::pause::Step::MergeDriver);
+        pause::at(&layout, pause::Step::MergeDriver);
     }
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
     let (o, a, b) = (read(base)?, read(ours)?, read(theirs)?);
@@ -88,12 +91,12 @@ pub fn run(kind: Kind, base: &Path, ours: &Path, theirs: &Path) -> Result<Merged
         Kind::Entries => entries(&o, &a, &b),
         Kind::Core => return core(&o, &a, &b, ours),
         Kind::State => state(&o, &a, &b),
-        Kind::Versions => crate::versions::merge(&o, &a, &b)
+        Kind::Versions => versions::merge(&o, &a, &b)
             .ok_or("the versions files disagree on the versions both hold (a history rewritten), or one is damaged"),
     };
     match merged {
         Ok(bytes) => {
-            crate::atomic::write(ours, &bytes)?;
+            atomic::write(ours, &bytes)?;
             Ok(Merged::Clean)
         }
         Err(why) => {
@@ -113,7 +116,7 @@ pub(super) fn clean(kind: Kind, o: &[u8], a: &[u8], b: &[u8]) -> Option<Vec<u8>>
         Kind::Entries => entries(o, a, b).ok(),
         Kind::Core => None,
         Kind::State => state(o, a, b).ok(),
-        Kind::Versions => crate::versions::merge(o, a, b),
+        Kind::Versions => versions::merge(o, a, b),
     }
 }
 
@@ -225,13 +228,13 @@ fn core(o: &[u8], a: &[u8], b: &[u8], ours: &Path) -> Result<Merged> {
     let gen_of = |p: &CoreMd| p.generated().unwrap_or("").as_bytes().to_vec();
     let generated = super::lines::merge(&gen_of(&po), &gen_of(&pa), &gen_of(&pb));
     let (_dir, base, theirs) = sides(&po.with_lines(&[]), &pb.with_lines(&[]))?;
-    crate::atomic::write(ours, &pa.with_lines(&[]))?;
+    atomic::write(ours, &pa.with_lines(&[]))?;
     let conflict = text_merge(&base, ours, &theirs)?;
     let text = std::fs::read(ours)?;
     let generated = String::from_utf8_lossy(&generated);
     match CoreMd::parse(&text) {
         Ok(md) if md.generated().is_some() => {
-            crate::atomic::write(ours, &md.with_generated(&generated))?;
+            atomic::write(ours, &md.with_generated(&generated))?;
         }
         _ => {}
     }

@@ -44,7 +44,9 @@ use std::process::{Command, Output};
 
 use serde::{Deserialize, Serialize};
 
+use crate::atomic;
 use crate::error::{Context, Error, Result};
+use crate::remedy::Remedy;
 
 /// How many times a push that lost a race is tried again, each after a
 /// fetch and a merge: a second machine pushing within the same second is
@@ -218,7 +220,7 @@ pub(crate) fn prepare(dir: &Path, remote: Option<&str>) -> Result<Repo> {
     if !repo.ok(&["remote", "get-url", "origin"]) {
         return Err(
             Error::Invalid("this memory has no remote to sync with".into())
-                .remedied(crate::remedy::Remedy::SetRemote),
+                .remedied(Remedy::SetRemote),
         );
     }
     Ok(repo)
@@ -310,8 +312,7 @@ fn write_lines_missing(path: &Path, lines: &[&str]) -> Result<()> {
         next.push_str(l);
         next.push('\n');
     }
-    crate::atomic::write(path, next.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+    atomic::write(path, next.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
 mod run;

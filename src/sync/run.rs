@@ -3,9 +3,10 @@
 use std::fs::File;
 
 use super::{PUSH_ATTEMPTS, Repo, Synced, prepare};
-use crate::Memory;
 use crate::error::{Error, Result};
 use crate::pause::{Step, at};
+use crate::versions::Writing;
+use crate::{Memory, atomic, erase};
 
 /// Sync `memory` with its remote (`remote`: set it first). Blocking: it
 /// runs git.
@@ -63,7 +64,7 @@ fn commit_and_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()
         ))
     })?;
     {
-        let _writing = crate::versions::Writing::start(memory)?;
+        let _writing = Writing::start(memory)?;
         let _days = lock_days(memory)?;
         if let Some(message) = commit_local(repo)? {
             out.committed = Some(message);
@@ -185,7 +186,7 @@ fn finish_merge(memory: &Memory, repo: &Repo, out: &mut Synced) -> Result<()> {
         ));
     }
     for id in &settled.erasures {
-        match crate::erase::erase(memory, id) {
+        match erase::erase(memory, id) {
             Ok(_) => out.erased_again.push(id.clone()),
             Err(e) => out.notes.push(format!(
                 "erasing {id} again on the merge was refused ({e}); a check names what still holds it"
@@ -318,7 +319,7 @@ fn lock_days(memory: &Memory) -> Result<Vec<File>> {
     let layout = &memory.layout;
     let mut out = Vec::new();
     for day in layout.archive_days()? {
-        out.push(crate::atomic::open_locked(&layout.archive_file(&day))?);
+        out.push(atomic::open_locked(&layout.archive_file(&day))?);
     }
     Ok(out)
 }

@@ -51,19 +51,22 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::Memory;
 use crate::archive;
+use crate::consolidate::deleted_by_hand;
 use crate::core_md::{self, CoreMd, Line};
-use crate::entries::Document;
+use crate::entries::{Document, Entry};
 use crate::error::Result;
-use crate::ids::FactId;
+use crate::ids::{EntryId, FactId};
 use crate::journal;
+use crate::layout::rel;
 use crate::state::State;
-use crate::text::erased_hash;
+use crate::text::{erased_hash, normalize};
 use crate::tombstones::{Reason, Tombstone, Tombstones};
+use crate::versions::{History, Writing};
+use crate::{Layout, Memory, erase, runs};
 
 /// An entry taken out of the file, by id.
-type Gone = (String, crate::entries::Entry);
+type Gone = (String, Entry);
 
 /// What settling changed, for the sync's report.
 #[derive(Debug, Default)]
@@ -95,13 +98,13 @@ pub(crate) fn settle(
     show: impl Fn(&str, &str) -> Option<String>,
 ) -> Result<Settled> {
     let layout = &memory.layout;
-    let _writing = crate::versions::Writing::start(memory)?;
+    let _writing = Writing::start(memory)?;
     let mut out = Settled::default();
     // Entries deleted by hand (on either side) are recorded first, as a
     // forget or a run does: their facts are then forgotten, not hidden.
     let mut doc = Document::read(&layout.entries_file())?;
-    let stamp = crate::journal::Stamp::new(memory.clock);
-    crate::consolidate::deleted_by_hand::record(layout, &mut doc, &stamp)?;
+    let stamp = journal::Stamp::new(memory.clock);
+    deleted_by_hand::record(layout, &mut doc, &stamp)?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
     // Redactions first: a line put back is a fact the merge kept.
     out.unredacted = unreceipted(layout, &stones, &show)?;
@@ -182,7 +185,7 @@ fn entries(
 /// The state without `undecided` and without any decided fact no entry
 /// holds and no tombstone covers (pending again, not hidden).
 fn decided(
-    layout: &crate::Layout,
+    layout: &Layout,
     (doc, stones): (&Document, &Tombstones),
     (facts, undecided): (&[archive::Fact], &[FactId]),
     out: &mut Settled,
@@ -213,15 +216,15 @@ fn decided(
 /// (the other side's own chunks, written with the fact before the erasure
 /// reached it) the versions, still hold an erased text.
 fn erasures_due(
-    layout: &crate::Layout,
+    layout: &Layout,
     stones: &Tombstones,
     (doc, facts): (&Document, &[archive::Fact]),
 ) -> Result<BTreeSet<String>> {
     let records = journal::read(&layout.journal_file())?;
     let redacted = archive::erased_all(layout)?.into_iter().collect();
-    let found = crate::erase::check(stones, (doc, facts, &records), &redacted);
-    let history = crate::versions::History::load(layout, None)?;
-    if found.unfinished.is_empty() && crate::erase::in_versions(stones, &history).is_none() {
+    let found = erase::check(stones, (doc, facts, &records), &redacted);
+    let history = History::load(layout, None)?;
+    if found.unfinished.is_empty() && erase::in_versions(stones, &history).is_none() {
         return Ok(BTreeSet::new());
     }
     Ok(stones.receipts().filter_map(receipt_id).collect())
@@ -245,26 +248,26 @@ fn receipt_id(t: &Tombstone) -> Option<String> {
 /// right. Counted by text, not by id
 /// (an id counts the earlier facts of its text in the file).
 fn archive_kept(
-    layout: &crate::Layout,
+    layout: &Layout,
     stones: &Tombstones,
     show: &impl Fn(&str, &str) -> Option<String>,
 ) -> Result<Vec<FactId>> {
     let named: HashSet<&FactId> = stones.receipts().flat_map(|t| t.sources.iter()).collect();
     let mut kept = Vec::new();
     for day in layout.archive_days()? {
-        let path = format!("{}{day}.md", crate::layout::rel::ARCHIVE);
+        let path = format!("{}{day}.md", rel::ARCHIVE);
         let Some(head) = show("HEAD", &path) else {
             continue;
         };
         let merged = archive::read_day(layout, &day)?;
         let mut left: HashMap<String, usize> = HashMap::new();
         for f in &merged.facts {
-            *left.entry(crate::text::normalize(&f.text)).or_default() += 1;
+            *left.entry(normalize(&f.text)).or_default() += 1;
         }
         let ours = archive::parse(&day, &head);
         let mut missing = String::new();
         for f in ours.facts {
-            let n = left.entry(crate::text::normalize(&f.text)).or_default();
+            let n = left.entry(normalize(&f.text)).or_default();
             match *n {
                 0 if !named.contains(&f.id) => {
                     let time = f.time.as_deref().unwrap_or("00:00:00");
@@ -304,7 +307,7 @@ fn archive_kept(
 /// that holds the fact live has it (ours first). One neither side holds
 /// live stays, and `memd check` names it.
 fn unreceipted(
-    layout: &crate::Layout,
+    layout: &Layout,
     stones: &Tombstones,
     show: &impl Fn(&str, &str) -> Option<String>,
 ) -> Result<Vec<FactId>> {
@@ -323,7 +326,7 @@ fn unreceipted(
         }
         let mut items: HashMap<FactId, String> = HashMap::new();
         for rev in ["HEAD", "MERGE_HEAD"] {
-            let path = format!("{}{day}.md", crate::layout::rel::ARCHIVE);
+            let path = format!("{}{day}.md", rel::ARCHIVE);
             let text = show(rev, &path).unwrap_or_default();
             for f in archive::parse(&day, &text).facts {
                 if lacking.contains(&f.id) && !items.contains_key(&f.id) {
@@ -350,7 +353,7 @@ fn erasures_arrived(
     show: impl Fn(&str, &str) -> Option<String>,
 ) -> BTreeSet<String> {
     let receipts = |rev: &str| -> Vec<Tombstone> {
-        let text = show(rev, crate::layout::rel::TOMBSTONES).unwrap_or_default();
+        let text = show(rev, rel::TOMBSTONES).unwrap_or_default();
         let all = text.lines().filter_map(|l| serde_json::from_str(l).ok());
         all.filter(|t: &Tombstone| t.reason == Reason::Erase)
             .collect()
@@ -360,7 +363,7 @@ fn erasures_arrived(
     let mut days: HashMap<(&str, String), HashSet<String>> = HashMap::new();
     let mut wrote = |rev: &'static str, f: &archive::Fact| {
         let said = days.entry((rev, f.day.clone())).or_insert_with(|| {
-            let text = show(rev, &format!("{}{}.md", crate::layout::rel::ARCHIVE, f.day));
+            let text = show(rev, &format!("{}{}.md", rel::ARCHIVE, f.day));
             let day = archive::parse(&f.day, &text.unwrap_or_default());
             day.facts.iter().map(|f| erased_hash(&f.text)).collect()
         });
@@ -404,7 +407,7 @@ fn journal_agrees(
     for (op, (id, e), into) in gone {
         if lineage.get(id.as_str()).is_some_and(|l| l.alive) {
             let mut r = stamp.record(op, id);
-            r.into = into.map(|i| crate::ids::EntryId::from(i.as_str()));
+            r.into = into.map(|i| EntryId::from(i.as_str()));
             r.before = Some(e.text.clone());
             r.sources = e
                 .meta
@@ -415,7 +418,7 @@ fn journal_agrees(
             out.push(r);
         }
     }
-    let norm = crate::text::normalize;
+    let norm = normalize;
     for e in doc.entries() {
         let Some(m) = &e.meta else { continue };
         let Some(l) = lineage.get(m.id.as_str()) else {
@@ -437,7 +440,7 @@ fn journal_agrees(
         out.push(r);
     }
     for r in &mut out {
-        r.model = Some(crate::runs::SYNC_JUDGE.to_string());
+        r.model = Some(runs::SYNC_JUDGE.to_string());
     }
     journal::append(&path, &out)
 }
@@ -493,7 +496,7 @@ fn hold_once(doc: &mut Document) -> (usize, Vec<(String, String)>) {
     }
     let mut n = 0;
     let mut duplicates = Vec::new();
-    let norm = crate::text::normalize;
+    let norm = normalize;
     for (id, gone) in extra {
         let holder = first[&gone[0]].clone();
         let said = doc.get(&holder).map(|h| norm(&h.text));
@@ -512,7 +515,7 @@ fn hold_once(doc: &mut Document) -> (usize, Vec<(String, String)>) {
 
 /// MEMORY.md's generated lines: the first line of each live entry, dated
 /// as that entry now is (its text is the side's that last promoted it).
-fn refresh_lines(layout: &crate::Layout, doc: &Document, stones: &Tombstones) -> Result<()> {
+fn refresh_lines(layout: &Layout, doc: &Document, stones: &Tombstones) -> Result<()> {
     let md = CoreMd::read(&layout.memory_md())?;
     if md.generated().is_none() {
         return Ok(());

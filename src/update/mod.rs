@@ -54,6 +54,9 @@ use std::collections::HashSet;
 
 use denial::{denial_word, denied};
 
+use crate::text::{fold, is_stop};
+use crate::{duplicate, history};
+
 /// What the rule says of an older and a newer text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -446,7 +449,7 @@ pub fn current_part(text: &str) -> &str {
     let cut = ["(previously:", "; previously", "(formerly", "; before:"]
         .iter()
         .filter_map(|m| lower.find(m))
-        .chain(crate::history::opens_at(text))
+        .chain(history::opens_at(text))
         .min();
     // `to_lowercase` may change byte lengths outside ASCII: cut only where
     // the original has a char boundary, else keep the whole text.
@@ -462,7 +465,7 @@ pub fn current_part(text: &str) -> &str {
 /// dropped.
 fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for w in crate::text::fold(text).split(|c: char| !c.is_alphanumeric() && c != '\'') {
+    for w in fold(text).split(|c: char| !c.is_alphanumeric() && c != '\'') {
         let w = w.trim_matches('\'');
         if w.is_empty() || FILLER.contains(&w) {
             continue;
@@ -472,8 +475,8 @@ fn words(text: &str) -> Vec<String> {
                 out.push(owner.to_string());
                 out.push("'s".to_string());
             }
-            _ if crate::text::is_stop(w) => out.push(w.to_string()),
-            _ => out.push(crate::duplicate::stem(w).to_string()),
+            _ if is_stop(w) => out.push(w.to_string()),
+            _ => out.push(duplicate::stem(w).to_string()),
         }
     }
     out
@@ -536,7 +539,7 @@ pub fn says_change(text: &str) -> bool {
 /// `text` folded to its words separated by single spaces (apostrophes
 /// kept), filler included.
 fn words_only(text: &str) -> String {
-    crate::text::fold(text)
+    fold(text)
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
@@ -612,10 +615,7 @@ fn shares_more(a: &[String], b: &[String]) -> bool {
 /// Whether a word of [`words`] carries content: not a stop word, a
 /// possessive or a word that says a change.
 fn is_content(w: &str) -> bool {
-    w != "'s"
-        && !CHANGE_WORDS.contains(&w)
-        && !WEAK_CHANGE_WORDS.contains(&w)
-        && !crate::text::is_stop(w)
+    w != "'s" && !CHANGE_WORDS.contains(&w) && !WEAK_CHANGE_WORDS.contains(&w) && !is_stop(w)
 }
 
 /// Whether `w` reads as an action or a past event ("slicing", "watched"):
@@ -636,8 +636,7 @@ const NAMING: &[&str] = &[
 
 /// Whether `w` (a word of [`words`], stemmed) is one of `list`.
 fn listed(list: &[&str], w: &str) -> bool {
-    list.iter()
-        .any(|m| *m == w || crate::duplicate::stem(m) == w)
+    list.iter().any(|m| *m == w || duplicate::stem(m) == w)
 }
 
 /// Whether both texts name the same one-valued slot ([`SLOTS`]).

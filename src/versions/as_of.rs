@@ -5,8 +5,9 @@ use chrono::{DateTime, FixedOffset, Local, TimeZone};
 use serde::{Deserialize, Serialize};
 
 use super::{By, File, History, Lost, name, read_now, sha, stamp};
-use crate::Layout;
 use crate::error::Result;
+use crate::layout::rel;
+use crate::{Error, Layout};
 
 /// What a file held at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -94,7 +95,7 @@ impl History {
                     Lost::Damaged => format!(
                         "the record of {} as of then is damaged ({} cannot rebuild it)",
                         name(file),
-                        crate::layout::rel::VERSIONS
+                        rel::VERSIONS
                     ),
                 },
                 known_until: None,
@@ -172,7 +173,7 @@ pub fn parse_time(s: &str) -> Result<DateTime<FixedOffset>> {
     {
         return Ok(t);
     }
-    Err(crate::Error::Invalid(format!(
+    Err(Error::Invalid(format!(
         "as_of is a time: RFC 3339 (2026-11-24T14:03:00Z), a local time (2026-11-24T14:03) or a day (2026-11-24, its end); got {s:?}"
     )))
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use chrono::DateTime;
 
 use super::{File, Piece, Record, encode};
-use crate::Layout;
 use crate::error::Result;
+use crate::{Layout, atomic, jsonl};
 
 /// Take the chunks that `holds` says hold an erased text out of the
 /// versions file (an erasure's step, under the entries lock). Returns how
@@ -23,8 +23,8 @@ pub(crate) fn erase(
         return Ok(0);
     }
     // The tail holds chunk hashes only, but is the file's as it was.
-    crate::atomic::remove(&layout.versions_tail())?;
-    let changed = crate::jsonl::rewrite(
+    atomic::remove(&layout.versions_tail())?;
+    let changed = jsonl::rewrite(
         &path,
         |r: &Record| {
             let gone: HashSet<&String> = r
@@ -70,7 +70,7 @@ fn keep_chunk(store: &mut ChunkTexts, h: String, t: Option<String>) {
 /// stores (`None`: erased). `None` for a file with a line that is not a
 /// version: a merge does not guess around damage.
 fn spell(bytes: &[u8]) -> Option<(Vec<Spelled>, ChunkTexts)> {
-    let (records, bad) = crate::jsonl::parse::<Record>(std::path::Path::new("versions"), bytes);
+    let (records, bad) = jsonl::parse::<Record>(std::path::Path::new("versions"), bytes);
     if !bad.is_empty() {
         return None;
     }

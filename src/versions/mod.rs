@@ -62,11 +62,14 @@ use chrono::{DateTime, FixedOffset, Local, SecondsFormat};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
-use crate::entries::Document;
+use crate::core_md::{CoreMd, Line};
+use crate::entries::{self, Document, META_OPEN};
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId};
+use crate::jsonl::{self, BadLine};
+use crate::lock::Guard;
 use crate::text::short_hash;
-use crate::{Layout, Memory};
+use crate::{Layout, Memory, atomic};
 
 pub use as_of::{Then, as_of, parse_time};
 pub(crate) use merge::{erase, merge};
@@ -176,7 +179,7 @@ fn chunks(file: File, content: &str) -> Vec<&str> {
     let mut cuts = vec![0];
     let mut at = 0;
     for line in content.split_inclusive('\n') {
-        if at > 0 && (file == File::Core || line.starts_with(crate::entries::META_OPEN)) {
+        if at > 0 && (file == File::Core || line.starts_with(META_OPEN)) {
             cuts.push(at);
         }
         at += line.len();
@@ -295,20 +298,20 @@ impl History {
     /// Every version, with every chunk's text, keeping the chunk lists of
     /// the last versions and (`at`) of the versions that time asks for.
     pub fn load(layout: &Layout, at: Option<DateTime<FixedOffset>>) -> Result<History> {
-        let (records, bad) = crate::jsonl::read::<Record>(&layout.versions_file())?;
+        let (records, bad) = jsonl::read::<Record>(&layout.versions_file())?;
         Ok(History::of(records, &bad, at))
     }
 
     /// Every version, without the chunks' texts: what a writer compares
     /// and appends to. (At 10,000 entries the texts are most of the file.)
     fn heads(layout: &Layout) -> Result<History> {
-        let (records, bad) = crate::jsonl::read::<Head>(&layout.versions_file())?;
+        let (records, bad) = jsonl::read::<Head>(&layout.versions_file())?;
         Ok(History::of(records, &bad, None))
     }
 
     fn of<C: ChunkValue>(
         records: Vec<Record<C>>,
-        bad: &[crate::jsonl::BadLine],
+        bad: &[BadLine],
         at: Option<DateTime<FixedOffset>>,
     ) -> History {
         let mut h = History {
@@ -492,7 +495,7 @@ pub(crate) fn said(file: File, chunk: &str) -> Vec<Said> {
                 text: e.text.clone(),
             })
             .collect(),
-        File::Core => vec![match crate::core_md::Line::parse(chunk) {
+        File::Core => vec![match Line::parse(chunk) {
             Some(l) => Said {
                 entry: Some(l.entry_id),
                 sources: Vec::new(),
@@ -534,7 +537,7 @@ fn read_now(
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
         _ => return Ok((None, None)),
     };
-    let Some(bytes) = crate::atomic::read_if_exists(&path)? else {
+    let Some(bytes) = atomic::read_if_exists(&path)? else {
         return Ok((None, None));
     };
     let mtime = meta
@@ -543,7 +546,7 @@ fn read_now(
         .map(|t| DateTime::<Local>::from(t).fixed_offset());
     let content = match file {
         File::Memory => String::from_utf8(bytes).ok(),
-        File::Core => crate::core_md::CoreMd::parse(&bytes)
+        File::Core => CoreMd::parse(&bytes)
             .ok()
             .and_then(|md| md.generated().map(str::to_string)),
     };
@@ -607,7 +610,7 @@ fn capture(
         history.replay(record.clone());
         records.push(record);
     }
-    crate::jsonl::append(&layout.versions_file(), &records)?;
+    jsonl::append(&layout.versions_file(), &records)?;
     Ok(shas)
 }
 
@@ -622,7 +625,7 @@ pub struct Writing {
     /// stamp then: read again at the end only if another writer of the
     /// file (an erasure's rewrite) changed it meanwhile.
     history: Option<(History, Stamp)>,
-    _lock: crate::lock::Guard,
+    _lock: Guard,
 }
 
 /// The versions file's length and modification time: what the tail
@@ -726,7 +729,7 @@ impl History {
         // Derived: replaced whole, not synced (one lost is read as absent).
         std::fs::create_dir_all(layout.runtime_dir())?;
         let bytes = serde_json::to_vec(&tail).map_err(std::io::Error::other)?;
-        crate::atomic::write_unsynced(&layout.versions_tail(), &bytes)?;
+        atomic::write_unsynced(&layout.versions_tail(), &bytes)?;
         Ok(())
     }
 }
@@ -736,7 +739,7 @@ impl Writing {
     /// directory with an `archive/` is a memory ([`crate::layout`]), so an
     /// archive copied alone gets what memd derives from it at its first run.
     pub fn start(memory: &Memory) -> Result<Writing> {
-        let lock = crate::entries::lock(&memory.layout)?;
+        let lock = entries::lock(&memory.layout)?;
         let layout = &memory.layout;
         let dir = layout.consolidated_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use super::{Forget, Reply};
 use crate::consolidate::ops::{Aliases, Cluster};
+use crate::entries::sanitize_text;
+use crate::ids::FactId;
 
 /// What an op asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +52,7 @@ pub struct Proposed {
 
 impl Proposed {
     /// The archive fact ids behind the op, each once.
-    pub(crate) fn fact_ids(&self, cluster: &Cluster) -> Vec<crate::ids::FactId> {
+    pub(crate) fn fact_ids(&self, cluster: &Cluster) -> Vec<FactId> {
         let mut seen = HashSet::new();
         self.from
             .iter()
@@ -179,7 +181,7 @@ fn parse_op(
     }
     let text = field(raw, &["text", "content", "new_text"])
         .and_then(Value::as_str)
-        .map(crate::entries::sanitize_text)
+        .map(sanitize_text)
         .unwrap_or_default();
     let target = |name: &str| -> Result<usize, String> {
         let t = field(raw, &[name])

@@ -14,8 +14,14 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::{Kind, Proposed, Reply};
+#[cfg(feature = "lab")]
+use crate::consolidate::ops::Snapshot;
 use crate::consolidate::ops::{Aliases, Cluster};
-use crate::text::content_words;
+use crate::duplicate::stem;
+use crate::entries::sanitize_text;
+#[cfg(feature = "lab")]
+use crate::ids::EntryId;
+use crate::text::{content_words, says_word};
 use crate::update::unnamed_subject;
 
 /// The schema of a reply `{"decisions": [...]}` for `cluster`: exactly one
@@ -221,7 +227,7 @@ impl Drafts {
             };
             let text = match d.kind {
                 Kind::Keep => String::new(),
-                _ => crate::entries::sanitize_text(&d.text),
+                _ => sanitize_text(&d.text),
             };
             out.push(Proposed {
                 at,
@@ -402,8 +408,8 @@ pub(crate) fn accepts_update_among(
     entries: &[String],
     target: usize,
 ) -> Result<usize, String> {
-    let shown = |text: &String| crate::consolidate::ops::Snapshot {
-        id: crate::ids::EntryId::from("e-00000000"),
+    let shown = |text: &String| Snapshot {
+        id: EntryId::from("e-00000000"),
         text: text.clone(),
         pinned: false,
         unreviewed: false,
@@ -437,7 +443,7 @@ fn own_words(text: &str, common: &HashSet<String>) -> HashSet<String> {
     content_words(text)
         .iter()
         .filter(|w| !names.contains(*w))
-        .map(|w| crate::duplicate::stem(w).to_string())
+        .map(|w| stem(w).to_string())
         .filter(|w| !common.contains(w))
         .collect()
 }
@@ -463,7 +469,7 @@ fn common_words(cluster: &Cluster) -> HashSet<String> {
 
 /// Whether `text` says that something changed, or was never or is only so.
 fn says_change(text: &str) -> bool {
-    crate::text::says_word(text, CHANGE)
+    says_word(text, CHANGE)
 }
 
 /// Words with which a fact says it changes or denies what was said. On

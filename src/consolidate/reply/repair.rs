@@ -16,8 +16,9 @@ use std::collections::HashSet;
 use super::faithful::{PAST_MARKERS, negated, replace_becomes_add, says, unfaithful};
 use super::parse::{Kind, Proposed};
 use crate::consolidate::ops::{Cluster, Op};
+use crate::duplicate::stem;
 use crate::history;
-use crate::text::{content_word_list, coverage};
+use crate::text::{content_word_list, coverage, says_word};
 
 /// Least share of an entry's content words a REPLACE that writes its own
 /// history ("…; previously …") must keep before the old text is appended
@@ -125,7 +126,7 @@ pub fn with_history(new: &str, old: &str) -> String {
 /// Whether `text` says something of several together ("both",
 /// "together", "neither", "jointly").
 fn together(text: &str) -> bool {
-    crate::text::says_word(text, TOGETHER)
+    says_word(text, TOGETHER)
 }
 
 const TOGETHER: &[&str] = &["both", "together", "neither", "jointly"];
@@ -145,7 +146,7 @@ fn says_within(new: &str, old: &str) -> bool {
 pub(super) fn stemmed(text: &str) -> Vec<String> {
     content_word_list(text)
         .iter()
-        .map(|w| crate::duplicate::stem(w).to_string())
+        .map(|w| stem(w).to_string())
         .collect()
 }
 

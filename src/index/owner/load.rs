@@ -5,6 +5,7 @@
 //! write them; they ask ([`super::Job::Words`]).
 
 use super::Owner;
+use crate::atomic;
 use crate::error::Result;
 use crate::index::{reader, table, words};
 use crate::steps::{timed, timed_now};
@@ -79,7 +80,7 @@ impl Owner {
         // Not fsynced, like the index's other files: one a power cut tears
         // fails its checksum and is written anew.
         let path = layout.index_words();
-        let write = move || crate::atomic::write_unsynced(&path, &bytes);
+        let write = move || atomic::write_unsynced(&path, &bytes);
         Ok(tokio::task::spawn_blocking(write).await??)
     }
 }

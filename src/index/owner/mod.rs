@@ -43,6 +43,7 @@ use super::snapshot::Model;
 use super::{Shared, SyncReport, rows};
 use crate::error::Result;
 use crate::ids::FactId;
+use crate::{lock, steps};
 
 /// What a handle asks of the owner, with where to send the answer.
 pub(super) enum Job {
@@ -306,7 +307,7 @@ impl Owner {
                 self.shared.table.inner.checkout_latest().await?;
                 false
             }
-            false => crate::lock::is_held(&self.shared.layout.daemon_lock()),
+            false => lock::is_held(&self.shared.layout.daemon_lock()),
         };
         if served || self.shared.table.version().await? != before {
             self.take_back();
@@ -329,7 +330,7 @@ impl Owner {
     async fn commit(&mut self, held: Held) -> Result<()> {
         let table = &self.shared.table.inner;
         let added = table.add(held.batches).execute();
-        crate::steps::timed("sync: table add", added).await?;
+        steps::timed("sync: table add", added).await?;
         self.last_added = Some(Instant::now());
         let after = table.version().await?;
         let before = held.before;

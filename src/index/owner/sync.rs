@@ -45,7 +45,9 @@ use crate::index::rows::{self, Hashed};
 use crate::index::search::Hit;
 use crate::index::{SyncReport, table};
 use crate::layout::Source;
+use crate::lock::Guard;
 use crate::steps::{timed, timed_now};
+use crate::{entries, pause};
 
 /// What a sync writes: batches to add, ids to delete per source, and the
 /// rows added (each with its hash).
@@ -201,13 +203,13 @@ impl Owner {
             && changes.stale.is_empty()
             && self.hold(before, &mut changes, &days, (current, marked))
         {
-            crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
+            pause::at(&self.shared.layout, pause::Step::IndexShown);
             return Ok(false);
         }
         let sources = changed.iter().copied().chain(gone);
         let before = self.commit_held_first(sources, before).await?;
         self.show_ahead(before, &changes, current);
-        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexShown);
+        pause::at(&self.shared.layout, pause::Step::IndexShown);
         self.commit_changes(before, changes, &days).await?;
         Ok(true)
     }
@@ -424,7 +426,7 @@ impl Owner {
     /// The sole writer skips the second step: its handle made every
     /// version since it opened, so its version is the latest (reading it
     /// is a tenth of an append's sync: `memd bench search-path`).
-    pub(super) async fn writing(&self) -> Result<crate::lock::Guard> {
+    pub(super) async fn writing(&self) -> Result<Guard> {
         let guard = table::write_lock(&self.shared.layout).await?;
         if !self.sole {
             let latest = self.shared.table.inner.checkout_latest();
@@ -450,7 +452,7 @@ impl Owner {
             return Ok(sources.clone());
         }
         let path = self.shared.layout.entries_file();
-        let sources = Arc::new(crate::entries::sources(&path)?);
+        let sources = Arc::new(entries::sources(&path)?);
         if let Some(f) = fingerprint {
             self.sources = Some((f.clone(), sources.clone()));
         }

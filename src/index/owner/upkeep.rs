@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::index::fingerprints::{self, Prints};
 use crate::index::table;
 use crate::steps::{timed, timed_now};
+use crate::{atomic, pause};
 
 impl Owner {
     /// After a table write that added and deleted these many rows: keep
@@ -18,7 +19,7 @@ impl Owner {
         prints: Arc<Prints>,
         (added, deleted): (usize, usize),
     ) -> Result<()> {
-        crate::pause::at(&self.shared.layout, crate::pause::Step::IndexWritten);
+        pause::at(&self.shared.layout, pause::Step::IndexWritten);
         if added > 0 {
             timed("sync: table indices", self.maintain_indices()).await?;
         }
@@ -120,9 +121,7 @@ impl Owner {
         let shared = self.shared.clone();
         let drop = async { Ok(shared.table.inner.drop_index(name).await?) };
         self.keeping_rows(drop).await?;
-        Ok(crate::atomic::remove(
-            &self.shared.layout.old_text_index_mark(),
-        )?)
+        Ok(atomic::remove(&self.shared.layout.old_text_index_mark())?)
     }
 
     /// Empty the table and forget every file's fingerprint, so the next

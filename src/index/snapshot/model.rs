@@ -12,7 +12,7 @@ use crate::Result;
 use crate::ids::RowId;
 use crate::index::search::Hit;
 use crate::index::terms::{self, Terms};
-use crate::index::words::Mapped;
+use crate::index::words::{Mapped, Parts};
 use crate::layout::Source;
 
 /// Rows on top past which a write folds them into a new base: twice the
@@ -265,7 +265,7 @@ impl Model {
     /// The words file's contents for these rows, if they were loaded from
     /// the table (not changed by writes since, nor read from the file);
     /// the caller sets its stamp.
-    pub(in crate::index) fn parts(&self) -> Option<crate::index::words::Parts<'_>> {
+    pub(in crate::index) fn parts(&self) -> Option<Parts<'_>> {
         let version = self.version.filter(|_| self.ahead.is_none())?;
         match &self.base {
             Base::Terms(t) if self.top.size() == 0 => t.parts(version),

@@ -29,9 +29,14 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::state::{ApiError, MemoryName, State as Daemon};
-use crate::ids::ItemId;
-use crate::pending::Journal;
+use crate::archive::{Fact, read_all};
+use crate::core_md::CoreMd;
+use crate::entries::Document;
+use crate::ids::{ItemId, ProposalId};
+use crate::pending::{Journal, Pending};
 use crate::request::{self, Request, Target};
+use crate::tombstones::Tombstones;
+use crate::{Error, Layout, journal};
 
 type Shared = Arc<Daemon>;
 
@@ -63,8 +68,8 @@ type Page = Result<Response, PageError>;
 
 pub(crate) struct PageError(StatusCode, String);
 
-impl From<crate::Error> for PageError {
-    fn from(e: crate::Error) -> PageError {
+impl From<Error> for PageError {
+    fn from(e: Error) -> PageError {
         PageError::from(ApiError::from(e))
     }
 }
@@ -112,7 +117,7 @@ impl At {
         Ok(req.apply(&target).await?)
     }
 
-    fn layout(&self, s: &Shared) -> Result<crate::Layout, PageError> {
+    fn layout(&self, s: &Shared) -> Result<Layout, PageError> {
         let memory = match &self.name {
             None => s
                 .memories
@@ -155,7 +160,7 @@ fn html(m: maud::Markup) -> Response {
 
 pub(crate) async fn index(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page {
     let layout = at.layout(&s)?;
-    let core = crate::core_md::CoreMd::read(&layout.memory_md())?.lines();
+    let core = CoreMd::read(&layout.memory_md())?.lines();
     let status = at.run(&s, request::Status {}).await?;
     let pending = pending(&layout)?;
     let forgotten = forgotten(&layout)?;
@@ -169,19 +174,19 @@ pub(crate) async fn index(State(s): State<Shared>, at: At, Query(q): Query<Said>
 }
 
 /// The facts waiting for a run, oldest first.
-fn pending(layout: &crate::Layout) -> Result<Vec<crate::archive::Fact>, PageError> {
-    let (facts, _) = crate::archive::read_all(layout)?;
-    let doc = crate::entries::Document::read(&layout.entries_file())?;
-    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+fn pending(layout: &Layout) -> Result<Vec<Fact>, PageError> {
+    let (facts, _) = read_all(layout)?;
+    let doc = Document::read(&layout.entries_file())?;
+    let stones = Tombstones::load(&layout.tombstones_file())?;
     let state = crate::state::State::load(&layout.state_file())?;
-    let rule = crate::pending::Pending::new(&state, &stones, &doc, Journal::of(layout));
+    let rule = Pending::new(&state, &stones, &doc, Journal::of(layout));
     Ok(facts.into_iter().filter(|f| rule.is_pending(f)).collect())
 }
 
 /// The entries forgotten now (a forget not taken back), newest first, with
 /// their text.
-fn forgotten(layout: &crate::Layout) -> Result<Vec<(String, String)>, PageError> {
-    let stones = crate::tombstones::Tombstones::load(&layout.tombstones_file())?;
+fn forgotten(layout: &Layout) -> Result<Vec<(String, String)>, PageError> {
+    let stones = Tombstones::load(&layout.tombstones_file())?;
     let mut out: Vec<(String, String)> = Vec::new();
     for t in stones.all.iter().rev() {
         let Some(e) = &t.entry else { continue };
@@ -266,8 +271,8 @@ async fn entry(
         Err(e) if e.0 == StatusCode::NOT_FOUND && !history.is_empty() => None,
         Err(e) => return Err(e),
     };
-    let (facts, _) = crate::archive::read_all(&layout)?;
-    let sources: Vec<&crate::archive::Fact> = match &view {
+    let (facts, _) = read_all(&layout)?;
+    let sources: Vec<&Fact> = match &view {
         Some(v) => facts.iter().filter(|f| v.sources.contains(&f.id)).collect(),
         None => Vec::new(),
     };
@@ -317,7 +322,7 @@ async fn review(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page 
 struct Decision {
     action: request::ReviewAction,
     #[serde(default)]
-    item: Option<crate::ids::ProposalId>,
+    item: Option<ProposalId>,
 }
 
 async fn decide(State(s): State<Shared>, at: At, Form(d): Form<Decision>) -> Page {
@@ -335,7 +340,7 @@ async fn decide(State(s): State<Shared>, at: At, Form(d): Form<Decision>) -> Pag
     Ok(at.back("/review", &said))
 }
 
-fn ids(ids: &[crate::ids::ProposalId]) -> String {
+fn ids(ids: &[ProposalId]) -> String {
     ids.iter()
         .map(|i| i.as_str())
         .collect::<Vec<_>>()
@@ -352,7 +357,7 @@ async fn runs(State(s): State<Shared>, at: At, Query(q): Query<Said>) -> Page {
 async fn run(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let run = At::param(&params, "run");
     let layout = at.layout(&s)?;
-    let all = crate::journal::read(&layout.journal_file())?;
+    let all = journal::read(&layout.journal_file())?;
     let records = crate::runs::records(&all, &run)?;
     Ok(html(views::run(&at, &run, &records)))
 }
@@ -376,8 +381,8 @@ async fn undo(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
 
 async fn archive(State(s): State<Shared>, at: At) -> Page {
     let layout = at.layout(&s)?;
-    let (facts, _) = crate::archive::read_all(&layout)?;
-    let mut days: BTreeMap<&str, Vec<&crate::archive::Fact>> = BTreeMap::new();
+    let (facts, _) = read_all(&layout)?;
+    let mut days: BTreeMap<&str, Vec<&Fact>> = BTreeMap::new();
     for f in &facts {
         days.entry(f.day.as_str()).or_default().push(f);
     }

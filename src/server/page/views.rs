@@ -10,10 +10,12 @@ use maud::{DOCTYPE, Markup, html};
 use super::At;
 use crate::archive::Fact;
 use crate::core_md::Line;
+use crate::index::rows::Hit;
 use crate::journal::Record;
-use crate::request::{EntryView, ReviewList};
-use crate::runs::Run;
+use crate::request::{EntryView, ReviewList, Shown};
+use crate::runs::{Run, op_name};
 use crate::status::Report as Status;
+use crate::versions::Then;
 
 /// The frame of every page: title, navigation, a message, the content.
 fn frame(at: &At, title: &str, said: Option<&str>, content: Markup) -> Markup {
@@ -140,11 +142,7 @@ pub(super) fn index(
     frame(at, "Memory", said, content)
 }
 
-pub(super) fn search(
-    at: &At,
-    (query, as_of): (&str, &str),
-    hits: &[crate::index::rows::Hit],
-) -> Markup {
+pub(super) fn search(at: &At, (query, as_of): (&str, &str), hits: &[Hit]) -> Markup {
     let base = &at.base;
     let content = html! {
         form action={ (base) "/search" } method="get" {
@@ -224,7 +222,7 @@ pub(super) fn entry(at: &At, said: Option<&str>, e: &Entry) -> Markup {
         ol.history {
             @for r in e.history {
                 li {
-                    span.day { (r.ts) } " " strong { (crate::runs::op_name(r.op)) } " "
+                    span.day { (r.ts) } " " strong { (op_name(r.op)) } " "
                     @if let Some(b) = &r.before { del { (b) } " " }
                     @if let Some(a) = &r.after { ins { (a) } }
                     " " span.run { "run " (r.run) }
@@ -296,7 +294,7 @@ pub(super) fn run(at: &At, id: &str, records: &[&Record]) -> Markup {
         ol.history {
             @for r in records {
                 li {
-                    strong { (crate::runs::op_name(r.op)) } " "
+                    strong { (op_name(r.op)) } " "
                     @if r.entry.starts_with("e-") {
                         a href={ (base) "/entries/" (r.entry) } { (r.entry) }
                     } @else {
@@ -312,16 +310,16 @@ pub(super) fn run(at: &At, id: &str, records: &[&Record]) -> Markup {
 }
 
 /// The files as of a time: the form, and what `Show` answered.
-pub(super) fn as_of(at: &At, asked: &str, shown: Option<&crate::request::Shown>) -> Markup {
-    let then = |name: &str, t: &crate::versions::Then| {
+pub(super) fn as_of(at: &At, asked: &str, shown: Option<&Shown>) -> Markup {
+    let then = |name: &str, t: &Then| {
         html! {
             h2 { (name) }
             @match t {
-                crate::versions::Then::Known { since, text } => {
+                Then::Known { since, text } => {
                     p { "As it was from " (since) ":" }
                     pre { (text.as_deref().unwrap_or("(no readable file then)")) }
                 }
-                crate::versions::Then::Unknowable { why, known_until, known_from } => {
+                Then::Unknowable { why, known_until, known_from } => {
                     p.error { "Unknowable: " (why) }
                     @if let Some(u) = known_until { p { "Known until " (u) "." } }
                     @if let Some(f) = known_from { p { "Known from " (f) "." } }
