@@ -109,6 +109,13 @@ impl<'a> Pending<'a> {
         }
     }
 
+    /// Whether a tombstone covers `fact` (its id, or its text forgotten),
+    /// whether or not it is behind the watermark: a fact forgotten and
+    /// then passed by a run is still forgotten.
+    pub(crate) fn is_forgotten(&self, fact: &Fact) -> bool {
+        self.tombstones.covers(&fact.id, &fact.text)
+    }
+
     pub(crate) fn is_pending(&self, fact: &Fact) -> bool {
         self.settled(fact).is_none()
     }

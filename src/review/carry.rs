@@ -395,11 +395,10 @@ fn plan<'a>(
     };
     let mut by_cluster: BTreeMap<(&RunId, usize), Vec<&Proposal>> = BTreeMap::new();
     for (p, choice) in chosen {
-        let gone = p.op.from().iter().find(|id| {
-            facts
-                .get(id.as_str())
-                .is_none_or(|f| rule.settled(f) == Some(Settled::Forgotten))
-        });
+        let gone =
+            p.op.from()
+                .iter()
+                .find(|id| facts.get(id.as_str()).is_none_or(|f| rule.is_forgotten(f)));
         if let Some(id) = gone {
             let why = format!("fact {id} was forgotten or erased since it was proposed");
             out.withdrawn.push(Left {

@@ -733,3 +733,33 @@ fn a_hand_written_fact_erased_with_its_entry_and_written_again_is_said_again() {
         HandGarbage,
     ]);
 }
+
+/// A proposal of review mode whose fact was forgotten since, and then
+/// passed by a run (behind the watermark), is withdrawn when review is
+/// carried out, not carried out with the forgotten fact as a source (a
+/// 25-minute soak, seed 7967720339223052249).
+#[test]
+fn a_proposal_whose_fact_was_forgotten_and_then_passed_by_a_run_is_withdrawn() {
+    use crate::random::{Action::*, Judge, Killed};
+    crate::random::replay(&[
+        AddMcpKilled { text: 10 },
+        HandAppendFact { text: 0 },
+        AddCorrection {
+            text: 0,
+            pick: 0,
+            how: 1,
+        },
+        ReviewMode { manual: true },
+        run_built_in(),
+        HandGarbage,
+        ForgetFact { pick: 45 },
+        Consolidate {
+            judge: Judge::BuiltIn,
+            force: false,
+        },
+        Kill {
+            step: 0,
+            what: Killed::Review,
+        },
+    ]);
+}
