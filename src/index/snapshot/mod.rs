@@ -257,18 +257,19 @@ impl View<'_> {
         }
     }
 
-    /// Row `slot`'s vector and its inverse norm, if kept.
+    /// Live row `slot`'s vector and its inverse norm, if kept (`None`
+    /// for a slot no row holds: a base row taken out, or a row on top
+    /// written again or deleted).
     fn vector(&self, slot: u32) -> Option<(&[f32], f32)> {
+        self.slot(slot)?;
         match slot < self.top.base_slots {
             true => {
                 let v = self.base.vectors()?;
                 v.live(slot).then(|| (v.get(slot), v.inverse_norm(slot)))
             }
             false => {
-                let (v, inverse) = self
-                    .top
-                    .vectors
-                    .get((slot - self.top.base_slots) as usize)?;
+                let i = (slot - self.top.base_slots) as usize;
+                let (v, inverse) = self.top.vectors.get(i)?;
                 Some((v.as_slice(), *inverse))
             }
         }
@@ -353,9 +354,7 @@ impl Snapshot {
                 };
                 let dim = base.vectors()?.dim();
                 let keep = |s: u32| {
-                    view.vector(s).is_some()
-                        && (s >= self.top.base_slots || view.base_slot(s))
-                        && kind.is_none_or(|k| view.kind(s) == Some(k))
+                    view.vector(s).is_some() && kind.is_none_or(|k| view.kind(s) == Some(k))
                 };
                 let vector = |s: u32| view.vector(s).unwrap_or((&[], 0.0));
                 let slots = Lists::slots(&view);
@@ -381,7 +380,7 @@ impl Snapshot {
                 let on_top = self.top.by_row.get(&(source.clone(), id.clone()));
                 let slot = match on_top {
                     Some(&slot) => slot,
-                    None => base.slot_of(source, id).filter(|&s| view.base_slot(s))?,
+                    None => base.slot_of(source, id)?,
                 };
                 view.vector(slot).map(|(v, _)| v.to_vec())
             }

@@ -162,3 +162,25 @@ fn snapshots_read_as_their_rows_loaded_anew_and_never_change_once_taken() {
     assert_eq!(seen.load().version(), Some(version));
     assert_eq!(lists(&first, &QUERIES), first_read, "a snapshot taken");
 }
+
+/// A row written on top and then written again leaves its first slot
+/// behind; that slot's vector is no row's, and the nearest rows are the
+/// live ones, as the same rows loaded anew list them.
+#[test]
+fn a_row_written_twice_on_top_lists_only_its_live_vector() {
+    let base = vec![row(0, "tea in the morning"), row(1, "a dog called rex")];
+    let (mut model, seen) = model();
+    model.load(1, base.clone(), Some(2));
+    let near = |i: u32, v: Vec<f32>| (row(i, "mint by the door").0, v);
+    let (first, again) = (near(9, vec![4.0, 1.0]), near(9, vec![-1.0, 0.0]));
+    let none: [(&str, &str); 0] = [];
+    model.wrote(1, 2, none, [(first.0.clone(), first.1.as_slice())]);
+    model.wrote(2, 3, none, [(again.0.clone(), again.1.as_slice())]);
+    let (mut fresh, fresh_seen) = super::tests::model();
+    fresh.load(3, vec![base[0].clone(), base[1].clone(), again], Some(2));
+    let ids = |s: &Snapshot| -> Vec<String> {
+        let near = s.nearest(&[4.0, 1.0], 1).expect("vectors kept");
+        near.rows.iter().map(|(h, _)| h.id.to_string()).collect()
+    };
+    assert_eq!(ids(&seen.load()), ids(&fresh_seen.load()));
+}
