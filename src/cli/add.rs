@@ -9,63 +9,34 @@ use memd::request::Add;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The fact (one line). Omit with --stdin.
-    text: Option<String>,
-    /// Read facts from standard input, one per line (blank lines skipped).
+    #[command(flatten)]
+    add: Add,
+    /// Read facts from standard input, one per line (blank lines skipped);
+    /// with --key, line N gets the key `KEY#N`.
     #[arg(long, conflicts_with = "text")]
     stdin: bool,
-    /// A category for the fact (kept on its archive line; a filter, not a
-    /// folder).
-    #[arg(long, short)]
-    category: Option<String>,
-    /// The agent session the fact came from (kept on its archive line).
-    #[arg(long, short)]
-    session: Option<String>,
-    /// Idempotency key: a retried append with the same key writes nothing.
-    /// With --stdin, line N gets the key `KEY#N`.
-    #[arg(long)]
-    key: Option<String>,
     /// Print one JSON object per fact.
     #[arg(long)]
     json: bool,
-    /// Do not look up similar existing entries after the write.
-    #[arg(long)]
-    no_similar: bool,
-    /// What this fact makes no longer true, by any id memd shows: an
-    /// entry (e-…), a MEMORY.md line (core:e-…) or a fact (DAY#…, pending
-    /// or in an entry); repeat for several. The next run replaces it with
-    /// the fact, keeping it as history.
-    #[arg(long, value_name = "ID")]
-    supersedes: Vec<String>,
 }
 
 /// The request: the argument, or the non-blank lines of stdin as a batch.
 fn request(args: Args) -> Result<(Add, bool)> {
-    let (text, texts) = match (args.stdin, args.text) {
-        (true, _) => {
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
-                .context("reading standard input")?;
-            let lines = input
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(String::from)
-                .collect();
-            (None, Some(lines))
-        }
-        (false, Some(t)) => (Some(t), None),
-        (false, None) => bail!("give the fact as an argument, or use --stdin"),
-    };
-    let add = Add {
-        text,
-        texts,
-        category: args.category,
-        session: args.session,
-        key: args.key,
-        similar: !args.no_similar,
-        supersedes: args.supersedes.iter().map(|s| s.as_str().into()).collect(),
-    };
+    let mut add = args.add;
+    if args.stdin {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("reading standard input")?;
+        let lines = input
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(String::from)
+            .collect();
+        add.texts = Some(lines);
+    } else if add.text.is_none() {
+        bail!("give the fact as an argument, or use --stdin");
+    }
     Ok((add, args.json))
 }
 

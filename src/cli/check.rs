@@ -13,15 +13,12 @@ pub struct Args {
     /// Print every finding as JSON, each with its `kind`.
     #[arg(long)]
     json: bool,
-    /// Repair what is derived: rebuild the index from the files when it
-    /// disagrees with them (through the daemon when one runs). Files a
-    /// person owns are never changed.
-    #[arg(long)]
-    fix: bool,
+    #[command(flatten)]
+    check: Check,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let report = super::run_at(dir, Check { fix: args.fix }, false)?;
+    let report = super::run_at(dir, args.check, false)?;
     if report.index_rebuilt {
         eprintln!("memd: the index was rebuilt from the files");
     }

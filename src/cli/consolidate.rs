@@ -9,24 +9,15 @@ use memd::request::Consolidate;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run even if min_hours or min_facts say not yet (never while
-    /// another run holds the lock).
-    #[arg(long)]
-    force: bool,
-    /// Print the planned operations as a diff; write nothing.
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    run: Consolidate,
     /// Print the run's report as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let run = Consolidate {
-        force: args.force,
-        dry_run: args.dry_run,
-    };
-    let report = super::run_at(dir, run, true)?;
+    let report = super::run_at(dir, args.run, true)?;
     super::emit(args.json, &report, render)?;
     unfinished(&report)
 }

@@ -10,17 +10,14 @@ use memd::request::Core;
 pub struct Args {
     /// Print {"markdown": the file, "lines": [{"id", "text", "day"}]} (the
     /// generated lines, one per entry) instead of the file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compact")]
     json: bool,
-    /// Print it compact: the person's notes, then one line per entry,
-    /// `- text · day [id]` (what MCP's core_memory gives).
-    #[arg(long, conflicts_with = "json")]
-    compact: bool,
+    #[command(flatten)]
+    core: Core,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let compact = args.compact;
-    let text = super::run_at(dir, Core { compact }, false)?;
+    let text = super::run_at(dir, args.core, false)?;
     if !args.json {
         // Byte for byte: a byte that is not UTF-8 is the user's, not ours
         // to replace.

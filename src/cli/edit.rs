@@ -4,25 +4,18 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::ids::ItemId;
 use memd::request::EditEntry;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The entry (e-…, or core:e-… as search shows a MEMORY.md line).
-    id: ItemId,
-    /// Its new text (one block: blank lines are taken out).
-    #[arg(long)]
-    text: Option<String>,
+    #[command(flatten)]
+    edit: EditEntry,
     /// Protect it from consolidation's REPLACE and REMOVE.
     #[arg(long, conflicts_with = "unpin")]
     pin: bool,
     /// Stop protecting it.
     #[arg(long)]
     unpin: bool,
-    /// Its own category, in place of its facts' ("" clears it).
-    #[arg(long)]
-    category: Option<String>,
     /// Print the entry after the edit as JSON (the shape of PATCH
     /// /v1/entries/{id}).
     #[arg(long)]
@@ -35,17 +28,15 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         (_, true) => Some(false),
         _ => None,
     };
-    if args.text.is_none() && pinned.is_none() && args.category.is_none() {
+    let req = EditEntry {
+        pinned,
+        ..args.edit
+    };
+    if req.text.is_none() && req.pinned.is_none() && req.category.is_none() {
         anyhow::bail!(memd::Error::Invalid(
             "nothing to change: give --text, --pin, --unpin or --category".into()
         ));
     }
-    let req = EditEntry {
-        id: args.id,
-        text: args.text,
-        pinned,
-        category: args.category,
-    };
     let edited = super::run_at(dir, req, false)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&edited)?)?;

@@ -12,15 +12,8 @@ pub struct Args {
     /// Print this one entry (e-…, or core:e-… as search shows a MEMORY.md
     /// line), with its categories, sessions and facts.
     id: Option<ItemId>,
-    /// Only entries holding a fact of this category.
-    #[arg(long)]
-    category: Option<String>,
-    /// Only entries holding a fact of this session.
-    #[arg(long)]
-    session: Option<String>,
-    /// Only entries updated on this day (YYYY-MM-DD) or later.
-    #[arg(long)]
-    since: Option<String>,
+    #[command(flatten)]
+    entries: Entries,
     /// Only entries added word for word after the judge failed.
     #[arg(long)]
     unreviewed: bool,
@@ -41,12 +34,12 @@ pub fn run(dir: &Path, args: Args) -> Result<()> {
         }
         return Ok(());
     }
+    // `--unreviewed` and `--edited` ask for the marked entries only; the
+    // request's `false` (only the others) has no flag.
     let req = Entries {
-        category: args.category,
-        session: args.session,
-        since: args.since,
         unreviewed: args.unreviewed.then_some(true),
         edited: args.edited.then_some(true),
+        ..args.entries
     };
     let filtered = req.category.is_some()
         || req.session.is_some()

@@ -4,22 +4,21 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use memd::ids::ItemId;
 use memd::journal::Record;
 use memd::request::History;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The entry (e-…) whose lineage to print.
-    id: ItemId,
+    #[command(flatten)]
+    history: History,
     /// Print the journal records as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let id = args.id.clone();
-    let records = super::run_at(dir, History { id: args.id }, false)?;
+    let id = args.history.id.clone();
+    let records = super::run_at(dir, args.history, false)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&records)?)?;
     } else if records.is_empty() {

@@ -8,16 +8,15 @@ use memd::request::Reindex;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Drop the index and build it again from the files.
-    #[arg(long)]
-    clear: bool,
+    #[command(flatten)]
+    reindex: Reindex,
     /// Print what the reindex did as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let done = super::run_at(dir, Reindex { clear: args.clear }, true)?;
+    let done = super::run_at(dir, args.reindex, true)?;
     super::emit(args.json, &done, |done| {
         let (r, rows) = (&done.report, done.rows);
         format!(

@@ -16,47 +16,37 @@ pub struct Args {
     json: bool,
 }
 
+// Accept and reject take the request's ids, `--all` and `--apply`; the
+// subcommand is its action.
 #[derive(clap::Subcommand)]
 enum What {
     /// Mark proposals `[x]` in consolidated/REVIEW.md.
-    Accept(Decide),
+    Accept(Review),
     /// Take proposals out of consolidated/REVIEW.md: their facts are kept
     /// word for word when the decisions are carried out.
-    Reject(Decide),
+    Reject(Review),
     /// Carry out what REVIEW.md says now (what the next run would do first).
     Apply,
 }
 
-#[derive(clap::Args)]
-struct Decide {
-    /// The proposals (`p-…`, as `memd review` lists them).
-    ids: Vec<String>,
-    /// Every open proposal.
-    #[arg(long, conflicts_with = "ids")]
-    all: bool,
-    /// Carry out the decisions at once.
-    #[arg(long)]
-    apply: bool,
-}
-
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let (action, d) = match args.what {
+    let req = match args.what {
         None => {
             let items = super::run_at(dir, ReviewItems {}, false)?;
             return super::emit(args.json, &items, render_items);
         }
-        Some(What::Apply) => (ReviewAction::Apply, None),
-        Some(What::Accept(d)) => (ReviewAction::Accept, Some(d)),
-        Some(What::Reject(d)) => (ReviewAction::Reject, Some(d)),
-    };
-    let req = Review {
-        action,
-        ids: d
-            .iter()
-            .flat_map(|d| d.ids.iter().map(|s| s.as_str().into()))
-            .collect(),
-        all: d.as_ref().is_some_and(|d| d.all),
-        apply: d.as_ref().is_some_and(|d| d.apply),
+        Some(What::Apply) => Review {
+            action: ReviewAction::Apply,
+            ..Review::default()
+        },
+        Some(What::Accept(r)) => Review {
+            action: ReviewAction::Accept,
+            ..r
+        },
+        Some(What::Reject(r)) => Review {
+            action: ReviewAction::Reject,
+            ..r
+        },
     };
     let reviewed = super::run_at(dir, req, false)?;
     super::emit(args.json, &reviewed, render)

@@ -9,17 +9,15 @@ use memd::runs::Run;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Show only the newest N runs.
-    #[arg(long, default_value_t = 20)]
-    last: usize,
+    #[command(flatten)]
+    runs: Runs,
     /// Print the runs as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let last = Some(args.last);
-    let shown = super::run_at(dir, Runs { last }, false)?;
+    let shown = super::run_at(dir, args.runs, false)?;
     super::emit(args.json, &shown, |runs| {
         if runs.is_empty() {
             return "no runs in the journal yet\n".into();

@@ -11,10 +11,8 @@ use memd::versions::Then;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The time: RFC 3339, a local time (2026-11-24T14:03) or a day
-    /// (2026-11-24: its end). Default: now.
-    #[arg(long)]
-    as_of: Option<String>,
+    #[command(flatten)]
+    show: Show,
     /// Print only this file, byte for byte: `memory` (consolidated/memory.md)
     /// or `core` (MEMORY.md's generated lines).
     #[arg(long, value_parser = ["memory", "core"])]
@@ -27,7 +25,7 @@ pub struct Args {
 
 /// Exits 2 when memd cannot know what was asked (it says why).
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let shown = super::run_at(dir, Show { as_of: args.as_of }, false)?;
+    let shown = super::run_at(dir, args.show, false)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&shown)?)?;
         return Ok(());

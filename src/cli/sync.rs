@@ -10,10 +10,8 @@ use memd::sync::merge::{self, Kind, Merged};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The git remote to sync with, from now on (the first sync makes the
-    /// directory a repository, or adopts the one it is in).
-    #[arg(long)]
-    remote: Option<String>,
+    #[command(flatten)]
+    sync: Sync,
     /// Print the reply as JSON.
     #[arg(long)]
     json: bool,
@@ -21,13 +19,7 @@ pub struct Args {
 
 /// Exits 6 when a merge left a conflict for the person (named on stderr).
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let synced = super::run_at(
-        dir,
-        Sync {
-            remote: args.remote,
-        },
-        false,
-    )?;
+    let synced = super::run_at(dir, args.sync, false)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&synced)?)?;
     } else {

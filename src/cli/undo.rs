@@ -6,34 +6,19 @@ use anyhow::Result;
 
 use memd::remedy::Surface;
 use memd::request::Undo;
-use memd::runs::{Change, Options, Outcome};
+use memd::runs::{Change, Outcome};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The run to undo (`memd runs` lists them).
-    run: String,
-    /// Print what would change, change nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Forget the run's facts instead of making them pending again (the
-    /// next consolidation would otherwise decide them afresh).
-    #[arg(long)]
-    keep_out: bool,
+    #[command(flatten)]
+    undo: Undo,
     /// Print what the undo did as JSON, in the shape the API answers with.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: Args) -> Result<()> {
-    let options = Options {
-        dry_run: args.dry_run,
-        keep_out: args.keep_out,
-    };
-    let undo = Undo {
-        run: args.run.into(),
-        options,
-    };
-    let outcome = super::run_at(dir, undo, false)?;
+    let outcome = super::run_at(dir, args.undo, false)?;
     super::emit(args.json, &outcome, render)
 }
 

@@ -85,13 +85,17 @@ pub use report::{ClusterReport, Counts, Report, Suppressed, Verdict};
 
 /// How a run is asked for: `memd consolidate [--force] [--dry-run]`,
 /// `POST /v1/consolidate`, MCP's `consolidate`.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 #[schemars(rename = "Consolidate")]
 pub struct Options {
-    /// Skip the time and volume gates (never the lock).
+    /// Run even if the time and volume gates (min_hours, min_facts) say
+    /// not yet; never while another run holds the lock.
+    #[arg(long)]
     pub force: bool,
-    /// Plan, print, change nothing.
+    /// Plan and show the operations (as a diff on the command line);
+    /// write nothing.
+    #[arg(long)]
     pub dry_run: bool,
 }
 

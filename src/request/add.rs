@@ -18,37 +18,50 @@ use crate::{Layout, steps};
 /// Facts to append: `text`, or a batch in `texts`. A file write, durable
 /// before the reply; the similar entries are information only, looked up
 /// after the write by whoever owns the index.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct Add {
-    /// One fact, one line.
+    /// One fact, one line (leave it out for a batch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// A batch of facts; with `key`, the N-th fact's key is `KEY#N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub texts: Option<Vec<String>>,
-    /// A tag for every fact (letters, digits, `-`, `_`).
+    /// A category for every fact, kept on its archive line (letters,
+    /// digits, `-`, `_`): a filter, not a folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, short)]
     pub category: Option<String>,
-    /// The session the facts come from.
+    /// The agent session the facts come from (kept on their archive
+    /// lines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, short)]
     pub session: Option<String>,
-    /// Idempotency key: a retried append with the same key writes nothing.
+    /// Idempotency key: a retried append with the same key writes
+    /// nothing. In a batch, the N-th fact's key is `KEY#N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub key: Option<String>,
     /// Also look up the existing entries most like each fact (at most 20
     /// facts; never blocks the write).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[arg(
+        long = "no-similar",
+        action = clap::ArgAction::SetFalse,
+        help = "Do not look up similar existing entries after the write"
+    )]
     pub similar: bool,
     /// What this fact makes no longer true (the user moved, changed jobs,
     /// changed their mind), by any id memd shows: an entry's (`e-…`), a
     /// MEMORY.md line's (`core:e-…`) or a fact's (`2026-11-29#…`, pending
-    /// or already in an entry). Each must be live in this memory. The
-    /// next run replaces the entries with the fact and folds the pending
-    /// facts into it, keeping what they said as history ("new
+    /// or already in an entry); one or several. Each must be live in this
+    /// memory. The next run replaces the entries with the fact and folds
+    /// the pending facts into it, keeping what they said as history ("new
     /// (previously: old)"), whichever judge runs. One fact (`text`), not a
     /// batch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(long, value_name = "ID")]
     pub supersedes: Vec<RowId>,
 }
 

@@ -9,11 +9,13 @@ use super::target::{Request, Target};
 use crate::check::{self, Report};
 use crate::error::Result;
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct Check {
     /// Repair what is derived: rebuild the index from the files when it
-    /// disagrees with them. Files a person owns are never changed.
+    /// disagrees with them (by whoever holds the index: the daemon when
+    /// one runs). Files a person owns are never changed.
+    #[arg(long)]
     pub fix: bool,
 }
 

@@ -10,12 +10,13 @@ use crate::text::first_bad_byte;
 use crate::{Layout, atomic};
 
 /// `MEMORY.md` byte for byte (a missing file is empty), or compact.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Core {
-    /// The person's notes without `memd init`'s boilerplate or the
-    /// markers, then one line per entry, `- text · day [id]`: what MCP's
-    /// `core_memory` gives, about half the bytes of the file.
+    /// Compact: the person's notes without `memd init`'s boilerplate or
+    /// the markers, then one line per entry, `- text · day [id]` (what
+    /// MCP's `core_memory` gives, about half the bytes of the file).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[arg(long)]
     pub compact: bool,
 }
 

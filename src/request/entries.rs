@@ -19,23 +19,28 @@ use crate::ids::{ItemId, RunId};
 
 /// The live entries (not forgotten, not an unsaved hand-written block),
 /// in file order, that pass every filter given.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Entries {
     /// Only entries holding a fact of this category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub category: Option<String>,
     /// Only entries holding a fact of this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub session: Option<String>,
     /// Only entries updated on this day (`YYYY-MM-DD`) or later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub since: Option<String>,
     /// Only entries added word for word after a failed judge (`true`), or
     /// only the others (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub unreviewed: Option<bool>,
     /// Only entries a person edited (`true`), or only the others (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub edited: Option<bool>,
 }
 
@@ -112,20 +117,23 @@ impl Request for GetEntry {
 /// Change one live entry's text, pin or category (see [`crate::edit`]):
 /// journaled as a run of its own, which `memd undo` takes back. Fields
 /// left out stay as they are.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct EditEntry {
-    /// `e-…` (or `core:e-…`).
+    /// The entry: `e-…`, or `core:e-…` as search shows a MEMORY.md line.
     #[schemars(with = "String")]
     pub id: ItemId,
-    /// The new text (one block; blank lines are taken out).
+    /// Its new text (one block: blank lines are taken out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub text: Option<String>,
     /// Protect it from consolidation's REPLACE and REMOVE, or stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub pinned: Option<bool>,
-    /// Its own category, in place of its facts' (empty: clear it).
+    /// Its own category, in place of its facts' (empty, "", clears it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub category: Option<String>,
 }
 

@@ -12,8 +12,9 @@ use crate::{Layout, archive, forget};
 
 /// The journal records of an entry's lineage, oldest first: its own, and
 /// those of every entry merged into it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct History {
+    /// The entry (`e-…`) whose lineage to give.
     #[schemars(with = "String")]
     pub id: ItemId,
 }

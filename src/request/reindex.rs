@@ -9,11 +9,12 @@ use crate::check;
 use crate::error::Result;
 use crate::index::{Index, SyncReport};
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct Reindex {
-    /// Empty the index first: everything is taken in again (the embedding
-    /// cache keeps that cheap).
+    /// Drop the index and build it again from the files: everything is
+    /// taken in again (the embedding cache keeps that cheap).
+    #[arg(long)]
     pub clear: bool,
 }
 

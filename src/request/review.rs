@@ -55,19 +55,22 @@ pub enum Action {
 /// Accept or reject proposals (editing REVIEW.md as a person would), or
 /// carry out the decisions; with `apply: true`, accepting or rejecting
 /// carries them out at once.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct Review {
     #[serde(default)]
+    #[arg(skip)]
     pub action: Action,
     /// The proposals (`p-…`) to accept or reject.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<ProposalId>,
     /// Every open proposal.
     #[serde(default)]
+    #[arg(long, conflicts_with = "ids")]
     pub all: bool,
-    /// Carry out the decisions now (for `accept` and `reject`).
+    /// Carry out the decisions at once (for `accept` and `reject`).
     #[serde(default)]
+    #[arg(long)]
     pub apply: bool,
 }
 

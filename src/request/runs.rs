@@ -10,10 +10,12 @@ use crate::runs::{Options, Outcome, Run, list, undo};
 
 /// Every run in the journal, oldest first: when, kind, judges, ops by
 /// kind, facts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Runs {
-    /// Only the newest N runs.
+    /// Only the newest N runs (default: every run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // The command line lists the newest 20 unless told otherwise.
+    #[arg(long, default_value = "20", help = "Show only the newest N runs")]
     pub last: Option<usize>,
 }
 
@@ -40,11 +42,12 @@ impl Request for Runs {
 
 /// Undo a run: entries back as the run found them, its facts pending again
 /// (or, with `keep_out`, forgotten). Journaled, so it can be undone.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Undo {
-    /// The run to undo (`memd runs` lists them).
+    /// The run to undo (as the runs list names it).
     pub run: RunId,
     #[serde(flatten)]
+    #[command(flatten)]
     pub options: Options,
 }
 

@@ -13,38 +13,45 @@ use crate::{current, versions};
 /// A search. The index is brought in step with the files first, so every
 /// fact acknowledged before it is searched; with `wait` false the index
 /// answers at once as it is, and says which files it does not cover yet.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Search {
-    /// What to search for (`q` in a URL).
+    /// What to search for, in words (`q` in a URL).
     #[serde(alias = "q", default, skip_serializing_if = "Option::is_none")]
+    #[arg(required = true)]
     pub query: Option<String>,
     /// How many results, 1 to 100 (default: `[search] default_k`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long)]
     pub k: Option<usize>,
     /// `false`: answer from the index as it is, without waiting for it to
     /// take in files that changed (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub wait: Option<bool>,
-    /// `true`: leave out what MEMORY.md already holds (its lines, the
-    /// entries it has a line for and their facts), for an agent that keeps
-    /// MEMORY.md in its prompt; the other hits fill the `k` places
-    /// (default `false`).
+    /// Leave out what MEMORY.md already holds (its lines, the entries it
+    /// has a line for and their facts), for an agent that keeps MEMORY.md
+    /// in its prompt; the other hits fill the `k` places (default: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, action = clap::ArgAction::SetTrue)]
     pub exclude_core: Option<bool>,
     /// Leave out hits scoring less than this, 0 to 1 (see the hits'
     /// `score`; default `[search] min_score`). 0 keeps every hit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub min_score: Option<f32>,
     /// Only facts of this category, and entries (and their MEMORY.md
     /// lines) holding one or set to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub category: Option<String>,
     /// Only facts of this session, and entries holding one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub session: Option<String>,
     /// Only facts stated on this day (`YYYY-MM-DD`) or later, and entries
     /// updated then or later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub since: Option<String>,
     /// Search the memory as it was at this time: the facts written by
     /// then, and the entries and MEMORY.md lines as they were then (RFC
@@ -53,6 +60,7 @@ pub struct Search {
     /// cannot know the entries then (see `show`); not with `category`,
     /// `session`, `since` or `exclude_core`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, conflicts_with_all = ["category", "session", "since", "exclude_core"])]
     pub as_of: Option<String>,
 }
 

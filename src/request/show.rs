@@ -14,11 +14,12 @@ use crate::versions::{self, Then};
 /// `consolidated/memory.md` and MEMORY.md's generated lines as of a time
 /// (default: now), rebuilt byte for byte from their versions; where memd
 /// cannot know (a hand edit it never saw, an erased text), it says so.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 pub struct Show {
     /// The time: RFC 3339, a local time (`2026-11-24T14:03`) or a day
     /// (`2026-11-24`: its end). Default: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub as_of: Option<String>,
 }
 

@@ -11,10 +11,12 @@ use crate::ids::ItemId;
 use crate::sync::{self, Synced};
 
 /// Commit this memory's changes, fetch, merge with memd's drivers, push.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct Sync {
-    /// The remote to sync with from now on (`memd sync --remote URL`).
+    /// The git remote to sync with, from now on (the first sync makes the
+    /// directory a repository, or adopts the one it is in).
+    #[arg(long)]
     pub remote: Option<String>,
 }
 

@@ -183,12 +183,15 @@ pub fn list(layout: &Layout) -> Result<Vec<Run>> {
 }
 
 /// How to undo.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema, clap::Args)]
 #[serde(default)]
 pub struct Options {
-    /// Work out the changes, write nothing.
+    /// Work out what would change; change nothing.
+    #[arg(long)]
     pub dry_run: bool,
-    /// Forget the run's facts instead of making them pending again.
+    /// Forget the run's facts instead of making them pending again (the
+    /// next consolidation would otherwise decide them afresh).
+    #[arg(long)]
     pub keep_out: bool,
 }
 
