@@ -19,7 +19,8 @@
 //! - on taking it, the files as memd finds them, when they differ from the
 //!   last version: a hand edit, a write an older memd made, or one a crash
 //!   cut short. Such a version is `found`, dated by the file's
-//!   modification time (as precise as the file system's clock);
+//!   modification time plus the most that time may lag the write
+//!   ([`written_by`]: the file system's clock is coarser than memd's);
 //! - on letting it go, the files as the writer leaves them (`memd`),
 //!   dated by the memory's clock, with the hash of the files as it found
 //!   them (`from`).
@@ -30,8 +31,8 @@
 //! two is unknowable, and so is the time between a version and a `memd`
 //! version that found something else (`from`: a change memd did not
 //! record). After the last version, the files on disk say: unchanged, it
-//! still holds; changed, the files hold from their modification time and
-//! the time before is unknowable. What a person never let memd see
+//! still holds; changed, the files hold from their modification time
+//! (with the same allowance) and the time before is unknowable. What a person never let memd see
 //! (edited twice between two writes) memd cannot know, and says so.
 //!
 //! **Forgetting and erasure.** A version is the file as it was, forgotten
@@ -521,8 +522,9 @@ pub fn stamp(t: &DateTime<FixedOffset>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// A file's content now, as versions record it, and its modification
-/// time.
+/// A file's content now, as versions record it, and the time from which
+/// it surely held: its modification time, plus how far that time may lag
+/// the write it dates ([`written_by`]).
 fn read_now(
     layout: &Layout,
     file: File,
@@ -543,7 +545,7 @@ fn read_now(
     let mtime = meta
         .modified()
         .ok()
-        .map(|t| DateTime::<Local>::from(t).fixed_offset());
+        .map(|t| DateTime::<Local>::from(written_by(t)).fixed_offset());
     let content = match file {
         File::Memory => String::from_utf8(bytes).ok(),
         File::Core => CoreMd::parse(&bytes)
@@ -551,6 +553,24 @@ fn read_now(
             .and_then(|md| md.generated().map(str::to_string)),
     };
     Ok((content, mtime))
+}
+
+/// The latest time a write stamped `modified` may have happened. Linux
+/// stamps a write with its coarse clock, which lags the real time by up
+/// to one tick (1/HZ: 10 ms at HZ=100, the coarsest setting), so a write
+/// made just after a time can carry a stamp just before it; a file system
+/// that keeps whole seconds (no nanoseconds) may be up to 2 s behind
+/// (FAT's granularity). Until then the file may still have held what it
+/// held before the write.
+fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
+    let whole_seconds = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() == 0);
+    let lag = match whole_seconds {
+        true => std::time::Duration::from_secs(2),
+        false => std::time::Duration::from_millis(20),
+    };
+    modified + lag
 }
 
 /// Record the files as they are, where they differ from their last

@@ -526,7 +526,7 @@ impl World {
 
     /// With `MEMD_RANDOM_DUMP` set, the memory's files, for a failure's
     /// message.
-    fn dump(&self) -> String {
+    pub(super) fn dump(&self) -> String {
         if std::env::var_os("MEMD_RANDOM_DUMP").is_none() {
             return String::new();
         }
