@@ -33,9 +33,9 @@ use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
 use crate::ids::{EntryId, FactId, RowId};
-use crate::index::fingerprints::{self, Freshness};
+use crate::index::fingerprints::{self, Freshness, ParsedDays};
 use crate::index::rows::{self, RowsBySource};
-use crate::index::table::{self, StoredRow};
+use crate::index::table;
 use crate::index::{Index, RowKind};
 use crate::layout::{Source, rel};
 use crate::remedy::Remedy;
@@ -130,14 +130,16 @@ pub async fn run(layout: &Layout) -> Result<Report> {
 /// The day files, parsed once for every check of them: as `index`'s
 /// writer keeps them when the index is open in this process (a daemon's,
 /// which reads again only the day files that changed), else read now.
-type Days = Vec<(String, Arc<archive::Day>)>;
+type Days = Arc<ParsedDays>;
 
 fn days(layout: &Layout, index: Option<&Index>) -> Result<Days> {
     match index {
         Some(index) => index.writer.archive(),
-        None => Ok((archive::read_days(layout)?.into_iter())
-            .map(|(day, parsed)| (day, Arc::new(parsed)))
-            .collect()),
+        None => Ok(Arc::new(
+            (archive::read_days(layout)?.into_iter())
+                .map(|(day, parsed)| (day, Arc::new(parsed)))
+                .collect(),
+        )),
     }
 }
 
@@ -322,7 +324,7 @@ fn redactions_receipted(days: &Days, tombstones: &Tombstones, report: &mut Repor
         .receipts()
         .flat_map(|t| t.sources.iter())
         .collect();
-    for (day, parsed) in days {
+    for (day, parsed) in days.iter() {
         for e in &parsed.erased {
             if !named.contains(&e.id) {
                 let what = format!(
@@ -384,21 +386,26 @@ fn listed(
     report: &mut Report,
 ) {
     let mut want: Vec<(&EntryId, &str)> = Vec::new();
+    let mut seen: HashSet<&EntryId> = HashSet::new();
     for e in doc.entries() {
         let Some(m) = &e.meta else { continue };
-        if !tombstones.names_entry(m.id.as_str()) && !want.iter().any(|(id, _)| **id == m.id) {
+        if !tombstones.names_entry(m.id.as_str()) && seen.insert(&m.id) {
             want.push((&m.id, &e.text));
         }
     }
     let views = entry_view::views_of(doc, tombstones, facts);
     let got: Vec<(&EntryId, &str)> = views.iter().map(|v| (&v.id, v.text.as_str())).collect();
-    for (id, _) in want.iter().filter(|w| !got.contains(w)) {
+    let (got_set, want_set): (HashSet<_>, HashSet<_>) = (
+        got.iter().copied().collect(),
+        want.iter().copied().collect(),
+    );
+    for (id, _) in want.iter().filter(|w| !got_set.contains(*w)) {
         let what = format!(
             "{id} is live in the file, and the entries resource does not list it as written"
         );
         report.problem(Kind::EntryUnlisted, ENTRIES, None, what);
     }
-    for (id, _) in got.iter().filter(|g| !want.contains(g)) {
+    for (id, _) in got.iter().filter(|g| !want_set.contains(*g)) {
         let what =
             format!("the entries resource lists {id}, which the file does not hold live as listed");
         report.problem(Kind::EntryUnlisted, ENTRIES, None, what);
@@ -535,7 +542,10 @@ async fn index(
         return Ok(());
     };
     report.index_rows = Some(stored.len());
-    let expected = rows::expected(layout)?;
+    // Read between the two looks at freshness, so that a source fresh at
+    // both was read as the table holds it.
+    let days = kept.map(|index| index.writer.archive()).transpose()?;
+    let expected = rows::expected(layout, days.as_deref())?;
     let mut fresh = freshness()?;
     for (source, state) in fresh.iter_mut() {
         if fresh_before.get(source) != Some(&Freshness::Fresh) {
@@ -581,8 +591,13 @@ async fn index(
             );
         }
     }
+    let mut have: HashMap<&str, HashMap<&str, &str>> = HashMap::new();
+    for r in &stored {
+        let rows = have.entry(r.source.as_str()).or_default();
+        rows.insert(r.id.as_str(), r.hash.as_str());
+    }
     for (source, state) in &fresh {
-        source_rows(source, *state, &expected, &stored, report);
+        source_rows(source, *state, &expected, &have, report);
     }
     let gone: HashSet<&str> = stored.iter().map(|r| r.source.as_str()).collect();
     let known = |s: &str| Source::parse(s).is_some_and(|s| fresh.contains_key(&s));
@@ -627,22 +642,18 @@ fn source_rows(
     source: &Source,
     state: Freshness,
     expected: &RowsBySource,
-    stored: &[StoredRow],
+    stored: &HashMap<&str, HashMap<&str, &str>>,
     report: &mut Report,
 ) {
-    let rel = source.rel();
     let want: HashMap<&str, &str> = expected
         .get(source)
         .into_iter()
         .flatten()
         .map(|row| (row.0.id.as_str(), row.1.as_str()))
         .collect();
-    let have: HashMap<&str, &str> = stored
-        .iter()
-        .filter(|r| r.source == rel)
-        .map(|r| (r.id.as_str(), r.hash.as_str()))
-        .collect();
-    if want == have {
+    let none = HashMap::new();
+    let have = stored.get(&*source.rel()).unwrap_or(&none);
+    if want == *have {
         return;
     }
     if state != Freshness::Fresh {

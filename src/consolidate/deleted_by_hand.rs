@@ -43,9 +43,10 @@ pub(crate) fn unlabelled(
         .filter(|e| known(e))
         .map(|e| normalize(&e.text))
         .collect();
+    let held: HashSet<&EntryId> = doc.entries().filter_map(Entry::id).collect();
     lineage
         .iter()
-        .filter(|(id, l)| l.alive && doc.get(id.as_str()).is_none())
+        .filter(|(id, l)| l.alive && !held.contains(id))
         .filter(|(id, _)| !stones.names_entry(id.as_str()))
         .filter_map(|(id, l)| {
             let text = normalize(l.text.as_deref()?);

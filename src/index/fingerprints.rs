@@ -120,13 +120,12 @@ pub(super) fn forget_synced(layout: &Layout) -> Result<()> {
 /// Whether each source file is indexed as it is now (for `memd status` and
 /// `memd check`; reads no table).
 pub(crate) fn freshness(layout: &Layout) -> Result<BTreeMap<Source, Freshness>> {
-    Ok(freshness_of(&now(layout)?, layout))
+    Ok(freshness_of(&now(layout)?, &synced(layout)))
 }
 
 /// Whether each source file is indexed as it is when its fingerprint is
-/// `prints`.
-pub(super) fn freshness_of(prints: &Prints, layout: &Layout) -> BTreeMap<Source, Freshness> {
-    let synced = synced(layout);
+/// `prints`, the last syncs' being `synced` ([`synced`]).
+pub(super) fn freshness_of(prints: &Prints, synced: &Prints) -> BTreeMap<Source, Freshness> {
     prints
         .iter()
         .map(|(source, fp)| {
@@ -299,7 +298,20 @@ pub(super) struct Seen {
     /// changed ([`super::changes`]), with when every file was last
     /// stamped, and the day files the kernel's events can miss.
     watch: Option<Watch>,
+    /// [`Seen::archive`]'s answer at `stamps`, while they hold and the
+    /// fingerprints at them are settled.
+    archive: Option<Arc<ParsedDays>>,
+    /// The last syncs' fingerprints ([`synced`]), with the stamps of the
+    /// two files they were read from when they were read.
+    synced: Option<(SyncedStamps, Arc<Prints>)>,
 }
+
+/// The archive's day files, parsed, in day order.
+pub(crate) type ParsedDays = Vec<(String, Arc<archive::Day>)>;
+
+/// The stamps of the last syncs' fingerprints and of the mark of the
+/// sources being written (`None`: absent).
+type SyncedStamps = (Option<Stamp>, Option<Stamp>);
 
 struct Watch {
     subscription: Option<super::changes::Subscription>,
@@ -342,6 +354,7 @@ impl Seen {
         };
         if moved {
             self.prints = None;
+            self.archive = None;
         }
         if let Some(prints) = &self.prints {
             return Ok(prints.clone());
@@ -360,10 +373,35 @@ impl Seen {
     /// writer's stamps move on the kernel's word, [`Seen::fingerprints`]).
     /// A day file is stamped before it is read, so one that changes while
     /// it is read is read again next time.
-    pub(super) fn archive(&mut self, layout: &Layout) -> Result<Vec<(String, Arc<archive::Day>)>> {
+    ///
+    /// While no stamp moves, the same answer is given again without a look
+    /// at each day file (a daemon's status and check cost then what they
+    /// count, not what the archive's day files number).
+    pub(super) fn archive(&mut self, layout: &Layout) -> Result<Arc<ParsedDays>> {
         self.fingerprints(layout)?;
+        if let Some(days) = &self.archive {
+            return Ok(days.clone());
+        }
         let read = |day: &str| Ok(Some(Arc::new(archive::read_day(layout, day)?)));
-        by_stamp(&self.stamps, &mut self.parsed, read)
+        let days = Arc::new(by_stamp(&self.stamps, &mut self.parsed, read)?);
+        if self.prints.is_some() {
+            self.archive = Some(days.clone());
+        }
+        Ok(days)
+    }
+
+    /// The last syncs' fingerprints ([`synced`]), read again only when the
+    /// stamp of either file they come from moved (each sync writes both).
+    pub(super) fn synced(&mut self, layout: &Layout) -> Arc<Prints> {
+        let at = (stamp(&layout.index_files()), stamp(&layout.index_syncing()));
+        if let Some((was, prints)) = &self.synced
+            && *was == at
+        {
+            return prints.clone();
+        }
+        let prints = Arc::new(synced(layout));
+        self.synced = Some((at, prints.clone()));
+        prints
     }
 
     /// For a watched writer whose watch is in place and whose last look at
@@ -571,8 +609,10 @@ mod tests {
         let check = |seen: &mut Seen, what: &str| {
             let kept = seen.fingerprints(&layout).unwrap();
             assert_eq!(*kept, now(&layout).unwrap(), "after {what}");
-            let parsed = seen.archive(&layout).unwrap();
-            let parsed = archive::facts_of(parsed.iter().map(|(d, p)| (d.as_str(), &**p)));
+            let days = seen.archive(&layout).unwrap();
+            let again = seen.archive(&layout).unwrap();
+            assert!(Arc::ptr_eq(&days, &again), "asked again after {what}");
+            let parsed = archive::facts_of(days.iter().map(|(d, p)| (d.as_str(), &**p)));
             let read = archive::read_all(&layout).unwrap();
             assert_eq!(format!("{parsed:?}"), format!("{read:?}"), "after {what}");
             kept
@@ -630,5 +670,36 @@ mod tests {
         check(&mut seen, "an append that ends inside a character");
         bad("2026-01-03", b"\xa9 au lait\n");
         check(&mut seen, "the rest of the character");
+    }
+
+    /// The last syncs' fingerprints a writer keeps are those in the files
+    /// as they are now: read again after each sync's record and each mark
+    /// of sources being written, whichever process wrote them.
+    #[test]
+    fn the_synced_fingerprints_kept_follow_their_files() {
+        let t = tempfile::tempdir().unwrap();
+        let layout = memory::init(t.path()).unwrap();
+        std::fs::create_dir_all(layout.index_dir()).unwrap();
+        let mut seen = Seen::watching();
+        assert!(seen.synced(&layout).is_empty());
+        let day = |d: &str| Source::Day(d.to_string());
+        let mut prints = Prints::new();
+        for (n, d) in ["2026-01-01", "2026-01-02", "2026-01-03"]
+            .iter()
+            .enumerate()
+        {
+            prints.insert(day(d), format!("print-{n}"));
+            save_synced(&layout, &prints).unwrap();
+            assert_eq!(*seen.synced(&layout), synced(&layout), "after sync {n}");
+            assert_eq!(seen.synced(&layout).len(), n + 1);
+        }
+        begin_sync(&layout, [day("2026-01-02")].iter()).unwrap();
+        assert_eq!(*seen.synced(&layout), synced(&layout), "after the mark");
+        assert!(!seen.synced(&layout).contains_key(&day("2026-01-02")));
+        forget_synced(&layout).unwrap();
+        assert!(
+            seen.synced(&layout).is_empty(),
+            "after the sync records went"
+        );
     }
 }

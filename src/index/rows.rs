@@ -16,6 +16,7 @@ use crate::core_md::{CoreMd, Line};
 use crate::entries::{self, Document, text_hash};
 use crate::error::Result;
 use crate::ids::{FactId, RowId};
+use crate::index::fingerprints::ParsedDays;
 use crate::layout::{Layout, Source};
 use crate::pending::{Journal, Pending};
 use crate::state::State;
@@ -158,10 +159,25 @@ pub(super) fn with_hashes(rows: Vec<Row>) -> Vec<Hashed> {
 /// Per source file: its rows, each with its [`Row::hash`].
 pub(crate) type RowsBySource = HashMap<Source, Vec<Hashed>>;
 
-/// The rows every source file calls for.
-pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
+/// The rows every source file calls for; the day files as `days` holds
+/// them when given (parsed as a daemon's writer keeps them), else read.
+pub(crate) fn expected(layout: &Layout, days: Option<&ParsedDays>) -> Result<RowsBySource> {
     let sources = entries::sources(&layout.entries_file())?;
-    desired_for(layout, None, &sources)
+    let from = match days {
+        Some(days) => DaysFrom::Parsed(days),
+        None => DaysFrom::Files,
+    };
+    Ok(desired_from(layout, None, &sources, from)?.0)
+}
+
+/// Where [`desired_from`] takes the day files from.
+enum DaysFrom<'a> {
+    /// Read from disk.
+    Files,
+    /// Kept by a writer, read again from where they changed.
+    Kept(&'a mut DayRows),
+    /// Already parsed: every day file, in day order.
+    Parsed(&'a ParsedDays),
 }
 
 /// The rows every source file should have: pending facts (behind the
@@ -170,7 +186,8 @@ pub(crate) fn expected(layout: &Layout) -> Result<RowsBySource> {
 #[cfg(feature = "lab")]
 pub(crate) fn desired(layout: &Layout) -> Result<HashMap<Source, Vec<Row>>> {
     let sources = entries::sources(&layout.entries_file())?;
-    Ok(desired_for(layout, None, &sources)?
+    Ok(desired_from(layout, None, &sources, DaysFrom::Files)?
+        .0
         .into_iter()
         .map(|(s, rows)| {
             (
@@ -183,30 +200,36 @@ pub(crate) fn desired(layout: &Layout) -> Result<HashMap<Source, Vec<Row>>> {
         .collect())
 }
 
-/// [`desired`] for only the sources in `only` (all when `None`), each row
-/// with its [`Row::hash`]: a sync after one append reads one day file, not
-/// the whole archive. `sources` are the facts the entries hold.
-pub(super) fn desired_for(
-    layout: &Layout,
-    only: Option<&HashSet<&Source>>,
-    sources: &HashSet<FactId>,
-) -> Result<RowsBySource> {
-    Ok(desired_since(layout, only, sources, None)?.0)
-}
-
-/// [`desired_for`], where a day file's rows are only those after what the
-/// last sync of it left, when that still holds ([`Synced`]): such day
-/// files are the [`Tails`]. `days`: the day files as a writer last read
-/// them.
+/// The rows the sources `only` (all when `None`) call for, each with its
+/// [`Row::hash`] (`sources`: the facts the entries hold): a sync after one
+/// append reads one day file, not the whole archive. A day file's rows
+/// are only those after what the last sync of it left, when that still
+/// holds ([`Synced`]): such day files are the [`Tails`]. `days`: the day
+/// files as a writer last read them.
 pub(super) fn desired_since(
     layout: &Layout,
     only: Option<&HashSet<&Source>>,
     sources: &HashSet<FactId>,
     days: Option<&mut DayRows>,
 ) -> Result<(RowsBySource, Tails)> {
+    let from = match days {
+        Some(days) => DaysFrom::Kept(days),
+        None => DaysFrom::Files,
+    };
+    desired_from(layout, only, sources, from)
+}
+
+/// [`desired_since`], the day files taken `from` where they are.
+fn desired_from(
+    layout: &Layout,
+    only: Option<&HashSet<&Source>>,
+    sources: &HashSet<FactId>,
+    from: DaysFrom,
+) -> Result<(RowsBySource, Tails)> {
     let wanted = |source: &Source| only.is_none_or(|o| o.contains(source));
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
     let day_names: Vec<String> = match only {
+        _ if matches!(from, DaysFrom::Parsed(_)) => Vec::new(),
         Some(only) => {
             let mut names: Vec<String> = only
                 .iter()
@@ -220,7 +243,7 @@ pub(super) fn desired_since(
         }
         None => layout.archive_days()?,
     };
-    let (mut out, tails) = fact_rows(layout, &day_names, &tombstones, sources, days)?;
+    let (mut out, tails) = fact_rows(layout, &day_names, &tombstones, sources, from)?;
     let rows = match wanted(&Source::Entries) {
         true => entry_rows(&Document::read(&layout.entries_file())?, &tombstones),
         false => Vec::new(),
@@ -411,7 +434,7 @@ fn fact_rows(
     day_names: &[String],
     tombstones: &Tombstones,
     sources: &HashSet<FactId>,
-    mut days: Option<&mut DayRows>,
+    mut from: DaysFrom,
 ) -> Result<(RowsBySource, Tails)> {
     let state = State::load(&layout.state_file())?;
     // Consolidated facts are represented by their entries, so the entries'
@@ -424,9 +447,19 @@ fn fact_rows(
     );
     let mut out = RowsBySource::new();
     let mut tails = Tails::new();
+    if let DaysFrom::Parsed(days) = from {
+        for (day, parsed) in days {
+            let rows = parsed.facts.iter().filter(|f| pending.is_pending(f));
+            let rows = with_hashes(rows.map(fact_row).collect());
+            if !rows.is_empty() {
+                out.insert(Source::Day(day.clone()), rows);
+            }
+        }
+        return Ok((out, tails));
+    }
     for day in day_names {
-        let rows: Vec<Hashed> = match days.as_deref_mut() {
-            Some(days) => {
+        let rows: Vec<Hashed> = match &mut from {
+            DaysFrom::Kept(days) => {
                 let (kept, tail) = days.read(layout, day)?;
                 let from = match tail {
                     Some((from, replaced)) => {
@@ -444,7 +477,7 @@ fn fact_rows(
                 days.keep(kept);
                 pending_rows
             }
-            None => {
+            DaysFrom::Files | DaysFrom::Parsed(_) => {
                 let facts = archive::read_day(layout, day)?.facts;
                 let rows = facts.iter().filter(|f| pending.is_pending(f));
                 with_hashes(rows.map(fact_row).collect())

@@ -20,10 +20,9 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::fingerprints::{self, Freshness, Prints, Seen};
+use super::fingerprints::{self, Freshness, ParsedDays, Prints, Seen};
 use super::owner::{Job, Owner, View};
 use super::{Shared, SyncReport};
-use crate::archive::Day;
 use crate::error::{Error, Result};
 use crate::layout::Source;
 use crate::lock::Guard;
@@ -138,7 +137,7 @@ impl Writer {
     /// (changed since their last sync, or never synced, and not shown
     /// ahead of the running sync's table write).
     pub fn files_behind(&self) -> Result<Vec<String>> {
-        let synced = fingerprints::synced(&self.shared.layout);
+        let synced = self.seen.lock().unwrap().synced(&self.shared.layout);
         let shown = self.view.borrow().shown.clone();
         let seen = |source: &Source, print: &String| {
             synced.get(source) == Some(print)
@@ -156,15 +155,17 @@ impl Writer {
     /// fingerprints this writer keeps (for a daemon's `status`: a day file
     /// is hashed again only when it changed).
     pub fn freshness(&self) -> Result<BTreeMap<Source, Freshness>> {
-        let prints = self.fingerprints()?;
-        Ok(fingerprints::freshness_of(&prints, &self.shared.layout))
+        let mut seen = self.seen.lock().unwrap();
+        let prints = seen.fingerprints(&self.shared.layout)?;
+        let synced = seen.synced(&self.shared.layout);
+        Ok(fingerprints::freshness_of(&prints, &synced))
     }
 
     /// The archive's days, parsed, in day order, as this writer keeps them:
     /// only a day file that changed since it was last asked for is read
     /// again (what a daemon's `status` counts, instead of reading every
     /// day file).
-    pub fn archive(&self) -> Result<Vec<(String, Arc<Day>)>> {
+    pub fn archive(&self) -> Result<Arc<ParsedDays>> {
         self.seen.lock().unwrap().archive(&self.shared.layout)
     }
 

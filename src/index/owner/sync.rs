@@ -101,7 +101,7 @@ impl Owner {
         let (prints, was_marked) = match &self.held {
             Some(h) => (h.prints.clone(), h.marked.clone()),
             None => (
-                Arc::new(fingerprints::synced(&self.shared.layout)),
+                self.seen.lock().unwrap().synced(&self.shared.layout),
                 Vec::new(),
             ),
         };
