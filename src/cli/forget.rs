@@ -8,6 +8,9 @@ use anyhow::{Result, bail};
 use memd::ids::ItemId;
 use memd::request::{Candidates, Erase, Forget, Target, Unforget};
 
+// One command for several requests (forget, unforget, erase, the
+// candidates of a match): its flags choose which, so it keeps its own
+// arguments rather than one request's.
 #[derive(clap::Args)]
 pub struct Args {
     /// Entry id (e-…) or archive fact id (DAY#HASH).
