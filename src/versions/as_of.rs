@@ -4,7 +4,8 @@
 use chrono::{DateTime, FixedOffset, Local, TimeZone};
 use serde::{Deserialize, Serialize};
 
-use super::{By, File, History, Lost, name, read_now, sha, stamp};
+use super::on_disk::read_now;
+use super::{By, File, History, Lost, name, sha, stamp};
 use crate::error::Result;
 use crate::layout::rel;
 use crate::{Error, Layout};

@@ -20,7 +20,8 @@
 //!   last version: a hand edit, a write an older memd made, or one a crash
 //!   cut short. Such a version is `found`, dated by the file's
 //!   modification time plus the most that time may lag the write
-//!   ([`written_by`]: the file system's clock is coarser than memd's);
+//!   ([`on_disk::written_by`]: the file system's clock is coarser than
+//!   memd's);
 //! - on letting it go, the files as the writer leaves them (`memd`),
 //!   dated by the memory's clock, with the hash of the files as it found
 //!   them (`from`).
@@ -55,15 +56,16 @@
 
 mod as_of;
 mod merge;
+mod on_disk;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use chrono::{DateTime, FixedOffset, Local, SecondsFormat};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
-use crate::core_md::{CoreMd, Line};
+use crate::core_md::Line;
 use crate::entries::{self, Document, META_OPEN};
 use crate::error::{Context, Result};
 use crate::ids::{EntryId, FactId};
@@ -71,6 +73,8 @@ use crate::jsonl::{self, BadLine};
 use crate::lock::Guard;
 use crate::text::short_hash;
 use crate::{Layout, Memory, atomic};
+
+use self::on_disk::read_now;
 
 pub use as_of::{Then, as_of, parse_time};
 pub(crate) use merge::{erase, merge};
@@ -520,57 +524,6 @@ enum Lost {
 /// A time as versions record it.
 pub fn stamp(t: &DateTime<FixedOffset>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
-
-/// A file's content now, as versions record it, and the time from which
-/// it surely held: its modification time, plus how far that time may lag
-/// the write it dates ([`written_by`]).
-fn read_now(
-    layout: &Layout,
-    file: File,
-) -> Result<(Option<String>, Option<DateTime<FixedOffset>>)> {
-    let path = match file {
-        File::Memory => layout.entries_file(),
-        File::Core => layout.memory_md(),
-    };
-    // Missing, or not a file (a directory put where it was): unreadable.
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => m,
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-        _ => return Ok((None, None)),
-    };
-    let Some(bytes) = atomic::read_if_exists(&path)? else {
-        return Ok((None, None));
-    };
-    let mtime = meta
-        .modified()
-        .ok()
-        .map(|t| DateTime::<Local>::from(written_by(t)).fixed_offset());
-    let content = match file {
-        File::Memory => String::from_utf8(bytes).ok(),
-        File::Core => CoreMd::parse(&bytes)
-            .ok()
-            .and_then(|md| md.generated().map(str::to_string)),
-    };
-    Ok((content, mtime))
-}
-
-/// The latest time a write stamped `modified` may have happened. Linux
-/// stamps a write with its coarse clock, which lags the real time by up
-/// to one tick (1/HZ: 10 ms at HZ=100, the coarsest setting), so a write
-/// made just after a time can carry a stamp just before it; a file system
-/// that keeps whole seconds (no nanoseconds) may be up to 2 s behind
-/// (FAT's granularity). Until then the file may still have held what it
-/// held before the write.
-fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
-    let whole_seconds = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .is_ok_and(|d| d.subsec_nanos() == 0);
-    let lag = match whole_seconds {
-        true => std::time::Duration::from_secs(2),
-        false => std::time::Duration::from_millis(20),
-    };
-    modified + lag
 }
 
 /// Record the files as they are, where they differ from their last
