@@ -1,10 +1,12 @@
 //! The read-only report behind `memd status`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::archive::{Fact, ParsedDays};
 use crate::config::Config;
 use crate::consolidate::Judge;
 use crate::embed::Model;
@@ -79,31 +81,30 @@ pub struct DayCount {
     pub facts: usize,
 }
 
-/// The archive's facts (with their parse's warnings) and whether each
-/// source file is indexed as it is now: from `index`'s writer when the
-/// index is open in this process (a daemon's: it reads again only the
-/// day files that changed since it last looked), else from the files.
-type ArchiveAndIndex = (
-    (Vec<archive::Fact>, Vec<String>),
-    BTreeMap<Source, Freshness>,
-);
+/// The archive's day files, parsed, and whether each source file is
+/// indexed as it is now: from `index`'s writer when the index is open in
+/// this process (a daemon's: it reads again only the day files that
+/// changed since it last looked), else from the files.
+type ArchiveAndIndex = (Arc<ParsedDays>, BTreeMap<Source, Freshness>);
 
 fn archive_and_index(memory: &Memory, index: Option<&Index>) -> Result<ArchiveAndIndex> {
     let layout = &memory.layout;
     let Some(index) = index else {
         let freshness = fingerprints::freshness(layout)?;
-        return Ok((archive::read_all(layout)?, freshness));
+        return Ok((archive::read_parsed(layout)?, freshness));
     };
-    let days = index.writer.archive()?;
-    let facts = archive::facts_of(days.iter().map(|(day, parsed)| (day.as_str(), &**parsed)));
-    Ok((facts, index.writer.freshness()?))
+    Ok((index.writer.archive()?, index.writer.freshness()?))
 }
 
 /// The report on `memory`; `index`, when the index is open in this
 /// process, keeps what the report counts ([`archive_and_index`]).
 pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     let (layout, config) = (&memory.layout, &memory.config);
-    let ((facts, mut warnings), freshness) = archive_and_index(memory, index)?;
+    let (parsed, freshness) = archive_and_index(memory, index)?;
+    let mut warnings: Vec<String> = (parsed.iter())
+        .flat_map(|(day, parsed)| archive::warnings_of(day, parsed))
+        .collect();
+    let facts: Vec<&Fact> = parsed.iter().flat_map(|(_, p)| &p.facts).collect();
     let mut days: Vec<DayCount> = Vec::new();
     for f in &facts {
         match days.last_mut() {

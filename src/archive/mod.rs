@@ -43,6 +43,7 @@ mod redact;
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
 use serde::Serialize;
@@ -637,17 +638,33 @@ pub fn read_days(layout: &Layout) -> Result<Vec<(String, Day)>> {
         .collect()
 }
 
+/// The archive's day files, parsed, in day order, each parse shared.
+pub type ParsedDays = Vec<(String, Arc<Day>)>;
+
+/// [`read_days`], each parse shared.
+pub fn read_parsed(layout: &Layout) -> Result<Arc<ParsedDays>> {
+    let days = read_days(layout)?.into_iter();
+    Ok(Arc::new(
+        days.map(|(day, parsed)| (day, Arc::new(parsed))).collect(),
+    ))
+}
+
 /// The facts of `days` (each a day and its parse, in day order), and the
 /// warnings of their parse, each naming its file.
 pub fn facts_of<'a>(days: impl Iterator<Item = (&'a str, &'a Day)>) -> (Vec<Fact>, Vec<String>) {
     let mut facts = Vec::new();
     let mut warnings = Vec::new();
     for (day, parsed) in days {
-        let file = rel::archive_file(day);
-        warnings.extend(parsed.warnings.iter().map(|w| format!("{file}: {w}")));
+        warnings.extend(warnings_of(day, parsed));
         facts.extend(parsed.facts.iter().cloned());
     }
     (facts, warnings)
+}
+
+/// The warnings of the parse of `day`, each naming its file.
+pub fn warnings_of<'a>(day: &str, parsed: &'a Day) -> impl Iterator<Item = String> + 'a {
+    let file = (!parsed.warnings.is_empty()).then(|| rel::archive_file(day));
+    (parsed.warnings.iter()).map(move |w| format!("{}: {w}", file.as_deref().unwrap_or_default()))
 }
 
 /// The ids of every fact erased from the archive (its redaction lines).

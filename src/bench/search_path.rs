@@ -19,7 +19,7 @@ use super::path_client::{Client, Via};
 use super::{WORDS, percentile, synthetic_fact};
 use crate::memory::init;
 use crate::server::{self, Options, Served};
-use crate::steps::{Span, record, take};
+use crate::steps::{self, Span, record, take};
 use crate::{Layout, Memory};
 
 /// One step's figures.
@@ -199,7 +199,7 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
         client.search(&q).await?;
         searches.push(t.elapsed());
     }
-    let search_steps = crate::steps::times(&take());
+    let search_steps = steps::times(&take());
     let mut appends = Vec::new();
     let mut cycles = Vec::new();
     for i in 0..load.requests.appends {
@@ -214,7 +214,7 @@ async fn measure(client: &Client, size: usize, load: &PathLoad<'_>) -> Result<Pa
     client.settle().await?;
     let spans = take();
     let spans: Vec<_> = spans.into_iter().filter(|s| s.from < appended).collect();
-    let append_steps = crate::steps::times(&spans);
+    let append_steps = steps::times(&spans);
     let append_timeline = median_timeline(&cycles, &spans);
     record(false);
     let (search_steps, hop) = steps(search_steps, &searches);

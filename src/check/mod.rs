@@ -28,12 +28,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::archive;
+use crate::archive::{self, ParsedDays};
 use crate::core_md::CoreMd;
 use crate::entries::{Document, text_hash};
 use crate::error::Result;
 use crate::ids::{EntryId, FactId, RowId};
-use crate::index::fingerprints::{self, Freshness, ParsedDays};
+use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table;
 use crate::index::{Index, RowKind};
@@ -135,11 +135,7 @@ type Days = Arc<ParsedDays>;
 fn days(layout: &Layout, index: Option<&Index>) -> Result<Days> {
     match index {
         Some(index) => index.writer.archive(),
-        None => Ok(Arc::new(
-            (archive::read_days(layout)?.into_iter())
-                .map(|(day, parsed)| (day, Arc::new(parsed)))
-                .collect(),
-        )),
+        None => archive::read_parsed(layout),
     }
 }
 

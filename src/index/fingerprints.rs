@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
+use crate::archive::ParsedDays;
 use crate::layout::{Layout, Source, is_day};
 use crate::text::{short_hash, short_hex};
 use crate::{Result, archive, atomic};
@@ -305,9 +306,6 @@ pub(super) struct Seen {
     /// two files they were read from when they were read.
     synced: Option<(SyncedStamps, Arc<Prints>)>,
 }
-
-/// The archive's day files, parsed, in day order.
-pub(crate) type ParsedDays = Vec<(String, Arc<archive::Day>)>;
 
 /// The stamps of the last syncs' fingerprints and of the mark of the
 /// sources being written (`None`: absent).

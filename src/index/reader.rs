@@ -579,12 +579,12 @@ mod tests {
     use super::*;
     use crate::config::{Config, EmbedderKind};
     use crate::index::Index;
-    use crate::{Layout, Memory};
+    use crate::{Layout, Memory, memory};
 
     /// A new memory in a temporary directory, with the model-free embedder.
     fn lexical_memory() -> (tempfile::TempDir, Layout, Memory) {
         let t = tempfile::tempdir().unwrap();
-        let layout = crate::memory::init(t.path()).unwrap();
+        let layout = memory::init(t.path()).unwrap();
         let mut config = Config::default();
         config.embedder.kind = EmbedderKind::Lexical;
         let memory = Memory::new(layout.clone(), config);

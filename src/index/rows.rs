@@ -11,12 +11,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::archive;
+use crate::archive::{self, ParsedDays};
 use crate::core_md::{CoreMd, Line};
 use crate::entries::{self, Document, text_hash};
 use crate::error::Result;
 use crate::ids::{FactId, RowId};
-use crate::index::fingerprints::ParsedDays;
 use crate::layout::{Layout, Source};
 use crate::pending::{Journal, Pending};
 use crate::state::State;

@@ -20,9 +20,10 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::fingerprints::{self, Freshness, ParsedDays, Prints, Seen};
+use super::fingerprints::{self, Freshness, Prints, Seen};
 use super::owner::{Job, Owner, View};
 use super::{Shared, SyncReport};
+use crate::archive::ParsedDays;
 use crate::error::{Error, Result};
 use crate::layout::Source;
 use crate::lock::Guard;

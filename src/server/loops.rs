@@ -22,6 +22,7 @@ use tracing::Instrument;
 use super::memories::{Memories, Opened};
 use super::shutdown::Shutdown;
 use crate::config::Config;
+use crate::consolidate;
 use crate::request::{self, Consolidate, Holder};
 use crate::watch;
 
@@ -145,7 +146,7 @@ async fn consolidate(memories: &Memories, name: &str) {
     };
     let due = memories
         .memory(name, false)
-        .and_then(|m| crate::consolidate::due(&m));
+        .and_then(|m| consolidate::due(&m));
     match due {
         Ok(true) => {}
         Ok(false) => return,

@@ -35,8 +35,9 @@ use crate::entries::Document;
 use crate::ids::{ItemId, ProposalId};
 use crate::pending::{Journal, Pending};
 use crate::request::{self, Request, Target};
+use crate::state::State as RunState;
 use crate::tombstones::Tombstones;
-use crate::{Error, Layout, journal};
+use crate::{Error, Layout, journal, runs};
 
 type Shared = Arc<Daemon>;
 
@@ -178,7 +179,7 @@ fn pending(layout: &Layout) -> Result<Vec<Fact>, PageError> {
     let (facts, _) = read_all(layout)?;
     let doc = Document::read(&layout.entries_file())?;
     let stones = Tombstones::load(&layout.tombstones_file())?;
-    let state = crate::state::State::load(&layout.state_file())?;
+    let state = RunState::load(&layout.state_file())?;
     let rule = Pending::new(&state, &stones, &doc, Journal::of(layout));
     Ok(facts.into_iter().filter(|f| rule.is_pending(f)).collect())
 }
@@ -358,7 +359,7 @@ async fn run(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let run = At::param(&params, "run");
     let layout = at.layout(&s)?;
     let all = journal::read(&layout.journal_file())?;
-    let records = crate::runs::records(&all, &run)?;
+    let records = runs::records(&all, &run)?;
     Ok(html(views::run(&at, &run, &records)))
 }
 
