@@ -662,9 +662,14 @@ pub fn facts_of<'a>(days: impl Iterator<Item = (&'a str, &'a Day)>) -> (Vec<Fact
 }
 
 /// The warnings of the parse of `day`, each naming its file.
-pub fn warnings_of<'a>(day: &str, parsed: &'a Day) -> impl Iterator<Item = String> + 'a {
-    let file = (!parsed.warnings.is_empty()).then(|| rel::archive_file(day));
-    (parsed.warnings.iter()).map(move |w| format!("{}: {w}", file.as_deref().unwrap_or_default()))
+pub fn warnings_of(day: &str, parsed: &Day) -> Vec<String> {
+    if parsed.warnings.is_empty() {
+        return Vec::new();
+    }
+    let file = rel::archive_file(day);
+    (parsed.warnings.iter())
+        .map(|w| format!("{file}: {w}"))
+        .collect()
 }
 
 /// The ids of every fact erased from the archive (its redaction lines).

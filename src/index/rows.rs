@@ -175,7 +175,8 @@ enum DaysFrom<'a> {
     Files,
     /// Kept by a writer, read again from where they changed.
     Kept(&'a mut DayRows),
-    /// Already parsed: every day file, in day order.
+    /// Already parsed: every day file, in day order (`only` does
+    /// not narrow them).
     Parsed(&'a ParsedDays),
 }
 
@@ -227,9 +228,9 @@ fn desired_from(
 ) -> Result<(RowsBySource, Tails)> {
     let wanted = |source: &Source| only.is_none_or(|o| o.contains(source));
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    let day_names: Vec<String> = match only {
-        _ if matches!(from, DaysFrom::Parsed(_)) => Vec::new(),
-        Some(only) => {
+    let day_names: Vec<String> = match (&from, only) {
+        (DaysFrom::Parsed(days), _) => days.iter().map(|(day, _)| day.clone()).collect(),
+        (_, Some(only)) => {
             let mut names: Vec<String> = only
                 .iter()
                 .filter_map(|s| match s {
@@ -240,7 +241,7 @@ fn desired_from(
             names.sort();
             names
         }
-        None => layout.archive_days()?,
+        (_, None) => layout.archive_days()?,
     };
     let (mut out, tails) = fact_rows(layout, &day_names, &tombstones, sources, from)?;
     let rows = match wanted(&Source::Entries) {
@@ -444,19 +445,13 @@ fn fact_rows(
         sources.iter().map(FactId::as_str),
         Journal::of(layout),
     );
+    let pending_rows = |facts: &[archive::Fact]| {
+        let rows = facts.iter().filter(|f| pending.is_pending(f));
+        with_hashes(rows.map(fact_row).collect())
+    };
     let mut out = RowsBySource::new();
     let mut tails = Tails::new();
-    if let DaysFrom::Parsed(days) = from {
-        for (day, parsed) in days {
-            let rows = parsed.facts.iter().filter(|f| pending.is_pending(f));
-            let rows = with_hashes(rows.map(fact_row).collect());
-            if !rows.is_empty() {
-                out.insert(Source::Day(day.clone()), rows);
-            }
-        }
-        return Ok((out, tails));
-    }
-    for day in day_names {
+    for (i, day) in day_names.iter().enumerate() {
         let rows: Vec<Hashed> = match &mut from {
             DaysFrom::Kept(days) => {
                 let (kept, tail) = days.read(layout, day)?;
@@ -476,11 +471,8 @@ fn fact_rows(
                 days.keep(kept);
                 pending_rows
             }
-            DaysFrom::Files | DaysFrom::Parsed(_) => {
-                let facts = archive::read_day(layout, day)?.facts;
-                let rows = facts.iter().filter(|f| pending.is_pending(f));
-                with_hashes(rows.map(fact_row).collect())
-            }
+            DaysFrom::Parsed(days) => pending_rows(&days[i].1.facts),
+            DaysFrom::Files => pending_rows(&archive::read_day(layout, day)?.facts),
         };
         if !rows.is_empty() {
             out.insert(Source::Day(day.clone()), rows);
