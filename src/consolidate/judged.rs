@@ -41,13 +41,24 @@ struct Item {
     day: Option<String>,
 }
 
-/// The items of a run, and which of them each word could match
-/// ([`Read::keys`]): a fact is compared only with the items it shares
-/// a key with, not with every entry.
+/// The items of a run, and which of them a fact may update, found by
+/// keys rather than by comparing the fact with every item: those it
+/// shares a frame key with ([`Read::older_keys`]), and, for a fact or an
+/// item whose update needs no frame ([`Read::updates_unframed`],
+/// [`Read::updated_unframed`]), those it shares a word with
+/// ([`Read::keys`]). Archives mostly about one subject ("User …") share
+/// that word in nearly every fact, so a fact compared with every item
+/// sharing a word would make a run's cost grow with the square of its
+/// facts.
 #[derive(Default)]
 struct Items {
     all: Vec<Item>,
-    by_key: HashMap<String, Vec<usize>>,
+    /// Every item, by its words.
+    by_word: HashMap<String, Vec<usize>>,
+    /// The items updated without a frame, by their words.
+    unframed_by_word: HashMap<String, Vec<usize>>,
+    /// Every item, by its frame keys.
+    by_frame: HashMap<u64, Vec<usize>>,
 }
 
 impl Items {
@@ -56,28 +67,53 @@ impl Items {
         self.all.push(item);
     }
 
+    /// Files item `i` under what `read` (its current text) gives; what an
+    /// earlier text of it gave stays, and [`Items::candidates`] tests
+    /// each item found on its current text.
     fn index(&mut self, i: usize, read: &Read) {
+        let unframed = read.updated_unframed();
         for k in read.keys() {
-            let at = self.by_key.entry(k).or_default();
-            if at.last() != Some(&i) {
-                at.push(i);
+            if unframed {
+                add(&mut self.unframed_by_word, k.clone(), i);
             }
+            add(&mut self.by_word, k, i);
+        }
+        for k in read.older_keys() {
+            add(&mut self.by_frame, k, i);
         }
     }
 
     /// The items `fact` may update by its words, whatever their cosine.
     fn candidates(&self, fact: &Read) -> Vec<usize> {
-        let mut out: Vec<usize> = fact
-            .keys()
-            .iter()
-            .filter_map(|k| self.by_key.get(k))
-            .flatten()
-            .copied()
-            .filter(|&i| updates(&self.all[i].read, fact, 1.0))
-            .collect();
+        let by_word = |map: &HashMap<String, Vec<usize>>| -> Vec<usize> {
+            let keys = fact.keys();
+            keys.iter()
+                .filter_map(|k| map.get(k))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        let mut out = match fact.updates_unframed() {
+            true => by_word(&self.by_word),
+            false => {
+                let mut found = by_word(&self.unframed_by_word);
+                let framed = fact.newer_keys();
+                found.extend(framed.iter().filter_map(|k| self.by_frame.get(k)).flatten());
+                found
+            }
+        };
         out.sort_unstable();
         out.dedup();
+        out.retain(|&i| updates(&self.all[i].read, fact, 1.0));
         out
+    }
+}
+
+/// `i` added to the items under `key`, once.
+fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, key: K, i: usize) {
+    let at = map.entry(key).or_default();
+    if at.last() != Some(&i) {
+        at.push(i);
     }
 }
 

@@ -49,10 +49,12 @@
 //! text is newer is the caller's to say (its day, or archive order).
 
 mod denial;
+mod frame;
 
 use std::collections::HashSet;
 
 use denial::{denial_word, denied};
+use frame::Frame;
 
 use crate::text::{fold, is_stop};
 use crate::{duplicate, history};
@@ -332,6 +334,40 @@ impl Read {
     fn denies(&self) -> bool {
         self.words.iter().any(|w| denial_word(w))
     }
+
+    /// The keys under which, as the older text, it is found by a newer
+    /// text that may update it through a shared frame ([`Read::newer_keys`]);
+    /// none for a text [`judge_read`] never calls updated.
+    pub fn older_keys(&self) -> Vec<u64> {
+        match self.unnamed {
+            true => Vec::new(),
+            false => frame::older_keys(&self.words),
+        }
+    }
+
+    /// The keys under which, as the newer text, it finds the older texts
+    /// it may update through a shared frame ([`Read::older_keys`]).
+    pub fn newer_keys(&self) -> Vec<u64> {
+        match self.unnamed {
+            true => Vec::new(),
+            false => frame::newer_keys(&self.words),
+        }
+    }
+
+    /// Whether, as the newer text, it may update an older one it shares no
+    /// frame key with: it says a change or a denial, or sets a word apart
+    /// with "not" ("Rebeka, not Rhonya"). Such a text is to be compared
+    /// with every older one it shares a word of [`Read::keys`] with.
+    pub fn updates_unframed(&self) -> bool {
+        !self.unnamed
+            && (self.change.is_some() || self.denies() || self.words.iter().any(|w| w == "not"))
+    }
+
+    /// Whether, as the older text, it may be updated by a newer one it
+    /// shares no frame key with: it says a denial the newer may affirm.
+    pub fn updated_unframed(&self) -> bool {
+        !self.unnamed && self.denies()
+    }
 }
 
 /// [`judge`] of two texts already read.
@@ -364,23 +400,7 @@ pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
             return Verdict::Update(Why::Said);
         }
         if f.values() {
-            // The last two words before the span name what it is a value
-            // of ("likes to hike", "has been to Rome", "works at").
-            // "and" or "or" before it makes it an item of a list when
-            // it ends the statement ("likes cats and dogs"); before a
-            // shared rest it names a partner in one thing ("Ann and Bob
-            // wrote the paper on ethics").
-            let before = &a[f.prefix.saturating_sub(2)..f.prefix];
-            let list = |w: &String| ["and", "or"].contains(&w.as_str());
-            // After an action, a rest that names one thing ("interviewed
-            // Ann for the feature on women in science") makes the span a
-            // new value of that one thing; with none ("slicing an onion")
-            // it is one of many things done.
-            let many = before
-                .iter()
-                .any(|w| listed(MANY_VALUED, w) && (!list(w) || f.suffix == 0))
-                || before.last().is_some_and(|w| action(w)) && f.rest_content(a) < 2;
-            return match (said.is_some(), many) {
+            return match (said.is_some(), f.many(a)) {
                 (true, _) => Verdict::Update(Why::Said),
                 (false, true) => Verdict::Distinct,
                 (false, false) => Verdict::Update(Why::NewValue),
@@ -645,91 +665,6 @@ fn same_slot(a: &[String], b: &[String]) -> bool {
         let names = |w: &[String]| w.iter().any(|w| listed(slot, w));
         names(a) && names(b)
     })
-}
-
-/// Two word lists as one frame around one differing span.
-struct Frame<'a> {
-    /// Words the two share at the start.
-    prefix: usize,
-    /// Words they share at the end (after the prefix).
-    suffix: usize,
-    old_span: &'a [String],
-    new_span: &'a [String],
-    longer: usize,
-}
-
-impl<'a> Frame<'a> {
-    fn of(a: &'a [String], b: &'a [String]) -> Option<Frame<'a>> {
-        let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let room = a.len().min(b.len()) - prefix;
-        let suffix = a
-            .iter()
-            .rev()
-            .zip(b.iter().rev())
-            .take(room)
-            .take_while(|(x, y)| x == y)
-            .count();
-        if a.is_empty() || b.is_empty() {
-            return None;
-        }
-        Some(Frame {
-            prefix,
-            suffix,
-            old_span: &a[prefix..a.len() - suffix],
-            new_span: &b[prefix..b.len() - suffix],
-            longer: a.len().max(b.len()),
-        })
-    }
-
-    /// The shared words (of `a`, the older) hold enough of the texts, say
-    /// something besides the subject ("User is tall" / "User is a runner"
-    /// share only "user is"), and the spans are short.
-    fn holds(&self, a: &[String]) -> bool {
-        let shared = self.prefix + self.suffix;
-        let subject = subject(a);
-        let mut frame = a[..self.prefix].iter().chain(&a[a.len() - self.suffix..]);
-        let says = frame.any(|w| w.as_str() != subject && is_content(w));
-        says && shared >= FRAME_MIN_WORDS
-            && shared as f32 >= FRAME_MIN_SHARE * self.longer as f32
-            && self.old_span.len() <= SPAN_MAX_WORDS
-            && self.new_span.len() <= SPAN_MAX_WORDS
-    }
-
-    /// How many content words the shared rest after the span holds.
-    fn rest_content(&self, a: &[String]) -> usize {
-        a[a.len() - self.suffix..]
-            .iter()
-            .filter(|w| is_content(w))
-            .count()
-    }
-
-    /// One text says the other with a negation added or taken away ("User
-    /// likes coffee" / "User does not like coffee"): the spans are a
-    /// negation (with its auxiliary) on one side and nothing on the other.
-    fn negates(&self) -> bool {
-        let negation = |s: &[String]| {
-            !s.is_empty()
-                && s.iter()
-                    .all(|w| NEGATION_WORDS.contains(&w.as_str()) || w.ends_with("n't"))
-                && s.iter()
-                    .any(|w| ["not", "no", "never"].contains(&w.as_str()) || w.ends_with("n't"))
-        };
-        (self.old_span.is_empty() && negation(self.new_span))
-            || (self.new_span.is_empty() && negation(self.old_span))
-    }
-
-    /// Both spans hold a value: a word that carries content and is not an
-    /// action ("watching" / "playing" cricket are two things done, not
-    /// one thing with two values). A span empty on one side is a detail
-    /// added or dropped, not a new value.
-    fn values(&self) -> bool {
-        // An action followed by the rest of the frame is a verb with its
-        // object ("watching cricket"); one that ends the statement names
-        // a thing ("likes swimming").
-        let acts = |w: &str| action(w) && self.suffix > 0;
-        let value = |s: &[String]| s.iter().any(|w| is_content(w) && !acts(w));
-        value(self.old_span) && value(self.new_span)
-    }
 }
 
 #[cfg(test)]

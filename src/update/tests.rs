@@ -279,3 +279,51 @@ fn a_denial_covers_its_own_clause_and_says_what_not_when() {
         );
     }
 }
+
+/// Words to build texts of from the rule's own lists: subjects, a
+/// possessive, words that take many values, actions, slots, negations,
+/// change words, list words and plain values.
+const VOCABULARY: &[&str] = &[
+    "User", "Alice", "user's", "sister", "works", "at", "Acme", "Globex", "lives", "in", "Paris",
+    "Berlin", "likes", "swimming", "hiking", "has", "a", "dog", "cat", "watching", "cricket",
+    "does", "not", "no", "longer", "never", "now", "moved", "to", "and", "or", "is", "tall",
+    "runner", "for", "the", "paper", "on", "ethics", "named", "Rex", "30", "31", "dislikes",
+];
+
+fn text_of(picks: &[usize]) -> String {
+    let words: Vec<&str> = picks
+        .iter()
+        .map(|&i| VOCABULARY[i % VOCABULARY.len()])
+        .collect();
+    words.join(" ")
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// What lets the built-in judge compare a fact with only some earlier
+    /// ones ([`Read::older_keys`]): the keys miss no update. `newer` is
+    /// `older` with one span replaced, so that many pairs share a frame.
+    #[test]
+    fn every_update_shares_a_frame_key_or_needs_none(
+        older in proptest::collection::vec(0usize..100, 2..11),
+        at in 0usize..11,
+        cut in 0usize..4,
+        put in proptest::collection::vec(0usize..100, 0..4),
+    ) {
+        let at = at.min(older.len());
+        let mut newer = older.clone();
+        newer.splice(at..(at + cut).min(older.len()), put);
+        let (a, b) = (text_of(&older), text_of(&newer));
+        let (ra, rb) = (Read::of(&a), Read::of(&b));
+        if matches!(judge_read(&ra, &rb, 1.0), Verdict::Update(_)) {
+            let framed = ra.older_keys().iter().any(|k| rb.newer_keys().contains(k));
+            let shares_word = !ra.keys().is_disjoint(&rb.keys());
+            proptest::prop_assert!(shares_word, "{a} / {b}");
+            proptest::prop_assert!(
+                framed || rb.updates_unframed() || ra.updated_unframed(),
+                "{a} / {b}: an update with no frame key and no side that needs none"
+            );
+        }
+    }
+}
