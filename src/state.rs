@@ -51,17 +51,21 @@ impl State {
     /// valid JSON is an error, not a reset: a reset would re-consolidate
     /// everything.
     pub fn load(path: &Path) -> Result<State> {
-        let read = atomic::read_if_exists(path);
-        match read.with_context(|| format!("reading {}", path.display()))? {
-            Some(b) => serde_json::from_slice(&b).map_err(|e| Error::Corrupt {
-                path: path.to_path_buf(),
-                line: Some(e.line()),
-                message: format!(
-                    "not valid JSON ({e}); fix it by hand (deleting it makes the next run revisit every fact)"
-                ),
-            }),
-            None => Ok(State::default()),
+        parsed(path)
+    }
+
+    /// The last run alone ([`State::last_run`]), read without building the
+    /// watermark, which lists every fact ever decided: what the time gate
+    /// needs ([`crate::consolidate::gate`]), at a cost that does not grow
+    /// with the facts. The file must still be JSON; the rest of it is read
+    /// (and its errors found) when a run loads it whole.
+    pub fn last_run(path: &Path) -> Result<Option<String>> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct LastRun {
+            last_run: Option<String>,
         }
+        Ok(parsed::<LastRun>(path)?.last_run)
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
@@ -82,5 +86,20 @@ impl State {
             self.retries.remove(&id);
             self.watermark.done.insert(id);
         }
+    }
+}
+
+/// The state file as `T`; a missing file is `T`'s default.
+fn parsed<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T> {
+    let read = atomic::read_if_exists(path);
+    match read.with_context(|| format!("reading {}", path.display()))? {
+        Some(b) => serde_json::from_slice(&b).map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            line: Some(e.line()),
+            message: format!(
+                "not valid JSON ({e}); fix it by hand (deleting it makes the next run revisit every fact)"
+            ),
+        }),
+        None => Ok(T::default()),
     }
 }

@@ -1,21 +1,18 @@
-//! The gate: whether a run may start. The time gate needs only the state
-//! file, so it is checked first and a run it holds back reads nothing else
-//! and writes nothing; the volume gate needs the pending facts. `--force`
+//! The gate: whether a run may start. The time gate needs only the last
+//! run's time ([`crate::state::State::last_run`], read without the watermark), so it is
+//! checked first and a run it holds back reads nothing else and writes
+//! nothing; the volume gate needs the pending facts. `--force`
 //! skips both, never the lock.
 
 use chrono::{DateTime, FixedOffset};
 
 use crate::config::Config;
-use crate::state::State;
 
 /// Why the time gate holds the run back (`min_hours` since the last run,
-/// as of `now`).
-pub fn time(state: &State, config: &Config, now: DateTime<FixedOffset>) -> Option<String> {
+/// `last_run` ([`crate::state::State::last_run`]), as of `now`).
+pub fn time(last_run: Option<&str>, config: &Config, now: DateTime<FixedOffset>) -> Option<String> {
     let min_hours = config.consolidation.min_hours;
-    let last = state
-        .last_run
-        .as_deref()
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    let last = last_run.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
     let hours = (now - last).num_seconds() as f64 / 3600.0;
     (hours < min_hours).then(|| format!("last run {hours:.1} h ago, min_hours is {min_hours}"))
 }
@@ -25,11 +22,8 @@ pub fn time(state: &State, config: &Config, now: DateTime<FixedOffset>) -> Optio
 /// saves `now` in its place ([`super::run_with`]), and until one does,
 /// the gate is open (so a daemon's loop comes to save it), never shut
 /// until that date.
-pub fn future(state: &State, now: DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
-    let last = state
-        .last_run
-        .as_deref()
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+pub fn future(last_run: Option<&str>, now: DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
+    let last = last_run.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
     (last > now).then_some(last)
 }
 

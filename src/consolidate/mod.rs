@@ -122,14 +122,15 @@ pub async fn run(memory: &Memory, opts: Options) -> Result<Report> {
 /// memories asks before it opens one (read only, no lock).
 pub fn due(memory: &Memory) -> Result<bool> {
     let (layout, config) = (&memory.layout, &memory.config);
-    let state = State::load(&layout.state_file())?;
+    let last_run = State::last_run(&layout.state_file())?;
     let now = memory.clock.now();
-    if gate::future(&state, now).is_some() {
+    if gate::future(last_run.as_deref(), now).is_some() {
         return Ok(true); // the run takes it as now (and saves that)
     }
-    if gate::time(&state, config, now).is_some() {
+    if gate::time(last_run.as_deref(), config, now).is_some() {
         return Ok(false);
     }
+    let state = State::load(&layout.state_file())?;
     let inputs = Inputs::read(layout)?;
     let (pending, _) = inputs.pending(&state);
     let held = review::held(layout)?;
@@ -147,12 +148,10 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
     let started = Instant::now();
     let stamp = Stamp::new(memory.clock);
     let judge = Judge::for_run(memory, &stamp.run)?;
-    let (mut report, state) = begin(memory, opts, &stamp)?;
-    if !opts.force
-        && let Some(why) = gate::time(&state, &memory.config, memory.clock.now())
-    {
-        return Ok(skipped(report, why));
-    }
+    let (mut report, state) = match begin(memory, opts, &stamp)? {
+        Begun::Held(report, why) => return Ok(skipped(report, why)),
+        Begun::Open(report, state) => (report, state),
+    };
     let mut inputs = Inputs::read(layout)?;
     let (pending, settled) = inputs.pending(&state);
     let held = review::held(layout)?;
@@ -213,9 +212,10 @@ pub async fn run_with(memory: &Memory, opts: Options, embedder: Option<&Cached>)
 }
 
 /// A run's report as it starts, with the decisions made in REVIEW.md
-/// carried out first (not in a dry run), and the state it starts from (a
-/// last run recorded in the future taken as now).
-fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<(Report, State)> {
+/// carried out first (not in a dry run); then why the time gate holds it
+/// back, or the state it starts from (a last run recorded in the future
+/// taken as now).
+fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<Begun> {
     let layout = &memory.layout;
     let mut report = Report {
         run_id: stamp.run.clone(),
@@ -226,15 +226,37 @@ fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<(Report, State
     if !opts.dry_run {
         reviewed(memory, &mut report)?;
     }
+    // The time gate on the last run alone: a run it holds back does not
+    // read the watermark, which grows with every fact decided. A last run
+    // in the future is saved as now first, and then holds the run back.
+    let now = memory.clock.now();
+    let last_run = State::last_run(&layout.state_file())?;
+    if !opts.force
+        && gate::future(last_run.as_deref(), now).is_none()
+        && let Some(why) = gate::time(last_run.as_deref(), &memory.config, now)
+    {
+        return Ok(Begun::Held(report, why));
+    }
     let mut state = State::load(&layout.state_file())?;
-    if let Some(last) = gate::future(&state, memory.clock.now()) {
+    if let Some(last) = gate::future(state.last_run.as_deref(), now) {
         tracing::warn!(%last, "the last run is recorded in the future (a clock was ahead); taken as now");
         state.last_run = Some(stamp.clock.timestamp());
         if !opts.dry_run {
             state.save(&layout.state_file())?;
         }
     }
-    Ok((report, state))
+    if !opts.force
+        && let Some(why) = gate::time(state.last_run.as_deref(), &memory.config, now)
+    {
+        return Ok(Begun::Held(report, why));
+    }
+    Ok(Begun::Open(report, state))
+}
+
+/// A run begun: held back by the time gate (why), or open, with the state.
+enum Begun {
+    Held(Report, String),
+    Open(Report, State),
 }
 
 /// Apply the decisions, tombstone what was kept out, journal and save the

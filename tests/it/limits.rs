@@ -64,6 +64,40 @@ async fn the_gate_respects_time_volume_force_and_the_lock() {
     assert_eq!(entries(&layout).len(), 6);
 }
 
+/// The time gate reads the last run alone: a run it holds back does not
+/// build the watermark, which lists every fact ever decided. Shown with a
+/// watermark no run could read: held back, the run says why; forced, it
+/// reads the state whole and says what is wrong with it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_the_time_gate_holds_back_reads_only_the_last_run() {
+    let (_t, layout) = memory_dir();
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Lexical;
+    config.consolidation.min_facts = 1;
+    config.consolidation.min_hours = 6.0;
+    add(&layout, "2026-11-20", &["Fact one about tea"]);
+    let memory = crate::support::memory(&layout, &config);
+    assert!(
+        consolidate::run(&memory, FORCE)
+            .await
+            .unwrap()
+            .skipped
+            .is_none()
+    );
+    let path = layout.state_file();
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    state["watermark"] = json!({"done": "not a list of facts"});
+    std::fs::write(&path, state.to_string()).unwrap();
+    add(&layout, "2026-11-21", &["Fact two about chess"]);
+
+    let r = consolidate::run(&memory, Options::default()).await.unwrap();
+    assert!(r.skipped.as_deref().unwrap().contains("min_hours"), "{r:?}");
+    let err = consolidate::run(&memory, FORCE).await.unwrap_err();
+    assert!(format!("{err:#}").contains("not valid JSON"), "{err:#}");
+    assert_eq!(entries(&layout).len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_remove_budget_and_the_cluster_boundary_hold() {
     let (_t, layout) = memory_dir();
