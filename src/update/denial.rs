@@ -3,8 +3,9 @@
 //! ([`super`]).
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
-use super::{Read, akin, is_content, listed, shares_subject, subject, words};
+use super::{Listed, Read, akin, is_content, listed, shares_subject, subject, with_stems, words};
 
 /// Words by which a text denies what another affirms ("not", "never",
 /// "dislikes"): a denial of a thing the other text says, in its words,
@@ -60,6 +61,10 @@ const WHEN_WORDS: &[&str] = &[
     "still",
 ];
 
+/// [`CLAUSE_ENDS`] and [`WHEN_WORDS`] as [`listed`] reads them.
+static CLAUSE_ENDS_LISTED: Listed = LazyLock::new(|| with_stems(CLAUSE_ENDS));
+static WHEN_WORDS_LISTED: Listed = LazyLock::new(|| with_stems(WHEN_WORDS));
+
 /// What `text` (what a text states as current) denies: the words after
 /// the first denial word of a clause, to the clause's end (a mark of
 /// punctuation or one of [`CLAUSE_ENDS`]). "Decided to run again, despite
@@ -75,7 +80,7 @@ pub(super) fn denial(text: &str) -> Option<Vec<String>> {
         .map(|after| {
             after
                 .into_iter()
-                .take_while(|w| !listed(CLAUSE_ENDS, w))
+                .take_while(|w| !listed(&CLAUSE_ENDS_LISTED, w))
                 .collect()
         })
 }
@@ -132,7 +137,11 @@ pub(super) fn denied(older: &Read, newer: &Read) -> bool {
         (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
     };
     let kept = |w: &String| {
-        is_content(w) && !number(w) && w.as_str() != subject && !name(w) && !listed(WHEN_WORDS, w)
+        is_content(w)
+            && !number(w)
+            && w.as_str() != subject
+            && !name(w)
+            && !listed(&WHEN_WORDS_LISTED, w)
     };
     let said: HashSet<&String> = affirms.iter().filter(|w| kept(w)).collect();
     let shared = said

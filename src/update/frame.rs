@@ -12,7 +12,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::{
-    FRAME_MIN_SHARE, FRAME_MIN_WORDS, MANY_VALUED, NEGATION_WORDS, SPAN_MAX_WORDS, action,
+    FRAME_MIN_SHARE, FRAME_MIN_WORDS, MANY_VALUED_LISTED, NEGATION_WORDS, SPAN_MAX_WORDS, action,
     is_content, listed, subject,
 };
 
@@ -133,7 +133,7 @@ fn many(before: &[String], after: &[String]) -> bool {
     let rest_content = after.iter().filter(|w| is_content(w)).count();
     last_two
         .iter()
-        .any(|w| listed(MANY_VALUED, w) && (!list(w) || after.is_empty()))
+        .any(|w| listed(&MANY_VALUED_LISTED, w) && (!list(w) || after.is_empty()))
         || last_two.last().is_some_and(|w| action(w)) && rest_content < 2
 }
 

@@ -52,6 +52,7 @@ mod denial;
 mod frame;
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use denial::{denial_word, denied};
 use frame::Frame;
@@ -429,8 +430,8 @@ impl Read {
     pub fn keys(&self) -> HashSet<String> {
         let w = &self.words;
         let mut out: HashSet<String> = w.iter().filter(|w| is_content(w)).cloned().collect();
-        for (i, slot) in SLOTS.iter().enumerate() {
-            if w.iter().any(|x| listed(slot, x)) {
+        for (i, slot) in SLOTS_LISTED.iter().enumerate() {
+            if w.iter().any(|x| slot.contains(x)) {
                 out.insert(format!("slot#{i}"));
             }
         }
@@ -607,7 +608,7 @@ fn akin(x: &str, y: &str) -> bool {
 /// of one slot (an agent's memory leaves the user unsaid: "Lives in
 /// Seattle", "Moved to Lisbon").
 fn shares_subject(a: &[String], b: &[String]) -> bool {
-    let slot_first = SLOTS.iter().any(|s| listed(s, &a[0]) && listed(s, &b[0]));
+    let slot_first = (SLOTS_LISTED.iter()).any(|s| s.contains(&a[0]) && s.contains(&b[0]));
     a[0] == b[0] || b.iter().any(|w| w == subject(a)) || slot_first
 }
 
@@ -641,7 +642,7 @@ fn is_content(w: &str) -> bool {
 /// Whether `w` reads as an action or a past event ("slicing", "watched"):
 /// what follows it is what was done, of which a subject does many.
 fn action(w: &str) -> bool {
-    w.len() > 4 && (w.ends_with("ing") || w.ends_with("ed")) && !listed(NAMING, w)
+    w.len() > 4 && (w.ends_with("ing") || w.ends_with("ed")) && !listed(&NAMING_LISTED, w)
 }
 
 /// Words that give a name, not an action ("a book titled …").
@@ -655,14 +656,31 @@ const NAMING: &[&str] = &[
 ];
 
 /// Whether `w` (a word of [`words`], stemmed) is one of `list`.
-fn listed(list: &[&str], w: &str) -> bool {
-    list.iter().any(|m| *m == w || duplicate::stem(m) == w)
+fn listed(list: &Listed, w: &str) -> bool {
+    list.contains(w)
 }
+
+/// A list's words with their stems, as [`listed`] looks them up: built
+/// once, since a run's judge looks up every word of every pair.
+type Listed = LazyLock<HashSet<String>>;
+
+/// The words of `list` and their stems.
+fn with_stems(list: &[&str]) -> HashSet<String> {
+    list.iter()
+        .flat_map(|m| [m.to_string(), duplicate::stem(m).to_string()])
+        .collect()
+}
+
+/// [`MANY_VALUED`], [`NAMING`] and each of [`SLOTS`] as [`listed`] reads them.
+static MANY_VALUED_LISTED: Listed = LazyLock::new(|| with_stems(MANY_VALUED));
+static NAMING_LISTED: Listed = LazyLock::new(|| with_stems(NAMING));
+static SLOTS_LISTED: LazyLock<Vec<HashSet<String>>> =
+    LazyLock::new(|| SLOTS.iter().map(|s| with_stems(s)).collect());
 
 /// Whether both texts name the same one-valued slot ([`SLOTS`]).
 fn same_slot(a: &[String], b: &[String]) -> bool {
-    SLOTS.iter().any(|slot| {
-        let names = |w: &[String]| w.iter().any(|w| listed(slot, w));
+    SLOTS_LISTED.iter().any(|slot| {
+        let names = |w: &[String]| w.iter().any(|w| slot.contains(w));
         names(a) && names(b)
     })
 }
