@@ -26,6 +26,7 @@ mod erase;
 mod eval;
 mod formats;
 mod found;
+mod found_review;
 mod index;
 mod judge;
 mod limits;

@@ -69,18 +69,37 @@ impl World {
     }
 
     /// A decision carried out: each fact of a rejected op it kept is held
-    /// by an entry saying it word for word.
+    /// by an entry saying it word for word: as its text, or as the
+    /// history of an update the same run then made of that entry (a fact
+    /// pending beside the decision that supersedes it, or that the
+    /// built-in judge reads as its update: the person rejected the op,
+    /// not what the agent said after).
     pub(super) fn carried(&self, c: &memd::review::Carried) {
         let doc = self.doc();
         for f in &c.kept_verbatim {
             let text = self.fact_text(f).unwrap_or_default();
+            let said = memd::text::normalize(&text);
             let held = doc.entries().any(|e| {
+                let now = memd::update::current_part(&e.text);
+                let history = &e.text[now.len()..];
                 e.meta.as_ref().is_some_and(|m| m.sources.contains(f))
-                    && memd::text::normalize(&e.text) == memd::text::normalize(&text)
+                    && (memd::text::normalize(&e.text) == said
+                        || memd::text::normalize(history).contains(&said))
             });
+            let entries: Vec<String> = doc
+                .entries()
+                .map(|e| {
+                    format!(
+                        "  {:?} from {:?}",
+                        e.text,
+                        e.meta.as_ref().map(|m| &m.sources)
+                    )
+                })
+                .collect();
             assert!(
                 held,
-                "rejected op's fact {f} ({text:?}) is not kept word for word; after:\n{}",
+                "rejected op's fact {f} ({text:?}) is not kept word for word; the entries:\n{}\nafter:\n{}",
+                entries.join("\n"),
                 self.log.join("\n")
             );
         }
