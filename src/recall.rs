@@ -67,7 +67,10 @@ impl Log {
                 let done = tokio::task::spawn_blocking(move || {
                     std::fs::File::open(&path).and_then(|f| f.sync_data())
                 });
-                if let Ok(Err(e)) = done.await {
+                // A log that is gone (its memory removed) has nothing to sync.
+                if let Ok(Err(e)) = done.await
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
                     tracing::warn!(error = %e, "fsync of the recall log failed");
                 }
             }
@@ -179,4 +182,55 @@ pub fn summary(
     }
     usage.values_mut().for_each(Usage::settle);
     Ok(usage)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::ids::FactId;
+
+    /// What the process logged, as text.
+    #[derive(Clone, Default)]
+    struct Logged(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logged {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A memory removed while its last recalls wait for their fsync (an
+    /// evaluation's scratch memory, a tenant's directory deleted) has
+    /// nothing left to sync: no warning for each search it answered.
+    #[tokio::test]
+    async fn a_log_whose_memory_was_removed_before_its_fsync_warns_of_nothing() {
+        let logged = Logged::default();
+        let to = logged.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || to.clone())
+            .with_ansi(false)
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path().join(".recall_log.jsonl"));
+        let hit = Hit {
+            ts: "2026-12-01T12:00:00Z".into(),
+            query: "where does the user work".into(),
+            id: RowId::fact(&FactId::new("2026-12-01", "0123abcd", 0)),
+            kind: "fact".into(),
+            rank: 1,
+        };
+        log.append(&[hit]).unwrap();
+        drop(dir);
+        tokio::time::sleep(SYNC_WITHIN * 3).await;
+        let said = String::from_utf8(logged.0.lock().unwrap().clone()).unwrap();
+        assert!(!said.contains("recall log"), "{said}");
+    }
 }
