@@ -1,18 +1,17 @@
 //! The read-only report behind `memd status`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::archive::{Fact, ParsedDays};
+use crate::archive::Fact;
 use crate::config::Config;
 use crate::consolidate::Judge;
 use crate::embed::Model;
 use crate::entries::Document;
-use crate::index::Index;
 use crate::index::fingerprints::{self, Freshness};
+use crate::index::{self, Index};
 use crate::layout::{Source, rel};
 use crate::pending::{Journal, Pending};
 use crate::review::Proposals;
@@ -21,7 +20,7 @@ use crate::state::State;
 use crate::tombstones::Tombstones;
 use crate::usage::{self, COMPLETION_ALLOWANCE};
 use crate::watch::{self, Health};
-use crate::{Memory, archive};
+use crate::{Layout, Memory, archive};
 
 /// What `memd status` reports.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -81,26 +80,22 @@ pub struct DayCount {
     pub facts: usize,
 }
 
-/// The archive's day files, parsed, and whether each source file is
-/// indexed as it is now: from `index`'s writer when the index is open in
-/// this process (a daemon's: it reads again only the day files that
-/// changed since it last looked), else from the files.
-type ArchiveAndIndex = (Arc<ParsedDays>, BTreeMap<Source, Freshness>);
-
-fn archive_and_index(memory: &Memory, index: Option<&Index>) -> Result<ArchiveAndIndex> {
-    let layout = &memory.layout;
-    let Some(index) = index else {
-        let freshness = fingerprints::freshness(layout)?;
-        return Ok((archive::read_parsed(layout)?, freshness));
-    };
-    Ok((index.writer.archive()?, index.writer.freshness()?))
+/// Whether each source file is indexed as it is now: from `index`'s
+/// writer when the index is open in this process (a daemon's, which
+/// stamps again only what changed), else from the files.
+fn freshness(layout: &Layout, index: Option<&Index>) -> Result<BTreeMap<Source, Freshness>> {
+    match index {
+        Some(index) => index.writer.freshness(),
+        None => fingerprints::freshness(layout),
+    }
 }
 
 /// The report on `memory`; `index`, when the index is open in this
-/// process, keeps what the report counts ([`archive_and_index`]).
+/// process, keeps what the report counts ([`index::parsed_days`], [`freshness`]).
 pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     let (layout, config) = (&memory.layout, &memory.config);
-    let (parsed, freshness) = archive_and_index(memory, index)?;
+    let parsed = index::parsed_days(layout, index)?;
+    let freshness = freshness(layout, index)?;
     let mut warnings: Vec<String> = (parsed.iter())
         .flat_map(|(day, parsed)| archive::warnings_of(day, parsed))
         .collect();

@@ -36,7 +36,7 @@ use crate::ids::{EntryId, FactId, RowId};
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table;
-use crate::index::{Index, RowKind};
+use crate::index::{self, Index, RowKind};
 use crate::layout::{Source, rel};
 use crate::remedy::Remedy;
 use crate::review::Line;
@@ -127,17 +127,9 @@ pub async fn run(layout: &Layout) -> Result<Report> {
     run_kept(layout, None).await
 }
 
-/// The day files, parsed once for every check of them: as `index`'s
-/// writer keeps them when the index is open in this process (a daemon's,
-/// which reads again only the day files that changed), else read now.
+/// The day files, parsed once for every check of them
+/// ([`index::parsed_days`]).
 type Days = Arc<ParsedDays>;
-
-fn days(layout: &Layout, index: Option<&Index>) -> Result<Days> {
-    match index {
-        Some(index) => index.writer.archive(),
-        None => archive::read_parsed(layout),
-    }
-}
 
 /// [`run`], with what `kept` keeps when the index is open in this process
 /// (the day files as parsed, each file's fingerprint), so that a daemon's
@@ -145,7 +137,7 @@ fn days(layout: &Layout, index: Option<&Index>) -> Result<Days> {
 /// compares with the table, are still read from every file).
 pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
     let mut report = Report::default();
-    let days = days(layout, kept)?;
+    let days = index::parsed_days(layout, kept)?;
     let (facts, warnings) = archive::facts_of(days.iter().map(|(d, p)| (d.as_str(), &**p)));
     for w in warnings {
         report.note(Kind::ArchiveWarning, rel::ARCHIVE, None, w);

@@ -12,7 +12,7 @@ use crate::config::Config;
 /// `last_run` ([`crate::state::State::last_run`]), as of `now`).
 pub fn time(last_run: Option<&str>, config: &Config, now: DateTime<FixedOffset>) -> Option<String> {
     let min_hours = config.consolidation.min_hours;
-    let last = last_run.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    let last = parsed(last_run)?;
     let hours = (now - last).num_seconds() as f64 / 3600.0;
     (hours < min_hours).then(|| format!("last run {hours:.1} h ago, min_hours is {min_hours}"))
 }
@@ -23,7 +23,7 @@ pub fn time(last_run: Option<&str>, config: &Config, now: DateTime<FixedOffset>)
 /// the gate is open (so a daemon's loop comes to save it), never shut
 /// until that date.
 pub fn future(last_run: Option<&str>, now: DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
-    let last = last_run.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    let last = parsed(last_run)?;
     (last > now).then_some(last)
 }
 
@@ -32,4 +32,9 @@ pub fn volume(pending: usize, config: &Config) -> Option<String> {
     let min_facts = config.consolidation.min_facts;
     ((pending as u64) < min_facts as u64)
         .then(|| format!("{pending} pending facts, min_facts is {min_facts}"))
+}
+
+/// The last run's time, when it reads as one.
+fn parsed(last_run: Option<&str>) -> Option<DateTime<FixedOffset>> {
+    last_run.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
 }

@@ -244,11 +244,11 @@ fn begin(memory: &Memory, opts: Options, stamp: &Stamp) -> Result<Begun> {
         if !opts.dry_run {
             state.save(&layout.state_file())?;
         }
-    }
-    if !opts.force
-        && let Some(why) = gate::time(state.last_run.as_deref(), &memory.config, now)
-    {
-        return Ok(Begun::Held(report, why));
+        if !opts.force
+            && let Some(why) = gate::time(state.last_run.as_deref(), &memory.config, now)
+        {
+            return Ok(Begun::Held(report, why));
+        }
     }
     Ok(Begun::Open(report, state))
 }

@@ -53,6 +53,7 @@ use arc_swap::ArcSwap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::archive::{self, ParsedDays};
 use crate::config::Config;
 use crate::embed::cache::Cached;
 use crate::error::{Context, Result};
@@ -104,6 +105,16 @@ struct Shared {
 pub struct Index {
     pub writer: Writer,
     pub reader: Reader,
+}
+
+/// The archive's day files, parsed: as `index`'s writer keeps them when
+/// the index is open in this process (a daemon's, which reads again only
+/// the day files that changed since it last looked), else read now.
+pub fn parsed_days(layout: &Layout, index: Option<&Index>) -> Result<Arc<ParsedDays>> {
+    match index {
+        Some(index) => index.writer.archive(),
+        None => archive::read_parsed(layout),
+    }
 }
 
 impl Index {

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use super::{Listed, Read, akin, is_content, listed, shares_subject, subject, with_stems, words};
+use super::{Listed, Read, akin, is_content, shares_subject, subject, with_stems, words};
 
 /// Words by which a text denies what another affirms ("not", "never",
 /// "dislikes"): a denial of a thing the other text says, in its words,
@@ -61,7 +61,7 @@ const WHEN_WORDS: &[&str] = &[
     "still",
 ];
 
-/// [`CLAUSE_ENDS`] and [`WHEN_WORDS`] as [`listed`] reads them.
+/// [`CLAUSE_ENDS`] and [`WHEN_WORDS`], with their stems.
 static CLAUSE_ENDS_LISTED: Listed = LazyLock::new(|| with_stems(CLAUSE_ENDS));
 static WHEN_WORDS_LISTED: Listed = LazyLock::new(|| with_stems(WHEN_WORDS));
 
@@ -80,7 +80,7 @@ pub(super) fn denial(text: &str) -> Option<Vec<String>> {
         .map(|after| {
             after
                 .into_iter()
-                .take_while(|w| !listed(&CLAUSE_ENDS_LISTED, w))
+                .take_while(|w| !CLAUSE_ENDS_LISTED.contains(w.as_str()))
                 .collect()
         })
 }
@@ -141,7 +141,7 @@ pub(super) fn denied(older: &Read, newer: &Read) -> bool {
             && !number(w)
             && w.as_str() != subject
             && !name(w)
-            && !listed(&WHEN_WORDS_LISTED, w)
+            && !WHEN_WORDS_LISTED.contains(w.as_str())
     };
     let said: HashSet<&String> = affirms.iter().filter(|w| kept(w)).collect();
     let shared = said

@@ -13,7 +13,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::{
     FRAME_MIN_SHARE, FRAME_MIN_WORDS, MANY_VALUED_LISTED, NEGATION_WORDS, SPAN_MAX_WORDS, action,
-    is_content, listed, subject,
+    is_content, subject,
 };
 
 /// Two word lists as one frame around one differing span.
@@ -133,7 +133,7 @@ fn many(before: &[String], after: &[String]) -> bool {
     let rest_content = after.iter().filter(|w| is_content(w)).count();
     last_two
         .iter()
-        .any(|w| listed(&MANY_VALUED_LISTED, w) && (!list(w) || after.is_empty()))
+        .any(|w| MANY_VALUED_LISTED.contains(w.as_str()) && (!list(w) || after.is_empty()))
         || last_two.last().is_some_and(|w| action(w)) && rest_content < 2
 }
 
@@ -160,18 +160,15 @@ impl Side {
     }
 
     /// The sides a span `s` between `before` and `after` can be.
-    fn of(before: &[String], s: &[String], after: &[String]) -> Vec<Side> {
-        let mut out = Vec::new();
-        if s.is_empty() {
-            out.push(Side::Empty);
-        }
-        if negation(s) {
-            out.push(Side::Negation);
-        }
-        if value(s, after.len()) && !many(before, after) {
-            out.push(Side::Value);
-        }
-        out
+    fn of(before: &[String], s: &[String], after: &[String]) -> impl Iterator<Item = Side> {
+        let value = value(s, after.len()) && !many(before, after);
+        [
+            s.is_empty().then_some(Side::Empty),
+            negation(s).then_some(Side::Negation),
+            value.then_some(Side::Value),
+        ]
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -186,9 +183,7 @@ fn frames(words: &[String]) -> impl Iterator<Item = (&[String], &[String], Side)
             .filter(move |&l| fits(n - l, n))
             .flat_map(move |l| {
                 let (before, span, after) = (&words[..i], &words[i..i + l], &words[i + l..]);
-                Side::of(before, span, after)
-                    .into_iter()
-                    .map(move |side| (before, after, side))
+                Side::of(before, span, after).map(move |side| (before, after, side))
             })
     })
 }

@@ -642,7 +642,7 @@ fn is_content(w: &str) -> bool {
 /// Whether `w` reads as an action or a past event ("slicing", "watched"):
 /// what follows it is what was done, of which a subject does many.
 fn action(w: &str) -> bool {
-    w.len() > 4 && (w.ends_with("ing") || w.ends_with("ed")) && !listed(&NAMING_LISTED, w)
+    w.len() > 4 && (w.ends_with("ing") || w.ends_with("ed")) && !NAMING_LISTED.contains(w)
 }
 
 /// Words that give a name, not an action ("a book titled …").
@@ -655,13 +655,9 @@ const NAMING: &[&str] = &[
     "known",
 ];
 
-/// Whether `w` (a word of [`words`], stemmed) is one of `list`.
-fn listed(list: &Listed, w: &str) -> bool {
-    list.contains(w)
-}
-
-/// A list's words with their stems, as [`listed`] looks them up: built
-/// once, since a run's judge looks up every word of every pair.
+/// A list's words with their stems, so that a word of [`words`]
+/// (stemmed) is looked up in it as it is: built once, since a run's judge
+/// looks up every word of every pair.
 type Listed = LazyLock<HashSet<String>>;
 
 /// The words of `list` and their stems.
@@ -671,7 +667,7 @@ fn with_stems(list: &[&str]) -> HashSet<String> {
         .collect()
 }
 
-/// [`MANY_VALUED`], [`NAMING`] and each of [`SLOTS`] as [`listed`] reads them.
+/// [`MANY_VALUED`], [`NAMING`] and each of [`SLOTS`], with their stems.
 static MANY_VALUED_LISTED: Listed = LazyLock::new(|| with_stems(MANY_VALUED));
 static NAMING_LISTED: Listed = LazyLock::new(|| with_stems(NAMING));
 static SLOTS_LISTED: LazyLock<Vec<HashSet<String>>> =

@@ -86,20 +86,21 @@ impl World {
                     && (memd::text::normalize(&e.text) == said
                         || memd::text::normalize(history).contains(&said))
             });
-            let entries: Vec<String> = doc
-                .entries()
-                .map(|e| {
-                    format!(
-                        "  {:?} from {:?}",
-                        e.text,
-                        e.meta.as_ref().map(|m| &m.sources)
-                    )
-                })
-                .collect();
+            let entries = || -> Vec<String> {
+                doc.entries()
+                    .map(|e| {
+                        format!(
+                            "  {:?} from {:?}",
+                            e.text,
+                            e.meta.as_ref().map(|m| &m.sources)
+                        )
+                    })
+                    .collect()
+            };
             assert!(
                 held,
                 "rejected op's fact {f} ({text:?}) is not kept word for word; the entries:\n{}\nafter:\n{}",
-                entries.join("\n"),
+                entries().join("\n"),
                 self.log.join("\n")
             );
         }
