@@ -122,6 +122,7 @@ pub fn current_first(
         older: pool_size(max),
         newer: usize::MAX,
         match_ratio: 0.0,
+        asked: None,
     };
     let pairs = current::raise_newer(ranked, &vectors, compared);
     let pairs = pairs

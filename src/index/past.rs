@@ -138,6 +138,6 @@ impl Reader {
             text,
             dated,
         };
-        self.finished(lists, (&qv, idf_sum), (&lets, &now), k)
+        self.finished(lists, (&qv, idf_sum, query), (&lets, &now), k)
     }
 }

@@ -303,7 +303,7 @@ impl Reader {
             text,
             dated,
         };
-        self.finished(lists, (&qv, idf_sum), (&lets, &now), k)
+        self.finished(lists, (&qv, idf_sum, query), (&lets, &now), k)
     }
 
     /// For each candidate row that keeps history ("X (previously: Y)") or
@@ -338,14 +338,15 @@ impl Reader {
     }
 
     /// The vector and full-text lists (the words' scores raw BM25, put
-    /// over `idf_sum` here) fused, tombstones and recency applied, each
+    /// over `idf_sum` here; `query` as the full-text half read it) fused,
+    /// tombstones and recency applied, each
     /// row's score at least its entry in `now` ([`Reader::current_scores`]), the
     /// hits `lets` refuses left out, near duplicates collapsed: at most
     /// `k` ([`search::fuse`], [`search::finish`]).
     pub(super) fn finished(
         &self,
         mut lists: search::Lists,
-        (qv, idf_sum): (&[f32], f32),
+        (qv, idf_sum, query): (&[f32], f32, &str),
         (lets, now): (&dyn Fn(&Hit) -> bool, &CurrentScores),
         k: usize,
     ) -> Result<Vec<Hit>> {
@@ -359,8 +360,15 @@ impl Reader {
         let dated = lists.dated.as_ref().is_some_and(|d| !d.rows.is_empty());
         let fused = steps::timed_now("fusion", || search::fuse(lists, qv));
         let half_life = self.shared.config.search.recency_half_life_days;
+        let asked = super::terms::query_tokens(query);
         Ok(steps::timed_now("collapse and finish", || {
-            search::finish(fused, &tombstones, (half_life, lets, now), dated, k)
+            search::finish(
+                fused,
+                &tombstones,
+                (half_life, lets, now),
+                (dated, &asked),
+                k,
+            )
         }))
     }
 

@@ -217,7 +217,8 @@ pub(super) type CurrentScores = HashMap<RowId, f32>;
 /// Recency weighting, tombstones and the hits `lets` refuses left out
 /// (those scoring under the cutoff, or outside a narrowed search), best
 /// first with the later-stated of two hits on the same thing first
-/// ([`crate::current`]) unless the query names days (`dated`: it asks
+/// ([`crate::current`], which reads the query's words, `asked`, as the
+/// full-text half did) unless the query names days (`dated`: it asks
 /// what was said then), near-identical hits collapsed; at most `k`. A
 /// hit's score, as `lets` reads it and as shown, is at least what it
 /// states scores alone (`now`), while the order compares how well the
@@ -235,7 +236,7 @@ pub(super) fn finish(
     fused: HashMap<RowId, (Hit, Vec<f32>)>,
     tombstones: &Tombstones,
     (half_life, lets, now): (f64, Lets<'_>, &CurrentScores),
-    dated: bool,
+    (dated, asked): (bool, &[String]),
     k: usize,
 ) -> Vec<Hit> {
     let shown = |h: &Hit| now.get(&h.id).map_or(h.score, |s| h.score.max(*s));
@@ -255,6 +256,10 @@ pub(super) fn finish(
             older: k,
             newer: k,
             match_ratio: current::SEARCH_MATCH_RATIO,
+            asked: Some(current::AskedWords {
+                words: asked,
+                read: super::terms::query_tokens,
+            }),
         };
         let _ = current::raise_newer(&mut ranked, &vectors, compared);
         hits = ranked.into_iter().zip(vectors).collect();

@@ -489,3 +489,26 @@ fn two_entries_each_with_the_others_value_as_history_are_both_found() {
         assert!(hits.iter().any(|h| h == said), "{said:?} not in {hits:#?}");
     }
 }
+
+/// A newer fact on the same person that only its topic ties to an older
+/// one (MiniLM puts the two at a cosine just over the same-topic line;
+/// neither the words nor a denial say one updates the other) is not
+/// answered first to a question asked in words only the older says: the
+/// question is about what the older states.
+#[test]
+fn a_newer_fact_on_the_same_person_is_not_answered_first_to_a_question_only_the_older_answers() {
+    let (_t, layout) = memory_dir();
+    let dir = &layout.root;
+    defaults(dir);
+    let award = "Maya Lindqvist received an award for her research on coral reefs.";
+    crate::consolidate::add(&layout, "2026-11-01", &[award]);
+    let mut s = Cli(dir);
+    let article = "Maya Lindqvist published an article on her research in a science journal, which Tom Berger later cited.";
+    s.add(article, "s2", &[]).unwrap();
+    s.consolidate();
+    assert_eq!(entries(dir).len(), 2, "two facts of their own");
+    let hits = s.search("Which award did Maya Lindqvist receive recognition for?");
+    assert_eq!(texts(&hits).first(), Some(&award), "{:?}", texts(&hits));
+    let hits = s.search("Which journal article by Maya Lindqvist did Tom Berger cite?");
+    assert_eq!(texts(&hits).first(), Some(&article), "{:?}", texts(&hits));
+}
