@@ -113,6 +113,20 @@ pub struct Row {
 }
 
 impl Row {
+    /// A fact row of `text` said on 2026-01-01, for tests.
+    #[cfg(test)]
+    pub(super) fn fact(id: &str, text: &str) -> Row {
+        Row {
+            id: RowId::from(id),
+            kind: RowKind::Fact,
+            source: Source::Day("2026-01-01".into()),
+            day: Some("2026-01-01".into()),
+            text: text.into(),
+            session: None,
+            category: None,
+        }
+    }
+
     /// The row as a search shows it (score 0).
     pub(super) fn hit(&self) -> Hit {
         Hit {

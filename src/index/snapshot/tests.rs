@@ -6,15 +6,7 @@ use crate::index::rows::Row;
 const DAY: &str = "archive/2026-01-01.md";
 
 fn row(i: u32, text: &str) -> (Hit, Vec<f32>) {
-    let row = Row {
-        id: RowId::from(format!("r{i}").as_str()),
-        kind: RowKind::Fact,
-        source: Source::Day("2026-01-01".into()),
-        day: Some("2026-01-01".into()),
-        text: text.into(),
-        session: None,
-        category: None,
-    };
+    let row = Row::fact(&format!("r{i}"), text);
     (row.hit(), vec![i as f32 + 1.0, 1.0])
 }
 
