@@ -287,6 +287,9 @@ async fn searched(target: &Target, row: &Row, report: &mut LettaReport) -> Resul
         false => old.iter().any(|o| says_new(now, &row.new_fact, o)),
     };
     let says_old = old.iter().any(|o| coverage(o, now) >= CARRIED);
+    if !says_new {
+        missed("update", (&row.question, &row.new_fact), &hits);
+    }
     Ok(match (says_new, says_old) {
         (true, _) => {
             report.current_top += 1;
@@ -296,6 +299,16 @@ async fn searched(target: &Target, row: &Row, report: &mut LettaReport) -> Resul
         (false, true) => "top hit stale",
         (false, false) => "top hit other",
     })
+}
+
+/// Logs (at debug level, `MEMD_LOG=memd::eval=debug`) a question whose
+/// fact was not the top hit: which question (an update's or another
+/// fact's), its text, the fact it wanted, and the first two hits, to read
+/// an evaluation by.
+fn missed(of: &str, (question, wanted): (&str, &str), hits: &[Hit]) {
+    let hit = |i: usize| hits.get(i).map_or("", |h| h.text.as_str());
+    let (first, second) = (hit(0), hit(1));
+    tracing::debug!(of, question, wanted, first, second, "fact not on top");
 }
 
 /// 1 when the top hit scores under the default cutoff, else 0.
@@ -529,14 +542,16 @@ impl SetRun {
             let hits = top_ten(target, &other.question).await?;
             let now = hits.first().map_or("", |h| statement(&h.text));
             report.others_asked += 1;
-            if other
-                .supersedes
-                .iter()
-                .filter_map(|&s| self.facts.get(s))
-                .any(|f| coverage(f, now) >= CARRIED)
-            {
-                report.others_top += 1;
-                report.right_under_cutoff += under_cutoff(&hits);
+            let own = other.supersedes.iter().filter_map(|&s| self.facts.get(s));
+            match own.clone().find(|f| coverage(f, now) >= CARRIED) {
+                Some(_) => {
+                    report.others_top += 1;
+                    report.right_under_cutoff += under_cutoff(&hits);
+                }
+                None => {
+                    let wanted = own.map(String::as_str).collect::<Vec<_>>().join(" | ");
+                    missed("other", (&other.question, &wanted), &hits);
+                }
             }
         }
         Ok(())

@@ -83,14 +83,14 @@ pub struct Hit {
     /// below 0 read as 0) and its words (its BM25 score over the sum of the
     /// idf of the query's words: 1 when it holds each of them once, at a
     /// usual length; more is read as 1), or of what it states as current
-    /// when it keeps history. Hits are ordered by fusing the two rankings
+    /// when it keeps history. Hits are ordered by fusing the two signals
     /// ([`Hit::rank`]); the score shown never rises down the list (a hit
     /// shows at most the score of the hit above it), so it reads as the
     /// order. For a similar entry, the cosine similarity.
     pub score: f32,
-    /// What orders the hits (higher first): reciprocal rank fusion of the
-    /// vector and word lists, with recency weighting. Not shown: its
-    /// values mean nothing apart from the order they give.
+    /// What orders the hits (higher first): the sum of the vector and
+    /// word scores ([`super::search::fuse`]), with recency weighting. Not
+    /// shown: its values mean nothing apart from the order they give.
     #[serde(skip)]
     pub rank: f32,
     pub source: Source,

@@ -1,6 +1,6 @@
 //! Hybrid search, the ranking: vector top-n (LanceDB) and full-text
-//! top-n (BM25 kept by memd, [`super::terms`]) fused by reciprocal rank,
-//! optional recency weighting, the later-stated of two hits on one thing
+//! top-n (BM25 kept by memd, [`super::terms`]) fused by the sum of the
+//! two scores ([`WORDS_WEIGHT`]), optional recency weighting, the later-stated of two hits on one thing
 //! first, near-identical hits collapsed, tombstoned
 //! rows excluded. [`super::reader`] runs it; every hit a search returns is
 //! logged to `.recall_log.jsonl` there.
@@ -25,9 +25,32 @@ use crate::update::current_part;
 use crate::when::Span;
 use crate::{Result, current};
 
-/// The usual constant of reciprocal rank fusion: damps the head of each list
-/// so that agreement between the two lists outweighs a single first place.
-const RRF_K: f32 = 60.0;
+/// How much a row's words' score counts beside its meaning's (its
+/// cosine with the query) in the fused rank: the sum of the two, so that
+/// a row both signals favour comes first, by how much each favours it,
+/// not only in which place. Fusing the ranks instead (reciprocal rank,
+/// k = 60, as before) put a row a hair ahead by words and far behind by
+/// meaning above the fact that answers. `memd eval consolidation --data
+/// ../shared/evaldata --sets 100 --updates 10 [--declared]` and `memd
+/// eval locomo --data ../shared/evaldata --conversations 5 --sessions 40`
+/// (EVALUATION.md, "Fusion by score"): the update's question with the
+/// new fact on top (of 536) / questions on facts left alone with their
+/// fact on top (of 1,534), beside and declared, and LoCoMo evidence
+/// recall@10 (of 623):
+/// - reciprocal rank: 469 / 1,447, 504 / 1,453, 522;
+/// - weight 0.6: 477 / 1,466, 521 / 1,470, 524;
+/// - **weight 1: 478 / 1,467, 521 / 1,471, 520**;
+/// - weight 1.5: 478 / 1,467, 521 / 1,471, 520.
+const WORDS_WEIGHT: f32 = 1.0;
+
+/// What a row said on a day the query names ([`crate::when`]) gains in
+/// the fused rank: as much as a third signal that found it a perfect
+/// match, as the third list of reciprocal rank fusion gave it (about a
+/// whole list's share): the rows of that day rise above rows of other
+/// days that match about as well, while a row of that day the query
+/// hardly matches stays below one of another day that both signals
+/// favour.
+const ON_A_NAMED_DAY: f32 = 1.0;
 
 pub(super) const COLUMNS: [&str; 7] =
     ["id", "kind", "text", "source", "day", "vector", "_distance"];
@@ -99,46 +122,35 @@ pub(super) struct Fused {
     meaning: f32,
 }
 
-impl Fused {
-    /// Of two rows the fusion ranks alike (first in one list and second
-    /// in the other, each the other way round), the one both signals
-    /// favour more together comes first: their sum, not the better of
-    /// the two, which would favour a row one signal alone likes. On the
-    /// Letta dev sets 8 more questions on facts an update left alone get
-    /// their fact first (10 with declared updates; EVALUATION.md, "Ties of
-    /// the fusion").
-    fn agreement(&self) -> f32 {
-        self.words + self.meaning
-    }
-}
-
-/// Reciprocal rank fusion of the vector and full-text result lists: each
-/// row's rank score ([`Hit::rank`]) is the sum of `1 / (RRF_K + rank)`
-/// over the lists it is in. Rows with equal scores in a list share its
-/// rank (1 + the rows scored strictly better), so that ties never depend
-/// on the order a list came back in. Each row keeps its vector and gets
-/// its 0-to-1 [`Hit::score`]: the better of its cosine with `query` and
-/// the words' score the full-text list gave it (already over the query's
-/// idf sum, [`words_score`]).
+/// The rows of the vector and full-text result lists (and of the days a
+/// query names), fused: each row's rank score ([`Hit::rank`]) is its
+/// meaning's score plus [`WORDS_WEIGHT`] times its words' score (over the
+/// query's idf sum, [`words_score`]; 0 when the full-text list does not
+/// have it), whichever list found it; a row of the days the query names
+/// (the third list, of those days' nearest rows) gains
+/// [`ON_A_NAMED_DAY`]. Each row keeps its vector and
+/// gets its 0-to-1 [`Hit::score`]: the better of the two signals.
 pub(super) fn fuse(lists: Lists, query: &[f32]) -> HashMap<RowId, Fused> {
     let mut fused: HashMap<RowId, Fused> = HashMap::new();
-    for list in [lists.vector, lists.text].into_iter().chain(lists.dated) {
-        let ranks = shared_ranks(&list.scores);
-        for (rank, (mut hit, vector)) in ranks.into_iter().zip(list.rows) {
-            let add = 1.0 / (RRF_K + rank as f32);
+    let mut on_days: Vec<RowId> = Vec::new();
+    let dated = lists.dated.into_iter().map(|l| (l, true));
+    let lists = [(lists.vector, false), (lists.text, false)]
+        .into_iter()
+        .chain(dated);
+    for (list, of_days) in lists {
+        for (hit, vector) in list.rows {
+            if of_days {
+                on_days.push(hit.id.clone());
+            }
             let words = hit.score.clamp(0.0, 1.0);
             fused
                 .entry(hit.id.clone())
-                .and_modify(|f| {
-                    f.hit.rank += add;
-                    f.words = f.words.max(words);
-                })
+                .and_modify(|f| f.words = f.words.max(words))
                 .or_insert_with(|| {
                     let meaning = match vector.is_empty() {
                         true => 0.0,
                         false => cosine(query, &vector).clamp(0.0, 1.0),
                     };
-                    hit.rank = add;
                     Fused {
                         hit,
                         vector,
@@ -150,6 +162,12 @@ pub(super) fn fuse(lists: Lists, query: &[f32]) -> HashMap<RowId, Fused> {
     }
     for f in fused.values_mut() {
         f.hit.score = f.words.max(f.meaning);
+        f.hit.rank = f.meaning + WORDS_WEIGHT * f.words;
+    }
+    for id in on_days {
+        if let Some(f) = fused.get_mut(&id) {
+            f.hit.rank += ON_A_NAMED_DAY;
+        }
     }
     fused
 }
@@ -175,14 +193,6 @@ fn distances(batches: &[RecordBatch]) -> Result<Vec<f32>> {
         out.extend(col.values().iter().copied());
     }
     Ok(out)
-}
-
-/// Competition ranks ("1224"): 1 + how many scores are strictly higher.
-fn shared_ranks(scores: &[f32]) -> Vec<usize> {
-    scores
-        .iter()
-        .map(|s| 1 + scores.iter().filter(|o| o.total_cmp(s).is_gt()).count())
-        .collect()
 }
 
 /// The rows of a result list, in order, each with its vector (score 0).
@@ -258,14 +268,8 @@ pub(super) type CurrentScores = HashMap<RowId, f32>;
 /// texts themselves match; the scores shown never rise down the list:
 /// each hit shows at most the score of the one above it.
 ///
-/// Equal ranks go by agreement ([`Fused::agreement`]), then by score,
-/// then by id, so the order never depends on how the lists came back.
-/// Not by id first: a fact first in the full-text
-/// list alone ties with a row first in the vector list alone, and facts
-/// alike but for a name or a code are near-identical as vectors. Ordered
-/// by id, a search for the code gave a neighbour first and collapsed the
-/// fact that holds it into that neighbour; its words' score (1.0 for the
-/// whole query) puts it first.
+/// Equal ranks go by score, then by id, so the order never depends on
+/// how the lists came back.
 pub(super) fn finish(
     fused: HashMap<RowId, Fused>,
     tombstones: &Tombstones,
@@ -277,7 +281,6 @@ pub(super) fn finish(
     let mut hits = admitted(fused, tombstones, (lets, now), half_life);
     let by_score = |a: &Fused, b: &Fused| {
         (b.hit.rank.total_cmp(&a.hit.rank))
-            .then_with(|| b.agreement().total_cmp(&a.agreement()))
             .then_with(|| b.hit.score.total_cmp(&a.hit.score))
             .then_with(|| a.hit.id.cmp(&b.hit.id))
     };
@@ -474,46 +477,58 @@ mod tests {
         }
     }
 
-    #[test]
-    fn of_two_rows_the_fusion_ranks_alike_the_one_both_signals_favour_more_comes_first() {
-        let served = row(
-            "f-served",
-            "Marta has served as the conductor of the Riverside Chorale",
-            0.75,
-        );
-        let short = row("f-short", "Marta is a cellist and conductor", 0.5);
-        // First in the vector list and second in the words', and the
-        // other way round: the fusion ranks them alike. The short text's
-        // words score more than anything scores the other (0.9 against
-        // 0.75), but the two signals together favour the other (1.45
-        // against 1.4).
+    /// The hits' ids for a search whose vector list finds `rows` in their
+    /// order and whose full-text list finds them with `words` in `order`.
+    fn fused_ids(rows: &[(Hit, Vec<f32>)], (words, order): (&[f32], &[usize])) -> Vec<String> {
+        let meaning: Vec<f32> = rows.iter().map(|(_, v)| v[0]).collect();
         let lists = Lists {
             vector: Ranked {
-                rows: vec![served.clone(), short.clone()],
-                scores: vec![0.75, 0.5],
+                rows: rows.to_vec(),
+                scores: meaning,
             },
-            text: with_words(vec![short, served], &[0.9, 0.7]),
+            text: with_words(order.iter().map(|&i| rows[i].clone()).collect(), words),
             dated: None,
         };
-        let fused = fuse(lists, &[1.0, 0.0]);
         let lets = |_: &Hit| true;
         let now = CurrentScores::default();
         let hits = finish(
-            fused,
+            fuse(lists, &[1.0, 0.0]),
             &Tombstones::default(),
             (0.0, &lets, &now),
             (false, &[]),
-            2,
+            rows.len(),
         );
-        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        hits.iter().map(|h| h.id.as_str().to_string()).collect()
+    }
+
+    #[test]
+    fn a_row_far_ahead_by_meaning_and_a_hair_behind_by_words_comes_first() {
+        let rows = [
+            row(
+                "f-served",
+                "Marta has served as the conductor of the Riverside Chorale",
+                0.8,
+            ),
+            row("f-cellist", "Marta is a cellist and conductor", 0.5),
+            row("f-chorale", "Marta sang in a chorale as a child", 0.1),
+        ];
+        // First by meaning and third by words, a hair behind the other
+        // two: ranked by places (first and third against second and
+        // first) the short text came first; both signals together
+        // favour the fact that answers (1.4 against 1.15 and 0.72).
+        let ids = fused_ids(&rows, (&[0.65, 0.62, 0.6], &[1, 2, 0]));
+        assert_eq!(ids, ["f-served", "f-cellist", "f-chorale"]);
+    }
+
+    #[test]
+    fn a_row_both_signals_favour_less_stays_below_though_one_puts_it_first() {
+        let rows = [
+            row("f-served", "Marta has served as the conductor", 0.75),
+            row("f-short", "Marta is a cellist and conductor", 0.5),
+        ];
+        // The short text's words score more than anything scores the
+        // other (0.9 against 0.75), but together 1.4 against 1.45.
+        let ids = fused_ids(&rows, (&[0.9, 0.7], &[1, 0]));
         assert_eq!(ids, ["f-served", "f-short"]);
-        assert_eq!(
-            hits[0].score, 0.75,
-            "its own score, the better of the two signals"
-        );
-        assert_eq!(
-            hits[1].score, 0.75,
-            "the short text's 0.9, shown at most the score above"
-        );
     }
 }

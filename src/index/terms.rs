@@ -502,10 +502,9 @@ fn query_words(l: &dyn Lists, tokens: &[String]) -> Vec<(u32, f32)> {
 /// `tokens` (at least one of them), best first, equal scores by id; each
 /// hit's `score` is its BM25 score. Rows tied with the first row left out
 /// are left out too: which of equal rows make the cut would depend only
-/// on their ids, and in reciprocal rank fusion each would gain as much as
-/// a real match (a query whose one rare word is in one row, and whose
+/// on their ids (a query whose one rare word is in one row, and whose
 /// common words are in 50 rows of the same length, must not lift 31 of
-/// those 50 beside the one).
+/// those 50, chosen by id, beside the one).
 ///
 /// Words are taken most telling first, each over all its rows, until
 /// `n` rows score more than any row not yet seen could with the words
