@@ -317,6 +317,9 @@ pub struct Read {
     /// What it states as current: [`denied`] reads its clauses and names
     /// from it, only for a pair of which one text denies.
     now: String,
+    /// The history it keeps after that, lowercased ("(since …;
+    /// previously: …)"; empty when it keeps none).
+    history: String,
 }
 
 impl Read {
@@ -328,7 +331,21 @@ impl Read {
             change: change_said(now),
             unnamed: unnamed_subject(now),
             now: now.to_string(),
+            history: text[now.len()..].trim().to_lowercase(),
         }
+    }
+
+    /// Whether it keeps history: an update already decided (declared, or
+    /// judged at a run), whose history says what it replaced.
+    pub fn keeps_history(&self) -> bool {
+        !self.history.is_empty()
+    }
+
+    /// Whether its history holds what `older` states as current: `older`
+    /// is what it replaced.
+    pub fn replaced(&self, older: &Read) -> bool {
+        let then = older.now.trim().to_lowercase();
+        !then.is_empty() && self.history.contains(&then)
     }
 
     /// Whether it says a denial word ([`denial::DENIAL_WORDS`]).
