@@ -290,8 +290,8 @@ fn states_anew_read(
     // --declared`: 4 fewer updates' questions answered first, 26 more
     // questions on facts left alone; EVALUATION.md, "An update already
     // decided").
-    let decided_apart = new.keeps_history() && !new.replaced(old);
-    match later && cos.is_some_and(|c| c >= SAME_TOPIC_COSINE) && !decided_apart {
+    let decided_apart = || new.keeps_history() && !new.replaced(old);
+    match later && cos.is_some_and(|c| c >= SAME_TOPIC_COSINE) && !decided_apart() {
         true => Anew::ByCosine,
         false => Anew::No,
     }

@@ -1,8 +1,8 @@
 //! Hybrid search, the ranking: vector top-n (LanceDB) and full-text
 //! top-n (BM25 kept by memd, [`super::terms`]) fused by the sum of the
-//! two scores ([`WORDS_WEIGHT`]), optional recency weighting, the later-stated of two hits on one thing
-//! first, near-identical hits collapsed, tombstoned
-//! rows excluded. [`super::reader`] runs it; every hit a search returns is
+//! two scores ([`WORDS_WEIGHT`]), optional recency weighting, the
+//! later-stated of two hits on one thing first, near-identical hits
+//! collapsed, tombstoned rows excluded. [`super::reader`] runs it; every hit a search returns is
 //! logged to `.recall_log.jsonl` there.
 
 use std::collections::HashMap;
@@ -36,11 +36,12 @@ use crate::{Result, current};
 /// (EVALUATION.md, "Fusion by score"): the update's question with the
 /// new fact on top (of 536) / questions on facts left alone with their
 /// fact on top (of 1,534), beside and declared, and LoCoMo evidence
-/// recall@10 (of 623):
+/// recall@10 (of 623), a named day's rows counting their meaning twice:
 /// - reciprocal rank: 469 / 1,447, 504 / 1,453, 522;
 /// - weight 0.6: 477 / 1,466, 521 / 1,470, 524;
 /// - **weight 1: 478 / 1,467, 521 / 1,471, 520**;
-/// - weight 1.5: 478 / 1,467, 521 / 1,471, 520.
+/// - weight 1.5: 478 / 1,467, 521 / 1,471, 520;
+/// - and with [`ON_A_NAMED_DAY`] instead (kept): LoCoMo 529.
 const WORDS_WEIGHT: f32 = 1.0;
 
 /// What a row said on a day the query names ([`crate::when`]) gains in
@@ -132,16 +133,11 @@ pub(super) struct Fused {
 /// gets its 0-to-1 [`Hit::score`]: the better of the two signals.
 pub(super) fn fuse(lists: Lists, query: &[f32]) -> HashMap<RowId, Fused> {
     let mut fused: HashMap<RowId, Fused> = HashMap::new();
-    let mut on_days: Vec<RowId> = Vec::new();
-    let dated = lists.dated.into_iter().map(|l| (l, true));
-    let lists = [(lists.vector, false), (lists.text, false)]
-        .into_iter()
-        .chain(dated);
-    for (list, of_days) in lists {
+    let on_days: Vec<RowId> = (lists.dated.iter())
+        .flat_map(|l| l.rows.iter().map(|(h, _)| h.id.clone()))
+        .collect();
+    for list in [lists.vector, lists.text].into_iter().chain(lists.dated) {
         for (hit, vector) in list.rows {
-            if of_days {
-                on_days.push(hit.id.clone());
-            }
             let words = hit.score.clamp(0.0, 1.0);
             fused
                 .entry(hit.id.clone())
