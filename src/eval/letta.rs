@@ -40,7 +40,7 @@ use crate::index::search::Hit;
 use crate::progress::Progress;
 use crate::request::{Search, Target};
 use crate::state::State;
-use crate::text::{content_words, coverage};
+use crate::text::{content_word_list, content_words, coverage};
 use crate::{Layout, Memory, layout, memory};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -219,9 +219,24 @@ fn says_new(text: &str, new_fact: &str, old_fact: &str) -> bool {
         .into_iter()
         .filter(|w| !old.contains(w))
         .collect();
+    if added.is_empty() {
+        return says_in_its_order(text, new_fact, old_fact);
+    }
     let have = content_words(text);
     let kept = added.iter().filter(|w| have.contains(*w)).count();
     !added.is_empty() && kept as f32 >= CARRIED * added.len() as f32
+}
+
+/// Whether `text` states `new_fact`, which adds no word to `old_fact`
+/// (roles swapped, "A cites B" then "B cites A", or a part of it kept,
+/// "X specializes in A, while Y has a background in B" then "X specializes
+/// in B"): what it states has the new fact's content words in the new
+/// fact's order, which the old fact's are not.
+fn says_in_its_order(text: &str, new_fact: &str, old_fact: &str) -> bool {
+    let new = content_word_list(new_fact);
+    !new.is_empty()
+        && new != content_word_list(old_fact)
+        && content_word_list(statement(text)) == new
 }
 
 /// Share of a text's content words another must have to still say it.
@@ -732,6 +747,26 @@ mod tests {
             new,
             old
         ));
+    }
+
+    #[test]
+    fn an_update_that_adds_no_word_is_said_only_in_its_own_order() {
+        let (old, new) = (
+            "Ines Maro has written a cookbook with a foreword by Paul Ekdahl.",
+            "Paul Ekdahl has written a cookbook with a foreword by Ines Maro.",
+        );
+        assert!(says_new(new, new, old));
+        assert!(!says_new(old, new, old), "the old roles are not the new");
+        let (old, new) = (
+            "Ines Maro specializes in soil chemistry, while Paul Ekdahl has a background in hydrology.",
+            "Ines Maro specializes in hydrology.",
+        );
+        assert!(says_new(
+            "Ines Maro specializes in hydrology (since 2026-02-01; previously: ...)",
+            new,
+            old
+        ));
+        assert!(!says_new(old, new, old));
     }
 
     #[test]

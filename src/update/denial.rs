@@ -20,7 +20,7 @@ pub(super) const DENIAL_WORDS: &[&str] = &[
 /// verb of many objects ("User never drinks alcohol" / "User drinks
 /// coffee"); two name the thing ("has never traveled outside his home
 /// country" / "has traveled to over 15 countries").
-pub(super) const DENIED_MIN_SHARED: usize = 2;
+pub const DENIED_MIN_SHARED: usize = 2;
 
 /// Shared words that make a denial whatever else the affirming text
 /// says; with fewer, they must be half its words ([`denied`]). "Never led
@@ -110,24 +110,34 @@ pub(super) fn names(text: &str) -> (HashSet<String>, HashSet<String>) {
 /// ("did not attend in 2023" does not deny "attended in 2022": two
 /// occasions).
 pub(super) fn denied(older: &Read, newer: &Read) -> bool {
+    let (shared, said) = denial_shares(older, newer);
+    shared >= DENIED_MIN_SHARED && (shared >= DENIED_SURE_SHARED || shared * 2 >= said)
+}
+
+/// Of two texts one of which denies (the same subject, numbers that
+/// agree, as [`denied`] asks): how many words (names, numbers, the
+/// subject and words of when aside) what the one denies shares with what
+/// the other affirms, and how many the other affirms. `(0, 0)` for any
+/// other pair.
+pub fn denial_shares(older: &Read, newer: &Read) -> (usize, usize) {
     let (a, b) = (&older.words, &newer.words);
     let (denier, affirms) = match (older.denies(), newer.denies()) {
         (true, false) => (older, b),
         (false, true) => (newer, a),
-        _ => return false,
+        _ => return (0, 0),
     };
     if !shares_subject(a, b) {
-        return false;
+        return (0, 0);
     }
     let Some(clause) = denial(&denier.now) else {
-        return false;
+        return (0, 0);
     };
     let number = |w: &String| w.chars().any(|c| c.is_ascii_digit());
     let numbers =
         |w: &[String]| -> HashSet<String> { w.iter().filter(|w| number(w)).cloned().collect() };
     let (na, nb) = (numbers(a), numbers(b));
     if !na.is_empty() && !nb.is_empty() && na.is_disjoint(&nb) {
-        return false;
+        return (0, 0);
     }
     let subject = subject(a);
     // A name is a word neither text writes without a capital ("Award" in
@@ -148,5 +158,5 @@ pub(super) fn denied(older: &Read, newer: &Read) -> bool {
         .iter()
         .filter(|x| clause.iter().filter(|w| kept(w)).any(|y| akin(x, y)))
         .count();
-    shared >= DENIED_MIN_SHARED && (shared >= DENIED_SURE_SHARED || shared * 2 >= said.len())
+    (shared, said.len())
 }

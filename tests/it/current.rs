@@ -490,6 +490,20 @@ fn two_entries_each_with_the_others_value_as_history_are_both_found() {
     }
 }
 
+/// A memory on the defaults where `older` was said on 2026-11-01 and
+/// `newer` today, both consolidated by the built-in judge, which keeps
+/// them as two entries.
+fn kept_apart(older: &str, newer: &str) -> (tempfile::TempDir, memd::Layout) {
+    let (t, layout) = memory_dir();
+    defaults(&layout.root);
+    crate::consolidate::add(&layout, "2026-11-01", &[older]);
+    let mut s = Cli(&layout.root);
+    s.add(newer, "s2", &[]).unwrap();
+    s.consolidate();
+    assert_eq!(entries(&layout.root).len(), 2, "two facts of their own");
+    (t, layout)
+}
+
 /// A newer fact on the same person that only its topic ties to an older
 /// one (MiniLM puts the two at a cosine just over the same-topic line;
 /// neither the words nor a denial say one updates the other) is not
@@ -497,18 +511,43 @@ fn two_entries_each_with_the_others_value_as_history_are_both_found() {
 /// question is about what the older states.
 #[test]
 fn a_newer_fact_on_the_same_person_is_not_answered_first_to_a_question_only_the_older_answers() {
-    let (_t, layout) = memory_dir();
-    let dir = &layout.root;
-    defaults(dir);
     let award = "Maya Lindqvist received an award for her research on coral reefs.";
-    crate::consolidate::add(&layout, "2026-11-01", &[award]);
-    let mut s = Cli(dir);
     let article = "Maya Lindqvist published an article on her research in a science journal, which Tom Berger later cited.";
-    s.add(article, "s2", &[]).unwrap();
-    s.consolidate();
-    assert_eq!(entries(dir).len(), 2, "two facts of their own");
+    let (_t, layout) = kept_apart(award, article);
+    let mut s = Cli(&layout.root);
     let hits = s.search("Which award did Maya Lindqvist receive recognition for?");
     assert_eq!(texts(&hits).first(), Some(&award), "{:?}", texts(&hits));
     let hits = s.search("Which journal article by Maya Lindqvist did Tom Berger cite?");
     assert_eq!(texts(&hits).first(), Some(&article), "{:?}", texts(&hits));
+}
+
+/// A later fact that denies part of an older one on the same person, in
+/// words the judge finds too few to fold the two (2 of the 6 the older
+/// affirms), and at a cosine under the same-topic line, is answered first
+/// to the question the older answered: that answer is no longer true.
+/// The older stays a hit, below it.
+#[test]
+fn a_later_fact_denying_part_of_an_older_one_is_answered_first_though_the_judge_keeps_both() {
+    let talks = "Priya Natarajan has given keynote talks at global robotics conferences in Asia.";
+    let denies = "Priya Natarajan has never attended robotics conferences, but she teaches high school physics.";
+    let (_t, layout) = kept_apart(talks, denies);
+    let mut s = Cli(&layout.root);
+    let hits = s.search("What kind of conferences has Priya Natarajan given keynote talks at?");
+    assert_eq!(texts(&hits)[..2], [denies, talks], "{:?}", texts(&hits));
+}
+
+/// A later fact that opens as an older one does ("has written several
+/// essays on …") with another value in many words, at a cosine under the
+/// same-topic line, is answered first to the question both answer; a
+/// question in words only the older says still finds the older first.
+#[test]
+fn a_later_fact_that_opens_as_an_older_one_is_answered_first_to_the_question_both_answer() {
+    let ships = "Tomas Berg has written several essays on medieval shipbuilding.";
+    let lanes = "Tomas Berg has written several essays on the economics of urban bike lanes.";
+    let (_t, layout) = kept_apart(ships, lanes);
+    let mut s = Cli(&layout.root);
+    let hits = s.search("What does Tomas Berg write essays about?");
+    assert_eq!(texts(&hits)[..2], [lanes, ships], "{:?}", texts(&hits));
+    let hits = s.search("Which essays has Tomas Berg written on medieval shipbuilding?");
+    assert_eq!(texts(&hits).first(), Some(&ships), "{:?}", texts(&hits));
 }
