@@ -13,8 +13,8 @@
 //!   against texts whose words match by accident.
 //!
 //! A second, one-way rule folds a text into one that says it and more
-//! ([`Rule::part_of`]): "Gina lost her job at Door Dash" into "Gina lost
-//! her job at Door Dash during the month of the conversation". The shorter
+//! ([`Rule::part_of`]): "Tariq lost his job at Parcel Express" into "Tariq lost
+//! his job at Parcel Express during the month of the conversation". The shorter
 //! must be a leading clause of the longer, word for word as above, ending
 //! at a comma or before a word that opens a further phrase ("at", "which",
 //! "and", …), and nothing after it may take it back, narrow it or make it
@@ -174,8 +174,8 @@ fn named(text: &str, word: &str) -> bool {
 }
 
 /// Words that open a further phrase or clause: what follows one adds to
-/// what came before it ("Maria volunteers at a homeless shelter, which she
-/// started a year ago"; "Joanna is lactose intolerant and bakes vegan").
+/// what came before it ("Sven volunteers at a food bank, which he
+/// started a year ago"; "Aiko is allergic to peanuts and bakes with sunflower butter").
 const OPENS_MORE: &[&str] = &[
     "and", "at", "in", "on", "which", "who", "with", "for", "since", "after", "before", "because",
     "while", "to", "from", "as", "by", "where", "during",
@@ -227,8 +227,8 @@ const TAKES_BACK: &[&str] = &[
 /// [`Rule::SHIPPED`]'s threshold was chosen).
 pub const PART_MIN_COSINE: f32 = 0.6;
 
-/// Fewest words a leading clause needs to count on its own ("Gina lost
-/// her job"): a bare name before "and" says nothing by itself.
+/// Fewest words a leading clause needs to count on its own ("Tariq lost
+/// his job"): a bare name before "and" says nothing by itself.
 const CLAUSE_MIN_WORDS: usize = 3;
 
 /// Whether `rest` (the words after a leading clause) could take the
@@ -243,8 +243,8 @@ impl Rule {
     /// words up to a comma, semicolon or parenthesis, or up to a word that
     /// opens a further phrase ([`OPENS_MORE`]), when nothing after them
     /// could take them back ([`TAKES_BACK`]). A text says everything each
-    /// of its leading clauses says: "Gina lost her job at Door Dash during
-    /// the month" says "Gina lost her job at Door Dash".
+    /// of its leading clauses says: "Tariq lost his job at Parcel Express during
+    /// the month" says "Tariq lost his job at Parcel Express".
     pub fn leading_keys(&self, text: &str) -> Vec<String> {
         let folded = fold(text);
         let mut words: Vec<String> = Vec::new();

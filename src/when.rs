@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn a_day_is_read_in_each_order_people_write_it() {
         for q in [
-            "What did Nate do for Joanna on 25 May, 2022?",
+            "What did Theo do for Amira on 25 May, 2022?",
             "what did I say on May 25th, 2022",
             "notes from 25th may 2022",
             "What happened on 2022-05-25?",
@@ -270,7 +270,7 @@ mod tests {
     fn a_month_with_its_year_is_the_whole_month() {
         let feb = ("2024-02-01".to_string(), "2024-02-29".to_string());
         assert_eq!(
-            days("What did John share in February 2024?"),
+            days("What did Karim share in February 2024?"),
             vec![feb.clone()]
         );
         assert_eq!(days("anything from 2024-02"), vec![feb]);
@@ -287,9 +287,9 @@ mod tests {
     fn words_that_name_no_dated_day_name_none() {
         for q in [
             "What did the user say last week?",
-            "When did Melanie paint a sunrise?",
+            "When did Elif bake a lemon tart?",
             "where was the user on June 3",
-            "Which career-high performances did John achieve in 2023?",
+            "Which personal bests did Karim set in 2023?",
             "May I ask what the user likes?",
             "User has 3 cats and 2024 stamps",
             "version 1.2.3-rc4",
@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn each_of_two_dates_is_named() {
         assert_eq!(
-            days("Where was John between August 11, 2023 and August 15 2023?"),
+            days("Where was Karim between August 11, 2023 and August 15 2023?"),
             vec![one("2023-08-11"), one("2023-08-15")]
         );
     }
@@ -328,8 +328,8 @@ mod tests {
     fn the_rest_of_a_question_is_what_it_asks_about() {
         let rest = |q: &str| read(q, today()).about;
         assert_eq!(
-            rest("What did Nate do for Joanna on 25 May, 2022?"),
-            "What did Nate do for Joanna ?"
+            rest("What did Theo do for Amira on 25 May, 2022?"),
+            "What did Theo do for Amira ?"
         );
         assert_eq!(
             rest("where did the user work in March 2026"),

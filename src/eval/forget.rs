@@ -5,8 +5,8 @@
 //! when no entry holds it afterwards. Rewordings, by kind:
 //! - `letta-leading-clause`: each fact of the dev Letta sets that goes on
 //!   past a leading clause is forgotten, and the clause comes back alone
-//!   ("Nora Fishel is an accomplished violinist who has performed in
-//!   orchestras across Europe." → "Nora Fishel is an accomplished
+//!   ("Hanna Berglund is an accomplished violinist who has performed in
+//!   orchestras across Europe." → "Hanna Berglund is an accomplished
 //!   violinist": the longest such clause that ends at a comma or before
 //!   "which", "who", "and", …);
 //! - `sick-mutual-entailment`, `mrpc-paraphrase`: the first sentence of a

@@ -657,7 +657,7 @@ impl SetRun {
                 .unwrap_or_default();
             // The entry says the new value: it names the answer, or it
             // has what the new fact says that the old one did not (an
-            // answer written as a sentence of its own, "Theresa Bronn is
+            // answer written as a sentence of its own, "Greta Holm is
             // not recognized as a Michigan-based arts contributor", is
             // named by no entry, though the entry says the fact word for
             // word).
@@ -693,7 +693,7 @@ impl SetRun {
 /// What became of a new fact that updated no superseded entry: still
 /// pending (the judge gave no usable reply), beside (an entry of its own,
 /// or another entry names the new value), or lost. Pending first: another
-/// entry that happens to name the new value ("Amara Monrow is fluent in
+/// entry that happens to name the new value ("Nadia Kovac is fluent in
 /// multiple languages", for the answer "fluency in multiple languages")
 /// does not place a fact no entry holds.
 fn unplaced(now: &str, new_fact: &str, after: &[Entry], pending: bool) -> &'static str {
@@ -715,9 +715,9 @@ mod tests {
     fn a_new_fact_still_pending_is_scored_pending_even_when_another_entry_names_its_value() {
         let fluent = Entry {
             meta: None,
-            text: "Amara Monrow is fluent in multiple languages.".into(),
+            text: "Nadia Kovac is fluent in multiple languages.".into(),
         };
-        let new = "Amara Monrow has received recognition for her fluency in multiple languages.";
+        let new = "Nadia Kovac has received recognition for her fluency in multiple languages.";
         let now = "fluency in multiple languages";
         assert_eq!(
             unplaced(now, new, std::slice::from_ref(&fluent), true),

@@ -89,7 +89,7 @@ pub struct Cutoff {
     foreign_empty: usize,
 }
 
-/// "1:56 pm on 8 May, 2023" → "2023-05-08".
+/// "2:14 pm on 8 May, 2023" → "2023-05-08".
 fn day_of(s: &str) -> Option<String> {
     let date = s.split(" on ").nth(1)?.trim();
     chrono::NaiveDate::parse_from_str(date, "%d %B, %Y")

@@ -25,14 +25,14 @@
 //!   with it, or a slot of the same kind ("lives in" / "moved to",
 //!   [`SLOTS`]); a word that only may say a change ("not", "left",
 //!   "became", [`WEAK_CHANGE_WORDS`]) counts with a slot of the same kind
-//!   only. Or its frame holds with the subject changed ("Rebeka, not
-//!   Rhonya, interviewed Karnel").
+//!   only. Or its frame holds with the subject changed ("Ada, not
+//!   Mira, interviewed Jonas").
 //! - **A denial.** One text denies, in a clause ("not", "never",
 //!   "dislikes", [`denial::DENIAL_WORDS`]), what the other affirms of the same
 //!   subject: the clause shares [`denial::DENIED_MIN_SHARED`] of the other's
 //!   words, names, numbers and words of when aside, and half of them or
-//!   [`denial::DENIED_SURE_SHARED`] ("has traveled to over 15 countries" / "has
-//!   never traveled outside his home country"). A search ranks such a
+//!   [`denial::DENIED_SURE_SHARED`] ("has traveled to more than 20 countries" / "has
+//!   never traveled beyond his home country"). A search ranks such a
 //!   newer text above the older whatever the query asks
 //!   ([`crate::current`]).
 //!
@@ -82,15 +82,15 @@ pub enum Why {
     /// A change said in words.
     Said,
     /// One text denies what the other says of the same subject ("has
-    /// traveled to over 15 countries" / "has never traveled outside his
+    /// traveled to more than 20 countries" / "has never traveled beyond his
     /// home country").
     Denied,
 }
 
 /// Least share of the longer text's words that the frame (the words
 /// before and after the differing span) must hold. "User works at Acme" /
-/// "User works at Globex" share 3 of 4; "Nora Fishel is a violinist" /
-/// "Nora Fishel and Eliza Woodley run a podcast" share 2 of 8 and are two
+/// "User works at Globex" share 3 of 4; "Hanna Berglund is a cellist" /
+/// "Hanna Berglund and Iris Okafor run a podcast" share 2 of 8 and are two
 /// facts on one person.
 pub const FRAME_MIN_SHARE: f32 = 0.6;
 

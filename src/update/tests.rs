@@ -21,8 +21,8 @@ fn a_new_employer_updates_the_old_one_with_or_without_now() {
 fn a_partner_named_anew_in_one_thing_updates_it_and_a_list_item_does_not() {
     assert_eq!(
         verdict(
-            "Dr. Yvonna Bakker and Antony Leigh co-authored a paper on ethics in data science",
-            "Dr. Yvonna Bakker and Manuel Smithe co-authored a paper on ethics in data science"
+            "Dr. Ilse Varga and Tom Reddy co-authored a paper on ethics in soil science",
+            "Dr. Ilse Varga and Omar Haddad co-authored a paper on ethics in soil science"
         ),
         Verdict::Update(Why::NewValue)
     );
@@ -90,13 +90,16 @@ fn a_new_fact_on_the_same_person_is_not_an_update() {
 fn two_statements_about_someone_unnamed_are_two_facts() {
     assert_eq!(
         verdict(
-            "Three men are practicing karate in a field",
-            "Three men are practicing karate in a gym"
+            "Three women are practicing judo in a park",
+            "Three women are practicing judo in a hall"
         ),
         Verdict::Unknown
     );
     assert_eq!(
-        verdict("A man is playing a harp", "A man is now playing a flute"),
+        verdict(
+            "A woman is playing a cello",
+            "A woman is now playing a flute"
+        ),
         Verdict::Unknown
     );
     assert_eq!(
@@ -113,8 +116,8 @@ fn another_subject_in_the_same_frame_is_another_fact() {
     );
     assert_eq!(
         verdict(
-            "Rhonya Hudsen once interviewed Karnel Grent for an outdoor magazine",
-            "Rebeka Rasmund, not Rhonya Hudsen, interviewed Karnel Grent for an outdoor magazine"
+            "Mira Castell once interviewed Jonas Frei for a sailing magazine",
+            "Ada Lindgren, not Mira Castell, interviewed Jonas Frei for a sailing magazine"
         ),
         Verdict::Update(Why::Said)
     );
@@ -122,8 +125,8 @@ fn another_subject_in_the_same_frame_is_another_fact() {
 
 #[test]
 fn two_facts_on_one_person_are_not_an_update() {
-    let a = "Nora Fishel is an accomplished violinist who has performed across Europe.";
-    let b = "Nora Fishel and Eliza Woodley collaborated on a charity event.";
+    let a = "Hanna Berglund is an accomplished cellist who has performed across Canada.";
+    let b = "Hanna Berglund and Iris Okafor organized a charity concert.";
     assert_eq!(verdict(a, b), Verdict::Unknown);
     assert_eq!(
         verdict("User works at Acme", "User likes hiking"),
@@ -139,8 +142,8 @@ fn two_facts_on_one_person_are_not_an_update() {
 fn two_things_done_are_two_facts() {
     assert_eq!(
         verdict(
-            "A few men are watching cricket",
-            "A few men are playing cricket"
+            "A few boys are watching football",
+            "A few boys are playing football"
         ),
         Verdict::Unknown
     );
@@ -195,16 +198,16 @@ fn only_the_current_part_of_an_entry_is_compared() {
 fn a_denial_of_what_the_older_says_updates_it() {
     for (old, new) in [
         (
-            "Colton Jorves has traveled to over 15 countries.",
-            "Colton Jorves has never traveled outside his home country.",
+            "Ravi Menon has traveled to more than 20 countries.",
+            "Ravi Menon has never traveled beyond his home country.",
         ),
         (
-            "Lori Werren and Kara Harrin collaborated on a community art project in 2022.",
-            "Lori Werren and Kara Harrin have never collaborated on a community art project together.",
+            "Pia Novak and Lars Engel collaborated on a community garden project in 2022.",
+            "Pia Novak and Lars Engel have never collaborated on a community garden project together.",
         ),
         (
-            "Krystelle Trann received the Global Conservation Award in 2021.",
-            "Krystelle Trann did not receive any awards in 2021.",
+            "Selma Aziz received the National Archive Award in 2021.",
+            "Selma Aziz did not receive any awards in 2021.",
         ),
         (
             "User doesn't drink coffee",
@@ -229,13 +232,13 @@ fn a_denial_of_something_else_of_the_same_person_updates_nothing() {
         ),
         // What it denies is attending university; the rest affirms.
         (
-            "Micah Pearsen is known for expertise in environmental science.",
-            "Micah Pearsen did not attend university and is entirely self-taught in environmental science.",
+            "Dario Klein is known for expertise in marine geology.",
+            "Dario Klein did not attend university and is entirely self-taught in marine geology.",
         ),
         // Two words of five, neither the thing done.
         (
-            "Theresa Bronn is known for her work in choral music education.",
-            "Theresa Bronn has never led any educational events or training sessions for aspiring choral directors.",
+            "Greta Holm is known for her work in folk dance education.",
+            "Greta Holm has never led any educational events or training sessions for aspiring folk musicians.",
         ),
         // Two occasions.
         (
@@ -261,15 +264,23 @@ fn a_denial_of_something_else_of_the_same_person_updates_nothing() {
 }
 
 #[test]
+fn every_denial_of_a_clause_is_read_not_only_the_first() {
+    let old = "Lena Ortiz has led painting workshops for teenagers in Ohio.";
+    let new =
+        "Lena Ortiz has never lived in Ohio and has not led any painting workshops for teenagers.";
+    assert_eq!(verdict(old, new), Verdict::Update(Why::Denied));
+}
+
+#[test]
 fn a_denial_covers_its_own_clause_and_says_what_not_when() {
     for (old, new) in [
         (
-            "John finds it rewarding to make a difference in the community.",
-            "John decided to run for office again, despite not being successful before, to make a difference in his community.",
+            "Omar finds it rewarding to make a difference in the neighbourhood.",
+            "Omar decided to run for the school board again, despite not being successful before, to make a difference in his neighbourhood.",
         ),
         (
-            "Nate won a really big video game tournament last week and made a lot of money from it.",
-            "Nate did not make it to the finals of the last game tournament.",
+            "Lea won a really big chess tournament last week and made a lot of prize money from it.",
+            "Lea did not make it to the finals of the last chess tournament.",
         ),
     ] {
         assert_ne!(

@@ -35,16 +35,16 @@ fn a_leading_clause_is_said_by_the_text_that_goes_on_and_not_by_one_that_takes_i
     let r = Rule::SHIPPED;
     let part = |p: &str, w: &str| r.part_of(p, w, 1.0, 0.0);
     assert!(part(
-        "Gina lost her job at Door Dash.",
-        "Gina lost her job at Door Dash during the month of the conversation."
+        "Tariq lost his job at Parcel Express.",
+        "Tariq lost his job at Parcel Express during the month of the conversation."
     ));
     assert!(part(
-        "Maria volunteers at a homeless shelter",
-        "Maria volunteers at a homeless shelter, which she started a year ago"
+        "Sven volunteers at a food bank",
+        "Sven volunteers at a food bank, which he started a year ago"
     ));
     assert!(part(
-        "Joanna is lactose intolerant",
-        "Joanna is lactose intolerant and bakes with almond milk"
+        "Aiko is allergic to peanuts",
+        "Aiko is allergic to peanuts and bakes with sunflower butter"
     ));
     // Taken back, narrowed or made a condition of: not said.
     assert!(!part(
@@ -58,7 +58,10 @@ fn a_leading_clause_is_said_by_the_text_that_goes_on_and_not_by_one_that_takes_i
     ));
     assert!(!part("Is there", "Is there as long as he wants"));
     // Not a leading clause: a middle, a different word, too few words.
-    assert!(!part("Door Dash", "Gina lost her job at Door Dash"));
+    assert!(!part(
+        "Parcel Express",
+        "Tariq lost his job at Parcel Express"
+    ));
     assert!(
         !part("Likes coffee", "Likes coffee in the morning"),
         "two words say too little"
@@ -66,8 +69,8 @@ fn a_leading_clause_is_said_by_the_text_that_goes_on_and_not_by_one_that_takes_i
     assert!(!part("Lives in Hamburg", "Lives in Hamburgers, Texas"));
     // The guard: a whole far from the part in meaning does not take it.
     assert!(!r.part_of(
-        "Gina lost her job at Door Dash",
-        "Gina lost her job at Door Dash, during the month",
+        "Tariq lost his job at Parcel Express",
+        "Tariq lost his job at Parcel Express, during the month",
         0.1,
         memd::duplicate::PART_MIN_COSINE
     ));

@@ -82,7 +82,7 @@ async fn a_perfect_judge_scores_perfectly() {
 }
 
 /// Some Letta answers are sentences of their own, which no entry names
-/// word for word ("Theresa Bronn is not recognized as a Michigan-based
+/// word for word ("Greta Holm is not recognized as a Michigan-based
 /// arts contributor"): an entry that says the new fact, with the old one
 /// as history, is an update kept as history all the same. It was scored
 /// "beside".
@@ -240,7 +240,7 @@ fn locomo_data() -> tempfile::TempDir {
         "sample_id": "test-1",
         "conversation": {
             "speaker_a": "Ana", "speaker_b": "Ben",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1_date_time": "2:14 pm on 8 May, 2023",
             "session_2_date_time": "10:00 am on 20 May, 2023"
         },
         "observation": {

@@ -321,11 +321,11 @@ async fn a_per_fact_update_of_the_less_alike_entry_is_taken_as_of_the_closer_one
     let (r, all) = judge_says_update(
         ("Devon collaborated", "nonprofit"),
         &[
-            "Tessa and Devon co-founded a nonprofit for music education",
-            "Tessa and Ainsley collaborated on a documentary about ocean conservation",
-            "Tessa plays the violin",
+            "June and Devon co-founded a nonprofit for music education",
+            "June and Ainsley collaborated on a documentary about ocean conservation",
+            "June plays the violin",
         ],
-        "Tessa and Devon collaborated on a documentary about ocean conservation",
+        "June and Devon collaborated on a documentary about ocean conservation",
     )
     .await;
     assert_eq!(
@@ -335,11 +335,11 @@ async fn a_per_fact_update_of_the_less_alike_entry_is_taken_as_of_the_closer_one
     );
     assert!(
         all.iter()
-            .any(|e| e.text == "Tessa and Devon co-founded a nonprofit for music education")
+            .any(|e| e.text == "June and Devon co-founded a nonprofit for music education")
     );
     let updated = entry_with(&all, "Devon collaborated");
     assert!(
-        updated.text.contains("(previously: Tessa and Ainsley"),
+        updated.text.contains("(previously: June and Ainsley"),
         "history kept: {}",
         updated.text
     );
@@ -359,17 +359,17 @@ fn a_per_fact_update_is_never_taken_as_of_a_pinned_or_already_decided_entry() {
         text: text.into(),
         days: vec!["2026-11-22".into()],
     };
-    let documentary = "Tessa and Ainsley collaborated on a documentary about ocean conservation";
-    let devon = "Tessa and Devon collaborated on a documentary about ocean conservation";
+    let documentary = "June and Ainsley collaborated on a documentary about ocean conservation";
+    let devon = "June and Devon collaborated on a documentary about ocean conservation";
     let mut cluster = Cluster {
         groups: vec![group(2, devon)],
         entries: vec![
             entry(
                 "e-nonprofit",
-                "Tessa and Devon co-founded a nonprofit for music education",
+                "June and Devon co-founded a nonprofit for music education",
             ),
             entry("e-documentary", documentary),
-            entry("e-violin", "Tessa plays the violin"),
+            entry("e-violin", "June plays the violin"),
         ],
         forgotten: Vec::new(),
     };
@@ -402,20 +402,17 @@ fn an_update_refused_for_two_closer_entries_that_tie_names_both() {
     let cluster = Cluster {
         groups: vec![Group {
             ids: vec!["2026-11-22#00000001".into()],
-            text: "Amara Monrow has received recognition for her fluency in multiple languages"
+            text: "Nadia Kovac has received recognition for her fluency in multiple languages"
                 .into(),
             days: vec!["2026-11-22".into()],
         }],
         entries: vec![
-            entry("e-field", "Amara Monrow is a professional in her field"),
+            entry("e-field", "Nadia Kovac is a professional in her field"),
             entry(
                 "e-leadership",
-                "Amara Monrow has received recognition for her leadership skills",
+                "Nadia Kovac has received recognition for her leadership skills",
             ),
-            entry(
-                "e-languages",
-                "Amara Monrow is fluent in multiple languages",
-            ),
+            entry("e-languages", "Nadia Kovac is fluent in multiple languages"),
         ],
         forgotten: Vec::new(),
     };
@@ -481,8 +478,8 @@ async fn judge_says_update(
 async fn an_update_of_a_fact_sharing_only_a_name_is_read_as_new_and_both_stay_current() {
     let (r, all) = judge_says_update(
         ("featured", "children's book"),
-        &["Anna Jaxen published a children's book about creativity in 2021"],
-        "Anna Jaxen was featured in a 2023 issue of Creative Minds magazine",
+        &["Edda Virtanen published a children's book about creativity in 2021"],
+        "Edda Virtanen was featured in a 2023 issue of Bright Pages magazine",
     )
     .await;
     assert_eq!((r.llm_calls, r.invalid_replies), (1, 0), "{r:?}");
@@ -495,14 +492,14 @@ async fn an_update_of_a_fact_sharing_only_a_name_is_read_as_new_and_both_stay_cu
 }
 
 /// Facts about someone unnamed ("a man") describe scenes, and two scenes
-/// are both true: "A man is slicing tomatoes" is not an update of "A man
-/// is cutting tomatoes", whatever the judge says.
+/// are both true: "A cook is shredding carrots" is not an update of "A cook
+/// is grating carrots", whatever the judge says.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_update_between_facts_about_someone_unnamed_is_read_as_new() {
     let (r, all) = judge_says_update(
-        ("slicing", "cutting"),
-        &["A man is cutting tomatoes"],
-        "A man is slicing tomatoes",
+        ("shredding", "grating"),
+        &["A cook is grating carrots"],
+        "A cook is shredding carrots",
     )
     .await;
     assert_eq!((r.applied.add, r.applied.replace), (1, 0), "{r:?}");
@@ -540,16 +537,16 @@ async fn an_update_that_says_a_change_is_kept_as_history_though_it_shares_only_a
 }
 
 /// A change said of one person is no update of a fact about another:
-/// "Krystelle did not receive any awards" never makes "Jonathen is a
+/// "Selma did not receive any awards" never makes "Anders is a
 /// wildlife photographer" past, whatever the judge says. memd took it as
 /// an update when no entry shared a word with the fact (dev: 1 in 25 of the
 /// wrong entries a judge could name in a Letta set were let through).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_change_said_of_one_person_never_updates_a_fact_about_another() {
     let (r, all) = judge_says_update(
-        ("Krystelle", "wildlife photographer"),
-        &["Jonathen Marten is a renowned wildlife photographer"],
-        "Krystelle Trann did not receive any awards in 2021",
+        ("Selma", "wildlife photographer"),
+        &["Anders Quill is a renowned wildlife photographer"],
+        "Selma Aziz did not receive any awards in 2021",
     )
     .await;
     assert_eq!(r.llm_calls, 1, "the judge was asked: {r:?}");

@@ -589,24 +589,24 @@ async fn top(index: &Index, q: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_naming_a_day_ranks_what_was_said_that_day_first() {
     let said = [
-        ("2023-05-25", "Nate baked a chocolate cake for Joanna"),
-        ("2023-06-03", "Nate made cookies for his friend"),
-        ("2023-06-03", "Joanna finished her third screenplay"),
-        ("2023-07-14", "Nate baked bread with Joanna"),
+        ("2023-05-25", "Theo baked a chocolate cake for Amira"),
+        ("2023-06-03", "Theo made cookies for his friend"),
+        ("2023-06-03", "Amira finished her third screenplay"),
+        ("2023-07-14", "Theo baked bread with Amira"),
     ]
     .map(|(d, t)| (d.to_string(), t));
     let (_tmp, index) = said_on(&said).await;
-    let plain = top(&index, "What did Nate bake for Joanna?").await;
+    let plain = top(&index, "What did Theo bake for Amira?").await;
     assert_ne!(plain, said[1].1, "the words alone already prefer it");
     for q in [
-        "What did Nate bake for Joanna on 3 June, 2023?",
-        "What did Nate bake for Joanna in June 2023?",
-        "What did Nate bake for Joanna on 2023-06-03?",
+        "What did Theo bake for Amira on 3 June, 2023?",
+        "What did Theo bake for Amira in June 2023?",
+        "What did Theo bake for Amira on 2023-06-03?",
     ] {
         assert_eq!(top(&index, q).await, said[1].1, "{q}");
     }
     // A day nothing was said on changes nothing.
-    let none = top(&index, "What did Nate bake for Joanna on 1 January, 2020?").await;
+    let none = top(&index, "What did Theo bake for Amira on 1 January, 2020?").await;
     assert_eq!(none, plain);
 }
 

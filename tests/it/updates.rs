@@ -576,18 +576,18 @@ async fn indexed(facts: &[(&str, &str, &str)]) -> (tempfile::TempDir, memd::inde
 #[tokio::test(flavor = "multi_thread")]
 async fn a_later_fact_the_question_does_not_ask_about_stays_below_the_one_it_does() {
     let climber =
-        "Anya Ternor is a professional rock climber who has scaled peaks on three continents.";
+        "Yara Fenwick is a professional rock climber who has scaled peaks on three continents.";
     let (_t, index) = indexed(&[
         ("2026-11-01", "09:00:00", climber),
         (
             "2026-11-01",
             "09:01:00",
-            "Anya Ternor grew up in a small village near Lyon.",
+            "Yara Fenwick grew up in a small village near Lyon.",
         ),
         (
             "2026-11-20",
             "09:00:00",
-            "Anya Ternor started teaching climbing classes at a gym in Madrid.",
+            "Yara Fenwick started teaching climbing classes at a gym in Madrid.",
         ),
     ])
     .await;
@@ -598,16 +598,16 @@ async fn a_later_fact_the_question_does_not_ask_about_stays_below_the_one_it_doe
 }
 
 /// A later text that denies what an older one says ("has never traveled
-/// outside his home country" after "has traveled to over 15 countries")
+/// outside his home country" after "has traveled to more than 20 countries")
 /// ranks above it, though the question asks in the older's words and
 /// matches it far better (0.87 against 0.57 with MiniLM): the older is no
 /// longer true. Both come back.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_later_denial_ranks_above_the_fact_it_denies_though_the_question_matches_the_older_better()
  {
-    let old = "Colton Jorves has traveled to over 15 countries.";
-    let new = "Colton Jorves has never traveled outside his home country.";
-    let question = "How many countries has Colton Jorves traveled to?";
+    let old = "Ravi Menon has traveled to more than 20 countries.";
+    let new = "Ravi Menon has never traveled beyond his home country.";
+    let question = "How many countries has Ravi Menon traveled to?";
     let hits = old_then_new((old, new), question, 5).await;
     let at = |t: &str| hits.iter().position(|h| h.text == t);
     assert!(
@@ -623,25 +623,25 @@ async fn a_later_denial_ranks_above_the_fact_it_denies_though_the_question_match
 fn the_built_in_judge_keeps_a_denial_as_an_update_with_the_denied_text_as_history() {
     let t = fresh();
     let dir = t.path();
-    let traveled = add(dir, "Colton Jorves has traveled to over 15 countries.");
-    let parks = add(dir, "Colton Jorves enjoys hiking in national parks.");
+    let traveled = add(dir, "Ravi Menon has traveled to more than 20 countries.");
+    let parks = add(dir, "Ravi Menon enjoys hiking in national parks.");
     consolidate(dir);
     let (e_traveled, _) = holder(dir, &traveled);
     let never = add(
         dir,
-        "Colton Jorves has never traveled outside his home country.",
+        "Ravi Menon has never traveled beyond his home country.",
     );
     consolidate(dir);
     let (id, text) = holder(dir, &never);
     assert_eq!(id, e_traveled, "{:?}", entries(dir));
     assert!(
-        text.starts_with("Colton Jorves has never traveled outside his home country.")
-            && text.contains("previously: Colton Jorves has traveled to over 15 countries."),
+        text.starts_with("Ravi Menon has never traveled beyond his home country.")
+            && text.contains("previously: Ravi Menon has traveled to more than 20 countries."),
         "{text}"
     );
     assert_eq!(
         holder(dir, &parks).1,
-        "Colton Jorves enjoys hiking in national parks."
+        "Ravi Menon enjoys hiking in national parks."
     );
     assert_eq!(entries(dir).len(), 2, "{:?}", entries(dir));
     assert!(check(dir).0, "{}", check(dir).2);

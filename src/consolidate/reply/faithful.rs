@@ -80,10 +80,10 @@ pub fn invented(text: &str, sources: &[&str]) -> Vec<String> {
 }
 
 /// The names and numbers of `text`, lowercased: words written with a
-/// capital inside a sentence ("William Sutter", "Lyon") and words with a
+/// capital inside a sentence ("Rufus Kane", "Lyon") and words with a
 /// digit. They are the values a fact is about; a text that drops one no
-/// longer says the fact ("Nathaniel and Annette ran the fundraiser" does
-/// not say "Nathaniel and William ran the fundraiser", though most words
+/// longer says the fact ("Caspar and Colette ran the fundraiser" does
+/// not say "Caspar and Rufus ran the fundraiser", though most words
 /// match).
 fn names(text: &str) -> Vec<String> {
     let mut out = Vec::new();

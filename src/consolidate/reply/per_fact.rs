@@ -246,9 +246,9 @@ impl Drafts {
 /// entry `e` of `cluster`, or why it updates none. A judge that names an
 /// entry sharing [`CLOSER_BY`] fewer of the fact's words than another,
 /// which is about the same thing as the fact ([`about_same`]), means that
-/// other: a 1.5B model named "Jorlan and Cris met at university" for
-/// "Jorlan, not Cris, collaborated with Joshuan on a tech startup" beside
-/// "Cris and Joshuan collaborated on a tech startup", and, told so, said
+/// other: a 1.5B model named "Emil and Dani met at university" for
+/// "Emil, not Dani, collaborated with Luca on a tech startup" beside
+/// "Dani and Luca collaborated on a tech startup", and, told so, said
 /// NEW, leaving the stale entry current. Only one such entry, not pinned
 /// and not `taken` by another decision of the reply, is taken so; else the
 /// UPDATE is refused and asked again, as before. Measured on every dev
@@ -324,20 +324,20 @@ fn check_update(alias: &str, text: &str, e: usize, cluster: &Cluster) -> Result<
 ///
 /// - a text about someone unnamed ("a man", "two dogs", "someone") is a
 ///   scene, and two scenes are both true: no update. A 1.5B model marked
-///   "A man is slicing tomatoes" an update of "A man is cutting tomatoes";
+///   "A cook is shredding carrots" an update of "A cook is grating carrots";
 /// - the two share at least [`UPDATE_MIN_OVERLAP`] of their words that are
 ///   not names nor common to most entries of the cluster (a final "s"
 ///   aside): the facts of one person all share the name, and a 1.5B model
-///   marked "Anna Jaxen was featured in a magazine" an update of "Anna
-///   Jaxen published a children's book" (EVALUATION.md);
+///   marked "Edda Virtanen was featured in a magazine" an update of "Edda
+///   Virtanen published a children's book" (EVALUATION.md);
 /// - or, sharing fewer words, even only names, the fact says that
 ///   something changed or was never so ("moved", "no longer", "instead",
 ///   "never", "only"…, a word the entry does not have), it is about the
 ///   same someone ([`same_subject`]), and no other entry shares more words
 ///   with it (the update would be of that one). "Alice moved to San
 ///   Francisco" updates "Alice lives in Seattle"; a rule that refused it
-///   was a bug. "Krystelle did not receive any awards" does not update
-///   "Jonathen is a wildlife photographer"; a rule that let it was one too.
+///   was a bug. "Selma did not receive any awards" does not update
+///   "Anders is a wildlife photographer"; a rule that let it was one too.
 ///
 /// Measured alone on every dev pair (`memd eval updates --gate`,
 /// EVALUATION.md): 93.7% of the Letta updates pass, 1.5% of two facts of
@@ -366,7 +366,7 @@ fn about_same(fact: &str, e: usize, cluster: &Cluster) -> Result<(), &'static st
 
 /// Whether `fact` and `entry` may be about one subject, as far as their
 /// names tell. Both opening with a full name (two capitalised words or
-/// more: "Krystelle Trann did not…", "Jonathen Marten is…") that the other
+/// more: "Selma Aziz did not…", "Anders Quill is…") that the other
 /// never names are about two people; anything else may be about one ("Alice
 /// moved…" and "Alice lives…"; "Moved to San Francisco" and "Lives in
 /// Seattle", about the user: a single capitalised first word may be a verb).
@@ -505,9 +505,9 @@ const CHANGE: &[&str] = &[
 /// The entries that share the most of `fact`'s words (a final "s" aside),
 /// when that is at least [`CLOSER_BY`] more than the UPDATE's `target`
 /// shares. An update
-/// changes one value and keeps the rest: a 1.5B model "updated" "Tessa and
-/// Devon co-founded a nonprofit" with "Tessa and Devon collaborated on a
-/// documentary about ocean conservation", whose entry was "Tessa and
+/// changes one value and keeps the rest: a 1.5B model "updated" "June and
+/// Devon co-founded a nonprofit" with "June and Devon collaborated on a
+/// documentary about ocean conservation", whose entry was "June and
 /// Ainsley collaborated on a documentary about ocean conservation".
 fn closer_entries(fact: &str, target: usize, cluster: &Cluster) -> Vec<usize> {
     let mine = stemmed(fact);

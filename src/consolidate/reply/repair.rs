@@ -64,11 +64,11 @@ fn misspelling(wrong: &str, right: &str) -> bool {
 /// kept as history, "new (previously: old)".
 ///
 /// Why code and not only the prompt: small models write the new value and
-/// drop the old one ("Joren and Eliza run the podcast" replacing "Nora and
-/// Eliza run the podcast"), and the old value is then gone from the memory.
+/// drop the old one ("Piet and Iris run the podcast" replacing "Hanna and
+/// Iris run the podcast"), and the old value is then gone from the memory.
 /// `old` is kept unless `new` still says every content word of `old` in
-/// `old`'s order, does not set a value against one of them ("Jorlan,
-/// not Cris, …") and still says what `old` said of several together
+/// `old`'s order, does not set a value against one of them ("Emil,
+/// not Dani, …") and still says what `old` said of several together
 /// ("both"), or
 /// `new` writes its own history (a word of the past that `old` lacked) and
 /// keeps [`REPLACE_MIN_COVERAGE`] of it, or every dropped word is a
@@ -83,8 +83,8 @@ pub fn with_history(new: &str, old: &str) -> String {
     let dropped: Vec<&String> = old_words.difference(&new_words).collect();
     // "Is not vegetarian" replacing "Is vegetarian" drops no content word
     // (negations are stop words) and turns the old value around; so does
-    // "Jorlan, not Cris, collaborated with Joshuan" replacing "Cris and
-    // Joshuan collaborated", unless the contrast fixes a typo ("John, not
+    // "Emil, not Dani, collaborated with Luca" replacing "Dani and
+    // Luca collaborated", unless the contrast fixes a typo ("John, not
     // Jon").
     let added: Vec<&String> = new_words.difference(&old_words).collect();
     let typo = |w: &String| added.iter().any(|a| misspelling(w, a));
@@ -94,14 +94,14 @@ pub fn with_history(new: &str, old: &str) -> String {
         .filter(|w| old_words.contains(w) && !contrasted_before.contains(w))
         .collect();
     let refuted = !contrasted.iter().all(typo);
-    // "Kelvin attended Stanford, while Cristina attended MIT" replacing
-    // "Kelvin and Cristina both attended MIT" keeps every content word in
+    // "Hugo attended Stanford, while Ines attended MIT" replacing
+    // "Hugo and Ines both attended MIT" keeps every content word in
     // order and no longer says what both did ("both" is a stop word).
     let parted = together(old) && !together(new);
     let flipped = negated(new) != negated(old) || refuted || parted;
     // Every old word kept, but not in the old order, is another
-    // statement: "Cris is an author, while Jorlan is known for design"
-    // replacing "Jorlan is an author" keeps each word and no longer says
+    // statement: "Dani is an author, while Emil is known for design"
+    // replacing "Emil is an author" keeps each word and no longer says
     // it.
     if dropped.is_empty() && !flipped && says_within(new, old) {
         return new.to_string();
@@ -133,8 +133,8 @@ const TOGETHER: &[&str] = &["both", "together", "neither", "jointly"];
 
 /// Whether `new` says `old`'s content words in `old`'s order, other words
 /// between them allowed ("Alice Smith, a nurse, lives in Seattle" says
-/// "Alice lives in Seattle"; "Cris is an author, while Jorlan designs" does
-/// not say "Jorlan is an author").
+/// "Alice lives in Seattle"; "Dani is an author, while Emil designs" does
+/// not say "Emil is an author").
 fn says_within(new: &str, old: &str) -> bool {
     let new = stemmed(new);
     let mut rest = new.iter();
@@ -152,7 +152,7 @@ pub(super) fn stemmed(text: &str) -> Vec<String> {
 
 /// The content words `text` sets against another value right after a
 /// comma, in at most [`CONTRAST_WORDS`] words up to the next comma:
-/// "Jorlan, not Cris Kertis, collaborated" gives cris and kertis; "Works
+/// "Emil, not Dani Moreau, collaborated" gives dani and moreau; "Works
 /// at Acme, not only as an engineer but as a manager" gives none.
 fn contrasted(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
@@ -165,7 +165,7 @@ fn contrasted(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Most words a contrast ("…, not Cris Kertis, …") names: a value, not a
+/// Most words a contrast ("…, not Dani Moreau, …") names: a value, not a
 /// clause of its own.
 const CONTRAST_WORDS: usize = 3;
 

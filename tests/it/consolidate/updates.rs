@@ -100,12 +100,12 @@ async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
     let old = add(
         &layout,
         "2026-11-01",
-        &["Nora Fishel and Eliza Woodley co-host a podcast about careers"],
+        &["Hanna Berglund and Iris Okafor co-host a podcast about careers"],
     );
     let cat = add(
         &layout,
         "2026-11-01",
-        &["Eliza Woodley has a cat named Pixel"],
+        &["Iris Okafor has a cat named Pixel"],
     );
     let server = scripted(|_, body| {
         let p = prompt_of(body);
@@ -115,7 +115,7 @@ async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
             return faithful(body);
         }
         let fact = &listed(&p, 'F')[0].1;
-        Reply::Json(if fact.contains("Joren") {
+        Reply::Json(if fact.contains("Piet") {
             outdated(&alias_of(&p, 'E', "podcast").expect("the podcast entry is shown"))
         } else if fact.contains("Tokyo") {
             // A name that was not shown, then garbage: the ADD stays.
@@ -138,9 +138,9 @@ async fn an_update_added_beside_its_entry_is_caught_by_the_second_look() {
         &layout,
         "2026-11-20",
         &[
-            "Joren Sullivar and Eliza Woodley co-host a podcast about careers",
-            "Eliza Woodley visited Tokyo in May",
-            "Eliza Woodley wrote a novel about careers",
+            "Piet Hallam and Iris Okafor co-host a podcast about careers",
+            "Iris Okafor visited Tokyo in May",
+            "Iris Okafor wrote a novel about careers",
         ],
     );
     let report = consolidate::run(&crate::support::memory(&layout, &config), FORCE)
@@ -180,11 +180,11 @@ fn the_podcast_entry_is_replaced_and_the_others_added(
 ) {
     let all = entries(layout);
     assert_eq!(all.len(), 4, "{all:#?}");
-    let podcast = entry_with(&all, "Joren");
+    let podcast = entry_with(&all, "Piet");
     assert_eq!(
         podcast.text,
-        "Joren Sullivar and Eliza Woodley co-host a podcast about careers \
-         (previously: Nora Fishel and Eliza Woodley co-host a podcast about careers)"
+        "Piet Hallam and Iris Okafor co-host a podcast about careers \
+         (previously: Hanna Berglund and Iris Okafor co-host a podcast about careers)"
     );
     let mut want = old.to_vec();
     want.push(new[0].clone());
@@ -209,7 +209,7 @@ async fn with_updates_unchecked_no_second_look_is_asked(
     add(
         layout,
         "2026-11-21",
-        &["Ann Lee and Eliza Woodley co-host a podcast about careers"],
+        &["Ann Lee and Iris Okafor co-host a podcast about careers"],
     );
     let report = consolidate::run(&crate::support::memory(layout, &off), FORCE)
         .await
@@ -232,11 +232,11 @@ fn a_replace_keeps_a_changed_value_drops_a_typo_and_keeps_history_written() {
     // Another person in the same role (Qwen 1.5B writes it this way).
     assert_eq!(
         with_history(
-            "Joren Sullivar and Eliza Woodley co-host a podcast.",
-            "Nora Fishel and Eliza Woodley co-host a podcast."
+            "Piet Hallam and Iris Okafor co-host a podcast.",
+            "Hanna Berglund and Iris Okafor co-host a podcast."
         ),
-        "Joren Sullivar and Eliza Woodley co-host a podcast. \
-         (previously: Nora Fishel and Eliza Woodley co-host a podcast.)"
+        "Piet Hallam and Iris Okafor co-host a podcast. \
+         (previously: Hanna Berglund and Iris Okafor co-host a podcast.)"
     );
     // A number is a value, never a typo.
     assert_eq!(
@@ -276,11 +276,11 @@ fn a_replace_keeps_a_changed_value_drops_a_typo_and_keeps_history_written() {
     // that fixes a typo is not.
     assert_eq!(
         with_history(
-            "Jorlan Jonson, not Cris Kertis, collaborated with Joshuan Deyas on a tech startup.",
-            "Cris Kertis and Joshuan Deyas collaborated on a tech startup."
+            "Emil Rask, not Dani Moreau, collaborated with Luca Brenner on a tech startup.",
+            "Dani Moreau and Luca Brenner collaborated on a tech startup."
         ),
-        "Jorlan Jonson, not Cris Kertis, collaborated with Joshuan Deyas on a tech startup. \
-         (previously: Cris Kertis and Joshuan Deyas collaborated on a tech startup.)"
+        "Emil Rask, not Dani Moreau, collaborated with Luca Brenner on a tech startup. \
+         (previously: Dani Moreau and Luca Brenner collaborated on a tech startup.)"
     );
     assert_eq!(
         with_history(
@@ -324,38 +324,38 @@ fn a_replace_keeps_the_old_text_a_new_statement_no_longer_says() {
     // "current only" for it).
     assert_eq!(
         with_history(
-            "Madison is the older sibling, with Brandon being her younger brother.",
-            "Brandon and Madison are siblings, with Brandon being the older brother."
+            "Freya is the older sibling, with Dmitri being her younger brother.",
+            "Dmitri and Freya are siblings, with Dmitri being the older brother."
         ),
-        "Madison is the older sibling, with Brandon being her younger brother. \
-         (previously: Brandon and Madison are siblings, with Brandon being the older brother.)"
+        "Freya is the older sibling, with Dmitri being her younger brother. \
+         (previously: Dmitri and Freya are siblings, with Dmitri being the older brother.)"
     );
     // Every old word kept, in another statement: a swap of two people.
     assert_eq!(
         with_history(
-            "Cris is a published author, while Jorlan is known for graphic design.",
-            "Jorlan is a published author."
+            "Dani is a published author, while Emil is known for graphic design.",
+            "Emil is a published author."
         ),
-        "Cris is a published author, while Jorlan is known for graphic design. \
-         (previously: Jorlan is a published author.)"
+        "Dani is a published author, while Emil is known for graphic design. \
+         (previously: Emil is a published author.)"
     );
     // Every old word kept, in order, and what both did no longer said
     // (Qwen 1.5B's Letta update, set 73, was "current only" without it);
     // said of both still, the old text is still said.
     assert_eq!(
         with_history(
-            "Kelvin Freemont attended Stanford University, while Cristina Rodarez attended the Massachusetts Institute of Technology.",
-            "Kelvin Freemont and Cristina Rodarez both attended the Massachusetts Institute of Technology."
+            "Hugo Steen attended Stanford University, while Ines Calloway attended the Massachusetts Institute of Technology.",
+            "Hugo Steen and Ines Calloway both attended the Massachusetts Institute of Technology."
         ),
-        "Kelvin Freemont attended Stanford University, while Cristina Rodarez attended the Massachusetts Institute of Technology. \
-         (previously: Kelvin Freemont and Cristina Rodarez both attended the Massachusetts Institute of Technology.)"
+        "Hugo Steen attended Stanford University, while Ines Calloway attended the Massachusetts Institute of Technology. \
+         (previously: Hugo Steen and Ines Calloway both attended the Massachusetts Institute of Technology.)"
     );
     assert_eq!(
         with_history(
-            "Kelvin and Cristina both attended MIT in 2019",
-            "Kelvin and Cristina both attended MIT"
+            "Hugo and Ines both attended MIT in 2019",
+            "Hugo and Ines both attended MIT"
         ),
-        "Kelvin and Cristina both attended MIT in 2019"
+        "Hugo and Ines both attended MIT in 2019"
     );
     // Older history is flattened, not nested.
     assert_eq!(

@@ -169,14 +169,15 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
     let cluster = Cluster {
         groups: vec![Group {
             ids: vec!["2026-02-01#00000002".into()],
-            text: "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education."
+            text: "Caspar Wilde and Rufus Kane ran a charity fundraiser for children's education."
                 .into(),
             days: vec!["2026-02-01".into()],
         }],
         entries: vec![Snapshot {
             id: "e-fund".into(),
-            text: "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education."
-                .into(),
+            text:
+                "Caspar Wilde and Colette Brandt ran a charity fundraiser for children's education."
+                    .into(),
             pinned: false,
             unreviewed: false,
             first_seen: "2026-01-01".into(),
@@ -185,7 +186,7 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
         forgotten: Vec::new(),
     };
     let reply = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
-        "text": "Nathaniel Herrick and Annette Rojan ran a charity fundraiser for children's education; previously they ran a charity fundraiser for children's education."}]});
+        "text": "Caspar Wilde and Colette Brandt ran a charity fundraiser for children's education; previously they ran a charity fundraiser for children's education."}]});
     assert_eq!(
         validate(&reply, &cluster, 20).unwrap(),
         vec![Op::Add {
@@ -197,10 +198,10 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
     let err = validate(&keep, &cluster, 20).unwrap_err();
     assert!(err.contains("no text says it"), "{err}");
     let good = json!({"ops": [{"op": "REPLACE", "target": "E1", "from": ["F1"],
-        "text": "Nathaniel Herrick and William Sutter ran a charity fundraiser for children's education; previously Annette Rojan did."}]});
+        "text": "Caspar Wilde and Rufus Kane ran a charity fundraiser for children's education; previously Colette Brandt did."}]});
     match &validate(&good, &cluster, 20).unwrap()[0] {
         Op::Replace { text, .. } => {
-            assert!(text.ends_with("previously Annette Rojan did."), "{text}")
+            assert!(text.ends_with("previously Colette Brandt did."), "{text}")
         }
         other => panic!("{other:?}"),
     }
