@@ -224,7 +224,7 @@ fn says_new(text: &str, new_fact: &str, old_fact: &str) -> bool {
     }
     let have = content_words(text);
     let kept = added.iter().filter(|w| have.contains(*w)).count();
-    !added.is_empty() && kept as f32 >= CARRIED * added.len() as f32
+    kept as f32 >= CARRIED * added.len() as f32
 }
 
 /// Whether `text` states `new_fact`, which adds no word to `old_fact`

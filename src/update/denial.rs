@@ -20,7 +20,7 @@ pub(super) const DENIAL_WORDS: &[&str] = &[
 /// verb of many objects ("User never drinks alcohol" / "User drinks
 /// coffee"); two name the thing ("has never traveled outside his home
 /// country" / "has traveled to more than 20 countries").
-pub const DENIED_MIN_SHARED: usize = 2;
+pub(crate) const DENIED_MIN_SHARED: usize = 2;
 
 /// Shared words that make a denial whatever else the affirming text
 /// says; with fewer, they must be half its words ([`denied`]). "Never led
@@ -123,7 +123,7 @@ pub(super) fn denied(older: &Read, newer: &Read) -> bool {
 /// subject and words of when aside) what the one denies shares with what
 /// the other affirms, and how many the other affirms. `(0, 0)` for any
 /// other pair.
-pub fn denial_shares(older: &Read, newer: &Read) -> (usize, usize) {
+pub(crate) fn denial_shares(older: &Read, newer: &Read) -> (usize, usize) {
     let (a, b) = (&older.words, &newer.words);
     let (denier, affirms) = match (older.denies(), newer.denies()) {
         (true, false) => (older, b),

@@ -54,7 +54,7 @@ mod frame;
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-pub use denial::{DENIED_MIN_SHARED, denial_shares};
+pub(crate) use denial::{DENIED_MIN_SHARED, denial_shares};
 use denial::{denial_word, denied, names};
 use frame::Frame;
 
@@ -349,7 +349,7 @@ impl Read {
         !then.is_empty() && self.history.contains(&then)
     }
 
-    /// How many words that carry content, names aside, it opens with
+    /// How many words that carry content, names and its subject aside, it opens with
     /// together with `other`, past which both go on with words of their
     /// own ("Tomas Berg has written several essays on medieval
     /// shipbuilding" / "… on urban bike lanes": 3, "written", "several",
@@ -359,14 +359,19 @@ impl Read {
     pub fn opening_shared_with(&self, other: &Read) -> usize {
         let (a, b) = (&self.words, &other.words);
         let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        if n == a.len() || n == b.len() {
+        if n == 0 || n == a.len() || n == b.len() {
             return 0;
         }
         let ((cap_a, small_a), (cap_b, small_b)) = (names(&self.now), names(&other.now));
         let name = |w: &String| {
             (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
         };
-        a[..n].iter().filter(|w| is_content(w) && !name(w)).count()
+        // The first word is the subject, or its first name (which
+        // [`names`] cannot see written with a capital after a first word).
+        let subject = subject(a);
+        (a[1..n].iter())
+            .filter(|w| is_content(w) && !name(w) && w.as_str() != subject)
+            .count()
     }
 
     /// Whether it says a denial word ([`denial::DENIAL_WORDS`]).
