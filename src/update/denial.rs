@@ -144,12 +144,7 @@ pub(crate) fn denial_shares(older: &Read, newer: &Read) -> (usize, usize) {
         return (0, 0);
     }
     let subject = subject(a);
-    // A name is a word neither text writes without a capital ("Award" in
-    // "the National Archive Award" is the word "awards" too).
-    let ((cap_a, small_a), (cap_b, small_b)) = (names(&older.now), names(&newer.now));
-    let name = |w: &String| {
-        (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
-    };
+    let name = older.name_with(newer);
     let kept = |w: &String| {
         is_content(w)
             && !number(w)

@@ -52,7 +52,7 @@ mod denial;
 mod frame;
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 pub(crate) use denial::{DENIED_MIN_SHARED, denial_shares};
 use denial::{denial_word, denied, names};
@@ -321,6 +321,10 @@ pub struct Read {
     /// The history it keeps after that, lowercased ("(since …;
     /// previously: …)"; empty when it keeps none).
     history: String,
+    /// The words of `now` written with a capital after its first word,
+    /// and those written without one ([`names`]): read once, when a pair
+    /// first asks.
+    names: OnceLock<(HashSet<String>, HashSet<String>)>,
 }
 
 impl Read {
@@ -333,6 +337,7 @@ impl Read {
             unnamed: unnamed_subject(now),
             now: now.to_string(),
             history: text[now.len()..].trim().to_lowercase(),
+            names: OnceLock::new(),
         }
     }
 
@@ -362,16 +367,24 @@ impl Read {
         if n == 0 || n == a.len() || n == b.len() {
             return 0;
         }
-        let ((cap_a, small_a), (cap_b, small_b)) = (names(&self.now), names(&other.now));
-        let name = |w: &String| {
-            (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
-        };
+        let name = self.name_with(other);
         // The first word is the subject, or its first name (which
         // [`names`] cannot see written with a capital after a first word).
         let subject = subject(a);
         (a[1..n].iter())
             .filter(|w| is_content(w) && !name(w) && w.as_str() != subject)
             .count()
+    }
+
+    /// Whether a word is a name in the pair of `self` and `other`: written
+    /// with a capital in one of them, never without ("Award" in "the
+    /// National Archive Award" is the word "awards" too).
+    pub(super) fn name_with<'a>(&'a self, other: &'a Read) -> impl Fn(&String) -> bool + 'a {
+        let names = |r: &'a Read| r.names.get_or_init(|| names(&r.now));
+        let ((cap_a, small_a), (cap_b, small_b)) = (names(self), names(other));
+        move |w| {
+            (cap_a.contains(w) || cap_b.contains(w)) && !small_a.contains(w) && !small_b.contains(w)
+        }
     }
 
     /// Whether it says a denial word ([`denial::DENIAL_WORDS`]).
