@@ -60,7 +60,7 @@ impl Line {
         let body = line.trim().strip_prefix("- ")?;
         let body = body.strip_suffix("-->")?;
         let at = body.rfind("<!--")?;
-        let entry_id = EntryId::from(body[at + 4..].trim());
+        let entry_id = EntryId::stored(body[at + 4..].trim());
         let mut text = body[..at].trim();
         let mut date = None;
         if let Some((rest, d)) = text.rsplit_once(DATE_SEP)

@@ -360,24 +360,21 @@ fn denied_in_part(old: &Read, new: &Read, cos: Option<f32>) -> bool {
 /// scores shown are then lowered where needed so that they still never
 /// rise down the list.
 pub(crate) fn declared_below(layout: &Layout, hits: &mut [Hit]) -> Result<()> {
-    let facts: HashSet<&str> = hits
+    let facts: HashSet<FactId> = hits
         .iter()
         .filter(|h| h.kind == RowKind::Fact)
-        .map(|h| h.id.as_str())
+        .filter_map(|h| h.id.parse().ok())
         .collect();
-    let days: BTreeSet<String> = facts
-        .iter()
-        .map(|f| FactId::from(*f).day().to_string())
-        .collect();
+    let days: BTreeSet<&str> = facts.iter().map(FactId::day).collect();
     // Row superseded → the fact hit that declared it.
     let mut declared: HashMap<String, String> = HashMap::new();
     for day in days {
-        for f in archive::declaring(layout, &day)? {
+        for f in archive::declaring(layout, day)? {
             // The fact's id parsed from its line alone lacks the count of
             // the same text earlier that day (`.2`): its hash decides.
             let by = facts
                 .iter()
-                .find(|h| FactId::from(**h).first_of_text() == f.id.first_of_text());
+                .find(|h| h.first_of_text() == f.id.first_of_text());
             let Some(by) = by else { continue };
             let rows = f.supersedes_facts.iter().map(|t| t.to_string()).chain(
                 f.supersedes

@@ -25,7 +25,7 @@ use crate::consolidate::promote;
 use crate::core_md::{self, CoreMd};
 use crate::entries::{self, Document, text_hash};
 use crate::error::{Result, bail};
-use crate::ids::{self, EntryId, RunId};
+use crate::ids::{EntryId, RunId};
 use crate::journal::{self, Op, Stamp};
 use crate::limits::MAX_FACT_BYTES;
 use crate::pause::Step;
@@ -46,10 +46,9 @@ pub struct Change {
 /// changing under it.
 const ATTEMPTS: usize = 10;
 
-/// Apply `change` to live entry `id` (`e-…`, or `core:e-…`). The run that
-/// journaled it, or `None` when the entry already was as asked.
-pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>> {
-    let id = EntryId::from(ids::given(id));
+/// Apply `change` to live entry `id`. The run that journaled it, or
+/// `None` when the entry already was as asked.
+pub fn edit(memory: &Memory, id: &EntryId, change: &Change) -> Result<Option<RunId>> {
     let text = valid_text(change.text.as_deref())?;
     let layout = &memory.layout;
     let _lock = Writing::start(memory)?;
@@ -100,7 +99,7 @@ pub fn edit(memory: &Memory, id: &str, change: &Change) -> Result<Option<RunId>>
             continue;
         };
         journal::append(&layout.journal_file(), &stamp.adoptions(&doc, &adopted))?;
-        core_line(layout, &id, &after_text)?;
+        core_line(layout, id, &after_text)?;
         return Ok(Some(stamp.run));
     }
     bail!("consolidated/memory.md kept changing during the edit; nothing was changed, run it again")

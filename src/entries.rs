@@ -608,7 +608,7 @@ fn id_of(text: &str, sources: &[FactId]) -> Option<EntryId> {
     facts.sort_unstable();
     facts.dedup();
     let data = format!("{text}\u{0}{}", facts.join("\u{0}"));
-    Some(EntryId::from(format!("e-{}", short_hash(&data, 8))))
+    Some(EntryId::hashed(&short_hash(&data, 8)))
 }
 
 /// A new entry id, not `taken` and, in practice, unique across time: the
@@ -621,15 +621,12 @@ fn new_id(text: &str, taken: impl Fn(&str) -> bool) -> EntryId {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        let id = format!(
-            "e-{}",
-            short_hash(
-                &format!("{text}\u{0}{nanos}\u{0}{n}\u{0}{}", std::process::id()),
-                8
-            )
-        );
+        let id = EntryId::hashed(&short_hash(
+            &format!("{text}\u{0}{nanos}\u{0}{n}\u{0}{}", std::process::id()),
+            8,
+        ));
         if !taken(&id) {
-            return EntryId::from(id);
+            return id;
         }
     }
 }

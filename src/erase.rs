@@ -348,11 +348,7 @@ pub fn erase(memory: &Memory, id: &str) -> Result<Erasure> {
     versions::erase(layout, |file, chunk| scope.in_chunk(file, chunk), &ts)?;
     Ok(Erasure {
         id: id.to_string(),
-        entries: scope
-            .entries
-            .iter()
-            .map(|e| EntryId::from(e.as_str()))
-            .collect(),
+        entries: scope.entries.iter().map(|e| EntryId::stored(e)).collect(),
         facts: scope.facts.iter().cloned().collect(),
         journal_records,
         recalls,
@@ -406,8 +402,8 @@ fn scope(
     // A fact another copy folded into the entry since (an update of it)
     // says something else: it stays, pending again with the entry gone.
     let mut held: BTreeSet<FactId> = BTreeSet::new();
-    if EntryId::looks_like(id) {
-        s.entry = Some(EntryId::from(id));
+    if let Ok(entry) = id.parse::<EntryId>() {
+        s.entry = Some(entry);
         s.entries = forget::lineage_ids(records, id).into_iter().collect();
         for e in doc
             .entries()

@@ -91,7 +91,7 @@ pub fn forget(memory: &Memory, id: &str) -> Result<Candidate> {
             layout,
             &stamp,
             (&mut doc, &facts[..]),
-            (EntryId::from(id), &entry),
+            (EntryId::stored(id), &entry),
         )?;
         return Ok(Candidate {
             kind: RowKind::Entry,
@@ -368,7 +368,7 @@ fn put_back(
         None => {
             let sources = forgot.map(|r| r.sources.clone()).unwrap_or_default();
             let mut meta = doc.new_meta(&text, &stamp.today(), sources);
-            meta.id = EntryId::from(id);
+            meta.id = EntryId::stored(id);
             meta
         }
     };

@@ -1,9 +1,20 @@
 //! Ids are types, not strings (after jj's `lib/src/object_id.rs`): an
-//! archive fact's id, an entry's, a run's, and a row of the index. Each is
-//! its text on disk and on the wire (serde transparent), so files and the
-//! API read exactly as before; in the code a fact id can no longer be
-//! passed where an entry id is meant, and the prefixes that once decided
-//! logic (`core:`, `hand-`) are variants of [`RowId`].
+//! archive fact's id, an entry's, a run's, a proposal's and a row of the
+//! index. Each is its text on disk and on the wire (serde transparent), so
+//! files and the API read exactly as before; in the code a fact id can no
+//! longer be passed where an entry id is meant, and the prefixes that once
+//! decided logic (`core:`, `hand-`) are variants of [`RowId`].
+//!
+//! No string becomes an id by conversion. An id is made by its kind's
+//! constructor (a new fact's, entry's, run's or proposal's), or parsed
+//! ([`std::str::FromStr`]), which checks the kind's shape and says what
+//! was expected ([`NotAnId`]): the command line parses every id it takes
+//! that way. Read back from memd's own files and from the index, an id is
+//! taken as stored (serde, and [`RowId::stored`] for the index's column):
+//! those hold only ids memd wrote, and a file a person edited is judged by
+//! `memd check`, not refused on read. An id of no known shape sent over
+//! HTTP or MCP names nothing, and the request answers as for any id that
+//! names nothing (`no such …`, 404).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -13,9 +24,21 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, is_day};
 use crate::text;
 
-/// The common part of the string ids: a newtype over its text.
+/// A text that does not have the shape of the id it was given as.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not {kind} ({shape})")]
+pub struct NotAnId {
+    /// What the text was meant to name ("a fact id", "a run id", …).
+    pub kind: &'static str,
+    /// The shape that kind of id has, with an example.
+    pub shape: &'static str,
+    pub text: String,
+}
+
+/// The common part of the string ids: a newtype over its text, parsed by
+/// `$looks_like` (the shape, `$shape`, of a `$kind`).
 macro_rules! string_id {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $shape:literal, $looks_like:expr) => {
         $(#[$doc])*
         #[derive(
             Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -55,15 +78,20 @@ macro_rules! string_id {
             }
         }
 
-        impl From<String> for $name {
-            fn from(s: String) -> $name {
-                $name(s)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(s: &str) -> $name {
-                $name(s.to_string())
+        impl std::str::FromStr for $name {
+            type Err = NotAnId;
+            /// The id `s` names (trimmed), if it has the kind's shape.
+            fn from_str(s: &str) -> Result<$name, NotAnId> {
+                let s = s.trim();
+                let looks_like: fn(&str) -> bool = $looks_like;
+                match looks_like(s) {
+                    true => Ok($name(s.to_string())),
+                    false => Err(NotAnId {
+                        kind: $kind,
+                        shape: $shape,
+                        text: s.to_string(),
+                    }),
+                }
             }
         }
 
@@ -111,29 +139,57 @@ macro_rules! string_id {
     };
 }
 
+/// `stored` for the ids memd reads back from its own files and tables.
+macro_rules! stored {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// An id read back from a file or table memd wrote (the
+            /// journal, `consolidated/memory.md`, the index's id column),
+            /// taken as stored, as serde reads those files.
+            pub(crate) fn stored(id: &str) -> $name {
+                $name(id.to_string())
+            }
+        }
+    )*};
+}
+
+stored!(EntryId, RowId);
+
 string_id!(
     /// An archive fact: its day, a hash of its normalised text, and its
     /// occurrence that day past the first (`2026-11-22#a1b2c3d4`,
     /// `2026-11-22#a1b2c3d4.2`).
-    FactId
+    FactId,
+    "a fact id",
+    "a day, `#` and a hash: 2026-11-22#a1b2c3d4",
+    FactId::looks_like
 );
 
 string_id!(
     /// An entry of `consolidated/memory.md` (`e-3f9a2c…`).
-    EntryId
+    EntryId,
+    "an entry id",
+    "`e-` and a hash or a name: e-3f9a2c1b",
+    EntryId::looks_like
 );
 
 string_id!(
     /// A run in the journal: a consolidation, a forget or an undo
     /// (`r-20261122T140512-ab12`).
-    RunId
+    RunId,
+    "a run id",
+    "`r-`, a time and a hash: r-20261122T140512-ab12",
+    RunId::looks_like
 );
 
 string_id!(
     /// An op a run in review mode proposed: an item of
     /// `consolidated/REVIEW.md` (`p-1a2b3c4d`), from the run's id and the
     /// op's place in it.
-    ProposalId
+    ProposalId,
+    "a proposal id",
+    "`p-` and 8 hex digits: p-1a2b3c4d",
+    ProposalId::looks_like
 );
 
 impl ProposalId {
@@ -150,6 +206,11 @@ impl ProposalId {
 }
 
 impl EntryId {
+    /// The entry id of hash (or name) `hash`: `e-` and it.
+    pub fn hashed(hash: &str) -> EntryId {
+        EntryId(format!("e-{hash}"))
+    }
+
     /// Whether `s` has the shape of an entry id: `e-` and a hash (or a
     /// name a person gave: letters, digits, `-`, `_`; at most 64).
     pub fn looks_like(s: &str) -> bool {
@@ -163,6 +224,14 @@ impl EntryId {
 }
 
 impl RunId {
+    /// Whether `s` has the shape of a run's id: `r-`, then letters,
+    /// digits and `-` (the time and the hash [`RunId::new`] gives).
+    pub fn looks_like(s: &str) -> bool {
+        s.strip_prefix("r-").is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    }
+
     /// A new run's id: the time `clock` gives, and a hash that keeps two
     /// runs in one second apart.
     pub fn new(clock: &Clock) -> RunId {
@@ -258,8 +327,8 @@ impl ItemId {
     pub fn parse(s: &str) -> ItemId {
         let s = s.trim();
         match FactId::looks_like(s) {
-            true => ItemId::Fact(FactId::from(s)),
-            false => ItemId::Entry(EntryId::from(s)),
+            true => ItemId::Fact(FactId(s.to_string())),
+            false => ItemId::Entry(EntryId(s.to_string())),
         }
     }
 
@@ -284,7 +353,10 @@ string_id!(
     /// is `core:` and its entry's id, a hand-written block memd has not
     /// saved yet is `hand-` and the hash of its text. Ordered as text, so
     /// ties in a ranking fall the same way whatever the kind.
-    RowId
+    RowId,
+    "an id a search hit gives",
+    "a fact id, an entry id, `core:` and an entry id, or `hand-` and a hash",
+    RowId::looks_like
 );
 
 /// A fact's row has the fact's id.
@@ -333,11 +405,67 @@ impl RowId {
 
     /// The entry whose `MEMORY.md` line this row is, if it is one.
     pub fn core_entry(&self) -> Option<EntryId> {
-        self.0.strip_prefix(CORE_PREFIX).map(EntryId::from)
+        (self.0.strip_prefix(CORE_PREFIX)).map(|e| EntryId(e.to_string()))
+    }
+
+    /// Whether `s` has the shape of a row's id: a fact's or an entry's,
+    /// `core:` and an entry's, or `hand-` and a hash.
+    pub fn looks_like(s: &str) -> bool {
+        FactId::looks_like(s)
+            || EntryId::looks_like(s)
+            || s.strip_prefix(CORE_PREFIX).is_some_and(EntryId::looks_like)
+            || (s.strip_prefix(HAND_PREFIX))
+                .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric()))
     }
 
     /// Whether the row is a hand-written block awaiting its id.
     pub fn is_hand(&self) -> bool {
         self.0.starts_with(HAND_PREFIX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_is_parsed_only_from_text_of_its_kinds_shape() {
+        assert!("2026-11-22#a1b2c3d4.2".parse::<FactId>().is_ok());
+        assert!(" e-3f9a2c1b ".parse::<EntryId>().is_ok());
+        assert!("r-20261122T140512-ab12".parse::<RunId>().is_ok());
+        assert!("p-1a2b3c4d".parse::<ProposalId>().is_ok());
+        for row in [
+            "2026-11-22#a1b2c3d4",
+            "e-3f9a2c1b",
+            "core:e-3f9a2c1b",
+            "hand-0a1b",
+        ] {
+            assert!(row.parse::<RowId>().is_ok(), "{row}");
+        }
+        // An entry's id is no fact's, a fact's no run's, and so on.
+        assert!("e-3f9a2c1b".parse::<FactId>().is_err());
+        assert!("2026-11-22#a1b2c3d4".parse::<EntryId>().is_err());
+        assert!("e-3f9a2c1b".parse::<RunId>().is_err());
+        assert!("p-1a2b3c4".parse::<ProposalId>().is_err());
+        for row in [
+            "",
+            "core:",
+            "core:2026-11-22#a1",
+            "hand-",
+            "hand-a b",
+            "Acme",
+        ] {
+            assert!(row.parse::<RowId>().is_err(), "{row}");
+        }
+    }
+
+    #[test]
+    fn text_of_another_shape_is_refused_with_the_shape_expected() {
+        let err = "e-1".parse::<RunId>().unwrap_err();
+        assert_eq!(err.text, "e-1");
+        assert_eq!(
+            err.to_string(),
+            "`e-1` is not a run id (`r-`, a time and a hash: r-20261122T140512-ab12)"
+        );
     }
 }

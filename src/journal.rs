@@ -169,7 +169,7 @@ pub fn lineage(records: &[Record]) -> BTreeMap<EntryId, Lineage> {
         if r.op == Op::Suppress || FactId::looks_like(&r.entry) {
             continue;
         }
-        let l = out.entry(EntryId::from(r.entry.as_str())).or_default();
+        let l = out.entry(EntryId::stored(&r.entry)).or_default();
         match r.op {
             // A forget taken back with no entry to put back (neither the
             // file nor the journal held it: its facts are pending again).

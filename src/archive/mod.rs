@@ -433,7 +433,7 @@ fn parse_item(raw: &str) -> Option<ItemText> {
         .strip_prefix(ERASED_OPEN)
         .and_then(|r| r.strip_suffix("-->"))
         .and_then(|r| r.split_whitespace().next())
-        .filter(|id| FactId::looks_like(id))
+        .and_then(|id| id.parse::<FactId>().ok())
     {
         return Some(ItemText {
             text: String::new(),
@@ -441,7 +441,7 @@ fn parse_item(raw: &str) -> Option<ItemText> {
             key,
             supersedes: Vec::new(),
             supersedes_facts: Vec::new(),
-            erased: Some(FactId::from(id)),
+            erased: Some(id),
             end: 0,
         });
     }
@@ -517,17 +517,17 @@ fn take_supersedes(text: &mut String) -> (Vec<EntryId>, Vec<FactId>) {
         return none;
     };
     let inner = &text[at + SUPERSEDES_OPEN.len()..text.len() - 3];
-    let words: Vec<&str> = inner.split_whitespace().collect();
-    let known = |w: &&str| EntryId::looks_like(w) || FactId::looks_like(w);
-    if words.is_empty() || !words.iter().all(known) {
+    let mut named = (Vec::new(), Vec::new());
+    for word in inner.split_whitespace() {
+        match (word.parse::<FactId>(), word.parse::<EntryId>()) {
+            (Ok(fact), _) => named.1.push(fact),
+            (_, Ok(entry)) => named.0.push(entry),
+            _ => return none,
+        }
+    }
+    if named.0.is_empty() && named.1.is_empty() {
         return none;
     }
-    let (facts, entries): (Vec<&str>, Vec<&str>) =
-        words.into_iter().partition(|w| FactId::looks_like(w));
-    let named = (
-        entries.into_iter().map(EntryId::from).collect(),
-        facts.into_iter().map(FactId::from).collect(),
-    );
     text.truncate(at);
     text.truncate(text.trim_end().len());
     named

@@ -391,7 +391,7 @@ fn last_ops(records: &[Record]) -> HashMap<EntryId, Op> {
     records
         .iter()
         .filter(|r| r.op != Op::Suppress && !FactId::looks_like(&r.entry))
-        .map(|r| (EntryId::from(r.entry.as_str()), r.op))
+        .map(|r| (EntryId::stored(&r.entry), r.op))
         .collect()
 }
 

@@ -570,7 +570,7 @@ async fn index(
         let synced = Source::parse(&r.source)
             .and_then(|s| fresh.get(&s).copied())
             .is_some_and(|f| f == Freshness::Fresh);
-        if synced && rows::hidden(tombstones, kind, &RowId::from(r.id.as_str()), text) {
+        if synced && rows::hidden(tombstones, kind, &RowId::stored(&r.id), text) {
             report.problem(
                 Kind::IndexRows,
                 INDEX,

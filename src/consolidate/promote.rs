@@ -85,7 +85,7 @@ pub fn rank(
             let mut u = Usage::default();
             let rows = [RowId::entry(&m.id), RowId::core(&m.id)]
                 .into_iter()
-                .chain(m.sources.iter().map(|s| RowId::from(s.as_str())));
+                .chain(m.sources.iter().map(RowId::fact));
             for row in rows {
                 if let Some(used) = usage.get(&row) {
                     u.merge(used);

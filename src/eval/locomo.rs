@@ -370,7 +370,7 @@ impl Questions<'_> {
         for f in facts {
             rows.insert((*f).clone());
             if let Some(e) = holder.get(*f) {
-                let entry = EntryId::from(e.as_str());
+                let entry = EntryId::stored(e);
                 rows.insert(RowId::core(&entry).to_string());
                 rows.insert(e.clone());
             }

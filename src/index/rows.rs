@@ -117,7 +117,7 @@ impl Row {
     #[cfg(test)]
     pub(super) fn fact(id: &str, text: &str) -> Row {
         Row {
-            id: RowId::from(id),
+            id: RowId::stored(id),
             kind: RowKind::Fact,
             source: Source::Day("2026-01-01".into()),
             day: Some("2026-01-01".into()),

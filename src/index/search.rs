@@ -232,7 +232,7 @@ pub(super) fn hits(b: &RecordBatch) -> Result<Vec<Hit>> {
     let days = string_col(b, "day")?;
     Ok((0..b.num_rows())
         .map(|i| Hit {
-            id: RowId::from(ids.value(i)),
+            id: RowId::stored(ids.value(i)),
             // Written by this module only; an unknown value reads as a fact.
             kind: RowKind::parse(kinds.value(i)).unwrap_or(RowKind::Fact),
             text: texts.value(i).to_string(),

@@ -155,7 +155,7 @@ fn resolve(layout: &Layout, ids: &[RowId], text: &str) -> Result<Superseded> {
                     }
                 }
             }
-            None => EntryId::from(id.as_str()),
+            None => EntryId::stored(id),
         };
         let e = doc
             .get(entry.as_str())

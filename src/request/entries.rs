@@ -168,10 +168,15 @@ impl Request for EditEntry {
             pinned: self.pinned,
             category: self.category,
         };
-        let id = self.id.as_str().to_string();
+        // A fact is no entry to edit: named as given, it is not found.
+        let ItemId::Entry(id) = self.id else {
+            let id = self.id.to_string();
+            return Err(Error::NotFound { id });
+        };
         let (run, entry) = blocking(move || {
             let run = edit::edit(&memory, &id, &change)?;
-            let entry = views(&layout)?.into_iter().find(|v| v.id.as_str() == id);
+            let entry = views(&layout)?.into_iter().find(|v| v.id == id);
+            let id = id.to_string();
             Ok((run, entry.ok_or(Error::NotFound { id })?))
         })
         .await?;

@@ -313,7 +313,7 @@ fn parse_item(line: &str) -> Option<(ProposalId, Mark)> {
     };
     let rest = chars.as_str().strip_prefix("] ")?;
     let id = rest.split_whitespace().next()?.trim_matches('`');
-    ProposalId::looks_like(id).then(|| (ProposalId::from(id), mark))
+    Some((id.parse().ok()?, mark))
 }
 
 #[cfg(test)]

@@ -446,7 +446,7 @@ const ATTEMPTS: usize = 10;
 
 /// Undo run `id` (see the module doc), stamped with `memory`'s clock.
 /// Holds the entries lock.
-pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
+pub fn undo(memory: &Memory, id: &RunId, opts: Options) -> Result<Outcome> {
     let layout = &memory.layout;
     let _lock = Writing::start(memory)?;
     let stamp = Stamp::new(memory.clock);
@@ -464,7 +464,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
         let (steps, left) = plan(&mut doc, &records, (&today, &forgotten));
         let (out, into) = moved(&doc, &steps);
         let mut outcome = Outcome {
-            undoes: RunId::from(id),
+            undoes: id.clone(),
             run: None,
             dry_run: opts.dry_run,
             changes: steps.iter().map(Step::change).collect(),
@@ -483,8 +483,7 @@ pub fn undo(memory: &Memory, id: &str, opts: Options) -> Result<Outcome> {
         let_back_in(layout, &stamp, &into, took_back(&records))?;
         let mut state = State::load(&layout.state_file())?;
         refresh_memory_md(layout, None, &steps)?;
-        let undone = RunId::from(id);
-        let records: Vec<Record> = steps.iter().map(|s| record(&stamp, &undone, s)).collect();
+        let records: Vec<Record> = steps.iter().map(|s| record(&stamp, id, s)).collect();
         let saved = save_journaled(
             layout,
             &mut doc,

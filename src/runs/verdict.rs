@@ -120,7 +120,7 @@ pub(super) fn undo_remove(doc: &Document, r: &Record, today: &str) -> Verdict {
     }
     let meta = r.meta_before.clone().unwrap_or_else(|| {
         let mut m = doc.new_meta(before, today, r.sources.clone());
-        m.id = EntryId::from(r.entry.as_str());
+        m.id = EntryId::stored(&r.entry);
         m.hash = text_hash(before);
         m
     });

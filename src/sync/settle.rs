@@ -407,7 +407,7 @@ fn journal_agrees(
     for (op, (id, e), into) in gone {
         if lineage.get(id.as_str()).is_some_and(|l| l.alive) {
             let mut r = stamp.record(op, id);
-            r.into = into.map(|i| EntryId::from(i.as_str()));
+            r.into = into.map(|i| EntryId::stored(i));
             r.before = Some(e.text.clone());
             r.sources = e
                 .meta

@@ -445,7 +445,7 @@ pub fn temp_files(layout: &Layout) -> Vec<String> {
 /// An entry as the judge sees it, with no dates or flags.
 pub fn entry(id: &str, text: &str) -> memd::consolidate::ops::Snapshot {
     memd::consolidate::ops::Snapshot {
-        id: id.into(),
+        id: id.parse().unwrap(),
         text: text.into(),
         pinned: false,
         unreviewed: false,

@@ -167,6 +167,42 @@ fn an_unknown_id_is_not_found_everywhere_and_a_k_out_of_range_is_refused() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// An id the command line takes is parsed as its kind: text of another
+/// shape (an entry's id given as a run, a word given as a hit's id) is
+/// refused before anything is written, with the shape that kind has.
+#[test]
+fn an_id_of_another_shape_is_refused_with_the_shape_its_kind_has() {
+    use crate::support::{memd, stderr};
+    let t = fresh();
+    let dir = t.path();
+    let fact = add(dir, "User works at Acme");
+    let day = dir.join("archive").join(format!("{}.md", &fact[..10]));
+    let before = std::fs::read(&day).unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["add", "User now works at Globex", "--supersedes", "Acme"],
+            "`Acme` is not an id a search hit gives",
+        ),
+        (
+            &["undo", "e-00000bad"],
+            "`e-00000bad` is not a run id (`r-`",
+        ),
+        (&["review", "accept", "p-12"], "`p-12` is not a proposal id"),
+    ];
+    for (args, says) in cases {
+        let out = memd(dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(&day).unwrap(), before, "nothing was appended");
+    // The id memd printed for the fact parses as what it is.
+    let out = memd(
+        dir,
+        &["add", "User now works at Globex", "--supersedes", &fact],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// `--json` on forget (one, a listing, --undo), reindex and init, in the
 /// API's shapes; `status` is short unless `--config` asks for the settings.
 #[test]

@@ -89,7 +89,7 @@ fn changes_touch_only_their_entry() {
     let meta = doc.new_meta(
         "Likes tea",
         "2026-06-01",
-        vec!["2026-06-01#abcdef01".into()],
+        vec!["2026-06-01#abcdef01".parse().unwrap()],
     );
     let new_id = meta.id.to_string();
     doc.push("Likes tea", meta);

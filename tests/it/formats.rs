@@ -23,12 +23,12 @@ fn memory_md_keeps_user_text_outside_the_markers() {
     .unwrap();
     let lines = vec![
         Line {
-            entry_id: "e-2".into(),
+            entry_id: "e-2".parse().unwrap(),
             text: "Works at Microsoft".into(),
             date: Some("2026-11-24".into()),
         },
         Line {
-            entry_id: "e-3".into(),
+            entry_id: "e-3".parse().unwrap(),
             text: "Prefers tea".into(),
             date: None,
         },
@@ -47,7 +47,7 @@ fn memory_md_keeps_user_text_outside_the_markers() {
 fn memory_md_without_markers_gets_them_appended() {
     let md = CoreMd::parse(b"just my notes").unwrap();
     let out = md.with_lines(&[Line {
-        entry_id: "e-1".into(),
+        entry_id: "e-1".parse().unwrap(),
         text: "x".into(),
         date: None,
     }]);
@@ -79,9 +79,9 @@ fn malformed_jsonl_lines_are_skipped_and_never_rewritten() {
     let path = tmp.path().join(".tombstones.jsonl");
     let good = Tombstone::new(
         &memd::clock::Clock::System,
-        Some("e-1".into()),
+        Some("e-1".parse().unwrap()),
         "User likes Jazz!",
-        vec!["2026-01-01#aaaa0000".into()],
+        vec!["2026-01-01#aaaa0000".parse().unwrap()],
         "forget",
     );
     jsonl::append(&path, std::slice::from_ref(&good)).unwrap();
@@ -119,7 +119,7 @@ fn recall_summary_counts_hits_and_distinct_queries() {
     let hit = |ts: &str, q: &str, id: &str| recall::Hit {
         ts: ts.into(),
         query: q.into(),
-        id: id.into(),
+        id: id.parse().unwrap(),
         kind: "entry".into(),
         rank: 1,
     };
@@ -146,14 +146,14 @@ fn journal_history_follows_an_entry_and_its_merges() {
     let path = tmp.path().join("journal.jsonl");
     let mut add = journal::Record::new(
         &memd::clock::Clock::System,
-        &"r1".into(),
+        &"r-1".parse().unwrap(),
         journal::Op::Add,
         "e-1",
     );
     add.after = Some("works at Google".into());
     let mut rep = journal::Record::new(
         &memd::clock::Clock::System,
-        &"r2".into(),
+        &"r-2".parse().unwrap(),
         journal::Op::Replace,
         "e-1",
     );
@@ -161,14 +161,14 @@ fn journal_history_follows_an_entry_and_its_merges() {
     rep.after = Some("works at Microsoft; previously Google".into());
     let mut merge = journal::Record::new(
         &memd::clock::Clock::System,
-        &"r3".into(),
+        &"r-3".parse().unwrap(),
         journal::Op::Remove,
         "e-9",
     );
-    merge.into = Some("e-1".into());
+    merge.into = Some("e-1".parse().unwrap());
     let other = journal::Record::new(
         &memd::clock::Clock::System,
-        &"r3".into(),
+        &"r-3".parse().unwrap(),
         journal::Op::Add,
         "e-2",
     );
@@ -183,7 +183,7 @@ fn journal_history_follows_an_entry_and_its_merges() {
 
 fn fact(id: &str) -> Fact {
     Fact {
-        id: id.into(),
+        id: id.parse().unwrap(),
         day: id[..10].into(),
         text: id.into(),
         category: None,
@@ -213,12 +213,12 @@ fn the_watermark_has_holes_and_never_closes_a_day() {
     .map(fact)
     .collect();
     let mut s = State::default();
-    s.retries.insert("2026-01-01#b".into(), 2);
-    s.mark_done(["2026-01-01#b", "2026-01-02#c"]);
+    s.retries.insert("2026-01-01#b".parse().unwrap(), 2);
+    s.mark_done(["2026-01-01#b", "2026-01-02#c"].map(|f| f.parse::<memd::ids::FactId>().unwrap()));
     // 01-01#a is still pending: the later facts are a hole after it.
     assert!(!s.is_done(&all[0]) && s.is_done(&all[1]) && s.is_done(&all[2]));
     assert!(s.retries.is_empty());
-    s.mark_done(["2026-01-01#a", "2026-01-03#d"]);
+    s.mark_done(["2026-01-01#a", "2026-01-03#d"].map(|f| f.parse::<memd::ids::FactId>().unwrap()));
     assert!(all.iter().all(|f| s.is_done(f)));
     assert_eq!(s.watermark.through_day, None);
     // A fact that lands later on a day whose facts were all done.
@@ -290,7 +290,7 @@ fn entry_text_that_looks_like_markup_round_trips_and_never_becomes_metadata() {
         let meta = doc.new_meta(
             text,
             "2026-11-20",
-            vec![format!("2026-11-20#{i:08x}").into()],
+            vec![format!("2026-11-20#{i:08x}").parse().unwrap()],
         );
         ids.push(doc.push(text, meta).id().unwrap().to_string());
     }
@@ -321,7 +321,7 @@ fn memory_md_lines_that_look_like_markup_round_trip() {
         .iter()
         .enumerate()
         .map(|(i, t)| Line {
-            entry_id: format!("e-{i:08x}").into(),
+            entry_id: format!("e-{i:08x}").parse().unwrap(),
             text: t.replace('\n', " "),
             date: Some("2026-11-24".into()),
         })
@@ -368,12 +368,12 @@ fn a_short_hash_is_the_leading_hex_digits_of_the_sha256() {
 fn memory_md_lines_carry_their_date_and_a_text_that_ends_like_one_keeps_it() {
     let lines = vec![
         Line {
-            entry_id: "e-00000001".into(),
+            entry_id: "e-00000001".parse().unwrap(),
             text: "Moved on · 2026-01-02".into(),
             date: Some("2026-11-24".into()),
         },
         Line {
-            entry_id: "e-00000002".into(),
+            entry_id: "e-00000002".parse().unwrap(),
             text: "Plays chess".into(),
             date: Some("2026-03-01".into()),
         },
@@ -395,12 +395,12 @@ fn memory_md_lines_carry_their_date_and_a_text_that_ends_like_one_keeps_it() {
 fn memory_md_compact_keeps_the_persons_notes_and_dated_lines_without_markup() {
     let lines = vec![
         Line {
-            entry_id: "e-00000001".into(),
+            entry_id: "e-00000001".parse().unwrap(),
             text: "Works at Globex as a manager".into(),
             date: Some("2026-11-20".into()),
         },
         Line {
-            entry_id: "e-00000002".into(),
+            entry_id: "e-00000002".parse().unwrap(),
             text: "Plays chess".into(),
             date: None,
         },

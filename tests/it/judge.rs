@@ -355,7 +355,7 @@ fn a_per_fact_update_is_never_taken_as_of_a_pinned_or_already_decided_entry() {
     use memd::consolidate::ops::{Cluster, Group, Op};
     use memd::consolidate::reply::read_decisions;
     let group = |n: u32, text: &str| Group {
-        ids: vec![format!("2026-11-22#0000000{n}").as_str().into()],
+        ids: vec![format!("2026-11-22#0000000{n}").parse().unwrap()],
         text: text.into(),
         days: vec!["2026-11-22".into()],
     };
@@ -401,7 +401,7 @@ fn an_update_refused_for_two_closer_entries_that_tie_names_both() {
     use memd::consolidate::reply::read_decisions;
     let cluster = Cluster {
         groups: vec![Group {
-            ids: vec!["2026-11-22#00000001".into()],
+            ids: vec!["2026-11-22#00000001".parse().unwrap()],
             text: "Nadia Kovac has received recognition for her fluency in multiple languages"
                 .into(),
             days: vec!["2026-11-22".into()],

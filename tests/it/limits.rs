@@ -186,12 +186,12 @@ fn merge_everything_shown_into_the_first(body: &serde_json::Value) -> Reply {
 fn a_reply_naming_entries_outside_the_cluster_is_refused(outside: &memd::ids::EntryId) {
     let cluster = memd::consolidate::ops::Cluster {
         groups: vec![memd::consolidate::ops::Group {
-            ids: vec!["2026-11-20#00000000".into()],
+            ids: vec!["2026-11-20#00000000".parse().unwrap()],
             text: "f".into(),
             days: vec!["2026-11-20".into()],
         }],
         entries: vec![memd::consolidate::ops::Snapshot {
-            id: "e-inside".into(),
+            id: "e-inside".parse().unwrap(),
             text: "inside".into(),
             pinned: false,
             unreviewed: false,

@@ -286,7 +286,7 @@ async fn built_in_promotion_ranks_recalled_entries_first() {
         .map(|i| memd::recall::Hit {
             ts: ts.clone(),
             query: format!("car {i}"),
-            id: volvo.clone().into(),
+            id: volvo.parse().unwrap(),
             kind: "entry".into(),
             rank: 1,
         })

@@ -108,7 +108,12 @@ fn a_dry_run_plans_the_undo_and_changes_nothing(
         dry_run: true,
         keep_out: false,
     };
-    let planned = runs::undo(&memd::Memory::open(&layout.root).unwrap(), run_id, dry).unwrap();
+    let planned = runs::undo(
+        &memd::Memory::open(&layout.root).unwrap(),
+        &run_id.parse().unwrap(),
+        dry,
+    )
+    .unwrap();
     assert_eq!(
         (planned.changes.len(), planned.pending_again.len()),
         (3, 3),
@@ -127,7 +132,7 @@ fn undoing_the_run_gives_back_the_files(
 ) -> memd::ids::RunId {
     let undone = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        run_id,
+        &run_id.parse().unwrap(),
         Options::default(),
     )
     .unwrap();
@@ -151,7 +156,7 @@ fn undoing_the_run_gives_back_the_files(
 
     let again = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        run_id,
+        &run_id.parse().unwrap(),
         Options::default(),
     )
     .unwrap();
@@ -172,7 +177,7 @@ fn undoing_the_undo_gives_back_the_run(
 ) -> Option<memd::ids::RunId> {
     let back = runs::undo(
         &memd::Memory::open(&layout.root).unwrap(),
-        undo_run,
+        &undo_run.parse().unwrap(),
         Options::default(),
     )
     .unwrap();
@@ -267,7 +272,7 @@ async fn an_undone_merge_brings_the_merged_entry_back_with_its_facts() {
     .into_iter()
     .zip(&facts)
     {
-        let mut meta = doc.new_meta(text, "2026-11-18", vec![fact.clone().into()]);
+        let mut meta = doc.new_meta(text, "2026-11-18", vec![fact.parse().unwrap()]);
         meta.unreviewed = unreviewed;
         doc.push(text, meta);
     }

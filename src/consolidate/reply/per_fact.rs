@@ -409,7 +409,7 @@ pub(crate) fn accepts_update_among(
     target: usize,
 ) -> Result<usize, String> {
     let shown = |text: &String| Snapshot {
-        id: EntryId::from("e-00000000"),
+        id: EntryId::hashed("00000000"),
         text: text.clone(),
         pinned: false,
         unreviewed: false,

@@ -199,7 +199,7 @@ impl Model {
         let top = Arc::make_mut(&mut self.top);
         for (source, id) in deleted {
             if let Some(source) = Source::parse(source) {
-                top.remove(base, &source, &RowId::from(id));
+                top.remove(base, &source, &RowId::stored(id));
             }
         }
         for (hit, v) in added {

@@ -365,17 +365,23 @@ async fn run(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
 
 async fn undo(State(s): State<Shared>, at: At, params: RawPathParams) -> Page {
     let run = At::param(&params, "run");
+    // A run id of no run's shape names no run.
+    let Ok(run) = run.parse() else {
+        let what = format!("run {run:?} in the journal");
+        return Err(Error::NoSuch { what }.into());
+    };
     let req = request::Undo {
-        run: run.as_str().into(),
+        run,
         options: Default::default(),
     };
     let done = at.run(&s, req).await?;
     let said = match &done.run {
         Some(r) => format!(
-            "undid {run} as run {r} ({} entries changed)",
+            "undid {} as run {r} ({} entries changed)",
+            done.undoes,
             done.changes.len()
         ),
-        None => format!("nothing to undo in {run}: it is undone already"),
+        None => format!("nothing to undo in {}: it is undone already", done.undoes),
     };
     Ok(at.back("/runs", &said))
 }

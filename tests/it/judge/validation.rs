@@ -11,7 +11,7 @@ fn validation_refuses_replies_that_would_drop_what_a_fact_or_an_entry_said() {
     use memd::consolidate::reply::read as validate;
     let cluster = Cluster {
         groups: vec![Group {
-            ids: vec!["2026-11-22#00000001".into()],
+            ids: vec!["2026-11-22#00000001".parse().unwrap()],
             text: "Pixel the cat is afraid of the vacuum cleaner".into(),
             days: vec!["2026-11-22".into()],
         }],
@@ -77,7 +77,7 @@ fn a_replace_that_erases_the_old_value_keeps_it_as_history(
     // is placed by one op, so the update is a second fact, F2.)
     let mut job = cluster.clone();
     job.groups.push(Group {
-        ids: vec!["2026-11-22#00000002".into()],
+        ids: vec!["2026-11-22#00000002".parse().unwrap()],
         text: "Now works at Microsoft".into(),
         days: vec!["2026-11-22".into()],
     });
@@ -130,7 +130,7 @@ fn text_that_says_what_nothing_shown_said_is_not_kept(cluster: &memd::consolidat
     ]});
     let fact_alone = vec![Op::Add {
         text: "Pixel the cat is afraid of the vacuum cleaner.".into(),
-        from: vec!["2026-11-22#00000001".into()],
+        from: vec!["2026-11-22#00000001".parse().unwrap()],
     }];
     assert_eq!(validate(&reply, cluster, 20).unwrap(), fact_alone);
     // A number from nowhere is a made-up value, even alone.
@@ -168,13 +168,13 @@ fn a_text_that_drops_a_facts_name_does_not_say_it() {
     use memd::consolidate::reply::read as validate;
     let cluster = Cluster {
         groups: vec![Group {
-            ids: vec!["2026-02-01#00000002".into()],
+            ids: vec!["2026-02-01#00000002".parse().unwrap()],
             text: "Caspar Wilde and Rufus Kane ran a charity fundraiser for children's education."
                 .into(),
             days: vec!["2026-02-01".into()],
         }],
         entries: vec![Snapshot {
-            id: "e-fund".into(),
+            id: "e-fund".parse().unwrap(),
             text:
                 "Caspar Wilde and Colette Brandt ran a charity fundraiser for children's education."
                     .into(),
@@ -216,7 +216,7 @@ fn no_op_drops_a_name_a_number_or_a_negation() {
     use memd::consolidate::reply::read as validate;
     let cluster = Cluster {
         groups: vec![Group {
-            ids: vec!["2026-11-22#00000001".into()],
+            ids: vec!["2026-11-22#00000001".parse().unwrap()],
             text: "User is not vegetarian".into(),
             days: vec!["2026-11-22".into()],
         }],

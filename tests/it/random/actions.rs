@@ -73,8 +73,9 @@ pub enum Action {
     },
     /// An add through the CLI that declares it supersedes what another id
     /// memd shows names: a MEMORY.md line (`core:e-…`, `how` 0), a
-    /// pending fact (1), or any fact of the archive, held, forgotten or
-    /// erased (2).
+    /// pending fact (1), any fact of the archive, held, forgotten or
+    /// erased (2), or a hostile id of no kind's shape (3: a word of the
+    /// text, a fact's id cut before its hash, `core:` and a fact's id).
     AddCorrection {
         text: u8,
         pick: u8,
@@ -260,6 +261,7 @@ impl Action {
             Action::AddUpdate { .. } => "add --supersedes (CLI)",
             Action::AddCorrection { how: 0, .. } => "add --supersedes core:e-… (CLI)",
             Action::AddCorrection { how: 1, .. } => "add --supersedes a pending fact (CLI)",
+            Action::AddCorrection { how: 3, .. } => "add --supersedes an id of no shape (CLI)",
             Action::AddCorrection { .. } => "add --supersedes any fact (CLI)",
             Action::HandAppendFact { .. } => "hand: append a fact to a day file",
             Action::HandGarbage => "hand: invalid UTF-8 and a broken line in a day file",
@@ -387,7 +389,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         12 => (any::<u8>(), proptest::option::weighted(0.4, 0u8..6), via.clone(), any::<bool>())
             .prop_map(|(text, key, via, batch)| Action::Add { text, key, via, batch }),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(text, pick)| Action::AddUpdate { text, pick }),
-        3 => (any::<u8>(), any::<u8>(), 0u8..3)
+        3 => (any::<u8>(), any::<u8>(), 0u8..4)
             .prop_map(|(text, pick, how)| Action::AddCorrection { text, pick, how }),
         1 => any::<u8>().prop_map(|text| Action::AddMcpKilled { text }),
         2 => any::<u8>().prop_map(|text| Action::HandAppendFact { text }),

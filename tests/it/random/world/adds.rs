@@ -89,8 +89,9 @@ impl World {
     /// ([`Action::AddCorrection`]). What memd must answer follows from the
     /// files before: an id nothing live holds (a forgotten or erased
     /// fact, a line whose entry is gone) is refused as not found (exit 4),
-    /// a pending fact saying the same text as invalid (exit 2), with
-    /// nothing written; anything else is acknowledged.
+    /// a pending fact saying the same text, or an id of no kind's shape,
+    /// as invalid (exit 2), with nothing written; anything else is
+    /// acknowledged.
     pub(super) fn add_correction(&mut self, text: u8, pick: u8, how: u8) -> anyhow::Result<()> {
         let t = actions::text(text);
         let Some((id, expect)) = self.correction_target(t, pick, how) else {
@@ -133,6 +134,16 @@ impl World {
             return Some((format!("core:{}", line.entry_id), expect));
         }
         let (facts, _) = memd::archive::read_all(&self.layout).ok()?;
+        if how == 3 {
+            let f = facts.get(pick as usize % facts.len().max(1));
+            let day = f.map_or("2026-01-01", |f| f.id.day());
+            let hostile = [
+                text.split_whitespace().next().unwrap_or("x").to_string(),
+                format!("{day}#"),
+                format!("core:{}", f.map_or("2026-01-01#0", |f| f.id.as_str())),
+            ];
+            return Some((hostile[pick as usize % 3].clone(), 2));
+        }
         let days = self.archive_bytes().into_iter().filter_map(|(p, _)| {
             let name = p.file_name()?.to_str()?.strip_suffix(".md")?.to_string();
             Some(name)
