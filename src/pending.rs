@@ -53,11 +53,27 @@ impl Journal<'_> {
     }
 }
 
+/// The facts the entries hold: collected for one use, or kept by the
+/// caller ([`Pending::kept`]).
+enum Sources<'a> {
+    Collected(HashSet<&'a str>),
+    Kept(&'a HashSet<FactId>),
+}
+
+impl Sources<'_> {
+    fn contains(&self, id: &str) -> bool {
+        match self {
+            Sources::Collected(s) => s.contains(id),
+            Sources::Kept(s) => s.contains(id),
+        }
+    }
+}
+
 /// What decides whether a fact is pending.
 pub struct Pending<'a> {
     state: &'a State,
     tombstones: &'a Tombstones,
-    sources: HashSet<&'a str>,
+    sources: Sources<'a>,
     journal: Journal<'a>,
     /// The facts of the entries the journal says are alive (`None`: the
     /// journal could not be read), read when first needed.
@@ -87,10 +103,31 @@ impl<'a> Pending<'a> {
         sources: impl IntoIterator<Item = &'a str>,
         journal: Journal<'a>,
     ) -> Pending<'a> {
+        let sources = Sources::Collected(sources.into_iter().collect());
+        Pending::of(state, tombstones, sources, journal)
+    }
+
+    /// The same rule, given the entries' sources as a set the caller keeps
+    /// ([`sources_of`]): nothing is collected for this use.
+    pub fn kept(
+        state: &'a State,
+        tombstones: &'a Tombstones,
+        sources: &'a HashSet<FactId>,
+        journal: Journal<'a>,
+    ) -> Pending<'a> {
+        Pending::of(state, tombstones, Sources::Kept(sources), journal)
+    }
+
+    fn of(
+        state: &'a State,
+        tombstones: &'a Tombstones,
+        sources: Sources<'a>,
+        journal: Journal<'a>,
+    ) -> Pending<'a> {
         Pending {
             state,
             tombstones,
-            sources: sources.into_iter().collect(),
+            sources,
             journal,
             journaled: OnceCell::new(),
         }
@@ -147,6 +184,12 @@ impl<'a> Pending<'a> {
             .as_ref()
             .is_none_or(|held| held.contains(&fact.id))
     }
+}
+
+/// Every fact the entries of `doc` hold, for [`Pending::kept`].
+pub fn sources_of(doc: &Document) -> HashSet<FactId> {
+    let metas = doc.entries().filter_map(|e| e.meta.as_ref());
+    metas.flat_map(|m| m.sources.iter().cloned()).collect()
 }
 
 /// Append `lifts` (records that take tombstones back) to the tombstones

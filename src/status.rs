@@ -1,23 +1,21 @@
 //! The read-only report behind `memd status`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::archive::Fact;
+use crate::archive::ParsedDays;
 use crate::config::Config;
 use crate::consolidate::Judge;
 use crate::embed::Model;
-use crate::entries::Document;
+use crate::ids::FactId;
+use crate::index::counts::Tally;
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::{self, Index};
-use crate::layout::{Source, rel};
-use crate::pending::{Journal, Pending};
+use crate::layout::Source;
 use crate::review::Proposals;
 use crate::server::info::{self, Info};
-use crate::state::State;
-use crate::tombstones::Tombstones;
 use crate::usage::{self, COMPLETION_ALLOWANCE};
 use crate::watch::{self, Health};
 use crate::{Layout, Memory, archive};
@@ -91,42 +89,25 @@ fn freshness(layout: &Layout, index: Option<&Index>) -> Result<BTreeMap<Source, 
 }
 
 /// The report on `memory`; `index`, when the index is open in this
-/// process, keeps what the report counts ([`index::parsed_days`], [`freshness`]).
+/// process, keeps what the report counts ([`index::tally`], [`freshness`]).
 pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     let (layout, config) = (&memory.layout, &memory.config);
-    let parsed = index::parsed_days(layout, index)?;
+    let (parsed, tally) = index::tally(layout, index)?;
     let freshness = freshness(layout, index)?;
     let mut warnings: Vec<String> = (parsed.iter())
         .flat_map(|(day, parsed)| archive::warnings_of(day, parsed))
         .collect();
-    let facts: Vec<&Fact> = parsed.iter().flat_map(|(_, p)| &p.facts).collect();
-    let mut days: Vec<DayCount> = Vec::new();
-    for f in &facts {
-        match days.last_mut() {
-            Some(d) if d.day == f.day => d.facts += 1,
-            _ => days.push(DayCount {
-                day: f.day.clone(),
-                facts: 1,
-            }),
-        }
-    }
-    let doc = Document::read(&layout.entries_file())?;
-    warnings.extend(
-        doc.warnings
-            .iter()
-            .map(|w| format!("{}: {w}", rel::ENTRIES)),
-    );
-    let entries: Vec<_> = doc.entries().collect();
-    let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    let state = State::load(&layout.state_file())?;
-    let pending = Pending::new(&state, &tombstones, &doc, Journal::of(layout));
+    warnings.extend(tally.entries.warnings.iter().cloned());
+    let days: Vec<DayCount> = (parsed.iter().zip(&tally.days))
+        .filter(|(_, t)| t.facts() > 0)
+        .map(|((day, _), t)| DayCount {
+            day: day.clone(),
+            facts: t.facts(),
+        })
+        .collect();
+    let pending: usize = tally.days.iter().map(|t| t.pending()).sum();
     let proposals = Proposals::load(layout)?;
-    let held = proposals.held();
-    let facts_under_review = facts
-        .iter()
-        .filter(|f| held.contains(&f.id) && pending.is_pending(f))
-        .count();
-    let pending = facts.iter().filter(|f| pending.is_pending(f)).count();
+    let facts_under_review = under_review(&parsed, &tally, &proposals.held());
     let judge = Judge::describe(config);
     let llm_tokens_today = usage::spent_today(layout, &memory.clock.today())?;
     let llm_budget = config.llm.daily_budget();
@@ -141,28 +122,19 @@ pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
     warnings.extend(embedder.missing.clone());
     Ok(Report {
         dir: layout.root.display().to_string(),
-        facts: facts.len(),
+        facts: days.iter().map(|d| d.facts).sum(),
         days,
-        entries: entries.len(),
-        entries_unsaved_hand_written: entries.iter().filter(|e| e.meta.is_none()).count(),
-        entries_edited_by_hand: entries
-            .iter()
-            .filter(|e| e.meta.is_some() && e.edited_by_hand())
-            .count(),
-        entries_unreviewed: entries
-            .iter()
-            .filter(|e| e.meta.as_ref().is_some_and(|m| m.unreviewed))
-            .count(),
-        entries_pinned: entries.iter().filter(|e| e.pinned()).count(),
-        tombstones: tombstones.len(),
-        facts_forgotten: facts
-            .iter()
-            .filter(|f| tombstones.covers(&f.id, &f.text))
-            .count(),
+        entries: tally.entries.entries,
+        entries_unsaved_hand_written: tally.entries.unsaved_hand_written,
+        entries_edited_by_hand: tally.entries.edited_by_hand,
+        entries_unreviewed: tally.entries.unreviewed,
+        entries_pinned: tally.entries.pinned,
+        tombstones: tally.tombstones,
+        facts_forgotten: tally.days.iter().map(|t| t.forgotten).sum(),
         pending_facts: pending,
         review_open: proposals.open().count(),
         facts_under_review,
-        last_consolidation: state.last_run,
+        last_consolidation: tally.last_run,
         judge,
         llm_tokens_today,
         llm_budget,
@@ -173,4 +145,17 @@ pub fn gather(memory: &Memory, index: Option<&Index>) -> Result<Report> {
         warnings,
         config: config.clone(),
     })
+}
+
+/// How many of the facts `held` (by open proposals of review mode) are
+/// pending: each found in its own day's parse.
+fn under_review(parsed: &ParsedDays, tally: &Tally, held: &HashSet<FactId>) -> usize {
+    let pending = |id: &FactId| {
+        let at = parsed
+            .binary_search_by(|(day, _)| day.as_str().cmp(id.day()))
+            .ok()?;
+        let place = parsed[at].1.facts.iter().position(|f| f.id == *id)?;
+        Some(tally.days[at].is_pending(place))
+    };
+    held.iter().filter(|id| pending(id) == Some(true)).count()
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
+use serde_json::json;
 
 use super::path_client::Client;
 use super::{WORDS, percentile, start_serve, synthetic_fact};
@@ -45,9 +46,17 @@ pub struct Other {
 /// The requests timed besides search and append, by name: method, path
 /// and body. `consolidate_gated` is the run a watcher asks for on a
 /// schedule, which the gate turns away (the bench's memories wait a day
-/// between runs); `similar` is what `memd add` asks after a write.
-pub const OTHERS: [(&str, reqwest::Method, &str, &str); 4] = [
+/// between runs); `similar` is what `memd add` asks after a write;
+/// `status_after_append` is a status with a fact posted (untimed) before
+/// each, so that it counts a changed day file, not a status it kept.
+pub const OTHERS: [(&str, reqwest::Method, &str, &str); 5] = [
     ("status", reqwest::Method::GET, "/v1/status", ""),
+    (
+        "status_after_append",
+        reqwest::Method::GET,
+        "/v1/status",
+        "",
+    ),
     ("check", reqwest::Method::POST, "/v1/check", "{}"),
     (
         "consolidate_gated",
@@ -166,6 +175,11 @@ async fn time_others(http: &reqwest::Client, base: &str, times: usize) -> Result
     for (name, method, path, body) in OTHERS {
         let mut took = Vec::new();
         for i in 0..=times {
+            if name == "status_after_append" {
+                let fact = json!({ "text": format!("The user watered plant {i}") });
+                let r = http.post(format!("{base}/v1/facts")).json(&fact);
+                anyhow::ensure!(r.send().await?.status().is_success(), "a post failed");
+            }
             let t = Instant::now();
             let r = (http.request(method.clone(), format!("{base}{path}")))
                 .header("content-type", "application/json")

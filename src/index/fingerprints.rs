@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
+use super::counts;
 use crate::archive::ParsedDays;
 use crate::layout::{Layout, Source, is_day};
 use crate::text::{short_hash, short_hex};
@@ -305,6 +306,9 @@ pub(super) struct Seen {
     /// The last syncs' fingerprints ([`synced`]), with the stamps of the
     /// two files they were read from when they were read.
     synced: Option<(SyncedStamps, Arc<Prints>)>,
+    /// What status counted last, with the rule it counted by
+    /// ([`Seen::tally`]).
+    counted: Option<counts::Counted>,
 }
 
 /// The stamps of the last syncs' fingerprints and of the mark of the
@@ -386,6 +390,19 @@ impl Seen {
             self.archive = Some(days.clone());
         }
         Ok(days)
+    }
+
+    /// What status counts of the archive and the entries ([`counts`]):
+    /// counted again only for the day files parsed anew, while the
+    /// settled fingerprints' shared part (what the pending rule reads)
+    /// stays the same.
+    pub(super) fn tally(&mut self, layout: &Layout) -> Result<(Arc<ParsedDays>, counts::Tally)> {
+        let days = self.archive(layout)?;
+        let key = (self.prints.as_ref())
+            .and_then(|p| p.values().next())
+            .map(|print| shared_part(print).to_string());
+        let tally = counts::tally(layout, &days, key.as_deref(), &mut self.counted)?;
+        Ok((days, tally))
     }
 
     /// The last syncs' fingerprints ([`synced`]), read again only when the

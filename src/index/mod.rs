@@ -29,6 +29,7 @@
 //! lock for each write ([`Index::open`]).
 
 mod changes;
+pub mod counts;
 pub mod filter;
 pub mod fingerprints;
 mod held;
@@ -114,6 +115,20 @@ pub fn parsed_days(layout: &Layout, index: Option<&Index>) -> Result<Arc<ParsedD
     match index {
         Some(index) => index.writer.archive(),
         None => archive::read_parsed(layout),
+    }
+}
+
+/// The archive's day files, parsed, and what status counts of them and of
+/// the entries ([`counts`]): as `index`'s writer keeps them when the index
+/// is open in this process, else read and counted now.
+pub fn tally(layout: &Layout, index: Option<&Index>) -> Result<(Arc<ParsedDays>, counts::Tally)> {
+    match index {
+        Some(index) => index.writer.tally(),
+        None => {
+            let days = archive::read_parsed(layout)?;
+            let tally = counts::tally(layout, &days, None, &mut None)?;
+            Ok((days, tally))
+        }
     }
 }
 

@@ -170,6 +170,12 @@ impl Writer {
         self.seen.lock().unwrap().archive(&self.shared.layout)
     }
 
+    /// The archive's days, parsed, and what status counts of them and of
+    /// the entries, as this writer keeps them ([`super::counts`]).
+    pub fn tally(&self) -> Result<(Arc<ParsedDays>, super::counts::Tally)> {
+        self.seen.lock().unwrap().tally(&self.shared.layout)
+    }
+
     /// The source files' fingerprints now.
     fn fingerprints(&self) -> Result<Arc<Prints>> {
         self.seen.lock().unwrap().fingerprints(&self.shared.layout)

@@ -629,3 +629,78 @@ async fn the_onnx_runtime_gives_the_reference_vectors_in_the_same_order() {
         assert!(c >= 0.9999, "{t:?}: in a batch vs alone cosine {c}");
     }
 }
+
+/// A long-lived writer keeps what status counts ([`memd::index::counts`]),
+/// counting again only the day files parsed anew while what decides
+/// pending stays the same; after every kind of change it says what a
+/// status read from the files says: appends to today and to an older day
+/// written by hand, a run, a forget, a pin, and the entries and their
+/// journal deleted by hand (every decided fact pending again).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_writers_kept_status_says_what_the_files_say_after_every_change() {
+    use crate::trust::{add, consolidate, entries, fresh, ok};
+    let t = fresh();
+    let dir = t.path();
+    let memory = memd::Memory::open(dir).unwrap();
+    let index = Index::open(&memory).await.unwrap();
+    let fields = [
+        "days",
+        "facts",
+        "facts_forgotten",
+        "pending_facts",
+        "entries",
+        "entries_pinned",
+        "entries_edited_by_hand",
+        "entries_unsaved_hand_written",
+        "tombstones",
+        "facts_under_review",
+        "last_consolidation",
+    ];
+    let same = |how: &str| -> serde_json::Value {
+        let kept = memd::status::gather(&memory, Some(&index)).unwrap();
+        let read = memd::status::gather(&memory, None).unwrap();
+        let (kept, read) = (
+            serde_json::to_value(kept).unwrap(),
+            serde_json::to_value(read).unwrap(),
+        );
+        for field in fields {
+            assert_eq!(kept[field], read[field], "{how}: {field}");
+        }
+        kept
+    };
+    let old_day = dir.join("archive/2026-01-01.md");
+    std::fs::write(
+        &old_day,
+        "# 2026-01-01\n\n## 09:00:00\n- Has a cat called Tom\n",
+    )
+    .unwrap();
+    add(dir, "Has a dog called Rex");
+    add(dir, "Works at Acme as an engineer");
+    assert_eq!(same("three facts on two days")["pending_facts"], 3);
+    assert_eq!(same("asked again, nothing changed")["pending_facts"], 3);
+    consolidate(dir);
+    let after_run = same("after a run");
+    assert_eq!(after_run["pending_facts"], 0);
+    assert!(after_run["last_consolidation"].is_string());
+    let lisbon = add(dir, "Lives in Lisbon");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&old_day)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"- Has a parrot called Kiwi\n").unwrap();
+    let appended = same("an append today and one by hand to an older day");
+    assert_eq!(appended["pending_facts"], 2);
+    ok(dir, &["forget", &lisbon]);
+    let forgot = same("after a forget");
+    assert_eq!(
+        (&forgot["facts_forgotten"], &forgot["pending_facts"]),
+        (&1.into(), &1.into())
+    );
+    let (entry, ..) = entries(dir).into_iter().next().unwrap();
+    ok(dir, &["edit", &entry, "--pin"]);
+    assert_eq!(same("after a pin")["entries_pinned"], 1);
+    std::fs::remove_file(memory.layout.entries_file()).unwrap();
+    std::fs::remove_file(memory.layout.journal_file()).unwrap();
+    let gone = same("after the entries and their journal were deleted by hand");
+    assert_eq!(gone["pending_facts"], 4, "{gone}");
+}

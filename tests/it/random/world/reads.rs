@@ -99,7 +99,17 @@ impl World {
         let memory = memd::Memory::open(&self.layout.root)?.at(self.clock());
         let read = memd::status::gather(&memory, None)?;
         let counts = |r: &memd::status::Report| {
-            serde_json::json!([r.days, r.facts, r.facts_forgotten, r.pending_facts])
+            serde_json::json!([
+                r.days,
+                r.facts,
+                r.facts_forgotten,
+                r.pending_facts,
+                r.facts_under_review,
+                r.tombstones,
+                r.last_consolidation,
+                [r.entries, r.entries_pinned, r.entries_unreviewed],
+                [r.entries_edited_by_hand, r.entries_unsaved_hand_written],
+            ])
         };
         let by = match self.daemon.is_some() {
             true => "the daemon",
