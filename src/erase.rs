@@ -402,8 +402,8 @@ fn scope(
     // A fact another copy folded into the entry since (an update of it)
     // says something else: it stays, pending again with the entry gone.
     let mut held: BTreeSet<FactId> = BTreeSet::new();
-    if let Ok(entry) = id.parse::<EntryId>() {
-        s.entry = Some(entry);
+    if EntryId::looks_like(id) {
+        s.entry = Some(EntryId::stored(id));
         s.entries = forget::lineage_ids(records, id).into_iter().collect();
         for e in doc
             .entries()

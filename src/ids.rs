@@ -8,13 +8,16 @@
 //! No string becomes an id by conversion. An id is made by its kind's
 //! constructor (a new fact's, entry's, run's or proposal's), or parsed
 //! ([`std::str::FromStr`]), which checks the kind's shape and says what
-//! was expected ([`NotAnId`]): the command line parses every id it takes
-//! that way. Read back from memd's own files and from the index, an id is
-//! taken as stored (serde, and [`RowId::stored`] for the index's column):
-//! those hold only ids memd wrote, and a file a person edited is judged by
-//! `memd check`, not refused on read. An id of no known shape sent over
-//! HTTP or MCP names nothing, and the request answers as for any id that
-//! names nothing (`no such …`, 404).
+//! was expected ([`NotAnId`]): the command line parses the run, proposal
+//! and row ids it takes that way. An entry's id parses from any one word
+//! that is not a fact's ([`EntryId::may_name`]): memd keeps an id a person
+//! wrote in an entry's metadata, and shows it. Read back from memd's own
+//! files and from the index, an id is taken as stored (serde, and the
+//! crate's `stored` for the journal, `MEMORY.md` and the index's column):
+//! those hold only ids memd wrote or a person kept, and a file a person
+//! edited is judged by `memd check`, not refused on read. Over HTTP and
+//! MCP an id is taken as given and looked up: one that names nothing is
+//! answered as not found.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -169,8 +172,8 @@ string_id!(
     /// An entry of `consolidated/memory.md` (`e-3f9a2c…`).
     EntryId,
     "an entry id",
-    "`e-` and a hash or a name: e-3f9a2c1b",
-    EntryId::looks_like
+    "one word, `e-` and a hash as memd makes them, or a name a person gave: e-3f9a2c1b",
+    EntryId::may_name
 );
 
 string_id!(
@@ -220,6 +223,19 @@ impl EntryId {
                 && h.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         })
+    }
+
+    /// Whether `s` may name an entry, as an id is parsed: one that has
+    /// the shape memd gives ([`EntryId::looks_like`]), or any id a person
+    /// wrote in an entry's metadata by hand, which memd keeps and shows
+    /// as it is: one word, neither a fact's (no `#`) nor a `MEMORY.md`
+    /// line's (`core:`).
+    pub fn may_name(s: &str) -> bool {
+        !s.is_empty()
+            && !s.starts_with(CORE_PREFIX)
+            && !s
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '#')
     }
 }
 
@@ -408,12 +424,13 @@ impl RowId {
         (self.0.strip_prefix(CORE_PREFIX)).map(|e| EntryId(e.to_string()))
     }
 
-    /// Whether `s` has the shape of a row's id: a fact's or an entry's,
-    /// `core:` and an entry's, or `hand-` and a hash.
+    /// Whether `s` has the shape of a row's id: a fact's or an entry's
+    /// ([`EntryId::may_name`]), `core:` and an entry's, or `hand-` and a
+    /// hash.
     pub fn looks_like(s: &str) -> bool {
         FactId::looks_like(s)
-            || EntryId::looks_like(s)
-            || s.strip_prefix(CORE_PREFIX).is_some_and(EntryId::looks_like)
+            || EntryId::may_name(s)
+            || s.strip_prefix(CORE_PREFIX).is_some_and(EntryId::may_name)
             || (s.strip_prefix(HAND_PREFIX))
                 .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric()))
     }
@@ -442,6 +459,9 @@ mod tests {
         ] {
             assert!(row.parse::<RowId>().is_ok(), "{row}");
         }
+        // An entry a person named by hand is named as memd shows it.
+        assert!("acme".parse::<EntryId>().is_ok());
+        assert!("core:acme".parse::<RowId>().is_ok());
         // An entry's id is no fact's, a fact's no run's, and so on.
         assert!("e-3f9a2c1b".parse::<FactId>().is_err());
         assert!("2026-11-22#a1b2c3d4".parse::<EntryId>().is_err());
@@ -451,9 +471,9 @@ mod tests {
             "",
             "core:",
             "core:2026-11-22#a1",
-            "hand-",
+            "2026-11-22#",
             "hand-a b",
-            "Acme",
+            "Acme Corp",
         ] {
             assert!(row.parse::<RowId>().is_err(), "{row}");
         }

@@ -519,10 +519,12 @@ fn take_supersedes(text: &mut String) -> (Vec<EntryId>, Vec<FactId>) {
     let inner = &text[at + SUPERSEDES_OPEN.len()..text.len() - 3];
     let mut named = (Vec::new(), Vec::new());
     for word in inner.split_whitespace() {
-        match (word.parse::<FactId>(), word.parse::<EntryId>()) {
-            (Ok(fact), _) => named.1.push(fact),
-            (_, Ok(entry)) => named.0.push(entry),
-            _ => return none,
+        match word.parse::<FactId>() {
+            Ok(fact) => named.1.push(fact),
+            // Only an entry id of memd's shape: a comment of other words
+            // a person wrote stays in the text.
+            Err(_) if EntryId::looks_like(word) => named.0.push(EntryId::stored(word)),
+            Err(_) => return none,
         }
     }
     if named.0.is_empty() && named.1.is_empty() {

@@ -10,9 +10,15 @@
 //! status then counts again only the day files parsed anew since it last
 //! counted (an append: the facts of one day), and every day file once
 //! after a run, a forget or an edit changes what the rule reads. With no
-//! key (no writer, or fingerprints not settled: files changed too lately
-//! for their stamps to tell versions apart) everything is counted now and
-//! nothing is kept.
+//! key (no writer: a status without a daemon) everything is counted now
+//! and nothing is kept. The key holds what the index's freshness holds
+//! too: the journal by its length (it only grows, or goes), and a file
+//! that cannot be read as if it were absent, so a kept count outlives a
+//! state or tombstones file made unreadable after it was counted (`memd
+//! check` reads them and says so).
+//!
+//! The count runs outside the writer's lock on its fingerprints: the
+//! counts kept are taken out, counted, and kept again.
 //!
 //! What keeping costs: the state's watermark, the tombstones and the
 //! entries' sources stay in memory while the writer lives (a set of fact

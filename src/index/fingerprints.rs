@@ -311,6 +311,9 @@ pub(super) struct Seen {
     counted: Option<counts::Counted>,
 }
 
+/// What [`Seen::counting`] gives: the days, the key, the counts kept.
+pub(super) type Counting = (Arc<ParsedDays>, Option<String>, Option<counts::Counted>);
+
 /// The stamps of the last syncs' fingerprints and of the mark of the
 /// sources being written (`None`: absent).
 type SyncedStamps = (Option<Stamp>, Option<Stamp>);
@@ -392,17 +395,21 @@ impl Seen {
         Ok(days)
     }
 
-    /// What status counts of the archive and the entries ([`counts`]):
-    /// counted again only for the day files parsed anew, while the
-    /// settled fingerprints' shared part (what the pending rule reads)
-    /// stays the same.
-    pub(super) fn tally(&mut self, layout: &Layout) -> Result<(Arc<ParsedDays>, counts::Tally)> {
+    /// What status needs to count the archive and the entries
+    /// ([`counts`]): the days parsed, the key of what the pending rule
+    /// reads (the settled fingerprints' shared part), and the counts kept
+    /// last, taken out to be counted outside the lock and kept again
+    /// ([`Seen::keep_counted`]).
+    pub(super) fn counting(&mut self, layout: &Layout) -> Result<Counting> {
         let days = self.archive(layout)?;
         let key = (self.prints.as_ref())
             .and_then(|p| p.values().next())
             .map(|print| shared_part(print).to_string());
-        let tally = counts::tally(layout, &days, key.as_deref(), &mut self.counted)?;
-        Ok((days, tally))
+        Ok((days, key, self.counted.take()))
+    }
+
+    pub(super) fn keep_counted(&mut self, counted: counts::Counted) {
+        self.counted = Some(counted);
     }
 
     /// The last syncs' fingerprints ([`synced`]), read again only when the

@@ -173,7 +173,15 @@ impl Writer {
     /// The archive's days, parsed, and what status counts of them and of
     /// the entries, as this writer keeps them ([`super::counts`]).
     pub fn tally(&self) -> Result<(Arc<ParsedDays>, super::counts::Tally)> {
-        self.seen.lock().unwrap().tally(&self.shared.layout)
+        let layout = &self.shared.layout;
+        let (days, key, mut kept) = self.seen.lock().unwrap().counting(layout)?;
+        // Counted outside the lock: the owner's syncs and the searches'
+        // no-change checks never wait for a count.
+        let tally = super::counts::tally(layout, &days, key.as_deref(), &mut kept)?;
+        if let Some(kept) = kept {
+            self.seen.lock().unwrap().keep_counted(kept);
+        }
+        Ok((days, tally))
     }
 
     /// The source files' fingerprints now.

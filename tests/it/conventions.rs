@@ -168,8 +168,10 @@ fn an_unknown_id_is_not_found_everywhere_and_a_k_out_of_range_is_refused() {
 }
 
 /// An id the command line takes is parsed as its kind: text of another
-/// shape (an entry's id given as a run, a word given as a hit's id) is
-/// refused before anything is written, with the shape that kind has.
+/// shape (an entry's id given as a run, words or a fact's id cut short
+/// given as a hit's id) is refused before anything is written, with the
+/// shape that kind has. A word names an entry (a person may name one by
+/// hand), and one that names none is not found (exit 4).
 #[test]
 fn an_id_of_another_shape_is_refused_with_the_shape_its_kind_has() {
     use crate::support::{memd, stderr};
@@ -178,10 +180,20 @@ fn an_id_of_another_shape_is_refused_with_the_shape_its_kind_has() {
     let fact = add(dir, "User works at Acme");
     let day = dir.join("archive").join(format!("{}.md", &fact[..10]));
     let before = std::fs::read(&day).unwrap();
-    let cases: [(&[&str], &str); 3] = [
+    let cut = format!("{}#", &fact[..10]);
+    let cases: [(&[&str], &str); 4] = [
         (
-            &["add", "User now works at Globex", "--supersedes", "Acme"],
-            "`Acme` is not an id a search hit gives",
+            &[
+                "add",
+                "User now works at Globex",
+                "--supersedes",
+                "Acme Corp",
+            ],
+            "`Acme Corp` is not an id a search hit gives",
+        ),
+        (
+            &["add", "User now works at Globex", "--supersedes", &cut],
+            "is not an id a search hit gives",
         ),
         (
             &["undo", "e-00000bad"],
@@ -194,6 +206,11 @@ fn an_id_of_another_shape_is_refused_with_the_shape_its_kind_has() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
+    let out = memd(
+        dir,
+        &["add", "User now works at Globex", "--supersedes", "Acme"],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert_eq!(std::fs::read(&day).unwrap(), before, "nothing was appended");
     // The id memd printed for the fact parses as what it is.
     let out = memd(

@@ -74,7 +74,7 @@ pub enum Action {
     /// An add through the CLI that declares it supersedes what another id
     /// memd shows names: a MEMORY.md line (`core:e-…`, `how` 0), a
     /// pending fact (1), any fact of the archive, held, forgotten or
-    /// erased (2), or a hostile id of no kind's shape (3: a word of the
+    /// erased (2), or a hostile id of no kind's shape (3: two words of the
     /// text, a fact's id cut before its hash, `core:` and a fact's id).
     AddCorrection {
         text: u8,

@@ -137,8 +137,9 @@ impl World {
         if how == 3 {
             let f = facts.get(pick as usize % facts.len().max(1));
             let day = f.map_or("2026-01-01", |f| f.id.day());
+            let word = text.split_whitespace().next().unwrap_or("x");
             let hostile = [
-                text.split_whitespace().next().unwrap_or("x").to_string(),
+                format!("{word} {word}"),
                 format!("{day}#"),
                 format!("core:{}", f.map_or("2026-01-01#0", |f| f.id.as_str())),
             ];
