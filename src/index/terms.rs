@@ -37,7 +37,7 @@ use lance_tokenizer::TokenStream;
 use lancedb::index::scalar::FtsIndexBuilder;
 
 use super::RowKind;
-use super::search::Hit;
+use super::rows::Hit;
 use super::vectors::Vectors;
 use crate::ids::RowId;
 use crate::layout::Source;

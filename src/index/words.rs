@@ -44,7 +44,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::RowKind;
-use super::search::Hit;
+use super::rows::Hit;
 use crate::Result;
 use crate::layout::Source;
 
