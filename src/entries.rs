@@ -496,7 +496,13 @@ impl Document {
         self.entries().find(|e| e.id().is_some_and(|e| e == id))
     }
 
-    /// Mutable access to an entry; the entry is re-rendered on save.
+    /// Every fact the entries' `sources` hold, in file order (a fact two
+    /// entries claim, twice).
+    pub fn sources(&self) -> impl Iterator<Item = &FactId> {
+        let metas = self.entries().filter_map(|e| e.meta.as_ref());
+        metas.flat_map(|m| m.sources.iter())
+    }
+
     /// The entry whose `sources` hold fact `id` (the first in file
     /// order), if one does.
     pub fn holder(&self, id: &FactId) -> Option<&EntryId> {
@@ -506,6 +512,7 @@ impl Document {
             .map(|m| &m.id)
     }
 
+    /// Mutable access to an entry; the entry is re-rendered on save.
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
         self.blocks.iter_mut().find_map(|b| match b {
             Block::Entry { entry, raw } if entry.id().is_some_and(|e| e == id) => {

@@ -451,14 +451,6 @@ mod tests {
         assert!(" e-3f9a2c1b ".parse::<EntryId>().is_ok());
         assert!("r-20261122T140512-ab12".parse::<RunId>().is_ok());
         assert!("p-1a2b3c4d".parse::<ProposalId>().is_ok());
-        for row in [
-            "2026-11-22#a1b2c3d4",
-            "e-3f9a2c1b",
-            "core:e-3f9a2c1b",
-            "hand-0a1b",
-        ] {
-            assert!(row.parse::<RowId>().is_ok(), "{row}");
-        }
         // An entry a person named by hand is named as memd shows it.
         assert!("acme".parse::<EntryId>().is_ok());
         assert!("core:acme".parse::<RowId>().is_ok());
@@ -467,15 +459,20 @@ mod tests {
         assert!("2026-11-22#a1b2c3d4".parse::<EntryId>().is_err());
         assert!("e-3f9a2c1b".parse::<RunId>().is_err());
         assert!("p-1a2b3c4".parse::<ProposalId>().is_err());
-        for row in [
-            "",
-            "core:",
-            "core:2026-11-22#a1",
-            "2026-11-22#",
-            "hand-a b",
-            "Acme Corp",
+        // Each row id as a search hit gives it, and text that is none.
+        for (row, is) in [
+            ("2026-11-22#a1b2c3d4", true),
+            ("e-3f9a2c1b", true),
+            ("core:e-3f9a2c1b", true),
+            ("hand-0a1b", true),
+            ("", false),
+            ("core:", false),
+            ("core:2026-11-22#a1", false),
+            ("2026-11-22#", false),
+            ("hand-a b", false),
+            ("Acme Corp", false),
         ] {
-            assert!(row.parse::<RowId>().is_err(), "{row}");
+            assert_eq!(row.parse::<RowId>().is_ok(), is, "{row}");
         }
     }
 

@@ -88,10 +88,7 @@ impl<'a> Pending<'a> {
         doc: &'a Document,
         journal: Journal<'a>,
     ) -> Pending<'a> {
-        let sources = doc
-            .entries()
-            .filter_map(|e| e.meta.as_ref())
-            .flat_map(|m| m.sources.iter().map(|s| s.as_str()));
+        let sources = doc.sources().map(FactId::as_str);
         Pending::with_sources(state, tombstones, sources, journal)
     }
 
@@ -108,7 +105,7 @@ impl<'a> Pending<'a> {
     }
 
     /// The same rule, given the entries' sources as a set the caller keeps
-    /// ([`sources_of`]): nothing is collected for this use.
+    /// (from [`Document::sources`]): nothing is collected for this use.
     pub fn kept(
         state: &'a State,
         tombstones: &'a Tombstones,
@@ -186,12 +183,6 @@ impl<'a> Pending<'a> {
     }
 }
 
-/// Every fact the entries of `doc` hold, for [`Pending::kept`].
-pub fn sources_of(doc: &Document) -> HashSet<FactId> {
-    let metas = doc.entries().filter_map(|e| e.meta.as_ref());
-    metas.flat_map(|m| m.sources.iter().cloned()).collect()
-}
-
 /// Append `lifts` (records that take tombstones back) to the tombstones
 /// `stones` loaded under the entries lock. First, the facts they let back
 /// in that a run decided while they were kept out, and that no entry
@@ -207,11 +198,7 @@ pub(crate) fn lift(layout: &Layout, stones: &Tombstones, lifts: Vec<Tombstone>) 
     let after = Tombstones::from_vec(all);
     let mut state = State::load(&layout.state_file())?;
     let doc = Document::read(&layout.entries_file())?;
-    let held: HashSet<&str> = doc
-        .entries()
-        .filter_map(|e| e.meta.as_ref())
-        .flat_map(|m| m.sources.iter().map(|s| s.as_str()))
-        .collect();
+    let held: HashSet<&str> = doc.sources().map(FactId::as_str).collect();
     let (facts, _) = archive::read_all(layout)?;
     let back: Vec<&Fact> = facts
         .iter()

@@ -32,7 +32,7 @@ use crate::archive::{Day, ParsedDays};
 use crate::entries::Document;
 use crate::ids::FactId;
 use crate::layout::{Layout, rel};
-use crate::pending::{self, Journal, Pending};
+use crate::pending::{Journal, Pending};
 use crate::state::State;
 use crate::tombstones::Tombstones;
 
@@ -114,7 +114,8 @@ struct Rule {
 /// The counts a writer keeps between requests, and the rule they were
 /// counted by.
 pub(super) struct Counted {
-    key: Option<String>,
+    /// What the rule read, when it was read ([`tally`]'s key).
+    key: String,
     rule: Rule,
     entries: Arc<EntryTally>,
     /// By day: the parse counted (the same `Arc` while the day file has
@@ -124,15 +125,15 @@ pub(super) struct Counted {
 
 impl Counted {
     /// The rule and the entries' counts read now, under `key`.
-    fn read(layout: &Layout, key: Option<&str>) -> Result<Counted> {
+    fn read(layout: &Layout, key: &str) -> Result<Counted> {
         let doc = Document::read(&layout.entries_file())?;
         let rule = Rule {
             tombstones: Tombstones::load(&layout.tombstones_file())?,
             state: State::load(&layout.state_file())?,
-            sources: pending::sources_of(&doc),
+            sources: doc.sources().cloned().collect(),
         };
         Ok(Counted {
-            key: key.map(str::to_string),
+            key: key.to_string(),
             rule,
             entries: Arc::new(EntryTally::of(&doc)),
             days: HashMap::new(),
@@ -151,8 +152,8 @@ pub(super) fn tally(
     kept: &mut Option<Counted>,
 ) -> Result<Tally> {
     let mut counted = match kept.take() {
-        Some(c) if key.is_some() && c.key.as_deref() == key => c,
-        _ => Counted::read(layout, key)?,
+        Some(c) if Some(c.key.as_str()) == key => c,
+        _ => Counted::read(layout, key.unwrap_or_default())?,
     };
     let Rule {
         state,
