@@ -40,6 +40,7 @@ pub mod rel {
     pub const RUNTIME: &str = ".memd";
     pub const INDEX: &str = ".memd/index";
     pub const INDEX_WORDS: &str = ".memd/index/words.bin";
+    pub const VERSIONS_TAIL: &str = ".memd/versions-tail.json";
 
     /// The daily log of `day` (`YYYY-MM-DD`).
     pub fn archive_file(day: &str) -> String {
@@ -262,7 +263,7 @@ impl Layout {
     }
     /// The last versions, for the next writer ([`crate::versions`]).
     pub fn versions_tail(&self) -> PathBuf {
-        self.runtime_dir().join("versions-tail.json")
+        self.at(rel::VERSIONS_TAIL)
     }
     /// The erasures whose index purge is due ([`crate::erase`]).
     pub fn erase_pending(&self) -> PathBuf {

@@ -88,6 +88,11 @@ pub enum Kind {
     /// that `consolidated/versions.jsonl` cannot rebuild byte for byte
     /// (not for an erasure: a damaged record).
     VersionDamaged,
+    /// `.memd/versions-tail.json` holds a file's stamp that the file
+    /// still has, with a hash the file no longer has: a writer would take
+    /// an edit for the last version and not record it. Derived: `memd
+    /// check --fix` deletes it, and the next writer reads the history.
+    VersionsTail,
     /// A merge `memd sync` left for the person: a file still in conflict
     /// (nothing is committed or pushed until it is finished).
     SyncUnfinished,

@@ -42,7 +42,7 @@ use crate::remedy::Remedy;
 use crate::review::Line;
 use crate::state::State;
 use crate::tombstones::Tombstones;
-use crate::versions::History;
+use crate::versions::{self, History};
 use crate::{Layout, entry_view, erase, journal, jsonl, recall, sync, usage};
 
 mod kept;
@@ -217,6 +217,9 @@ fn versions(layout: &Layout, tombstones: &Tombstones, report: &mut Report) -> Re
     }
     for what in history.damaged() {
         report.problem(Kind::VersionDamaged, file, None, what);
+    }
+    for what in versions::tail_disproved(layout)? {
+        report.problem(Kind::VersionsTail, rel::VERSIONS_TAIL, None, what);
     }
     if let Some((what, fix)) = erase::in_versions(tombstones, &history) {
         report

@@ -568,7 +568,7 @@ fn weight(l: &dyn Lists, idf: f32, tf: u32, slot: u32) -> f32 {
 }
 
 fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
-    let mut ranked: Vec<(u32, &str, f32)> = seen
+    let mut ranked: Vec<(u32, &str, f32)> = within_reach(l, scores, seen, n)
         .into_iter()
         .filter_map(|slot| Some((slot, l.id(slot)?, scores[slot as usize])))
         .collect();
@@ -586,6 +586,28 @@ fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
             })
         })
         .collect()
+}
+
+/// The rows of `seen` that [`best`] may list or must compare with: the
+/// live ones scoring at least the (n + 1)-th best of `seen`, if n + 1 of
+/// them are live (the (n + 1)-th live row is then among them, and every
+/// live row above it); otherwise all of `seen`. A common word's rows are
+/// thousands, nearly all scoring alike: sorting them all by score and id
+/// to keep `n` was most of a search at 300,000 rows (BENCHMARKS.md, "A
+/// search's words ranked past 100,000 rows").
+fn within_reach(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<u32> {
+    if seen.len() <= n + 1 {
+        return seen;
+    }
+    let mut v: Vec<f32> = seen.iter().map(|&s| scores[s as usize]).collect();
+    let (_, &mut floor, _) = v.select_nth_unstable_by(n, |a, b| b.total_cmp(a));
+    let near: Vec<u32> = (seen.iter().copied())
+        .filter(|&s| scores[s as usize] >= floor && l.id(s).is_some())
+        .collect();
+    match near.len() > n {
+        true => near,
+        false => seen,
+    }
 }
 
 /// BM25's idf of a word `df` of `docs` rows have (LanceDB's formula).
@@ -611,4 +633,117 @@ fn nth(scores: &[f32], seen: &[u32], n: usize) -> Option<f32> {
     let mut v: Vec<f32> = seen.iter().map(|&s| scores[s as usize]).collect();
     let (_, t, _) = v.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
     Some(*t)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::index::rows::Row;
+
+    /// Lists whose rows `hidden` hold no row (as a slot of a row taken
+    /// out or written again on top of a snapshot), their postings kept.
+    struct Hiding<'a> {
+        terms: &'a Terms,
+        hidden: &'a HashSet<u32>,
+    }
+
+    impl Lists for Hiding<'_> {
+        fn slots(&self) -> usize {
+            self.terms.slots()
+        }
+        fn counted(&self) -> u64 {
+            self.terms.counted()
+        }
+        fn tokens(&self) -> u64 {
+            Lists::tokens(self.terms)
+        }
+        fn word(&self, text: &str) -> Option<u32> {
+            self.terms.word(text)
+        }
+        fn df(&self, w: u32) -> usize {
+            self.terms.df(w)
+        }
+        fn each(&self, w: u32, f: &mut dyn FnMut(u32, u32)) {
+            self.terms.each(w, f)
+        }
+        fn tf(&self, w: u32, slot: u32) -> Option<u32> {
+            self.terms.tf(w, slot)
+        }
+        fn len(&self, slot: u32) -> u32 {
+            Lists::len(self.terms, slot)
+        }
+        fn kind(&self, slot: u32) -> Option<RowKind> {
+            self.terms.kind(slot)
+        }
+        fn id(&self, slot: u32) -> Option<&str> {
+            match self.hidden.contains(&slot) {
+                true => None,
+                false => self.terms.id(slot),
+            }
+        }
+        fn hit(&self, slot: u32) -> Option<Hit> {
+            match self.hidden.contains(&slot) {
+                true => None,
+                false => self.terms.hit(slot),
+            }
+        }
+    }
+
+    /// The rule [`top`] keeps, by a full pass: every live row holding a
+    /// word of the query, scored with every word, ranked by score and
+    /// id; the rows tied with the first row left out are left out.
+    fn full_pass(l: &dyn Lists, tokens: &[String], n: usize) -> Vec<(String, f32)> {
+        let words = query_words(l, tokens);
+        let mut all = Vec::new();
+        for slot in 0..l.slots() as u32 {
+            let Some(id) = l.id(slot) else { continue };
+            let held: Vec<(f32, u32)> = (words.iter())
+                .filter_map(|&(w, idf)| Some((idf, l.tf(w, slot)?)))
+                .collect();
+            if !held.is_empty() {
+                let score = held.iter().map(|&(idf, tf)| weight(l, idf, tf, slot)).sum();
+                all.push((id.to_string(), score));
+            }
+        }
+        all.sort_by(|(a, x), (b, y): &(String, f32)| y.total_cmp(x).then_with(|| a.cmp(b)));
+        if let Some(&(_, out)) = all.get(n) {
+            all.retain(|(_, s)| *s > out);
+        }
+        all.truncate(n);
+        all
+    }
+
+    const VOCABULARY: [&str; 6] = ["tea", "garden", "dog", "rex", "basil", "morning"];
+
+    proptest! {
+        /// The rows a search's words list are those a full pass over
+        /// every row lists, scores to the bit, with rows sharing scores
+        /// by the thousand (a common word) and rows that hold no row.
+        #[test]
+        fn the_best_rows_are_those_a_full_pass_lists(
+            texts in prop::collection::vec(prop::collection::vec(0..6usize, 1..4), 1..60),
+            query in prop::collection::vec(0..6usize, 1..4),
+            hidden in prop::collection::hash_set(0..60u32, 0..10),
+            n in 1..12usize,
+        ) {
+            let rows = (texts.iter().enumerate())
+                .map(|(i, words)| {
+                    let text: Vec<&str> = words.iter().map(|&w| VOCABULARY[w]).collect();
+                    (Row::fact(&format!("r{i:02}"), &text.join(" ")).hit(), Vec::new())
+                })
+                .collect();
+            let terms = Terms::loaded(rows, None).unwrap();
+            let lists = Hiding { terms: &terms, hidden: &hidden };
+            let query: Vec<&str> = query.iter().map(|&w| VOCABULARY[w]).collect();
+            let tokens = query_tokens(&query.join(" "));
+            let got: Vec<(String, f32)> = (top(&lists, &tokens, n).into_iter())
+                .map(|h| (h.id.to_string(), h.score))
+                .collect();
+            prop_assert_eq!(got, full_pass(&lists, &tokens, n));
+        }
+    }
 }

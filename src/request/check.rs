@@ -37,7 +37,12 @@ impl Request for Check {
     async fn apply(self, target: &Target) -> Result<Report> {
         let layout = &target.memory.layout;
         let open = target.index_if_open();
-        let report = check::run_kept(layout, open.as_deref()).await?;
+        let mut report = check::run_kept(layout, open.as_deref()).await?;
+        let tail = |r: &Report| (r.problems.iter()).any(|p| p.kind == check::Kind::VersionsTail);
+        if self.fix && tail(&report) {
+            crate::versions::forget_tail(layout)?;
+            report = check::run_kept(layout, open.as_deref()).await?;
+        }
         if !self.fix || report.index_rows.is_none() {
             return Ok(report);
         }

@@ -52,11 +52,15 @@
 //! reads the last versions from `.memd/versions-tail.json` (derived,
 //! written after each writer, for the versions file's length and time);
 //! a tail that is missing, torn or of another state of the file is not
-//! read, and the history is read instead.
+//! read, and the history is read instead. The tail also holds the two
+//! files' stamps as last hashed ([`seen`]): a writer that finds them so,
+//! and leaves them so, reads neither. A crash between a write and its
+//! tail leaves stamps the file no longer has, which prove nothing.
 
 mod as_of;
 mod merge;
 mod on_disk;
+mod seen;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -75,6 +79,7 @@ use crate::text::short_hash;
 use crate::{Layout, Memory, atomic};
 
 use self::on_disk::read_now;
+use self::seen::Seen;
 
 pub use as_of::{Then, as_of, parse_time};
 pub(crate) use merge::{erase, merge};
@@ -529,19 +534,24 @@ pub fn stamp(t: &DateTime<FixedOffset>) -> String {
 /// Record the files as they are, where they differ from their last
 /// version: `by` memd (dated by `clock`, `from` the hashes `found` when
 /// the writer began) or as found (dated by the file's time). Returns the
-/// files' hashes.
+/// files' hashes, and the stamps that prove them ([`seen`]).
 fn capture(
     (layout, history): (&Layout, &mut History),
     clock: &Clock,
     by: By,
     found: &[Option<String>; 2],
-) -> Result<[Option<String>; 2]> {
+) -> Result<([Option<String>; 2], Vec<Seen>)> {
     let now = clock.now();
     let mut records = Vec::new();
     let mut shas: [Option<String>; 2] = [None, None];
+    let mut proofs = Vec::new();
     for (i, file) in FILES.into_iter().enumerate() {
-        let (content, mtime) = read_now(layout, file)?;
-        let hash = sha(content.as_deref());
+        let ((content, mtime, hash), proof) = seen::proving(layout, file, || {
+            let (content, mtime) = read_now(layout, file)?;
+            let hash = sha(content.as_deref());
+            Ok(((content, mtime, hash.clone()), hash))
+        })?;
+        proofs.extend(proof);
         shas[i] = Some(hash.clone());
         let last = history.versions(file).last();
         if last.is_some_and(|v| v.sha == hash) {
@@ -584,7 +594,7 @@ fn capture(
         records.push(record);
     }
     jsonl::append(&layout.versions_file(), &records)?;
-    Ok(shas)
+    Ok((shas, proofs))
 }
 
 /// The entries lock, held by every writer of the entries file and
@@ -598,6 +608,10 @@ pub struct Writing {
     /// stamp then: read again at the end only if another writer of the
     /// file (an erasure's rewrite) changed it meanwhile.
     history: Option<(History, Stamp)>,
+    /// The stamps that prove the files as found ([`seen`]), and whether
+    /// the tail holds them already.
+    seen: Vec<Seen>,
+    tail_holds: bool,
     _lock: Guard,
 }
 
@@ -623,6 +637,9 @@ fn versions_stamp(layout: &Layout) -> Stamp {
 struct Tail {
     stamp: Stamp,
     last: Vec<TailVersion>,
+    /// The files as their last versions, with the stamps that prove it.
+    #[serde(default)]
+    seen: Vec<Seen>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -634,16 +651,49 @@ struct TailVersion {
     list: Option<Vec<String>>,
 }
 
+impl Tail {
+    /// The tail, when it is the versions file's as it is.
+    fn read(layout: &Layout) -> Option<Tail> {
+        let stamp = versions_stamp(layout);
+        std::fs::read(layout.versions_tail())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Tail>(&b).ok())
+            .filter(|t| t.stamp == stamp)
+    }
+
+    /// The tail's stamps, when they prove both files as they are now
+    /// (each then its last version).
+    fn proving(layout: &Layout) -> Option<Vec<Seen>> {
+        let tail = Tail::read(layout)?;
+        seen::unchanged(layout, &tail.seen).then_some(tail.seen)
+    }
+}
+
+/// What `memd check` finds of `.memd/versions-tail.json`: a line for
+/// each file whose stamp there the file still has, while its content is
+/// not the one the stamp was kept for ([`seen`]).
+pub fn tail_disproved(layout: &Layout) -> Result<Vec<String>> {
+    let Some(tail) = Tail::read(layout) else {
+        return Ok(Vec::new());
+    };
+    let hash = |f: File| Ok(sha(read_now(layout, f)?.0.as_deref()));
+    let wrong = seen::false_proofs(layout, &tail.seen, hash)?;
+    Ok((wrong.into_iter())
+        .map(|f| format!("its stamp of {} is the file's, its hash is not: a writer would take an edit for the last version and not record it (derived: a check that fixes deletes it)", name(f)))
+        .collect())
+}
+
+/// Delete `.memd/versions-tail.json` (derived: the next writer reads the
+/// history instead, and writes it anew).
+pub fn forget_tail(layout: &Layout) -> Result<()> {
+    Ok(atomic::remove(&layout.versions_tail())?)
+}
+
 impl History {
     /// The last versions as a writer needs them: from the tail when it is
     /// the file's, else from the file.
     fn for_writer(layout: &Layout) -> Result<History> {
-        let stamp = versions_stamp(layout);
-        let tail = std::fs::read(layout.versions_tail())
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Tail>(&b).ok())
-            .filter(|t| t.stamp == stamp);
-        let Some(tail) = tail else {
+        let Some(tail) = Tail::read(layout) else {
             return History::heads(layout);
         };
         let mut h = History::default();
@@ -676,8 +726,9 @@ impl History {
         Ok(h)
     }
 
-    /// Write the tail of this history for the versions file as it is.
-    fn save_tail(&self, layout: &Layout) -> Result<()> {
+    /// Write the tail of this history for the versions file as it is,
+    /// with the stamps `seen` of the files that are their last versions.
+    fn save_tail(&self, layout: &Layout, seen: &[Seen]) -> Result<()> {
         let last = FILES
             .into_iter()
             .filter_map(|file| {
@@ -695,9 +746,15 @@ impl History {
                 })
             })
             .collect();
+        let last_sha = |f: File| self.track(f).versions.last().map(|v| v.sha.as_str());
+        let seen = (seen.iter())
+            .filter(|s| last_sha(s.file) == Some(s.sha.as_str()))
+            .cloned()
+            .collect();
         let tail = Tail {
             stamp: versions_stamp(layout),
             last,
+            seen,
         };
         // Derived: replaced whole, not synced (one lost is read as absent).
         std::fs::create_dir_all(layout.runtime_dir())?;
@@ -716,38 +773,52 @@ impl Writing {
         let layout = &memory.layout;
         let dir = layout.consolidated_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut writing = Writing {
+            layout: layout.clone(),
+            clock: memory.clock,
+            found: [None, None],
+            history: None,
+            seen: Vec::new(),
+            tail_holds: false,
+            _lock: lock,
+        };
+        if let Some(seen) = Tail::proving(layout) {
+            let sha = |f: File| seen.iter().find(|s| s.file == f).map(|s| s.sha.clone());
+            writing.found = FILES.map(sha);
+            (writing.seen, writing.tail_holds) = (seen, true);
+            return Ok(writing);
+        }
         let found = History::for_writer(layout).and_then(|mut h| {
             let found = capture((layout, &mut h), &memory.clock, By::Found, &[None, None])?;
             Ok((found, h))
         });
-        let (found, history) = match found {
-            Ok((found, h)) => (found, Some((h, versions_stamp(layout)))),
-            Err(e) => {
-                tracing::warn!("cannot record the version memd found: {e}");
-                ([None, None], None)
+        match found {
+            Ok(((found, seen), h)) => {
+                (writing.found, writing.seen) = (found, seen);
+                writing.history = Some((h, versions_stamp(layout)));
             }
-        };
-        Ok(Writing {
-            layout: layout.clone(),
-            clock: memory.clock,
-            found,
-            history,
-            _lock: lock,
-        })
+            Err(e) => tracing::warn!("cannot record the version memd found: {e}"),
+        }
+        Ok(writing)
     }
 }
 
 impl Drop for Writing {
     /// Before the lock goes (fields drop after this).
+    /// A writer that leaves the files as the tail's stamps proved them
+    /// on taking the lock records nothing, and reads neither.
     fn drop(&mut self) {
         let layout = &self.layout;
+        if self.tail_holds && seen::unchanged(layout, &self.seen) {
+            return;
+        }
         let history = match self.history.take() {
             Some((h, stamp)) if stamp == versions_stamp(layout) => Ok(h),
-            _ => History::heads(layout),
+            _ => History::for_writer(layout),
         };
         let captured = history.and_then(|mut h| {
-            capture((layout, &mut h), &self.clock, By::Memd, &self.found)?;
-            h.save_tail(layout)
+            let (_, seen) = capture((layout, &mut h), &self.clock, By::Memd, &self.found)?;
+            h.save_tail(layout, &seen)
         });
         if let Err(e) = captured {
             tracing::warn!("cannot record the version memd wrote: {e}");

@@ -9,6 +9,14 @@ use crate::atomic;
 use crate::core_md::CoreMd;
 use crate::error::Result;
 
+/// Where `file` is.
+pub(super) fn path(layout: &Layout, file: File) -> std::path::PathBuf {
+    match file {
+        File::Memory => layout.entries_file(),
+        File::Core => layout.memory_md(),
+    }
+}
+
 /// A file's content now, as versions record it, and the time from which
 /// it surely held: its modification time, plus how far that time may lag
 /// the write it dates ([`written_by`]).
@@ -16,10 +24,7 @@ pub(super) fn read_now(
     layout: &Layout,
     file: File,
 ) -> Result<(Option<String>, Option<DateTime<FixedOffset>>)> {
-    let path = match file {
-        File::Memory => layout.entries_file(),
-        File::Core => layout.memory_md(),
-    };
+    let path = path(layout, file);
     // Missing, or not a file (a directory put where it was): unreadable.
     let meta = match std::fs::metadata(&path) {
         Ok(m) if m.is_file() => m,
@@ -49,7 +54,7 @@ pub(super) fn read_now(
 /// that keeps whole seconds (no nanoseconds) may be up to 2 s behind
 /// (FAT's granularity). Until then the file may still have held what it
 /// held before the write.
-fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
+pub(super) fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
     let whole_seconds = modified
         .duration_since(std::time::UNIX_EPOCH)
         .is_ok_and(|d| d.subsec_nanos() == 0);

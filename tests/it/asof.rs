@@ -267,3 +267,84 @@ fn check_finds_a_version_that_cannot_be_rebuilt() {
         "{problems:?}"
     );
 }
+
+/// The records of `consolidated/versions.jsonl`.
+fn versions(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("consolidated/versions.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A memory of one entry, then a run with nothing pending (a writer that
+/// leaves the files as it found them, a while after they were written):
+/// its versions tail holds both files' stamps.
+fn proven() -> tempfile::TempDir {
+    let t = fresh();
+    add(t.path(), "User works at Acme Corp");
+    consolidate(t.path());
+    now();
+    ok(t.path(), &["consolidate"]);
+    t
+}
+
+/// A writer that finds the files as it last left them reads neither, by
+/// their stamps; a hand edit of the same length, made in place with the
+/// file's modification time put back, still reads as an edit (its change
+/// time moved), and the next writer records it as found.
+#[test]
+fn a_hand_edit_of_the_same_length_with_its_time_put_back_is_found_by_the_next_writer() {
+    use std::io::Write;
+    let t = proven();
+    let dir = t.path();
+    ok(dir, &["consolidate"]);
+    let before = versions(dir);
+    let path = dir.join("consolidated/memory.md");
+    let written = std::fs::read_to_string(&path).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let edited = written.replace("Acme Corp", "Acme Inc.");
+    assert_eq!(edited.len(), written.len());
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all(edited.as_bytes()).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        modified
+    );
+    ok(dir, &["consolidate"]);
+    let after = versions(dir);
+    assert_eq!(after.len(), before.len() + 1, "{after:?}");
+    let found = after.last().unwrap();
+    assert_eq!(
+        (found["file"].as_str(), found["by"].as_str()),
+        (Some("memory"), Some("found")),
+        "{found}"
+    );
+    let shown = String::from_utf8(show(dir, &now(), "memory").stdout).unwrap();
+    assert_eq!(shown, edited);
+}
+
+/// `memd check` finds a versions tail whose stamp of a file is the file's
+/// while its hash is another content's (a writer would take an edit for
+/// the last version), and `--fix` deletes the tail, which is derived.
+#[test]
+fn check_finds_a_versions_tail_whose_stamp_proves_another_content_and_fix_deletes_it() {
+    let t = proven();
+    let dir = t.path();
+    let (clean, _, v) = crate::trust::check(dir);
+    assert!(clean, "{v}");
+    let path = dir.join(".memd/versions-tail.json");
+    let mut tail: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let seen = tail["seen"].as_array_mut().unwrap();
+    assert_eq!(seen.len(), 2, "both files proven: {seen:?}");
+    seen[0]["sha"] = "0123456789abcdef".into();
+    std::fs::write(&path, serde_json::to_vec(&tail).unwrap()).unwrap();
+    let (clean, problems, v) = crate::trust::check(dir);
+    assert!(!clean, "{v}");
+    assert_eq!(problems, ["versions_tail"], "{v}");
+    ok(dir, &["check", "--fix"]);
+    assert!(!path.exists());
+    let (clean, _, v) = crate::trust::check(dir);
+    assert!(clean, "{v}");
+}

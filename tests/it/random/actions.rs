@@ -95,6 +95,11 @@ pub enum Action {
         text: u8,
     },
     HandEditCore,
+    /// `consolidated/memory.md`'s heading changed in place, the same
+    /// length, and the file's modification time put back (as a tool that
+    /// keeps times does): a writer must still find the edit, though the
+    /// stamp memd kept of the file matches in length and time.
+    HandEditInPlace,
     /// `consolidated/` deleted whole by a person (the entries, their
     /// journal and versions, REVIEW.md): the facts its entries held are
     /// pending again (memd's rule, `memd::pending`), found by search, and
@@ -269,6 +274,7 @@ impl Action {
             Action::HandEditEntry { .. } => "hand: edit an entry",
             Action::HandWriteEntry { .. } => "hand: write an entry",
             Action::HandEditCore => "hand: edit MEMORY.md",
+            Action::HandEditInPlace => "hand: edit memory.md in place, its time put back",
             Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
             Action::Move => "move to another node's root",
             Action::HandDeleteTable => "hand: delete the index's table",
@@ -398,6 +404,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         2 => any::<u8>().prop_map(|pick| Action::HandEditEntry { pick }),
         1 => any::<u8>().prop_map(|text| Action::HandWriteEntry { text }),
         1 => Just(Action::HandEditCore),
+        1 => Just(Action::HandEditInPlace),
         1 => Just(Action::HandDeleteConsolidated),
         1 => Just(Action::Move),
         1 => Just(Action::HandDeleteTable),

@@ -42,6 +42,7 @@ pub fn unseen(action: &Action) -> bool {
             | Action::HandEditEntry { .. }
             | Action::HandWriteEntry { .. }
             | Action::HandEditCore
+            | Action::HandEditInPlace
             | Action::HandDeleteConsolidated
             | Action::Kill { .. }
             | Action::Unwritable { .. }

@@ -96,6 +96,31 @@ impl World {
         Ok(())
     }
 
+    /// The entries file's heading's case turned in place (same length,
+    /// same inode), its modification time put back. A time put back makes
+    /// what memd may say of the past a guess (it dates the edit by that
+    /// time), so the sequence's as-of answers are judged as after a clock
+    /// moved ([`World::skewed`]).
+    pub(super) fn hand_edit_in_place(&mut self) -> anyhow::Result<()> {
+        let path = self.layout.entries_file();
+        let Ok(src) = std::fs::read_to_string(&path) else {
+            return Ok(());
+        };
+        let edited = match src.contains("# Memory\n") {
+            true => src.replacen("# Memory\n", "# MEMORY\n", 1),
+            false => src.replacen("# MEMORY\n", "# Memory\n", 1),
+        };
+        if edited == src {
+            return Ok(());
+        }
+        let modified = std::fs::metadata(&path)?.modified()?;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        f.write_all(edited.as_bytes())?;
+        f.set_modified(modified)?;
+        self.skewed = true;
+        Ok(())
+    }
+
     pub(super) fn hand_core(&mut self) -> anyhow::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
