@@ -592,9 +592,9 @@ fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
 /// live ones scoring at least the (n + 1)-th best of `seen`, if n + 1 of
 /// them are live (the (n + 1)-th live row is then among them, and every
 /// live row above it); otherwise all of `seen`. A common word's rows are
-/// thousands, nearly all scoring alike: sorting them all by score and id
-/// to keep `n` was most of a search at 300,000 rows (BENCHMARKS.md, "A
-/// search's words ranked past 100,000 rows").
+/// thousands, nearly all scoring alike, so only the rows that can make
+/// the cut are sorted by score and id (BENCHMARKS.md, "A search's words
+/// ranked past 100,000 rows").
 fn within_reach(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<u32> {
     if seen.len() <= n + 1 {
         return seen;
