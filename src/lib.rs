@@ -171,6 +171,7 @@ pub mod request;
 pub mod review;
 pub mod runs;
 pub mod server;
+pub(crate) mod stamp;
 pub mod state;
 pub mod status;
 pub mod steps;

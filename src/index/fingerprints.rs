@@ -22,6 +22,7 @@ use std::sync::Arc;
 use super::counts;
 use crate::archive::ParsedDays;
 use crate::layout::{Layout, Source, is_day};
+use crate::stamp::Stamp;
 use crate::text::{short_hash, short_hex};
 use crate::{Result, archive, atomic};
 
@@ -182,28 +183,8 @@ fn now(layout: &Layout) -> Result<Prints> {
     Ok(seen.now(layout))
 }
 
-/// What identifies a version of a file without reading it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
 fn stamp(path: &std::path::Path) -> Option<Stamp> {
-    stamp_of(&std::fs::metadata(path).ok()?)
-}
-
-fn stamp_of(m: &std::fs::Metadata) -> Option<Stamp> {
-    Some(Stamp {
-        dev: m.dev(),
-        ino: m.ino(),
-        len: m.len(),
-        mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-        ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
-    })
+    Some(Stamp::of(&std::fs::metadata(path).ok()?))
 }
 
 /// Each file the fingerprints depend on (by its name, which is cheaper to
@@ -240,7 +221,7 @@ fn day_stamp(dir: &std::path::Path, name: &std::ffi::OsStr) -> (Option<Stamp>, b
     };
     let meta = meta.filter(|m| m.is_file());
     let unseen = link || meta.as_ref().is_some_and(|m| m.nlink() > 1);
-    (meta.and_then(|m| stamp_of(&m)), unseen)
+    (meta.map(|m| Stamp::of(&m)), unseen)
 }
 
 /// The stamps of every file the fingerprints depend on: the archive's
@@ -267,7 +248,7 @@ fn stamps(layout: &Layout) -> Result<(Stamps, BTreeSet<std::ffi::OsString>)> {
         if link || meta.as_ref().is_some_and(|m| m.nlink() > 1) {
             unseen.insert(name.clone());
         }
-        if let Some(stamp) = meta.and_then(|m| stamp_of(&m)) {
+        if let Some(stamp) = meta.map(|m| Stamp::of(&m)) {
             out.insert(name, Some(stamp));
         }
     }
@@ -542,7 +523,7 @@ fn by_stamp<T: Clone>(
             },
         };
         out.push((day.to_string(), value.clone()));
-        kept.insert(name.clone(), (stamp.clone(), value));
+        kept.insert(name.clone(), (*stamp, value));
     }
     *cached = kept;
     Ok(out)

@@ -19,7 +19,6 @@
 //! only ever saves work, and a tail without stamps (an older memd's) is
 //! read as one that proves nothing.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -28,16 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::File;
 use super::on_disk::{path, written_by};
 use crate::Layout;
-
-/// What the file system says of a file, short of its content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Stamp {
-    len: u64,
-    modified_ns: i128,
-    changed_ns: i128,
-    inode: u64,
-    device: u64,
-}
+use crate::stamp::Stamp;
 
 /// A file's hash as a writer read it, with the stamp that proves it
 /// (`None`: the file was missing).
@@ -52,13 +42,7 @@ pub(super) struct Seen {
 /// when the file system does not say (then nothing is proven).
 fn stamp(path: &Path) -> Result<Option<Stamp>, ()> {
     match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => Ok(Some(Stamp {
-            len: m.len(),
-            modified_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            changed_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
-            inode: m.ino(),
-            device: m.dev(),
-        })),
+        Ok(m) if m.is_file() => Ok(Some(Stamp::of(&m))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         _ => Err(()),
     }
@@ -69,16 +53,10 @@ pub(super) fn now(layout: &Layout, file: File) -> Result<Option<Stamp>, ()> {
     stamp(&path(layout, file))
 }
 
-impl Stamp {
-    /// Whether a write after now would carry later times than these.
-    fn settled(&self) -> bool {
-        let at = |ns: i128| {
-            let ns = u64::try_from(ns).unwrap_or(0);
-            written_by(UNIX_EPOCH + Duration::from_nanos(ns))
-        };
-        let latest = at(self.modified_ns.max(self.changed_ns));
-        SystemTime::now() > latest
-    }
+/// Whether a write after now would carry later times than `s`'s.
+fn settled(s: &Stamp) -> bool {
+    let ns = u64::try_from(s.mtime_ns.max(s.ctime_ns)).unwrap_or(0);
+    SystemTime::now() > written_by(UNIX_EPOCH + Duration::from_nanos(ns))
 }
 
 /// `read` (which reads `file` and hashes it) run between two looks at
@@ -93,7 +71,7 @@ pub(super) fn proving<T>(
     let (out, sha) = read()?;
     let after = now(layout, file);
     let proven = match (before, after) {
-        (Ok(b), Ok(a)) if a == b && b.is_none_or(|s| s.settled()) => Some(Seen {
+        (Ok(b), Ok(a)) if a == b && b.is_none_or(|s| settled(&s)) => Some(Seen {
             file,
             stamp: b,
             sha,
