@@ -118,7 +118,8 @@
 //!
 //! Shared mechanics live in small helpers: [`atomic`] replaces a file so
 //! that no reader ever sees half of it, [`jsonl`] reads and appends
-//! JSON-lines files tolerantly, [`text`] holds the normalisation, hashing
+//! JSON-lines files tolerantly, [`json_head`] reads the leading fields
+//! of a JSON file no further than they go, [`text`] holds the normalisation, hashing
 //! and markup escaping every module must agree on, [`status`] gathers the
 //! read-only report behind `memd status`, [`progress`] shows long work,
 //! [`alloc`] is the binary's allocator (large blocks in 2 MiB pages),
@@ -154,6 +155,7 @@ pub(crate) mod http;
 pub mod ids;
 pub mod index;
 pub mod journal;
+pub(crate) mod json_head;
 pub mod jsonl;
 pub mod layout;
 pub mod limits;

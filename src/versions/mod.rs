@@ -76,7 +76,7 @@ use crate::ids::{EntryId, FactId};
 use crate::jsonl::{self, BadLine};
 use crate::lock::Guard;
 use crate::text::short_hash;
-use crate::{Layout, Memory, atomic};
+use crate::{Layout, Memory, atomic, json_head};
 
 use self::on_disk::read_now;
 use self::seen::Seen;
@@ -633,13 +633,16 @@ fn versions_stamp(layout: &Layout) -> Stamp {
 /// of the whole history, whose reading grows with every run (measured in
 /// BENCHMARKS.md, "What recording versions costs a writer"); any other
 /// stamp, and the history is read. Derived: deleting it costs one read.
+/// The fields are written in their order here, the small ones ahead of
+/// the chunk lists, which a writer that finds the files as `seen` proves
+/// them does not read ([`Tail::proving`]).
 #[derive(Serialize, Deserialize)]
 struct Tail {
     stamp: Stamp,
-    last: Vec<TailVersion>,
     /// The files as their last versions, with the stamps that prove it.
     #[serde(default)]
     seen: Vec<Seen>,
+    last: Vec<TailVersion>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -662,10 +665,21 @@ impl Tail {
     }
 
     /// The tail's stamps, when they prove both files as they are now
-    /// (each then its last version).
+    /// (each then its last version): read from the tail's head, no
+    /// further ([`crate::json_head`]).
     fn proving(layout: &Layout) -> Option<Vec<Seen>> {
-        let tail = Tail::read(layout)?;
-        seen::unchanged(layout, &tail.seen).then_some(tail.seen)
+        #[derive(Deserialize)]
+        struct Proof {
+            stamp: Stamp,
+            #[serde(default)]
+            seen: Vec<Seen>,
+        }
+        let names = ["stamp", "seen"];
+        let proof: Proof = json_head::fields(&layout.versions_tail(), &names)
+            .ok()??
+            .ok()?;
+        let holds = proof.stamp == versions_stamp(layout) && seen::unchanged(layout, &proof.seen);
+        holds.then_some(proof.seen)
     }
 }
 

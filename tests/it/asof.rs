@@ -325,6 +325,42 @@ fn a_hand_edit_of_the_same_length_with_its_time_put_back_is_found_by_the_next_wr
     assert_eq!(shown, edited);
 }
 
+/// A writer that finds the files as the versions tail's stamps prove
+/// them reads the tail no further than those stamps, written first: cut
+/// off after them, the tail is read, proves the files, and is left as it
+/// is. A writer that changes a file reads the history instead, records
+/// its version, and writes the tail whole again.
+#[test]
+fn a_writer_the_tail_proves_reads_it_no_further_than_its_stamps() {
+    let t = proven();
+    let dir = t.path();
+    let path = dir.join(".memd/versions-tail.json");
+    let whole = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+    let (seen, last) = (
+        whole.find("\"seen\"").unwrap(),
+        whole.find("\"last\"").unwrap(),
+    );
+    assert!(seen < last, "the stamps come first: {whole}");
+    let cut = &whole[..last];
+    std::fs::write(&path, cut).unwrap();
+    ok(dir, &["consolidate"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), cut);
+    let before = versions(dir);
+    add(dir, "User works at Globex Corp");
+    ok(dir, &["consolidate", "--force"]);
+    let after = versions(dir);
+    assert!(after.len() > before.len(), "{after:?}");
+    let tail: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(tail["last"].is_array(), "{tail}");
+    let shown = String::from_utf8(show(dir, &now(), "memory").stdout).unwrap();
+    assert_eq!(
+        shown,
+        std::fs::read_to_string(dir.join("consolidated/memory.md")).unwrap()
+    );
+    let (clean, _, v) = crate::trust::check(dir);
+    assert!(clean, "{v}");
+}
+
 /// `memd check` finds a versions tail whose stamp of a file is the file's
 /// while its hash is another content's (a writer would take an edit for
 /// the last version), and `--fix` deletes the tail, which is derived.

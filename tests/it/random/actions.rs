@@ -100,6 +100,15 @@ pub enum Action {
     /// keeps times does): a writer must still find the edit, though the
     /// stamp memd kept of the file matches in length and time.
     HandEditInPlace,
+    /// A JSON file memd writes with its small fields first put in another
+    /// order by a person's tool, its large field first: the state's
+    /// watermark ahead of its last run, or the versions tail's chunk
+    /// lists ahead of its stamps. The last run read from the state's head
+    /// must be the one a whole load reads; writers after must still
+    /// record every version (the as-of oracle).
+    HandReorderFields {
+        tail: bool,
+    },
     /// `consolidated/` deleted whole by a person (the entries, their
     /// journal and versions, REVIEW.md): the facts its entries held are
     /// pending again (memd's rule, `memd::pending`), found by search, and
@@ -275,6 +284,10 @@ impl Action {
             Action::HandWriteEntry { .. } => "hand: write an entry",
             Action::HandEditCore => "hand: edit MEMORY.md",
             Action::HandEditInPlace => "hand: edit memory.md in place, its time put back",
+            Action::HandReorderFields { tail: false } => "hand: the state's fields reordered",
+            Action::HandReorderFields { tail: true } => {
+                "hand: the versions tail's fields reordered"
+            }
             Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
             Action::Move => "move to another node's root",
             Action::HandDeleteTable => "hand: delete the index's table",
@@ -405,6 +418,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => any::<u8>().prop_map(|text| Action::HandWriteEntry { text }),
         1 => Just(Action::HandEditCore),
         1 => Just(Action::HandEditInPlace),
+        1 => any::<bool>().prop_map(|tail| Action::HandReorderFields { tail }),
         1 => Just(Action::HandDeleteConsolidated),
         1 => Just(Action::Move),
         1 => Just(Action::HandDeleteTable),

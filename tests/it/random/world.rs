@@ -192,6 +192,7 @@ impl World {
             Action::HandWriteEntry { text } => self.hand_write(actions::text(*text)),
             Action::HandEditCore => self.hand_core(),
             Action::HandEditInPlace => self.hand_edit_in_place(),
+            Action::HandReorderFields { tail } => self.hand_reorder_fields(*tail),
             Action::HandDeleteConsolidated if self.paired => Ok(()),
             Action::HandDeleteConsolidated => self.hand_delete_consolidated(),
             Action::Move if self.paired => Ok(()),

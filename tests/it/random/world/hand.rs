@@ -121,6 +121,38 @@ impl World {
         Ok(())
     }
 
+    /// The state (or the versions tail) rewritten with its large field
+    /// first and the others after it in reverse, as a tool that orders
+    /// fields its own way would: the last run a gate reads from the
+    /// state's head is still the one a whole load reads.
+    pub(super) fn hand_reorder_fields(&mut self, tail: bool) -> anyhow::Result<()> {
+        let (path, large) = match tail {
+            true => (self.layout.versions_tail(), "last"),
+            false => (self.layout.state_file(), "watermark"),
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Ok(());
+        };
+        let Ok(serde_json::Value::Object(object)) = serde_json::from_slice(&bytes) else {
+            return Ok(());
+        };
+        let mut fields: Vec<(String, serde_json::Value)> = object.into_iter().rev().collect();
+        fields.sort_by_key(|(k, _)| k != large);
+        let written: Vec<String> = (fields.iter())
+            .map(|(k, v)| format!("{}: {v}", serde_json::Value::from(k.as_str())))
+            .collect();
+        std::fs::write(&path, format!("{{{}}}", written.join(",\n")))?;
+        if !tail {
+            let head = memd::state::State::last_run(&path)?;
+            let whole = memd::state::State::load(&path)?.last_run;
+            anyhow::ensure!(
+                head == whole,
+                "the state's head says the last run was {head:?}, the whole state {whole:?}"
+            );
+        }
+        Ok(())
+    }
+
     pub(super) fn hand_core(&mut self) -> anyhow::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
