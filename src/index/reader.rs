@@ -374,12 +374,26 @@ impl Reader {
 
     /// The vector half of a search: from the vectors kept in memory with
     /// the words ([`super::vectors`]), which [`Reader::full_text`] has
-    /// just brought to the table's version, or else from LanceDB.
+    /// just brought to the table's version, or else from LanceDB, which
+    /// then reads only the rows' keys and vectors when the words are of
+    /// its version and hold every row it lists (their text, kind and day
+    /// are taken from the words: [`search::keyed`]).
     async fn vector_list(&self, qv: &[f32], n: usize) -> Result<Ranked> {
         if let Some(near) = self.shared.words.load().nearest(qv, n) {
             return Ok(near);
         }
-        search::vector_list(&self.shared.table.inner, qv.to_vec(), n).await
+        let table = &self.shared.table.inner;
+        let before = self.shared.table.version().await?;
+        let found = search::nearest_keys(table, qv.to_vec(), n).await?;
+        let version = self.shared.table.version().await?;
+        let words = self.shared.words.load();
+        if words.version() == Some(version)
+            && before == version
+            && let Some(near) = search::keyed(&found, |s, id| words.hit_of(s, id))?
+        {
+            return Ok(near);
+        }
+        search::vector_list(table, qv.to_vec(), n).await
     }
 
     /// The full-text half of a search alone: at most `n` rows whose words
@@ -710,6 +724,74 @@ mod tests {
             assert_eq!(a.len(), 10, "{q}");
             assert_eq!(a, b, "{q}");
         }
+    }
+
+    /// Past the rows whose vectors are kept in memory, LanceDB's vector
+    /// list read as the rows' keys and vectors, each row's text, kind and
+    /// day taken from the words, is the list read whole: the same rows
+    /// with the same fields, vectors and scores, after rows changed and
+    /// from a handle that read the words file. A row the words lack makes
+    /// it read whole.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn past_the_vectors_kept_the_vector_list_read_by_its_keys_is_the_one_read_whole() {
+        let (_t, layout, memory) = lexical_memory();
+        let words = [
+            "tea", "bike", "garden", "piano", "boat", "river", "cat", "lamp",
+        ];
+        let day = |day: &str, n: usize, from: usize| {
+            let mut text = format!("# {day}\n\n## 09:00:00\n");
+            for i in from..from + n {
+                let (a, b, c) = (words[i % 8], words[(i / 8) % 8], words[(i / 64) % 8]);
+                text.push_str(&format!("- The user likes {a}, {b} and {c}, note {i}\n"));
+            }
+            std::fs::write(layout.archive_file(day), text).unwrap();
+        };
+        day("2026-01-01", super::super::vectors::MAX_ROWS + 300, 0);
+        day("2026-01-02", 60, 100_000);
+        let shown = |hits: &[(Hit, Vec<f32>)], scores: &[f32]| -> Vec<String> {
+            let rows = hits.iter().zip(scores);
+            rows.map(|((h, v), s)| format!("{h:?} {v:?} {s}")).collect()
+        };
+        let same = |reader: Reader| async move {
+            for q in [
+                "tea and a bike",
+                "river cat lamp",
+                "piano note 7",
+                "nothing alike",
+            ] {
+                let qv = reader.query_vector(q).await.unwrap();
+                reader.full_text(q, 20, true).await.unwrap();
+                let words = reader.shared.words.load();
+                assert!(words.nearest(&qv, 20).is_none(), "no vectors kept");
+                let table = &reader.shared.table.inner;
+                let whole = search::vector_list(table, qv.clone(), 20).await.unwrap();
+                let found = search::nearest_keys(table, qv.clone(), 20).await.unwrap();
+                let keyed = search::keyed(&found, |s, id| words.hit_of(s, id)).unwrap();
+                let keyed = keyed.expect("the words hold every row listed");
+                assert_eq!(keyed.rows.len(), 20, "{q}");
+                let whole = shown(&whole.rows, &whole.scores);
+                assert_eq!(shown(&keyed.rows, &keyed.scores), whole, "{q}");
+                let searched = reader.vector_list(&qv, 20).await.unwrap();
+                assert_eq!(shown(&searched.rows, &searched.scores), whole, "{q}");
+                let first = (found.iter()).find_map(|b| {
+                    let ids = super::super::table::string_col(b, "id").ok()?;
+                    (b.num_rows() > 0).then(|| ids.value(0).to_string())
+                });
+                let lacking = search::keyed(&found, |s, id| {
+                    (Some(id.as_str()) != first.as_deref()).then(|| words.hit_of(s, id))?
+                });
+                assert!(lacking.unwrap().is_none(), "{q}");
+            }
+        };
+        let index = Index::open(&memory).await.unwrap();
+        index.writer.sync().await.unwrap();
+        same(index.reader.clone()).await;
+        day("2026-01-02", 40, 200_000);
+        index.writer.sync().await.unwrap();
+        same(index.reader.clone()).await;
+        drop(index);
+        let fresh = Index::open(&memory).await.unwrap();
+        same(fresh.reader.clone()).await;
     }
 
     /// A handle that read the words file takes its rows into memory at its

@@ -110,6 +110,47 @@ pub(super) async fn vector_list(table: &lancedb::Table, qv: Vec<f32>, n: usize) 
     })
 }
 
+/// What a vector query reads of each row when the row's other fields are
+/// known beside ([`keyed`]): its text, kind and day, which the words hold
+/// too, are not decoded from the table (BENCHMARKS.md, "A search past the
+/// vectors kept reads its rows' keys").
+const KEYS: [&str; 4] = ["id", "source", "vector", "_distance"];
+
+/// The rows nearest `qv` by the table's vector index, read as their keys,
+/// vectors and distances only ([`KEYS`]; [`keyed`] makes them a list).
+pub(super) async fn nearest_keys(
+    table: &lancedb::Table,
+    qv: Vec<f32>,
+    n: usize,
+) -> Result<Vec<RecordBatch>> {
+    let query = table.query().nearest_to(qv)?;
+    let query = query.distance_type(DistanceType::Cosine);
+    collect(query.select(Select::columns(&KEYS)).limit(n)).await
+}
+
+/// The vector list of the rows [`nearest_keys`] read, each row's other
+/// fields as `hit_of` gives them; `None` when it lacks one of the rows.
+pub(super) fn keyed(
+    found: &[RecordBatch],
+    hit_of: impl Fn(&Source, &RowId) -> Option<Hit>,
+) -> Result<Option<Ranked>> {
+    let mut rows = Vec::new();
+    for b in found {
+        let (ids, sources, vectors) = (string_col(b, "id")?, string_col(b, "source")?, vectors(b)?);
+        for i in 0..b.num_rows() {
+            // Written by this module only; an unknown value reads as the
+            // entries file, as `hits` reads it.
+            let source = Source::parse(sources.value(i)).unwrap_or(Source::Entries);
+            let Some(hit) = hit_of(&source, &RowId::stored(ids.value(i))) else {
+                return Ok(None);
+            };
+            rows.push((hit, vector(vectors, i)));
+        }
+    }
+    let scores = distances(found)?.into_iter().map(|d| -d).collect();
+    Ok(Some(Ranked { rows, scores }))
+}
+
 /// A row fused from the lists: its hit, its vector (for collapsing near
 /// duplicates, empty when it has none), and what the two signals say of
 /// it apart.
@@ -195,20 +236,26 @@ fn distances(batches: &[RecordBatch]) -> Result<Vec<f32>> {
 pub(super) fn rows(batches: &[RecordBatch]) -> Result<Vec<(Hit, Vec<f32>)>> {
     let mut out = Vec::new();
     for b in batches {
-        let vectors = b
-            .column_by_name("vector")
-            .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
-            .context("index column vector missing")?;
+        let vectors = vectors(b)?;
         for (i, hit) in hits(b)?.into_iter().enumerate() {
-            let v = vectors.value(i);
-            let v = v
-                .as_any()
-                .downcast_ref::<Float32Array>()
-                .map(|a| a.values().to_vec());
-            out.push((hit, v.unwrap_or_default()));
+            out.push((hit, vector(vectors, i)));
         }
     }
     Ok(out)
+}
+
+/// A batch's vector column.
+fn vectors(b: &RecordBatch) -> Result<&FixedSizeListArray> {
+    b.column_by_name("vector")
+        .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+        .context("index column vector missing")
+}
+
+/// Row `i`'s vector (empty when it is not of floats).
+fn vector(vectors: &FixedSizeListArray, i: usize) -> Vec<f32> {
+    let v = vectors.value(i);
+    let v = v.as_any().downcast_ref::<Float32Array>();
+    v.map(|a| a.values().to_vec()).unwrap_or_default()
 }
 
 /// [`rows`] of batches read without their vectors (each empty).

@@ -373,17 +373,35 @@ impl Snapshot {
                 m.vector(slot).map(|(v, _)| v.to_vec())
             }
             Base::Terms(base) => {
-                let view = View {
-                    base,
-                    top: &self.top,
-                };
-                let on_top = self.top.by_row.get(&(source.clone(), id.clone()));
-                let slot = match on_top {
-                    Some(&slot) => slot,
-                    None => base.slot_of(source, id)?,
-                };
+                let view = self.view(base);
+                let slot = self.slot_on(base, source, id)?;
                 view.vector(slot).map(|(v, _)| v.to_vec())
             }
+        }
+    }
+
+    /// Row `id` of `source` as a search shows it (score 0), if it is one
+    /// of these rows.
+    pub(super) fn hit_of(&self, source: &Source, id: &RowId) -> Option<Hit> {
+        match &self.base {
+            Base::Mapped(m) => m.hit(m.slot_of(source, id.as_str())?),
+            Base::Terms(base) => self.view(base).hit(self.slot_on(base, source, id)?),
+        }
+    }
+
+    fn view<'a>(&'a self, base: &'a Terms) -> View<'a> {
+        View {
+            base,
+            top: &self.top,
+        }
+    }
+
+    /// The slot of row `id` of `source` on `base` with the rows on top
+    /// (a base slot the top took out holds no row: [`View`] says so).
+    fn slot_on(&self, base: &Terms, source: &Source, id: &RowId) -> Option<u32> {
+        match self.top.by_row.get(&(source.clone(), id.clone())) {
+            Some(&slot) => Some(slot),
+            None => base.slot_of(source, id),
         }
     }
 
