@@ -4,10 +4,11 @@
 //! stamps ahead of its chunk lists) is read no further than those fields,
 //! at a cost that does not grow with the large one.
 //!
-//! What comes after the last field named is neither read nor checked: a
-//! reader that must see the whole file valid loads it whole. A file whose
-//! fields come in another order is read as far as it takes, whole at
-//! worst: the answer is the same, only the cost differs.
+//! What comes after the last field named is neither read nor checked (a
+//! field named again later, bytes after the object): a reader that must
+//! see the whole file valid loads it whole. A file whose fields come in
+//! another order is read as far as it takes, whole at worst: the answer
+//! is the same, only the cost differs.
 
 use std::io::Read;
 use std::path::Path;
@@ -47,24 +48,30 @@ pub(crate) fn fields<T: DeserializeOwned>(
 /// its name, read no further than the last of them to come.
 fn leading(bytes: &[u8], names: &[&str]) -> serde_json::Result<serde_json::Value> {
     let mut found = serde_json::Map::new();
+    let mut stopped = false;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let read = (&mut de).deserialize_map(UpTo {
         names,
         found: &mut found,
+        stopped: &mut stopped,
     });
     match read {
-        Err(_) if found.len() == names.len() => {}
+        Err(_) if stopped => {}
         read => read?,
     }
     Ok(serde_json::Value::Object(found))
 }
 
 /// Visits an object's fields until each of `names` is in `found`, and
-/// stops there with an error: serde_json checks that a visited object
-/// ends where its visitor returns, so stopping early is an error to it.
+/// stops there with an error, `stopped` set: serde_json checks that a
+/// visited object ends where its visitor returns, so stopping early is an
+/// error to it. It stops only once the next key (or the object's end)
+/// has begun, so that a value the head cuts short (a number, which
+/// serde_json would end at the cut) reads as a head that ends too soon.
 struct UpTo<'a> {
     names: &'a [&'a str],
     found: &'a mut serde_json::Map<String, serde_json::Value>,
+    stopped: &'a mut bool,
 }
 
 impl<'de> Visitor<'de> for UpTo<'_> {
@@ -82,6 +89,10 @@ impl<'de> Visitor<'de> for UpTo<'_> {
             }
             self.found.insert(key, map.next_value()?);
             if self.found.len() == self.names.len() {
+                if map.next_key::<IgnoredAny>()?.is_none() {
+                    return Ok(());
+                }
+                *self.stopped = true;
                 return Err(A::Error::custom("every field named is read"));
             }
         }
@@ -124,6 +135,16 @@ mod tests {
                 .unwrap_err()
                 .is_eof()
         );
+        let cut = format!(
+            r#"{{"a": "{}", "n": 123456789, "big": {big}}}"#,
+            "x".repeat(4075)
+        );
+        assert_eq!(
+            &cut[HEAD as usize - 4..HEAD as usize],
+            "3456",
+            "the head ends in the number"
+        );
+        assert_eq!(read(&cut, &["a", "n"]).unwrap()["n"], 123456789);
         assert!(read(r#"{"big": [1,, 2], "a": 1}"#, &["a"]).is_err());
         assert!(read("[1, 2]", &["a"]).is_err());
         let t = tempfile::tempdir().unwrap();

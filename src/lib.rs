@@ -119,8 +119,9 @@
 //! Shared mechanics live in small helpers: [`atomic`] replaces a file so
 //! that no reader ever sees half of it, [`jsonl`] reads and appends
 //! JSON-lines files tolerantly, [`json_head`] reads the leading fields
-//! of a JSON file no further than they go, [`text`] holds the normalisation, hashing
-//! and markup escaping every module must agree on, [`status`] gathers the
+//! of a JSON file no further than they go, [`text`] holds the
+//! normalisation, hashing and markup escaping every module must agree
+//! on, [`status`] gathers the
 //! read-only report behind `memd status`, [`progress`] shows long work,
 //! [`alloc`] is the binary's allocator (large blocks in 2 MiB pages),
 //! and [`check`] verifies every invariant above (`memd check`, the oracle

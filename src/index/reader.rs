@@ -379,14 +379,16 @@ impl Reader {
     /// its version and hold every row it lists (their text, kind and day
     /// are taken from the words: [`search::keyed`]).
     async fn vector_list(&self, qv: &[f32], n: usize) -> Result<Ranked> {
-        if let Some(near) = self.shared.words.load().nearest(qv, n) {
+        // One snapshot for both: one that keeps no vectors has no rows
+        // shown ahead of the table ([`super::snapshot::Model::ahead`]).
+        let words = self.shared.words.load_full();
+        if let Some(near) = words.nearest(qv, n) {
             return Ok(near);
         }
         let table = &self.shared.table.inner;
         let before = self.shared.table.version().await?;
         let found = search::nearest_keys(table, qv.to_vec(), n).await?;
         let version = self.shared.table.version().await?;
-        let words = self.shared.words.load();
         if words.version() == Some(version)
             && before == version
             && let Some(near) = search::keyed(&found, |s, id| words.hit_of(s, id))?

@@ -668,6 +668,14 @@ impl Tail {
     /// (each then its last version): read from the tail's head, no
     /// further ([`crate::json_head`]).
     fn proving(layout: &Layout) -> Option<Vec<Seen>> {
+        let seen = Tail::seen(layout)?;
+        seen::unchanged(layout, &seen).then_some(seen)
+    }
+
+    /// The tail's stamps, read from its head, when the tail is the
+    /// versions file's as it is. A tail that cannot be read proves
+    /// nothing (a stamp only ever saves work), so errors are `None`.
+    fn seen(layout: &Layout) -> Option<Vec<Seen>> {
         #[derive(Deserialize)]
         struct Proof {
             stamp: Stamp,
@@ -678,8 +686,7 @@ impl Tail {
         let proof: Proof = json_head::fields(&layout.versions_tail(), &names)
             .ok()??
             .ok()?;
-        let holds = proof.stamp == versions_stamp(layout) && seen::unchanged(layout, &proof.seen);
-        holds.then_some(proof.seen)
+        (proof.stamp == versions_stamp(layout)).then_some(proof.seen)
     }
 }
 
@@ -687,11 +694,12 @@ impl Tail {
 /// each file whose stamp there the file still has, while its content is
 /// not the one the stamp was kept for ([`seen`]).
 pub fn tail_disproved(layout: &Layout) -> Result<Vec<String>> {
-    let Some(tail) = Tail::read(layout) else {
+    // The stamps as a writer reads them ([`Tail::proving`]).
+    let Some(seen) = Tail::seen(layout) else {
         return Ok(Vec::new());
     };
     let hash = |f: File| Ok(sha(read_now(layout, f)?.0.as_deref()));
-    let wrong = seen::false_proofs(layout, &tail.seen, hash)?;
+    let wrong = seen::false_proofs(layout, &seen, hash)?;
     Ok((wrong.into_iter())
         .map(|f| format!("its stamp of {} is the file's, its hash is not: a writer would take an edit for the last version and not record it (derived: a check that fixes deletes it)", name(f)))
         .collect())

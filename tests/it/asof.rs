@@ -338,10 +338,11 @@ fn a_writer_the_tail_proves_reads_it_no_further_than_its_stamps() {
     let whole = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
     let (seen, last) = (
         whole.find("\"seen\"").unwrap(),
-        whole.find("\"last\"").unwrap(),
+        whole.find("\"last\":[").unwrap(),
     );
     assert!(seen < last, "the stamps come first: {whole}");
-    let cut = &whole[..last];
+    // Cut inside the chunk lists, which a writer then never reaches.
+    let cut = &whole[..last + "\"last\":[".len()];
     std::fs::write(&path, cut).unwrap();
     ok(dir, &["consolidate"]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), cut);
@@ -359,6 +360,27 @@ fn a_writer_the_tail_proves_reads_it_no_further_than_its_stamps() {
     );
     let (clean, _, v) = crate::trust::check(dir);
     assert!(clean, "{v}");
+}
+
+/// `memd check` reads the tail's stamps as a writer does, from the
+/// tail's head: a tail cut off after its stamps, one of which proves
+/// another content, is still found, and `--fix` deletes it.
+#[test]
+fn check_reads_the_tails_stamps_as_a_writer_does() {
+    let t = proven();
+    let dir = t.path();
+    let path = dir.join(".memd/versions-tail.json");
+    let whole = std::fs::read_to_string(&path).unwrap();
+    let cut = &whole[..whole.find("\"last\":[").unwrap() + "\"last\":[".len()];
+    let at = cut.find("\"sha\":\"").unwrap() + 7;
+    let wrong = format!("{}0123456789abcdef{}", &cut[..at], &cut[at + 16..]);
+    assert_ne!(wrong, cut);
+    std::fs::write(&path, wrong).unwrap();
+    let (clean, problems, v) = crate::trust::check(dir);
+    assert!(!clean, "{v}");
+    assert_eq!(problems, ["versions_tail"], "{v}");
+    ok(dir, &["check", "--fix"]);
+    assert!(!path.exists());
 }
 
 /// `memd check` finds a versions tail whose stamp of a file is the file's
