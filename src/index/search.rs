@@ -123,9 +123,7 @@ pub(super) async fn nearest_keys(
     qv: Vec<f32>,
     n: usize,
 ) -> Result<Vec<RecordBatch>> {
-    let query = table.query().nearest_to(qv)?;
-    let query = query.distance_type(DistanceType::Cosine);
-    collect(query.select(Select::columns(&KEYS)).limit(n)).await
+    nearest_read(table, (qv, n, None), &KEYS).await
 }
 
 /// The vector list of the rows [`nearest_keys`] read, each row's other
@@ -455,6 +453,15 @@ pub(super) async fn nearest(
     n: usize,
     filter: Option<String>,
 ) -> Result<Vec<RecordBatch>> {
+    nearest_read(table, (qv, n, filter), &COLUMNS).await
+}
+
+/// The `n` rows nearest `qv` (of those `filter` keeps), as `columns`.
+async fn nearest_read(
+    table: &lancedb::Table,
+    (qv, n, filter): (Vec<f32>, usize, Option<String>),
+    columns: &[&str],
+) -> Result<Vec<RecordBatch>> {
     let mut query = table
         .query()
         .nearest_to(qv)?
@@ -462,7 +469,7 @@ pub(super) async fn nearest(
     if let Some(f) = filter {
         query = query.only_if(f);
     }
-    collect(query.select(Select::columns(&COLUMNS)).limit(n)).await
+    collect(query.select(Select::columns(columns)).limit(n)).await
 }
 
 /// An existing entry like a new fact.

@@ -325,6 +325,13 @@ fn a_hand_edit_of_the_same_length_with_its_time_put_back_is_found_by_the_next_wr
     assert_eq!(shown, edited);
 }
 
+/// The versions tail `whole` cut inside its chunk lists, after its
+/// stamps: what a writer reads of it, and no more.
+fn cut_in_chunk_lists(whole: &str) -> &str {
+    let lists = "\"last\":[";
+    &whole[..whole.find(lists).unwrap() + lists.len()]
+}
+
 /// A writer that finds the files as the versions tail's stamps prove
 /// them reads the tail no further than those stamps, written first: cut
 /// off after them, the tail is read, proves the files, and is left as it
@@ -341,8 +348,7 @@ fn a_writer_the_tail_proves_reads_it_no_further_than_its_stamps() {
         whole.find("\"last\":[").unwrap(),
     );
     assert!(seen < last, "the stamps come first: {whole}");
-    // Cut inside the chunk lists, which a writer then never reaches.
-    let cut = &whole[..last + "\"last\":[".len()];
+    let cut = cut_in_chunk_lists(&whole);
     std::fs::write(&path, cut).unwrap();
     ok(dir, &["consolidate"]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), cut);
@@ -371,7 +377,7 @@ fn check_reads_the_tails_stamps_as_a_writer_does() {
     let dir = t.path();
     let path = dir.join(".memd/versions-tail.json");
     let whole = std::fs::read_to_string(&path).unwrap();
-    let cut = &whole[..whole.find("\"last\":[").unwrap() + "\"last\":[".len()];
+    let cut = cut_in_chunk_lists(&whole);
     let at = cut.find("\"sha\":\"").unwrap() + 7;
     let wrong = format!("{}0123456789abcdef{}", &cut[..at], &cut[at + 16..]);
     assert_ne!(wrong, cut);
