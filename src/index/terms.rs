@@ -536,7 +536,9 @@ pub(super) fn top(l: &dyn Lists, tokens: &[String], n: usize) -> Vec<Hit> {
             let Some(s) = scores.get_mut(slot as usize) else {
                 return;
             };
-            if *s == 0.0 {
+            // A slot no row holds (its postings kept by the lists) adds
+            // to no list and to no score the cut is taken from.
+            if *s == 0.0 && l.id(slot).is_some() {
                 seen.push(slot);
             }
             *s += weight(l, idf, tf, slot);
@@ -568,7 +570,7 @@ fn weight(l: &dyn Lists, idf: f32, tf: u32, slot: u32) -> f32 {
 }
 
 fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
-    let mut ranked: Vec<(u32, &str, f32)> = within_reach(l, scores, seen, n)
+    let mut ranked: Vec<(u32, &str, f32)> = within_reach(scores, seen, n)
         .into_iter()
         .filter_map(|slot| Some((slot, l.id(slot)?, scores[slot as usize])))
         .collect();
@@ -588,26 +590,20 @@ fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
         .collect()
 }
 
-/// The rows of `seen` that [`best`] may list or must compare with: the
-/// live ones scoring at least the (n + 1)-th best of `seen`, if n + 1 of
-/// them are live (the (n + 1)-th live row is then among them, and every
-/// live row above it); otherwise all of `seen`. A common word's rows are
-/// thousands, nearly all scoring alike, so only the rows that can make
-/// the cut are sorted by score and id (BENCHMARKS.md, "A search's words
+/// The rows of `seen` (live rows only) that [`best`] may list or must
+/// compare with: those scoring at least the (n + 1)-th best of `seen`.
+/// A common word's rows are thousands, nearly all scoring alike, so only
+/// the rows that can make the cut are sorted by score and id (BENCHMARKS.md, "A search's words
 /// ranked past 100,000 rows").
-fn within_reach(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<u32> {
+fn within_reach(scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<u32> {
     if seen.len() <= n + 1 {
         return seen;
     }
     let mut v: Vec<f32> = seen.iter().map(|&s| scores[s as usize]).collect();
     let (_, &mut floor, _) = v.select_nth_unstable_by(n, |a, b| b.total_cmp(a));
-    let near: Vec<u32> = (seen.iter().copied())
-        .filter(|&s| scores[s as usize] >= floor && l.id(s).is_some())
-        .collect();
-    match near.len() > n {
-        true => near,
-        false => seen,
-    }
+    (seen.into_iter())
+        .filter(|&s| scores[s as usize] >= floor)
+        .collect()
 }
 
 /// BM25's idf of a word `df` of `docs` rows have (LanceDB's formula).
@@ -715,6 +711,29 @@ mod tests {
         }
         all.truncate(n);
         all
+    }
+
+    /// A row held no more (a slot written again on top of a snapshot)
+    /// that alone has the query's rarest word scores above what any
+    /// other row could: the rows still live are listed all the same.
+    #[test]
+    fn a_row_held_no_more_that_outscores_every_live_row_does_not_hide_them() {
+        let texts = ["basil", "rex basil", "basil tea", "tea", "dog"];
+        let rows = (texts.iter().enumerate())
+            .map(|(i, text)| (Row::fact(&format!("r{i:02}"), text).hit(), Vec::new()))
+            .collect();
+        let terms = Terms::loaded(rows, None).unwrap();
+        let hidden = HashSet::from([4]);
+        let lists = Hiding {
+            terms: &terms,
+            hidden: &hidden,
+        };
+        let tokens = query_tokens("basil dog");
+        let got: Vec<String> = (top(&lists, &tokens, 1).into_iter())
+            .map(|h| h.id.to_string())
+            .collect();
+        assert_eq!(got, ["r00"]);
+        assert_eq!(full_pass(&lists, &tokens, 1)[0].0, "r00");
     }
 
     const VOCABULARY: [&str; 6] = ["tea", "garden", "dog", "rex", "basil", "morning"];
