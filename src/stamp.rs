@@ -27,4 +27,31 @@ impl Stamp {
             ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
         }
     }
+
+    /// Whether a write after now would carry later times than these
+    /// ([`written_by`]): only then does the stamp prove what was read
+    /// with it.
+    pub(crate) fn settled(&self) -> bool {
+        let ns = u64::try_from(self.mtime_ns.max(self.ctime_ns)).unwrap_or(0);
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns);
+        std::time::SystemTime::now() > written_by(at)
+    }
+}
+
+/// The latest time a write stamped `modified` may have happened. Linux
+/// stamps a write with its coarse clock, which lags the real time by up
+/// to one tick (1/HZ: 10 ms at HZ=100, the coarsest setting), so a write
+/// made just after a time can carry a stamp just before it; a file system
+/// that keeps whole seconds (no nanoseconds) may be up to 2 s behind
+/// (FAT's granularity). Until then the file may still have held what it
+/// held before the write.
+pub(crate) fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
+    let whole_seconds = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() == 0);
+    let lag = match whole_seconds {
+        true => std::time::Duration::from_secs(2),
+        false => std::time::Duration::from_millis(20),
+    };
+    modified + lag
 }

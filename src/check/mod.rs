@@ -596,17 +596,17 @@ async fn index(
         let what = format!("rows of {source}, which no longer exists (not synced yet)");
         report.note(Kind::IndexUnsynced, INDEX, None, what);
     }
-    words(layout, report).await?;
+    words(layout, kept, report).await?;
     report.index_fixable = report.problems.len() > before;
     Ok(())
 }
 
 /// The words file holds the words of the table's rows when it names the
 /// table's version ([`crate::index::words`]).
-async fn words(layout: &Layout, report: &mut Report) -> Result<()> {
+async fn words(layout: &Layout, kept: Option<&Index>, report: &mut Report) -> Result<()> {
     use crate::index::words_check::{Found, compare};
     let file = rel::INDEX_WORDS;
-    match compare(layout).await? {
+    match compare(layout, kept.map(|i| &i.words_checked)).await? {
         Found::Differs => report.problem(
             Kind::IndexWords,
             file,

@@ -106,6 +106,8 @@ struct Shared {
 pub struct Index {
     pub writer: Writer,
     pub reader: Reader,
+    /// What `memd check` last found of the words file.
+    pub words_checked: words_check::Checked,
 }
 
 /// The archive's day files, parsed: as `index`'s writer keeps them when
@@ -164,6 +166,7 @@ impl Index {
         Ok(Index {
             writer,
             reader: Reader::new(shared, asking),
+            words_checked: words_check::Checked::default(),
         })
     }
 

@@ -25,7 +25,9 @@
 //!   anew.
 //! - **Canonical**: rows by source and id, words by spelling, each word's
 //!   rows in order; so `memd check` compares it byte for byte with the
-//!   file the table's rows make ([`crate::check`]).
+//!   file the table's rows make ([`crate::check`]), a process whose index
+//!   is open once for each file and table version
+//!   ([`super::words_check::Checked`]).
 //! - **Erased with the rows**: it holds the rows' texts, so an erasure
 //!   deletes it ([`super::Writer::purge`]).
 //!

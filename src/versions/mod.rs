@@ -20,7 +20,7 @@
 //!   last version: a hand edit, a write an older memd made, or one a crash
 //!   cut short. Such a version is `found`, dated by the file's
 //!   modification time plus the most that time may lag the write
-//!   ([`on_disk::written_by`]: the file system's clock is coarser than
+//!   ([`crate::stamp::written_by`]: the file system's clock is coarser than
 //!   memd's);
 //! - on letting it go, the files as the writer leaves them (`memd`),
 //!   dated by the memory's clock, with the hash of the files as it found

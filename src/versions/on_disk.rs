@@ -37,7 +37,7 @@ pub(super) fn read_now(
     let mtime = meta
         .modified()
         .ok()
-        .map(|t| DateTime::<Local>::from(written_by(t)).fixed_offset());
+        .map(|t| DateTime::<Local>::from(crate::stamp::written_by(t)).fixed_offset());
     let content = match file {
         File::Memory => String::from_utf8(bytes).ok(),
         File::Core => CoreMd::parse(&bytes)
@@ -45,22 +45,4 @@ pub(super) fn read_now(
             .and_then(|md| md.generated().map(str::to_string)),
     };
     Ok((content, mtime))
-}
-
-/// The latest time a write stamped `modified` may have happened. Linux
-/// stamps a write with its coarse clock, which lags the real time by up
-/// to one tick (1/HZ: 10 ms at HZ=100, the coarsest setting), so a write
-/// made just after a time can carry a stamp just before it; a file system
-/// that keeps whole seconds (no nanoseconds) may be up to 2 s behind
-/// (FAT's granularity). Until then the file may still have held what it
-/// held before the write.
-pub(super) fn written_by(modified: std::time::SystemTime) -> std::time::SystemTime {
-    let whole_seconds = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .is_ok_and(|d| d.subsec_nanos() == 0);
-    let lag = match whole_seconds {
-        true => std::time::Duration::from_secs(2),
-        false => std::time::Duration::from_millis(20),
-    };
-    modified + lag
 }

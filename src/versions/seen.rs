@@ -10,7 +10,7 @@
 //!   the same before and after the read (a write during the read, or a
 //!   file put in its place, shows in one of them);
 //! - read after the latest time a write stamped with those times could
-//!   have happened ([`super::on_disk::written_by`]), so that any later
+//!   have happened ([`crate::stamp::written_by`]), so that any later
 //!   write, even one of the same length made in place, carries a later
 //!   time. The change time is in the stamp because a person or a tool
 //!   can set the modification time back, never the change time.
@@ -20,12 +20,11 @@
 //! read as one that proves nothing.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use super::File;
-use super::on_disk::{path, written_by};
+use super::on_disk::path;
 use crate::Layout;
 use crate::stamp::Stamp;
 
@@ -53,12 +52,6 @@ pub(super) fn now(layout: &Layout, file: File) -> Result<Option<Stamp>, ()> {
     stamp(&path(layout, file))
 }
 
-/// Whether a write after now would carry later times than `s`'s.
-fn settled(s: &Stamp) -> bool {
-    let ns = u64::try_from(s.mtime_ns.max(s.ctime_ns)).unwrap_or(0);
-    SystemTime::now() > written_by(UNIX_EPOCH + Duration::from_nanos(ns))
-}
-
 /// `read` (which reads `file` and hashes it) run between two looks at
 /// its stamp: its result, and the [`Seen`] that proves the hash when the
 /// stamp held still and was settled.
@@ -68,10 +61,13 @@ pub(super) fn proving<T>(
     read: impl FnOnce() -> crate::error::Result<(T, String)>,
 ) -> crate::error::Result<(T, Option<Seen>)> {
     let before = now(layout, file);
+    // Settled before the read begins: a write during it carries later
+    // times than `before`.
+    let settled = before.is_ok_and(|b| b.is_none_or(|s| s.settled()));
     let (out, sha) = read()?;
     let after = now(layout, file);
     let proven = match (before, after) {
-        (Ok(b), Ok(a)) if a == b && b.is_none_or(|s| settled(&s)) => Some(Seen {
+        (Ok(b), Ok(a)) if a == b && settled => Some(Seen {
             file,
             stamp: b,
             sha,

@@ -173,7 +173,9 @@ async fn a_words_file_of_a_table_made_anew_is_not_read_though_it_names_the_same_
     std::fs::write(layout.index_words(), &old).unwrap();
     let fresh = open(&layout).await;
     assert_eq!(results(&fresh).await, want);
-    let found = memd::index::words_check::compare(&layout).await.unwrap();
+    let found = memd::index::words_check::compare(&layout, None)
+        .await
+        .unwrap();
     assert_eq!(found, memd::index::words_check::Found::Same, "written anew");
 }
 
@@ -206,17 +208,7 @@ fn check_reports_a_words_file_of_the_tables_version_holding_other_words_and_fix_
     let dir = tmp.path();
     let before = searched(dir);
     assert!(findings(dir, "problems").is_empty());
-    // The first row's length changed, and the checksum made to agree: a
-    // file searches would read, with other scores.
-    let path = dir.join(memd::layout::rel::INDEX_WORDS);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[80] = bytes[80].wrapping_add(3);
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&bytes[..64]);
-    crc.update(&bytes[72..]);
-    let crc = crc.finalize() as u64;
-    bytes[64..72].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(&path, &bytes).unwrap();
+    other_lengths(dir);
     let problems = findings(dir, "problems");
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(!memd(dir, &["check"]).status.success());
@@ -228,6 +220,54 @@ fn check_reports_a_words_file_of_the_tables_version_holding_other_words_and_fix_
     ))
     .unwrap();
     assert_eq!(after, before);
+}
+
+/// The words file given the first row another length, its checksum made
+/// to agree: a file searches would read, with other scores.
+fn other_lengths(dir: &Path) {
+    let path = dir.join(memd::layout::rel::INDEX_WORDS);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[80] = bytes[80].wrapping_add(3);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&bytes[..64]);
+    crc.update(&bytes[72..]);
+    let crc = crc.finalize() as u64;
+    bytes[64..72].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+}
+
+/// A process whose index is open (a daemon) keeps what its check found
+/// of the words file, for the file's stamp and the table's version: once
+/// either changed, the file is compared again.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_check_kept_of_the_words_file_is_found_again_once_it_or_the_table_changed() {
+    let tmp = fresh();
+    let dir = tmp.path();
+    searched(dir);
+    let layout = memd::Layout::open(dir).unwrap();
+    let index = open(&layout).await;
+    let words = |r: &memd::check::Report| -> Vec<String> {
+        (r.problems.iter().chain(&r.notes))
+            .filter(|f| f.kind == memd::check::Kind::IndexWords)
+            .map(|f| f.what.clone())
+            .collect()
+    };
+    let check = || memd::check::run_kept(&layout, Some(&index));
+    // Settled: a stamp proves a file's bytes only once a write after it
+    // would carry later times.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(words(&check().await.unwrap()), Vec::<String>::new());
+    assert_eq!(words(&check().await.unwrap()), Vec::<String>::new());
+
+    other_lengths(dir);
+    let found = words(&check().await.unwrap());
+    assert_eq!(found.len(), 1, "the file rewritten: {found:?}");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(words(&check().await.unwrap()), found, "kept");
+
+    // The table moves on: the file is of another version now.
+    add(dir, "The user waters the basil every morning");
+    assert_eq!(words(&check().await.unwrap()), Vec::<String>::new());
 }
 
 #[test]

@@ -121,8 +121,11 @@ impl World {
             counts(&read),
             "status kept by {by} against the files'\nafter:\n{after}"
         );
+        // Its problems, and what it says of the words file (which a
+        // process whose index is open keeps for the file's stamp).
         let problems = |r: memd::check::Report| -> Vec<String> {
-            let mut all: Vec<_> = (r.problems.iter())
+            let words = (r.notes.iter()).filter(|n| n.kind == memd::check::Kind::IndexWords);
+            let mut all: Vec<_> = (r.problems.iter().chain(words))
                 .map(|p| format!("{:?}: {}", p.kind, p.what))
                 .collect();
             all.sort();
