@@ -28,6 +28,11 @@ impl Stamp {
         }
     }
 
+    /// The stamp of the file at `path`, if the file system says one.
+    pub(crate) fn at(path: &std::path::Path) -> Option<Stamp> {
+        Some(Stamp::of(&std::fs::metadata(path).ok()?))
+    }
+
     /// Whether a write after now would carry later times than these
     /// ([`written_by`]): only then does the stamp prove what was read
     /// with it.

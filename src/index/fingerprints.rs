@@ -183,10 +183,6 @@ fn now(layout: &Layout) -> Result<Prints> {
     Ok(seen.now(layout))
 }
 
-fn stamp(path: &std::path::Path) -> Option<Stamp> {
-    Some(Stamp::of(&std::fs::metadata(path).ok()?))
-}
-
 /// Each file the fingerprints depend on (by its name, which is cheaper to
 /// compare than a path), with its stamp (`None`: absent).
 type Stamps = BTreeMap<std::ffi::OsString, Option<Stamp>>;
@@ -201,7 +197,7 @@ fn root_stamps(layout: &Layout, out: &mut Stamps) {
         layout.tombstones_file(),
         layout.memory_md(),
     ] {
-        let s = stamp(&p);
+        let s = Stamp::at(&p);
         out.insert(p.into_os_string(), s);
     }
 }
@@ -396,7 +392,10 @@ impl Seen {
     /// The last syncs' fingerprints ([`synced`]), read again only when the
     /// stamp of either file they come from moved (each sync writes both).
     pub(super) fn synced(&mut self, layout: &Layout) -> Arc<Prints> {
-        let at = (stamp(&layout.index_files()), stamp(&layout.index_syncing()));
+        let at = (
+            Stamp::at(&layout.index_files()),
+            Stamp::at(&layout.index_syncing()),
+        );
         if let Some((was, prints)) = &self.synced
             && *was == at
         {
@@ -415,7 +414,7 @@ impl Seen {
     fn changed_names(&mut self, layout: &Layout) -> Option<BTreeSet<std::ffi::OsString>> {
         let watch = self.watch.as_mut()?;
         let dir = layout.archive_dir();
-        let identity = stamp(&dir).map(|s| (s.dev, s.ino));
+        let identity = Stamp::at(&dir).map(|s| (s.dev, s.ino));
         let sub = match &watch.subscription {
             Some(sub) if !sub.is_gone() && watch.dir == identity => sub,
             _ => {

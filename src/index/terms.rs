@@ -593,8 +593,8 @@ fn best(l: &dyn Lists, scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<Hit> {
 /// The rows of `seen` (live rows only) that [`best`] may list or must
 /// compare with: those scoring at least the (n + 1)-th best of `seen`.
 /// A common word's rows are thousands, nearly all scoring alike, so only
-/// the rows that can make the cut are sorted by score and id (BENCHMARKS.md, "A search's words
-/// ranked past 100,000 rows").
+/// the rows that can make the cut are sorted by score and id
+/// (BENCHMARKS.md, "A search's words ranked past 100,000 rows").
 fn within_reach(scores: &[f32], seen: Vec<u32>, n: usize) -> Vec<u32> {
     if seen.len() <= n + 1 {
         return seen;

@@ -68,7 +68,7 @@ impl Checked {
 /// or what `kept` found of them as they are.
 pub async fn compare(layout: &Layout, kept: Option<&Checked>) -> Result<Found> {
     let path = layout.index_words();
-    let Some(before) = stamp(&path) else {
+    let Some(before) = Stamp::at(&path) else {
         return Ok(Found::Absent);
     };
     if let Some(kept) = kept
@@ -82,16 +82,11 @@ pub async fn compare(layout: &Layout, kept: Option<&Checked>) -> Result<Found> {
     let (found, version) = read(layout, &path).await?;
     if let Some(kept) = kept
         && settled
-        && stamp(&path) == Some(before)
+        && Stamp::at(&path) == Some(before)
     {
         kept.0.store(Some(Arc::new((before, found, version))));
     }
     Ok(found)
-}
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let m = std::fs::metadata(path).ok()?;
-    m.is_file().then(|| Stamp::of(&m))
 }
 
 /// The file at `path` against the table's rows, and the table's version
