@@ -67,8 +67,12 @@ pub fn views(layout: &Layout) -> Result<Vec<EntryView>> {
 }
 
 /// [`views`] of files already read.
-pub fn views_of(doc: &Document, tombstones: &Tombstones, facts: &[Fact]) -> Vec<EntryView> {
-    let by_id: HashMap<&str, &Fact> = facts.iter().map(|f| (f.id.as_str(), f)).collect();
+pub fn views_of<'f>(
+    doc: &Document,
+    tombstones: &Tombstones,
+    facts: impl IntoIterator<Item = &'f Fact>,
+) -> Vec<EntryView> {
+    let by_id: HashMap<&str, &Fact> = facts.into_iter().map(|f| (f.id.as_str(), f)).collect();
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for e in doc.entries() {

@@ -56,6 +56,7 @@
 //! between two steps leaves the erasure in force and unfinished: `memd
 //! check` reports it, and running the same command again finishes it.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -614,9 +615,9 @@ pub(crate) struct Findings {
 }
 
 /// Each receipt against the files: what still holds its text.
-pub(crate) fn check(
+pub(crate) fn check<F: Borrow<Fact>>(
     stones: &Tombstones,
-    (doc, facts, records): (&Document, &[Fact], &[Record]),
+    (doc, facts, records): (&Document, &[F], &[Record]),
     redacted: &HashSet<FactId>,
 ) -> Findings {
     let mut out = Findings::default();
@@ -643,8 +644,7 @@ pub(crate) fn check(
                 unfinished(format!("entry {} holds erased fact {f}", m.id));
             }
         }
-        for f in facts
-            .iter()
+        for f in (facts.iter().map(|f| f.borrow()))
             .filter(|f| t.sources.contains(&f.id) || said(&f.text))
         {
             match t.sources.contains(&f.id) && !redacted.contains(&f.id) {

@@ -5,9 +5,11 @@
 //! journal's forgets agree with the files.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use super::memo::{Found, Session};
 use super::{ENTRIES, Finding, Kind, Report, first_words};
-use crate::archive::Fact;
+use crate::archive::{Fact, ParsedDays};
 use crate::consolidate::deleted_by_hand;
 use crate::entries::Document;
 use crate::ids::{EntryId, FactId};
@@ -33,9 +35,21 @@ pub(super) struct NextRun {
     pub journaled: HashSet<EntryId>,
 }
 
+/// Live entries by the facts they hold.
+type Holders<'a> = HashMap<&'a FactId, Vec<&'a EntryId>>;
+
+/// What the findings of a day file's facts read besides the day file
+/// (each part of its fingerprint's shared part).
+struct Shared<'s> {
+    holders: Holders<'s>,
+    rule: Pending<'s>,
+    by_hand: HashSet<&'s FactId>,
+    by_hidden: HashSet<&'s FactId>,
+}
+
 /// The files the check reads, read once.
 pub(super) struct Files<'a> {
-    pub facts: &'a [Fact],
+    pub days: &'a ParsedDays,
     pub doc: &'a Document,
     pub state: &'a State,
     pub tombstones: &'a Tombstones,
@@ -45,12 +59,13 @@ pub(super) struct Files<'a> {
 impl Files<'_> {
     /// Check; the entries the next run settles (for MEMORY.md's check),
     /// read once.
-    pub(super) fn check(&self, report: &mut Report) -> NextRun {
+    /// What `kept` holds of a day file at its fingerprint is taken as
+    /// found, and what is found anew given to it.
+    pub(super) fn check(&self, kept: &mut Session<'_>, report: &mut Report) -> NextRun {
         let by_hand = self.deleted_by_hand();
         let lineage = journal::lineage(self.journal);
         let unlabelled = deleted_by_hand::unlabelled(self.doc, &lineage, self.tombstones);
-        self.facts_accounted((&by_hand, &unlabelled), report);
-        self.declared_updates(report);
+        self.facts_accounted((&by_hand, &unlabelled), kept, report);
         self.declared_fact_updates(report);
         self.entries_visible(report);
         self.journal_agrees(report);
@@ -87,7 +102,7 @@ impl Files<'_> {
 
     /// Live entries (in the file, named by no tombstone) by the facts they
     /// hold.
-    fn holders(&self) -> HashMap<&FactId, Vec<&EntryId>> {
+    fn holders(&self) -> Holders<'_> {
         let mut out: HashMap<&FactId, Vec<&EntryId>> = HashMap::new();
         for m in self.doc.entries().filter_map(|e| e.meta.as_ref()) {
             if self.tombstones.names_entry(m.id.as_str()) {
@@ -100,51 +115,93 @@ impl Files<'_> {
         out
     }
 
-    /// Each fact: pending, in one live entry, or kept out for a reason.
+    /// Each day file's facts: pending, in one live entry, or kept out for
+    /// a reason; and the entries they declared they supersede. What
+    /// `kept` holds of a day is taken as found.
     fn facts_accounted(
         &self,
         (by_hand, unlabelled): (&HashMap<EntryId, Vec<FactId>>, &[Unlabelled]),
+        kept: &mut Session<'_>,
         report: &mut Report,
     ) {
-        let holders = self.holders();
-        let rule = Pending::new(
-            self.state,
-            self.tombstones,
-            self.doc,
-            Journal::Read(self.journal),
-        );
-        let by_hand: HashSet<&FactId> = by_hand
-            .values()
-            .flatten()
-            .chain(unlabelled.iter().flat_map(|(.., sources)| sources))
-            .collect();
-        let by_hidden = self.held_by_hidden();
-        for f in self.facts {
-            let file = rel::archive_file(&f.day);
-            let by = holders.get(&f.id).map(Vec::as_slice).unwrap_or_default();
-            let stones = self.tombstones.covering(f.id.as_str(), &f.text);
-            held_wrongly(f, &file, by, &stones, report);
-            self.kept_out_by_no_deletion(f, &file, &stones, report);
-            let settled = rule.settled(f);
-            if settled.is_none() && self.state.is_done(f) {
-                let what = format!(
-                    "fact {} was decided, but no entry of the file or of its journal holds it and no tombstone covers it: it is pending again, and the next consolidation decides it ({:?})",
-                    f.id,
-                    first_words(&f.text)
-                );
-                report.note(Kind::DecidedAgain, &file, Some(f.line), what);
-            }
-            let done = settled == Some(Settled::Done);
-            let waiting = by_hand.contains(&f.id); // the entry's note says it
-            if done && by.is_empty() && stones.is_empty() && !by_hidden.contains(&f.id) && !waiting
-            {
-                report.problem(
-                    Kind::FactHidden,
-                    &file,
-                    Some(f.line),
-                    format!("fact {} was decided, and the journal says an entry holds it, but no entry of the file does and no tombstone covers it: it is hidden ({:?}); was it taken out of an entry's sources by hand?", f.id, first_words(&f.text)),
-                );
-            }
+        let mut shared = None;
+        for (day, parsed) in self.days.iter() {
+            let found = match kept.found(day) {
+                Some(found) => found,
+                None => {
+                    let shared = shared.get_or_insert_with(|| self.shared(by_hand, unlabelled));
+                    let found = Arc::new(self.day_found(&parsed.facts, shared));
+                    kept.keep(day, found.clone());
+                    found
+                }
+            };
+            report.problems.extend(found.problems.iter().cloned());
+            report.notes.extend(found.notes.iter().cloned());
+        }
+    }
+
+    /// What the findings of every day's facts read besides the day file.
+    fn shared<'s>(
+        &'s self,
+        by_hand: &'s HashMap<EntryId, Vec<FactId>>,
+        unlabelled: &'s [Unlabelled],
+    ) -> Shared<'s> {
+        Shared {
+            holders: self.holders(),
+            rule: Pending::new(
+                self.state,
+                self.tombstones,
+                self.doc,
+                Journal::Read(self.journal),
+            ),
+            by_hand: by_hand
+                .values()
+                .flatten()
+                .chain(unlabelled.iter().flat_map(|(.., sources)| sources))
+                .collect(),
+            by_hidden: self.held_by_hidden(),
+        }
+    }
+
+    /// What [`Files::facts_accounted`] finds of one day file's `facts`.
+    fn day_found(&self, facts: &[Fact], shared: &Shared<'_>) -> Found {
+        let mut report = Report::default();
+        for f in facts {
+            self.fact_accounted(f, shared, &mut report);
+        }
+        self.declared_updates(facts, &shared.holders, &mut report);
+        Found {
+            problems: report.problems,
+            notes: report.notes,
+        }
+    }
+
+    /// Fact `f`: pending, in one live entry, or kept out for a reason.
+    fn fact_accounted(&self, f: &Fact, shared: &Shared<'_>, report: &mut Report) {
+        let file = rel::archive_file(&f.day);
+        let by = (shared.holders.get(&f.id).map(Vec::as_slice)).unwrap_or_default();
+        let stones = self.tombstones.covering(f.id.as_str(), &f.text);
+        held_wrongly(f, &file, by, &stones, report);
+        self.kept_out_by_no_deletion(f, &file, &stones, report);
+        let settled = shared.rule.settled(f);
+        if settled.is_none() && self.state.is_done(f) {
+            let what = format!(
+                "fact {} was decided, but no entry of the file or of its journal holds it and no tombstone covers it: it is pending again, and the next consolidation decides it ({:?})",
+                f.id,
+                first_words(&f.text)
+            );
+            report.note(Kind::DecidedAgain, &file, Some(f.line), what);
+        }
+        let done = settled == Some(Settled::Done);
+        let waiting = shared.by_hand.contains(&f.id); // the entry's note says it
+        let hidden = shared.by_hidden.contains(&f.id);
+        if done && by.is_empty() && stones.is_empty() && !hidden && !waiting {
+            report.problem(
+                Kind::FactHidden,
+                &file,
+                Some(f.line),
+                format!("fact {} was decided, and the journal says an entry holds it, but no entry of the file does and no tombstone covers it: it is hidden ({:?}); was it taken out of an entry's sources by hand?", f.id, first_words(&f.text)),
+            );
         }
     }
 
@@ -183,9 +240,8 @@ impl Files<'_> {
     /// replaces every target that is live and unpinned when it decides,
     /// which the random test asserts; a target pinned or forgotten then
     /// and back since is the person's).
-    fn declared_updates(&self, report: &mut Report) {
-        let holders = self.holders();
-        for f in self.facts.iter().filter(|f| !f.supersedes.is_empty()) {
+    fn declared_updates(&self, facts: &[Fact], holders: &Holders<'_>, report: &mut Report) {
+        for f in facts.iter().filter(|f| !f.supersedes.is_empty()) {
             let Some(held) = holders.get(&f.id).and_then(|h| h.first()) else {
                 continue;
             };
@@ -224,13 +280,14 @@ impl Files<'_> {
             self.doc,
             Journal::Read(self.journal),
         );
-        let by_id: HashMap<&FactId, &Fact> = self.facts.iter().map(|f| (&f.id, f)).collect();
-        for f in self.facts.iter().filter(|f| !f.supersedes_facts.is_empty()) {
+        let facts = self.days.iter().flat_map(|(_, parsed)| parsed.facts.iter());
+        let mut by_id = None;
+        for f in facts.filter(|f| !f.supersedes_facts.is_empty()) {
             let Some(held) = holders.get(&f.id).and_then(|h| h.first()) else {
                 continue;
             };
             let file = rel::archive_file(&f.day);
-            for t in f.supersedes_facts.iter().filter_map(|t| by_id.get(t)) {
+            for t in (f.supersedes_facts.iter()).filter_map(|t| self.fact(t, &mut by_id)) {
                 if !self.tombstones.covering(t.id.as_str(), &t.text).is_empty() {
                     continue;
                 }
@@ -261,6 +318,27 @@ impl Files<'_> {
                 }
             }
         }
+    }
+
+    /// The fact `id`: looked for in the day file its id names (where memd
+    /// wrote it), else (a line moved by hand) among every fact, by `by_id`,
+    /// made once.
+    fn fact<'f>(
+        &'f self,
+        id: &FactId,
+        by_id: &mut Option<HashMap<&'f FactId, &'f Fact>>,
+    ) -> Option<&'f Fact> {
+        let day = id.as_str().split('#').next().unwrap_or_default();
+        let at = self.days.binary_search_by(|(d, _)| d.as_str().cmp(day));
+        let named = at.ok().map(|i| &self.days[i].1.facts);
+        if let Some(f) = named.and_then(|facts| facts.iter().find(|f| f.id == *id)) {
+            return Some(f);
+        }
+        let by_id = by_id.get_or_insert_with(|| {
+            let facts = self.days.iter().flat_map(|(_, parsed)| parsed.facts.iter());
+            facts.map(|f| (&f.id, f)).collect()
+        });
+        by_id.get(id).copied()
     }
 
     /// The facts entries a tombstone hides hold (reported once, as those

@@ -16,6 +16,14 @@
 //!   tombstone covers; a words file of the table's version that holds
 //!   other words than the table's rows.
 //!
+//! A process whose index is open (a daemon) keeps what each check found
+//! and looks again only at what changed since (each day file's facts by
+//! the file's fingerprint, [`memo`]; the index's rows per source and per
+//! table fragment, [`crate::index::rows_check`]; the words file by its
+//! stamp): the same findings, at a cost that follows what changed. A
+//! `deep` check, and any check in a process with nothing kept, looks at
+//! everything.
+//!
 //! A **note** is worth knowing and breaks nothing: an entry edited by hand
 //! (its text no longer matches its metadata hash: hand edits are part of
 //! memd's design), a block waiting for metadata, a source naming a fact the
@@ -23,7 +31,7 @@
 //! files changed since the last sync, a damaged words file (searches
 //! ignore it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -36,7 +44,7 @@ use crate::ids::{EntryId, FactId, RowId};
 use crate::index::fingerprints::{self, Freshness};
 use crate::index::rows::{self, RowsBySource};
 use crate::index::table;
-use crate::index::{self, Index, RowKind};
+use crate::index::{self, Index, RowKind, rows_check};
 use crate::layout::{Source, rel};
 use crate::remedy::Remedy;
 use crate::review::Line;
@@ -45,27 +53,14 @@ use crate::tombstones::Tombstones;
 use crate::versions::{self, History};
 use crate::{Layout, entry_view, erase, journal, jsonl, recall, sync, usage};
 
+mod finding;
 mod kept;
 mod kind;
+pub mod memo;
 mod review;
 
+pub use self::finding::Finding;
 pub use self::kind::Kind;
-
-/// One finding: what kind, where, and what.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Finding {
-    pub kind: Kind,
-    /// Relative to the memory directory.
-    pub file: String,
-    /// 1-based, when the finding has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    /// Said in no surface's words: the remedy, if any, is below.
-    pub what: String,
-    /// What fixes it, which each surface says in its own words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<Remedy>,
-}
 
 /// What `memd check` found.
 #[derive(Debug, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -94,31 +89,13 @@ impl Report {
     }
 }
 
-impl Finding {
-    /// `self`, with what fixes it.
-    fn fixed_by(mut self, remedy: Remedy) -> Finding {
-        self.remedy = Some(remedy);
-        self
-    }
-
-    fn new(kind: Kind, file: &str, line: Option<usize>, what: impl Into<String>) -> Finding {
-        Finding {
-            kind,
-            file: file.into(),
-            line,
-            what: what.into(),
-            remedy: None,
-        }
-    }
-}
-
 /// The index alone against the files (read only): what `reindex` asks
 /// after a sync, to find rows a sync cannot see (duplicates, stale rows of
 /// files it thinks it synced).
 pub async fn index_only(layout: &Layout) -> Result<Report> {
     let mut report = Report::default();
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
-    index(layout, (&tombstones, None), &mut report).await?;
+    index(layout, (&tombstones, None, true), &mut report).await?;
     Ok(report)
 }
 
@@ -132,15 +109,28 @@ pub async fn run(layout: &Layout) -> Result<Report> {
 type Days = Arc<ParsedDays>;
 
 /// [`run`], with what `kept` keeps when the index is open in this process
-/// (the day files as parsed, each file's fingerprint), so that a daemon's
-/// check reads again only the day files that changed (its rows, which it
-/// compares with the table, are still read from every file).
+/// (the day files as parsed, each file's fingerprint, what its last check
+/// found of each day file's facts and of the index's rows: [`memo`],
+/// [`crate::index::rows_check`]), so that a daemon's check reads again
+/// only what changed since its last.
 pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
+    run_with(layout, kept, false).await
+}
+
+/// [`run_kept`]; with `deep`, nothing its last check found is taken as
+/// found: every fact and every index row is looked at, as a process with
+/// nothing kept does.
+pub async fn run_with(layout: &Layout, kept: Option<&Index>, deep: bool) -> Result<Report> {
     let mut report = Report::default();
+    let mut found = match kept.filter(|_| !deep) {
+        Some(index) => index.facts_checked.begin(index.writer.fingerprints()?),
+        None => memo::Session::none(),
+    };
     let days = index::parsed_days(layout, kept)?;
-    let (facts, warnings) = archive::facts_of(days.iter().map(|(d, p)| (d.as_str(), &**p)));
-    for w in warnings {
-        report.note(Kind::ArchiveWarning, rel::ARCHIVE, None, w);
+    for (day, parsed) in days.iter() {
+        for w in archive::warnings_of(day, parsed) {
+            report.note(Kind::ArchiveWarning, rel::ARCHIVE, None, w);
+        }
     }
     let doc = Document::read(&layout.entries_file())?;
     let tombstones = Tombstones::load(&layout.tombstones_file())?;
@@ -151,24 +141,23 @@ pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
             State::default()
         }
     };
-    report.facts = facts.len();
+    report.facts = days.iter().map(|(_, p)| p.facts.len()).sum();
     report.entries = doc.entries().count();
     entries(&doc, &mut report);
     let journal = journal::read(&layout.journal_file()).unwrap_or_default();
     let facts_and_entries = kept::Files {
-        facts: &facts,
+        days: &days,
         doc: &doc,
         state: &state,
         tombstones: &tombstones,
         journal: &journal,
     };
-    let next_run = facts_and_entries.check(&mut report);
-    erasures(
-        layout,
-        (&doc, &facts, &journal),
-        (&days, &tombstones),
-        &mut report,
-    )?;
+    let next_run = facts_and_entries.check(&mut found, &mut report);
+    if let Some(index) = kept {
+        let after = index.writer.fingerprints()?;
+        found.end(&after);
+    }
+    erasures(layout, (&doc, &journal), (&days, &tombstones), &mut report)?;
     review::check(layout, (&journal, &tombstones), &mut report)?;
     versions(layout, &tombstones, &mut report)?;
     for (run, seen, limit) in usage::past_budget(layout)? {
@@ -178,11 +167,11 @@ pub async fn run_kept(layout: &Layout, kept: Option<&Index>) -> Result<Report> {
         report.problem(Kind::PastBudget, rel::USAGE, None, what);
     }
     memory_md(layout, (&doc, &next_run), &tombstones, &mut report);
-    listed((&doc, &tombstones, &facts), &mut report);
+    listed((&doc, &tombstones), &mut report);
     json_lines(layout, &mut report)?;
     synced(layout, &mut report);
     handed_over(layout, &mut report);
-    index(layout, (&tombstones, kept), &mut report).await?;
+    index(layout, (&tombstones, kept, deep), &mut report).await?;
     Ok(report)
 }
 
@@ -270,7 +259,7 @@ fn synced(layout: &Layout, report: &mut Report) {
 /// text is on disk again).
 fn erasures(
     layout: &Layout,
-    files: (&Document, &[archive::Fact], &[journal::Record]),
+    (doc, journal): (&Document, &[journal::Record]),
     (days, tombstones): (&Days, &Tombstones),
     report: &mut Report,
 ) -> Result<()> {
@@ -278,6 +267,8 @@ fn erasures(
     if tombstones.receipts().next().is_none() {
         return Ok(());
     }
+    let facts: Vec<&archive::Fact> = days.iter().flat_map(|(_, p)| p.facts.iter()).collect();
+    let files = (doc, &facts[..], journal);
     let redacted = (days.iter())
         .flat_map(|(_, parsed)| parsed.erased.iter().map(|e| e.id.clone()))
         .collect();
@@ -371,11 +362,10 @@ fn entries(doc: &Document, report: &mut Report) {
 }
 
 /// The entries resource lists every live saved entry of the file, once,
-/// in file order and word for word, and nothing else.
-fn listed(
-    (doc, tombstones, facts): (&Document, &Tombstones, &[archive::Fact]),
-    report: &mut Report,
-) {
+/// in file order and word for word, and nothing else. (The facts give a
+/// listed entry only its categories and sessions, which this does not
+/// compare: none are looked up.)
+fn listed((doc, tombstones): (&Document, &Tombstones), report: &mut Report) {
     let mut want: Vec<(&EntryId, &str)> = Vec::new();
     let mut seen: HashSet<&EntryId> = HashSet::new();
     for e in doc.entries() {
@@ -384,7 +374,7 @@ fn listed(
             want.push((&m.id, &e.text));
         }
     }
-    let views = entry_view::views_of(doc, tombstones, facts);
+    let views = entry_view::views_of(doc, tombstones, []);
     let got: Vec<(&EntryId, &str)> = views.iter().map(|v| (&v.id, v.text.as_str())).collect();
     let (got_set, want_set): (HashSet<_>, HashSet<_>) = (
         got.iter().copied().collect(),
@@ -521,7 +511,7 @@ fn json_lines(layout: &Layout, report: &mut Report) -> Result<()> {
 /// so a sync in between is a note, never a false problem.
 async fn index(
     layout: &Layout,
-    (tombstones, kept): (&Tombstones, Option<&Index>),
+    (tombstones, kept, deep): (&Tombstones, Option<&Index>, bool),
     report: &mut Report,
 ) -> Result<()> {
     let freshness = || match kept {
@@ -529,14 +519,11 @@ async fn index(
         None => fingerprints::freshness(layout),
     };
     let fresh_before = freshness()?;
-    let Some(stored) = table::stored_rows(layout).await? else {
-        return Ok(());
-    };
-    report.index_rows = Some(stored.len());
     // Read between the two looks at freshness, so that a source fresh at
     // both was read as the table holds it.
-    let days = kept.map(|index| index.writer.archive()).transpose()?;
-    let expected = rows::expected(layout, days.as_deref())?;
+    let Some((stored, expected)) = rows_to_compare(layout, kept, deep, report).await? else {
+        return Ok(());
+    };
     let mut fresh = freshness()?;
     for (source, state) in fresh.iter_mut() {
         if fresh_before.get(source) != Some(&Freshness::Fresh) {
@@ -599,6 +586,89 @@ async fn index(
     words(layout, kept, report).await?;
     report.index_fixable = report.problems.len() > before;
     Ok(())
+}
+
+/// The table's rows and the rows the files call for, of every source, or
+/// (a process that keeps what its last check found, unless `deep`) of the
+/// sources whose rows may differ ([`rows_check`]); with the table's rows
+/// counted in `report`. `None`: no table.
+async fn rows_to_compare(
+    layout: &Layout,
+    kept: Option<&Index>,
+    deep: bool,
+    report: &mut Report,
+) -> Result<Option<(Vec<table::StoredRow>, RowsBySource)>> {
+    let Some(index) = kept.filter(|_| !deep) else {
+        let Some(stored) = table::stored_rows(layout).await? else {
+            return Ok(None);
+        };
+        report.index_rows = Some(stored.len());
+        let days = kept.map(|index| index.writer.archive()).transpose()?;
+        return Ok(Some((stored, rows::expected(layout, days.as_deref())?)));
+    };
+    let Some(compared) = rows_check::compare(layout, index).await? else {
+        return Ok(None);
+    };
+    report.index_rows = Some(compared.rows);
+    let prints = index.writer.fingerprints()?;
+    let only: HashSet<&Source> = (prints.keys())
+        .filter(|s| compared.differ.contains_key(&*s.rel()))
+        .collect();
+    let expected = rows::expected_only(layout, &only)?;
+    let mut stored = Vec::new();
+    let mut read = BTreeSet::new();
+    for (source, pairs) in &compared.differ {
+        let want = Source::parse(source).and_then(|s| only.contains(&s).then(|| expected.get(&s)));
+        match explained(source, pairs, want) {
+            Some(rows) => stored.extend(rows),
+            None => {
+                read.insert(source.clone());
+            }
+        }
+    }
+    stored.extend(table::stored_rows_of(layout, &read).await?);
+    Ok(Some((stored, expected)))
+}
+
+/// The rows `pairs` of `source` in the table ([`rows_check::Pair`]), as
+/// read from it, when what they are is known without reading them: each
+/// id once, and each one of the rows the file calls for (`want`: `None`
+/// for a source no file is behind, whose rows are then only counted). A
+/// row whose hash is not that of the file's row of its id is given a
+/// hash no row has.
+fn explained(
+    source: &str,
+    pairs: &[rows_check::Pair],
+    want: Option<Option<&Vec<rows::Hashed>>>,
+) -> Option<Vec<table::StoredRow>> {
+    let mut ids = HashSet::with_capacity(pairs.len());
+    if !pairs.iter().all(|(id, _)| ids.insert(*id)) {
+        return None;
+    }
+    let row = |id: String, hash: String| table::StoredRow {
+        id,
+        source: source.to_string(),
+        hash,
+    };
+    let Some(want) = want else {
+        return Some(
+            pairs
+                .iter()
+                .map(|(id, _)| row(format!("#{id:x}"), String::new()))
+                .collect(),
+        );
+    };
+    let by_id: HashMap<u64, &rows::Hashed> = (want.into_iter().flatten())
+        .map(|r| (rows_check::pair(r.0.id.as_str(), &r.1).0, r))
+        .collect();
+    let mut out = Vec::with_capacity(pairs.len());
+    for (id, hash) in pairs {
+        let r = by_id.get(id)?;
+        let same = rows_check::pair(r.0.id.as_str(), &r.1).1 == *hash;
+        let hash = if same { r.1.clone() } else { String::new() };
+        out.push(row(r.0.id.as_str().to_string(), hash));
+    }
+    Some(out)
 }
 
 /// The words file holds the words of the table's rows when it names the

@@ -1,4 +1,4 @@
-//! `memd check [--json] [--fix]`
+//! `memd check [--json] [--fix] [--deep]`
 
 use std::path::Path;
 

@@ -19,6 +19,7 @@
 //! | `snapshot`        | what searches read, without a lock: the rows' words and vectors as the owner last published them |
 //! | [`terms`], `vectors`, `row_hashes` | the rows' words and BM25, their vectors, their hashes |
 //! | [`words`]         | the words of one table version, on disk, for a new process |
+//! | [`words_check`], [`rows_check`] | what a check keeps of the words file and of the rows |
 //!
 //! An [`Index`] is one process's handle: its [`Writer`] and a [`Reader`]
 //! (clone it freely). Behind them one task, the owner, holds the index's
@@ -38,6 +39,7 @@ mod past;
 pub mod reader;
 mod row_hashes;
 pub mod rows;
+pub mod rows_check;
 pub mod search;
 mod snapshot;
 pub mod store;
@@ -55,6 +57,7 @@ use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, ParsedDays};
+use crate::check::memo::ByDay;
 use crate::config::Config;
 use crate::embed::cache::Cached;
 use crate::error::{Context, Result};
@@ -108,6 +111,10 @@ pub struct Index {
     pub reader: Reader,
     /// What `memd check` last found of the words file.
     pub words_checked: words_check::Checked,
+    /// What `memd check` kept of the table's rows and the files' rows.
+    pub rows_checked: rows_check::Kept,
+    /// What `memd check` found of each day file's facts.
+    pub facts_checked: ByDay,
 }
 
 /// The archive's day files, parsed: as `index`'s writer keeps them when
@@ -167,6 +174,8 @@ impl Index {
             writer,
             reader: Reader::new(shared, asking),
             words_checked: words_check::Checked::default(),
+            rows_checked: rows_check::Kept::default(),
+            facts_checked: ByDay::default(),
         })
     }
 

@@ -183,6 +183,15 @@ pub(crate) fn expected(layout: &Layout, days: Option<&ParsedDays>) -> Result<Row
     Ok(desired_from(layout, None, &sources, from)?.0)
 }
 
+/// The rows the sources `only` call for, reading only their files.
+pub(crate) fn expected_only(layout: &Layout, only: &HashSet<&Source>) -> Result<RowsBySource> {
+    if only.is_empty() {
+        return Ok(RowsBySource::new());
+    }
+    let sources = entries::sources(&layout.entries_file())?;
+    Ok(desired_from(layout, Some(only), &sources, DaysFrom::Files)?.0)
+}
+
 /// Where [`desired_from`] takes the day files from.
 enum DaysFrom<'a> {
     /// Read from disk.

@@ -7,7 +7,7 @@
 //! knows what a row means ([`super::rows`]) or when to write
 //! ([`super::writer`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arrow_array::types::Float32Type;
@@ -471,12 +471,38 @@ pub(crate) struct StoredRow {
 /// yet. Safe beside a daemon that owns the table (LanceDB readers see a
 /// consistent version).
 pub(crate) async fn stored_rows(layout: &Layout) -> Result<Option<Vec<StoredRow>>> {
+    stored_rows_where(layout, None).await
+}
+
+/// [`stored_rows`] of the sources `only` (relative paths) alone.
+pub(crate) async fn stored_rows_of(
+    layout: &Layout,
+    only: &BTreeSet<String>,
+) -> Result<Vec<StoredRow>> {
+    if only.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<String> = only.iter().map(|s| sql_str(s)).collect();
+    let filter = format!("source IN ({})", names.join(", "));
+    Ok(stored_rows_where(layout, Some(&filter))
+        .await?
+        .unwrap_or_default())
+}
+
+async fn stored_rows_where(
+    layout: &Layout,
+    filter: Option<&str>,
+) -> Result<Option<Vec<StoredRow>>> {
     let Some(inner) = existing(layout).await? else {
         return Ok(None);
     };
     let columns = ["id", "source", "hash"];
+    let mut query = inner.query().select(Select::columns(&columns));
+    if let Some(f) = filter {
+        query = query.only_if(f);
+    }
     let mut out = Vec::new();
-    for b in collect(inner.query().select(Select::columns(&columns))).await? {
+    for b in collect(query).await? {
         let (ids, sources, hashes) = (
             string_col(&b, "id")?,
             string_col(&b, "source")?,

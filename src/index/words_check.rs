@@ -30,7 +30,11 @@ pub enum Found {
 /// which table version (`None`: no table, or a damaged file, which no
 /// version makes whole), kept by the process whose index is open (a
 /// daemon's): a check that finds both as they were finds the same
-/// without reading the file or tokenising the table's rows again. A
+/// without reading the file or tokenising the table's rows again, and one
+/// that finds the file as it was and the table at another version than
+/// the file names finds it of another version without reading it (a
+/// daemon writes no words file for its own versions: each of its writes
+/// moves the table on from the file). A
 /// version's rows never change, and a file's stamp proves its bytes only
 /// when it held still while they were read and was settled when the
 /// read began ([`Stamp::settled`]); anything else, and the file is read
@@ -38,17 +42,20 @@ pub enum Found {
 #[derive(Default)]
 pub struct Checked(ArcSwapOption<Kept>);
 
-/// The file's stamp, what was found, and the table's version and time.
-type Kept = (Stamp, Found, Option<(u64, u64)>);
+/// The file's stamp; what was found, and against which table version and
+/// time; and the table version and time the file names (`None`: damaged).
+/// A file that names another version than the table's is of another
+/// version whatever its rows: found so again without reading it.
+type Kept = (Stamp, Found, Option<(u64, u64)>, Option<(u64, u64)>);
 
 impl Checked {
     /// What was found of the file at `file`, if the table is still at the
-    /// version it was found against.
+    /// version it was found against, or is at another than the file names.
     async fn found(&self, layout: &Layout, file: Stamp) -> Result<Option<Found>> {
         let Some(kept) = self.0.load_full() else {
             return Ok(None);
         };
-        let (stamp, found, version) = *kept;
+        let (stamp, found, version, names) = *kept;
         if stamp != file {
             return Ok(None);
         }
@@ -59,7 +66,11 @@ impl Checked {
             Some(table) => Some(super::table::stamp_of(&table).await?),
             None => None,
         };
-        Ok((now == version).then_some(found))
+        Ok(match now {
+            _ if now == version => Some(found),
+            Some(_) if names.is_some() && now != names => Some(Found::Other),
+            _ => None,
+        })
     }
 }
 
@@ -79,31 +90,37 @@ pub async fn compare(layout: &Layout, kept: Option<&Checked>) -> Result<Found> {
     // Settled before the read begins: a write during it carries later
     // times than `before`.
     let settled = before.settled();
-    let (found, version) = read(layout, &path).await?;
+    let (found, version, names) = read(layout, &path).await?;
     if let Some(kept) = kept
         && settled
         && Stamp::at(&path) == Some(before)
     {
-        kept.0.store(Some(Arc::new((before, found, version))));
+        kept.0
+            .store(Some(Arc::new((before, found, version, names))));
     }
     Ok(found)
 }
 
-/// The file at `path` against the table's rows, and the table's version
-/// (with the time it was made) if the file was compared with it.
-async fn read(layout: &Layout, path: &Path) -> Result<(Found, Option<(u64, u64)>)> {
+/// The file at `path` against the table's rows; the table's version (with
+/// the time it was made) if the file was compared with it; and the version
+/// and time the file names, if it is whole.
+async fn read(
+    layout: &Layout,
+    path: &Path,
+) -> Result<(Found, Option<(u64, u64)>, Option<(u64, u64)>)> {
     let Ok(bytes) = std::fs::read(path) else {
-        return Ok((Found::Absent, None));
+        return Ok((Found::Absent, None, None));
     };
     let Some(file) = super::words::from_bytes(&bytes) else {
-        return Ok((Found::Unreadable, None));
+        return Ok((Found::Unreadable, None, None));
     };
+    let names = Some((file.version, file.stamp));
     let Some(table) = super::table::existing(layout).await? else {
-        return Ok((Found::Absent, None));
+        return Ok((Found::Absent, None, names));
     };
     let (version, stamp) = super::table::stamp_of(&table).await?;
     if (file.version, file.stamp) != (version, stamp) {
-        return Ok((Found::Other, Some((version, stamp))));
+        return Ok((Found::Other, Some((version, stamp)), names));
     }
     let dim = super::table::vector_dim(&table).await?;
     let (rows, dim) = super::reader::table_rows(&table, dim).await?;
@@ -114,5 +131,5 @@ async fn read(layout: &Layout, path: &Path) -> Result<(Found, Option<(u64, u64)>
         true => Found::Same,
         false => Found::Differs,
     };
-    Ok((found, Some((version, stamp))))
+    Ok((found, Some((version, stamp)), names))
 }

@@ -185,7 +185,7 @@ impl Writer {
     }
 
     /// The source files' fingerprints now.
-    fn fingerprints(&self) -> Result<Arc<Prints>> {
+    pub(crate) fn fingerprints(&self) -> Result<Arc<Prints>> {
         self.seen.lock().unwrap().fingerprints(&self.shared.layout)
     }
 

@@ -17,6 +17,12 @@ pub struct Check {
     /// one runs). Files a person owns are never changed.
     #[arg(long)]
     pub fix: bool,
+    /// Compare every row of the index with every file's, as a process
+    /// with nothing kept does. A daemon otherwise compares only the rows
+    /// of the files and table parts that changed since its last check
+    /// (the same findings, at a cost that follows what changed).
+    #[arg(long)]
+    pub deep: bool,
 }
 
 impl Request for Check {
@@ -37,18 +43,19 @@ impl Request for Check {
     async fn apply(self, target: &Target) -> Result<Report> {
         let layout = &target.memory.layout;
         let open = target.index_if_open();
-        let mut report = check::run_kept(layout, open.as_deref()).await?;
+        let mut report = check::run_with(layout, open.as_deref(), self.deep).await?;
         let tail = |r: &Report| (r.problems.iter()).any(|p| p.kind == check::Kind::VersionsTail);
         if self.fix && tail(&report) {
             crate::versions::forget_tail(layout)?;
-            report = check::run_kept(layout, open.as_deref()).await?;
+            report = check::run_with(layout, open.as_deref(), self.deep).await?;
         }
         if !self.fix || report.index_rows.is_none() {
             return Ok(report);
         }
         let clear = report.index_fixable;
         target.run(Reindex { clear }).await?;
-        let mut after = check::run_kept(layout, target.index_if_open().as_deref()).await?;
+        let mut after =
+            check::run_with(layout, target.index_if_open().as_deref(), self.deep).await?;
         after.index_rebuilt = clear;
         Ok(after)
     }

@@ -9,6 +9,7 @@ mod boundaries;
 mod browser;
 mod budget;
 mod check;
+mod check_kept;
 mod cli;
 mod config;
 mod consolidate;

@@ -401,9 +401,10 @@ def status() -> None:
 
 
 @endpoint("POST", "/check", one(CheckReport))
-def check(*, fix: bool | None = None) -> None:
+def check(*, fix: bool | None = None, deep: bool | None = None) -> None:
     """Verify memd's invariants; ``fix=True`` rebuilds the index when only
-    it disagrees with the files."""
+    it disagrees with the files; ``deep=True`` compares every index row
+    with the files, not only those of what changed since the last check."""
 
 
 @endpoint("GET", "/healthz", alive)

@@ -126,6 +126,14 @@ pub enum Action {
     /// builds the index anew rather than trust them (every fact is found
     /// again, `memd check` finds no missing row).
     HandDeleteTable,
+    /// A row of the index's table added again, deleted or given another
+    /// hash by another process (a tool, or a writer memd does not know)
+    /// while memd runs: the check the daemon or the hold keeps (which
+    /// reads only what changed since its last) finds what a deep check
+    /// finds; the index is then rebuilt.
+    HandTableRows {
+        how: u8,
+    },
     /// The index's words file tampered with by hand (deleted, a byte
     /// flipped, cut short, or a copy kept at an earlier step put back),
     /// then a query searched through a handle opened afresh (which reads
@@ -291,6 +299,7 @@ impl Action {
             Action::HandDeleteConsolidated => "hand: delete consolidated/ whole",
             Action::Move => "move to another node's root",
             Action::HandDeleteTable => "hand: delete the index's table",
+            Action::HandTableRows { .. } => "hand: a row of the table rewritten, then check",
             Action::HandWords { .. } => {
                 "hand: the index's words file, then a fresh handle searches"
             }
@@ -422,6 +431,7 @@ fn simple(daemon: bool) -> BoxedStrategy<Action> {
         1 => Just(Action::HandDeleteConsolidated),
         1 => Just(Action::Move),
         1 => Just(Action::HandDeleteTable),
+        1 => (0u8..3).prop_map(|how| Action::HandTableRows { how }),
         2 => (0u8..4, any::<u8>()).prop_map(|(how, text)| Action::HandWords { how, text }),
         7 => (judge, any::<bool>()).prop_map(|(judge, force)| Action::Consolidate { judge, force }),
         3 => any::<u8>().prop_map(|pick| Action::ForgetEntry { pick }),

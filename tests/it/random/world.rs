@@ -198,6 +198,7 @@ impl World {
             Action::Move if self.paired => Ok(()),
             Action::Move => self.move_memory(),
             Action::HandDeleteTable => self.hand_delete_table(),
+            Action::HandTableRows { how } => self.hand_table_rows(*how),
             Action::Consolidate { judge, force } => self.consolidate(*judge, *force),
             Action::ForgetEntry { pick } => self.forget_entry(*pick),
             Action::ForgetFact { pick } => self.forget_fact(*pick),
@@ -215,7 +216,12 @@ impl World {
             Action::Reindex { clear } => Ok(self
                 .run(memd::request::Reindex { clear: *clear })
                 .map(drop)?),
-            Action::CheckFix => Ok(self.run(memd::request::Check { fix: true }).map(drop)?),
+            Action::CheckFix => Ok(self
+                .run(memd::request::Check {
+                    fix: true,
+                    deep: false,
+                })
+                .map(drop)?),
             Action::Status => self.status(),
             Action::ReadEntries { .. }
             | Action::EditEntry { .. }

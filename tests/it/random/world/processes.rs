@@ -132,6 +132,52 @@ impl World {
         Ok(())
     }
 
+    /// [`actions::Action::HandTableRows`]: a row of the table added
+    /// again, deleted or given another hash (`how`) behind memd's back;
+    /// the check kept by the daemon or the hold and a deep one find the
+    /// same; the index is then rebuilt (a writer that took itself for the
+    /// table's only one may hold what it wrote in memory). A write that
+    /// meets memd's own commit is left undone. Each check compares what it
+    /// reads at one moment, so both run with the index at rest.
+    pub(super) fn hand_table_rows(&mut self, how: u8) -> anyhow::Result<()> {
+        use memd::request::Holder;
+        if self.index_uri.is_some() {
+            return Ok(());
+        }
+        // At rest first: every file synced, no row held back (a commit
+        // landing between the two checks would make a file synced in one
+        // and changed since its sync in the other).
+        self.run(memd::request::Reindex { clear: false })?;
+        self.rt.block_on(self.held.idle());
+        let layout = self.layout.clone();
+        if !self.rt.block_on(rewrite_a_row(&layout, how)) {
+            return Ok(());
+        }
+        let rows = |r: memd::check::Report| -> Vec<String> {
+            let mut all: Vec<String> = (r.problems.iter())
+                .filter(|p| p.kind == memd::check::Kind::IndexRows)
+                .map(|p| p.what.clone())
+                .collect();
+            all.sort();
+            all
+        };
+        let kept = rows(self.run(memd::request::Check {
+            fix: false,
+            deep: false,
+        })?);
+        let deep = rows(self.run(memd::request::Check {
+            fix: false,
+            deep: true,
+        })?);
+        let after = self.log.join("\n");
+        assert_eq!(
+            kept, deep,
+            "the kept check (left) and a deep one\nafter:\n{after}"
+        );
+        self.run(memd::request::Reindex { clear: true })?;
+        Ok(())
+    }
+
     pub(super) fn daemon_stop(&mut self, kill: bool) -> anyhow::Result<()> {
         let Some(mut d) = self.daemon.take() else {
             return Ok(());
@@ -241,4 +287,42 @@ impl World {
         };
         Ok(Some((steps, args)))
     }
+}
+
+/// One row of the table at `layout` added again (`how` 0), deleted (1) or
+/// given another hash (2), by a LanceDB handle of its own; whether a row
+/// was there to change and the write landed.
+async fn rewrite_a_row(layout: &memd::Layout, how: u8) -> bool {
+    use futures::TryStreamExt;
+    use lancedb::query::{ExecutableQuery, QueryBase};
+    let lance = layout.index_dir().join("lance");
+    let Ok(db) = lancedb::connect(&lance.to_string_lossy()).execute().await else {
+        return false;
+    };
+    let Ok(table) = db.open_table("memory").execute().await else {
+        return false; // no table yet
+    };
+    let Ok(stream) = table.query().limit(1).execute().await else {
+        return false;
+    };
+    let Ok(one) = stream.try_collect::<Vec<arrow_array::RecordBatch>>().await else {
+        return false;
+    };
+    let Some(id) = one.first().filter(|b| b.num_rows() > 0).and_then(|b| {
+        let ids = b.column_by_name("id")?;
+        let ids = ids.as_any().downcast_ref::<arrow_array::StringArray>()?;
+        Some(ids.value(0).replace('\'', "''"))
+    }) else {
+        return false;
+    };
+    let landed = match how % 3 {
+        0 => table.add(one).execute().await.map(drop),
+        1 => table.delete(&format!("id = '{id}'")).await.map(drop),
+        _ => (table.update().only_if(format!("id = '{id}'")))
+            .column("hash", "'0000000000000000'")
+            .execute()
+            .await
+            .map(drop),
+    };
+    landed.is_ok()
 }
