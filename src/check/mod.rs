@@ -610,11 +610,14 @@ async fn rows_to_compare(
         return Ok(None);
     };
     report.index_rows = Some(compared.rows);
-    let prints = index.writer.fingerprints()?;
-    let only: HashSet<&Source> = (prints.keys())
+    let only: HashSet<&Source> = (compared.prints.keys())
         .filter(|s| compared.differ.contains_key(&*s.rel()))
         .collect();
-    let expected = rows::expected_only(layout, &only)?;
+    // The files the comparison read are not read again.
+    let (read_for_it, mut expected) = compared.read;
+    let unread = only.iter().copied().filter(|s| !read_for_it.contains(*s));
+    expected.extend(rows::expected_only(layout, &unread.collect())?);
+    expected.retain(|s, _| only.contains(s));
     let mut stored = Vec::new();
     let mut read = BTreeSet::new();
     for (source, pairs) in &compared.differ {

@@ -25,7 +25,7 @@
 //! the fingerprint held while the file was read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::Hasher;
+use std::hash::{DefaultHasher, Hasher};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
@@ -33,7 +33,7 @@ use futures::TryStreamExt;
 
 use super::Index;
 use super::fingerprints::Prints;
-use super::rows;
+use super::rows::{self, RowsBySource};
 use super::table::{self, string_col};
 use crate::Layout;
 use crate::error::{Error, Result};
@@ -44,12 +44,13 @@ pub type Pair = (u64, u64);
 
 /// The [`Pair`] of the row `id` whose row hash is `hash`.
 pub fn pair(id: &str, hash: &str) -> Pair {
-    let one = |s: &str| {
-        let mut h = std::hash::DefaultHasher::new();
-        h.write(s.as_bytes());
-        h.finish()
-    };
-    (one(id), one(hash))
+    (hash_of(id), hash_of(hash))
+}
+
+fn hash_of(s: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    h.write(s.as_bytes());
+    h.finish()
 }
 
 /// A set of rows, as a count and a sum of a hash of each row's [`Pair`]
@@ -64,7 +65,7 @@ impl Digest {
     fn add(&mut self, (id, hash): Pair) {
         self.rows += 1;
         for (lane, sum) in self.sum.iter_mut().enumerate() {
-            let mut h = std::hash::DefaultHasher::new();
+            let mut h = DefaultHasher::new();
             h.write_usize(lane);
             h.write_u64(id);
             h.write_u64(hash);
@@ -112,7 +113,7 @@ impl Tally {
         let mut kept = HashMap::new();
         let mut out = BTreeMap::<String, Digest>::new();
         for fragment in dataset.fragments().iter() {
-            let key = entry_hash(&serde_json::to_string(fragment)?);
+            let key = hash_of(&serde_json::to_string(fragment)?);
             let rows = match self.fragments.remove(&fragment.id) {
                 Some((k, rows)) if k == key => rows,
                 _ => {
@@ -145,12 +146,6 @@ impl Tally {
 
 fn lance(e: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::Index(Box::new(e))
-}
-
-fn entry_hash(s: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    h.write(s.as_bytes());
-    h.finish()
 }
 
 /// The rows of `batches` (id, source, hash) by source.
@@ -194,6 +189,11 @@ pub struct Compared {
     /// behind, each with its rows in the table: these, and only these,
     /// are compared row by row.
     pub differ: BTreeMap<String, Vec<Pair>>,
+    /// The fingerprints the sources were compared at.
+    pub prints: Arc<Prints>,
+    /// The sources whose files were read for this comparison, and the
+    /// rows they call for.
+    pub read: (HashSet<Source>, RowsBySource),
 }
 
 /// The sources whose table rows may differ from their files' (read only),
@@ -213,7 +213,7 @@ pub async fn compare(layout: &Layout, index: &Index) -> Result<Option<Compared>>
         .collect();
     let called = rows::expected_only(layout, &read.iter().copied().collect())?;
     let after = index.writer.fingerprints()?;
-    for source in read {
+    for &source in &read {
         let mut d = Digest::default();
         for row in called.get(source).into_iter().flatten() {
             d.add(pair(row.0.id.as_str(), &row.1));
@@ -223,15 +223,25 @@ pub async fn compare(layout: &Layout, index: &Index) -> Result<Option<Compared>>
             _ => memo.files.remove(source),
         };
     }
-    let compared = differ(&table, &memo, &before);
+    let (rows, differ) = differ(&table, &memo, &before);
+    let read = read.into_iter().cloned().collect();
     memo.files.retain(|s, _| before.contains_key(s));
     index.rows_checked.0.store(Some(Arc::new(memo)));
-    Ok(Some(compared))
+    Ok(Some(Compared {
+        rows,
+        differ,
+        prints: before,
+        read: (read, called),
+    }))
 }
 
-/// The sources whose digests differ, with those of the table no file is
-/// behind; and the table's rows.
-fn differ(table: &BTreeMap<String, Digest>, memo: &Memo, prints: &Prints) -> Compared {
+/// The table's rows; and the sources whose digests differ, with those of
+/// the table no file is behind, each with its rows in the table.
+fn differ(
+    table: &BTreeMap<String, Digest>,
+    memo: &Memo,
+    prints: &Prints,
+) -> (usize, BTreeMap<String, Vec<Pair>>) {
     let none = Digest::default();
     let mut differ = BTreeSet::new();
     for source in prints.keys() {
@@ -250,5 +260,5 @@ fn differ(table: &BTreeMap<String, Digest>, memo: &Memo, prints: &Prints) -> Com
             (s, pairs)
         })
         .collect();
-    Compared { rows, differ }
+    (rows, differ)
 }
