@@ -21,9 +21,11 @@
 //!   current.
 //! - **A change said in words.** The newer text says a change ("now", "no
 //!   longer", "moved to", "switched to", "instead", …, [`CHANGE_WORDS`])
-//!   that the older does not, and shares its subject and a content word
-//!   with it, or a slot of the same kind ("lives in" / "moved to",
-//!   [`SLOTS`]); a word that only may say a change ("not", "left",
+//!   that the older does not, and shares its subject and two content
+//!   words with it ([`SAID_MIN_SHARED`]: facts on one person share a topic
+//!   word all the time), or a slot of the same kind ("lives in" / "moved
+//!   to", [`SLOTS`]; "work" names one only as "works at", "for", "as" or
+//!   "in"); a word that only may say a change ("not", "left",
 //!   "became", [`WEAK_CHANGE_WORDS`]) counts with a slot of the same kind
 //!   only. Or its frame holds with the subject changed ("Ada, not
 //!   Mira, interviewed Jonas").
@@ -107,6 +109,15 @@ const SPAN_MAX_WORDS: usize = 6;
 /// the older when they share no frame: they must still speak of one
 /// thing.
 pub const SAID_MIN_COSINE: f32 = 0.45;
+
+/// Least content words two texts must share, besides their subject and
+/// names, for a change said in words ("now", "used to", "instead") to
+/// update the older when they share no frame or slot ([`shares_more`]).
+/// Facts on one person share a topic word all the time ("hiking",
+/// "turtles", "basketball"), and with one word a change said of something
+/// else folded one into the other (EVALUATION.md, "A change said of
+/// something else").
+pub const SAID_MIN_SHARED: usize = 2;
 
 /// Words dropped before texts are compared: articles, and the adverbs that
 /// only say a statement is current ("User now works at Globex" has the
@@ -469,7 +480,7 @@ pub fn judge_read(older: &Read, newer: &Read, cosine: f32) -> Verdict {
     }
     let more = match said {
         None => false,
-        Some(Strength::Strong) => shares_more(a, b),
+        Some(Strength::Strong) => shares_more(older, newer),
         Some(Strength::Weak) => same_slot(a, b),
     };
     if more && cosine >= SAID_MIN_COSINE && shares_subject(a, b) {
@@ -668,25 +679,22 @@ fn shares_subject(a: &[String], b: &[String]) -> bool {
     a[0] == b[0] || b.iter().any(|w| w == subject(a)) || slot_first
 }
 
-/// Whether the two say more in common than their subject: a content
-/// word besides the words they start with and the older's subject, or a
-/// one-valued slot of the same kind ([`SLOTS`]). "User's sister lives in
-/// Denver" and "User's sister never liked the cold" share only their
-/// subject.
-fn shares_more(a: &[String], b: &[String]) -> bool {
-    let start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let skip: HashSet<&str> = a[..start]
-        .iter()
-        .map(String::as_str)
-        .chain([subject(a)])
-        .collect();
+/// Whether the two say more in common than their subject: two content
+/// words ([`SAID_MIN_SHARED`]) besides the older's subject, its first word
+/// and the names either writes, or a one-valued slot of the same kind
+/// ([`SLOTS`]). "User's sister lives in Denver" and "User's sister never
+/// liked the cold" share only their subject.
+fn shares_more(older: &Read, newer: &Read) -> bool {
+    let (a, b) = (&older.words, &newer.words);
+    let name = older.name_with(newer);
+    let skip = [a[0].as_str(), subject(a)];
     let content = |w: &[String]| -> HashSet<String> {
         w.iter()
-            .filter(|w| !skip.contains(w.as_str()) && is_content(w))
+            .filter(|w| !skip.contains(&w.as_str()) && is_content(w) && !name(w))
             .cloned()
             .collect()
     };
-    !content(a).is_disjoint(&content(b)) || same_slot(a, b)
+    content(a).intersection(&content(b)).count() >= SAID_MIN_SHARED || same_slot(a, b)
 }
 
 /// Whether a word of [`words`] carries content: not a stop word, a
@@ -726,16 +734,35 @@ fn with_stems(list: &[&str]) -> HashSet<String> {
 /// [`MANY_VALUED`], [`NAMING`] and each of [`SLOTS`], with their stems.
 static MANY_VALUED_LISTED: Listed = LazyLock::new(|| with_stems(MANY_VALUED));
 static NAMING_LISTED: Listed = LazyLock::new(|| with_stems(NAMING));
+static WORK_LISTED: Listed = LazyLock::new(|| with_stems(WORK));
 static SLOTS_LISTED: LazyLock<Vec<HashSet<String>>> =
     LazyLock::new(|| SLOTS.iter().map(|s| with_stems(s)).collect());
 
 /// Whether both texts name the same one-valued slot ([`SLOTS`]).
 fn same_slot(a: &[String], b: &[String]) -> bool {
     SLOTS_LISTED.iter().any(|slot| {
-        let names = |w: &[String]| w.iter().any(|w| slot.contains(w));
+        let names = |w: &[String]| {
+            (w.iter().enumerate()).any(|(i, x)| slot.contains(x) && names_slot(x, w.get(i + 1)))
+        };
         names(a) && names(b)
     })
 }
+
+/// Whether `word`, of a slot's words, names its slot where `next`
+/// follows it: "work" names one's employment only as "works at", "for",
+/// "as" or "in" ("keeps up the good work", "working on new routines"
+/// and "make it work" name none).
+fn names_slot(word: &str, next: Option<&String>) -> bool {
+    let employment = |n: &String| ["at", "for", "as", "in"].contains(&n.as_str());
+    match WORK_LISTED.contains(word) {
+        true => next.is_some_and(employment),
+        false => true,
+    }
+}
+
+/// The words of work that name employment only with what follows them
+/// ([`names_slot`]).
+const WORK: &[&str] = &["work", "works", "working", "worked"];
 
 #[cfg(test)]
 mod tests;

@@ -338,3 +338,35 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_change_said_of_something_else_does_not_fold_two_facts_on_one_topic() {
+    assert_eq!(
+        verdict(
+            "Priya has pet rabbits that always calm her down",
+            "Priya took her rabbits to the park today and they are now asleep"
+        ),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict(
+            "Omar is determined to make his bakery work",
+            "Omar is working on new recipes for the bakery"
+        ),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict(
+            "Omar works for a bakery in the old town",
+            "Omar left the bakery and now works as a courier"
+        ),
+        Verdict::Update(Why::Said)
+    );
+    assert_eq!(
+        verdict(
+            "Mira Holt is planning a joint exhibition with her sister",
+            "Mira Holt is planning a podcast with a friend instead of an exhibition"
+        ),
+        Verdict::Update(Why::Said)
+    );
+}

@@ -647,6 +647,42 @@ fn the_built_in_judge_keeps_a_denial_as_an_update_with_the_denied_text_as_histor
     assert!(check(dir).0, "{}", check(dir).2);
 }
 
+/// A later fact that says "now" of something else, with one topic word in
+/// common with an older fact on the same person, is a second fact: the
+/// built-in judge keeps both as entries of their own rather than folding
+/// the older into the newer's history; and "work" that names no job
+/// ("make it work", "working on") is not the employment slot. With
+/// MiniLM, the default, which puts such pairs over the judge's cosine line.
+#[test]
+fn the_built_in_judge_keeps_two_facts_on_one_topic_apart_though_the_newer_says_now() {
+    let t = fresh();
+    let dir = t.path();
+    let defaults = "[consolidation]\nmin_facts = 1\nmin_hours = 0.0\n";
+    std::fs::write(dir.join("memd.toml"), defaults).unwrap();
+    let rabbits = add(dir, "Priya has pet rabbits that always calm her down.");
+    let bakery = add(dir, "Omar is determined to make his bakery work.");
+    consolidate(dir);
+    let park = add(
+        dir,
+        "Priya took her rabbits to the park today and they are now asleep.",
+    );
+    let recipes = add(dir, "Omar is working on new recipes for the bakery.");
+    consolidate(dir);
+    for (fact, text) in [
+        (&rabbits, "Priya has pet rabbits that always calm her down."),
+        (&bakery, "Omar is determined to make his bakery work."),
+        (
+            &park,
+            "Priya took her rabbits to the park today and they are now asleep.",
+        ),
+        (&recipes, "Omar is working on new recipes for the bakery."),
+    ] {
+        assert_eq!(holder(dir, fact).1, text, "{:?}", entries(dir));
+    }
+    assert_eq!(entries(dir).len(), 4, "{:?}", entries(dir));
+    assert!(check(dir).0, "{}", check(dir).2);
+}
+
 /// A question about a past time asks what was true then: the fact stated
 /// in the month it names comes first, though a later one updates it (the
 /// later-stated-first order is for questions that name no time), and the
